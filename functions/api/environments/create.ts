@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { workflows } from '../../adapters/ports.js';
+import { requestDeploy, statusPath } from '../../core/environments.js';
+import { route } from '../../shared/http.js';
+import { jsonInteger } from '../../shared/json-literal.js';
+import { MAX_PR, repoFullName } from '../../shared/validation.js';
+
+const body = z.object({
+  repoFullName,
+  prNumber: z.number().int().min(1, 'must be an integer >= 1').max(MAX_PR),
+  headSha: z.string().regex(/^[0-9a-f]{7,40}$/i, 'must be a commit SHA'),
+  headRef: z.string().min(1).max(255),
+  baseSha: z
+    .string()
+    .regex(/^[0-9a-f]{7,40}$/i, 'must be a commit SHA')
+    .optional(),
+  cloneUrl: z.string().optional(), // deprecated, ignored: the build clones from repoFullName
+  baseRef: z.string().optional(), // deprecated, ignored
+});
+
+/** POST /v1/preview/environments: create or redeploy a PR environment (fire-and-forget, 202). */
+export const { main, handler } = route('createEnvironment', { body, bodyRequired: true }, async (req) => {
+  jsonInteger(req.rawBody, 'prNumber');
+  const { repoFullName: repo, prNumber, headSha, headRef, baseSha } = req.body;
+  await requestDeploy(
+    workflows(),
+    { orgId: req.principal.orgId, repoFullName: repo, prNumber },
+    { headSha, headRef, baseSha },
+  );
+  return {
+    statusCode: 202,
+    body: { accepted: true, repoFullName: repo, prNumber, statusUrl: statusPath(repo, prNumber) },
+  };
+});

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { sourceHost, workflows } from '../../adapters/ports.js';
+import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
+import { route } from '../../shared/http.js';
+import { rowId } from '../../shared/validation.js';
+
+const params = z.object({ applicationId: rowId });
+
+/** POST /v1/preview/applications/{applicationId}/0: deploy the linked repository's main branch as env 0. */
+export const { main, handler } = route('deployMainBranch', { params }, async (req) => {
+  const out = await requestMainBranchDeploy(
+    { workflows: workflows(), sourceHost: sourceHost() },
+    req.principal.orgId,
+    req.params.applicationId,
+  );
+  return { statusCode: 202, body: { accepted: true, ...out, statusUrl: statusPath(out.repoFullName, 0) } };
+});

@@ -1,0 +1,9 @@
+import { environmentStatus } from '../../core/environments.js';
+import { route } from '../../shared/http.js';
+import { envPathSchema, envRef } from './schemas.js';
+
+/** GET /v1/preview/environments/{owner}/{repo}/{pr}: status from stored data, org-scoped. */
+export const { main, handler } = route('getEnvironment', { params: envPathSchema }, async (req) => ({
+  statusCode: 200,
+  body: await environmentStatus(envRef(req.principal.orgId, req.params)),
+}));

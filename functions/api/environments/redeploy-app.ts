@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { workflows } from '../../adapters/ports.js';
+import { requestAppRedeploy } from '../../core/environments.js';
+import { route } from '../../shared/http.js';
+import { appName } from '../../shared/validation.js';
+import { envPathSchema, envRef } from './schemas.js';
+
+const params = envPathSchema.extend({ app: appName });
+const body = z
+  .object({
+    mode: z.enum(['rebuild', 'restart'], { message: 'mode must be rebuild or restart' }).default('rebuild'),
+  })
+  .optional()
+  .transform((b) => b ?? { mode: 'rebuild' as const });
+
+/** PATCH …/{pr}/apps/{app}: redeploy one app (rebuild, the default, or restart); siblings untouched. */
+export const { main, handler } = route('redeployApp', { params, body }, async (req) => {
+  const ref = envRef(req.principal.orgId, req.params);
+  const { mode } = req.body;
+  await requestAppRedeploy(workflows(), ref, req.params.app, mode);
+  return {
+    statusCode: 202,
+    body: {
+      accepted: true,
+      repoFullName: ref.repoFullName,
+      prNumber: ref.prNumber,
+      app: req.params.app,
+      mode,
+    },
+  };
+});

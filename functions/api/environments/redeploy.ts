@@ -1,0 +1,14 @@
+import { workflows } from '../../adapters/ports.js';
+import { requestRedeploy } from '../../core/environments.js';
+import { route } from '../../shared/http.js';
+import { envPathSchema, envRef } from './schemas.js';
+
+/** PATCH /v1/preview/environments/{owner}/{repo}/{pr}: re-run the pipeline at the current head SHA. */
+export const { main, handler } = route('redeployEnvironment', { params: envPathSchema }, async (req) => {
+  const ref = envRef(req.principal.orgId, req.params);
+  await requestRedeploy(workflows(), ref);
+  return {
+    statusCode: 202,
+    body: { accepted: true, repoFullName: ref.repoFullName, prNumber: ref.prNumber },
+  };
+});

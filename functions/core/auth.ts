@@ -1,0 +1,51 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { AuthKind } from '../routes.js';
+import { matchesHash, sha256Hex } from '../shared/crypto.js';
+import { ddb, table } from '../shared/dynamo.js';
+import { UnauthorizedError } from '../shared/errors.js';
+
+/** Who is calling: the organization the credentials belong to. */
+export interface Principal {
+  orgId: string;
+}
+
+const API_KEY_RE = /^pvk_([a-z0-9]{8,40})_([A-Za-z0-9_-]{43})$/;
+const CLIENT_ID_RE = /^pvc_[a-z0-9]{8,40}$/;
+const DUMMY_HASH = sha256Hex('never-a-valid-secret');
+
+/** Tenancy-table item for a credential. */
+export interface CredentialItem {
+  pk: string;
+  orgId: string;
+  secretHash: string;
+  createdAt: string;
+}
+
+async function check(pk: string, secret: string): Promise<Principal> {
+  const { Item } = await ddb().send(new GetCommand({ TableName: table('tenancy'), Key: { pk } }));
+  const item = Item as CredentialItem | undefined;
+  // Compare even when the credential is unknown, so both paths cost the same.
+  const ok = matchesHash(secret, item?.secretHash ?? DUMMY_HASH);
+  if (!item || !ok) throw new UnauthorizedError();
+  return { orgId: item.orgId };
+}
+
+/**
+ * Authenticate a request. `apiKey`: `Authorization: Bearer pvk_<keyId>_<secret>`. `client`:
+ * `svc-client-id` and `svc-client-secret`. Only SHA-256 digests of secrets are stored; they are compared
+ * in constant time. Any missing, malformed or wrong credential is the same 401.
+ * @param headers lower-cased request headers
+ */
+export async function authenticate(kind: AuthKind, headers: Record<string, string>): Promise<Principal> {
+  if (kind === 'apiKey') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
+    const key = m?.[1] ? API_KEY_RE.exec(m[1]) : null;
+    if (!key) throw new UnauthorizedError();
+    return check(`APIKEY#${key[1]}`, key[2]!);
+  }
+  const clientId = headers['svc-client-id'] ?? '';
+  const secret = headers['svc-client-secret'] ?? '';
+  if (!CLIENT_ID_RE.test(clientId) || secret.length === 0 || secret.length > 256)
+    throw new UnauthorizedError();
+  return check(`CLIENT#${clientId}`, secret);
+}

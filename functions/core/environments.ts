@@ -1,0 +1,285 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { newId } from '../shared/crypto.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ConflictError, NotFoundError } from '../shared/errors.js';
+import type { SourceHost, Workflows } from '../shared/ports.js';
+import { repoKey } from '../shared/validation.js';
+import { getApplication } from './tenancy.js';
+
+export type EnvironmentStatus = 'pending' | 'building' | 'deploying' | 'ready' | 'failed' | 'torn_down';
+
+/** What a redeploy needs to run the pipeline again. Records written before redeploy support lack it. */
+export interface DeployInputs {
+  headSha: string;
+  headRef: string;
+  baseSha?: string;
+}
+
+/** An environment as stored (table `environments`, key (orgId, envKey)). */
+export interface Environment {
+  orgId: string;
+  envKey: string;
+  repoFullName: string;
+  prNumber: number;
+  status: EnvironmentStatus;
+  phase?: string;
+  createdAt: string;
+  updatedAt: string;
+  lastDeployedSha?: string;
+  urls: Record<string, string>;
+  error?: string;
+  /** Bumped by every whole-environment request; steps of an older generation change nothing. */
+  generation: number;
+  inputs?: DeployInputs;
+  /** App names declared in the environment's preview config, once read. */
+  apps?: string[];
+  /** Set when a teardown was requested: nothing but a new deploy may run after it. */
+  tornDownRequested?: boolean;
+}
+
+/** What callers see (PreviewStatus). */
+export interface PreviewStatus {
+  repoFullName: string;
+  prNumber: number;
+  status: EnvironmentStatus;
+  phase?: string;
+  createdAt: string;
+  updatedAt: string;
+  lastDeployedSha?: string;
+  urls: Record<string, string>;
+  error?: string;
+}
+
+export interface EnvRef {
+  orgId: string;
+  repoFullName: string;
+  prNumber: number;
+}
+
+export const envKeyOf = (repoFullName: string, prNumber: number): string =>
+  `${repoKey(repoFullName)}#${prNumber}`;
+export const statusPath = (repoFullName: string, prNumber: number): string =>
+  `/v1/preview/environments/${repoFullName}/${prNumber}`;
+
+export function toPreviewStatus(env: Environment): PreviewStatus {
+  return {
+    repoFullName: env.repoFullName,
+    prNumber: env.prNumber,
+    status: env.status,
+    ...(env.phase ? { phase: env.phase } : {}),
+    createdAt: env.createdAt,
+    updatedAt: env.updatedAt,
+    ...(env.lastDeployedSha ? { lastDeployedSha: env.lastDeployedSha } : {}),
+    urls: env.urls ?? {},
+    ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
+  };
+}
+
+export async function findEnvironment(orgId: string, envKey: string): Promise<Environment | undefined> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('environments'), Key: { orgId, envKey }, ConsistentRead: true }),
+  );
+  return Item as Environment | undefined;
+}
+
+async function getEnvironment(ref: EnvRef): Promise<Environment> {
+  const env = await findEnvironment(ref.orgId, envKeyOf(ref.repoFullName, ref.prNumber));
+  if (!env) throw new NotFoundError('environment not found');
+  return env;
+}
+
+/** Status of an environment of the caller's organization (404 otherwise). */
+export async function environmentStatus(ref: EnvRef): Promise<PreviewStatus> {
+  return toPreviewStatus(await getEnvironment(ref));
+}
+
+/** Execution name: unique, and readable in the Step Functions console. */
+const executionName = (kind: string, env: Environment) =>
+  `${kind}-${env.prNumber}-g${env.generation}-${newId()}`.slice(0, 80);
+
+/**
+ * Create or redeploy a whole environment at a new head (POST deploy, main-branch deploy).
+ * Steps: upsert the record as `pending` with the new inputs and a bumped generation (a torn-down
+ * environment comes back); start the deploy state machine for that generation.
+ */
+export async function requestDeploy(
+  workflows: Workflows,
+  ref: EnvRef,
+  inputs: DeployInputs,
+): Promise<Environment> {
+  const now = new Date().toISOString();
+  const { Attributes } = await ddb().send(
+    new UpdateCommand({
+      TableName: table('environments'),
+      Key: { orgId: ref.orgId, envKey: envKeyOf(ref.repoFullName, ref.prNumber) },
+      UpdateExpression:
+        'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
+        'updatedAt = :now, createdAt = if_not_exists(createdAt, :now), urls = if_not_exists(urls, :empty) ' +
+        'ADD generation :one REMOVE #error, tornDownRequested',
+      ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+      ExpressionAttributeValues: {
+        ':repo': ref.repoFullName,
+        ':pr': ref.prNumber,
+        ':pending': 'pending',
+        ':queued': 'queued',
+        ':inputs': inputs,
+        ':now': now,
+        ':empty': {},
+        ':one': 1,
+      },
+      ReturnValues: 'ALL_NEW',
+    }),
+  );
+  const env = Attributes as Environment;
+  await workflows.start(
+    'deploy',
+    { orgId: env.orgId, envKey: env.envKey, generation: env.generation },
+    executionName('deploy', env),
+  );
+  return env;
+}
+
+/**
+ * Tear an environment down. Nothing happens for an environment that does not exist in the org (the
+ * caller still gets 202). Steps: mark the teardown requested with a bumped generation (so in-flight work
+ * of older generations stops), start the teardown state machine.
+ */
+export async function requestTeardown(workflows: Workflows, ref: EnvRef): Promise<void> {
+  let env: Environment;
+  try {
+    const { Attributes } = await ddb().send(
+      new UpdateCommand({
+        TableName: table('environments'),
+        Key: { orgId: ref.orgId, envKey: envKeyOf(ref.repoFullName, ref.prNumber) },
+        UpdateExpression: 'SET tornDownRequested = :t, phase = :phase, updatedAt = :now ADD generation :one',
+        ConditionExpression: 'attribute_exists(envKey)',
+        ExpressionAttributeValues: {
+          ':t': true,
+          ':phase': 'tearing-down',
+          ':now': new Date().toISOString(),
+          ':one': 1,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    env = Attributes as Environment;
+  } catch (err) {
+    if (isConditionFailure(err)) return;
+    throw err;
+  }
+  await workflows.start(
+    'teardown',
+    { orgId: env.orgId, envKey: env.envKey, generation: env.generation },
+    executionName('teardown', env),
+  );
+}
+
+function assertRedeployable(env: Environment): asserts env is Environment & { inputs: DeployInputs } {
+  if (env.status === 'torn_down' || env.tornDownRequested)
+    throw new ConflictError('environment was torn down');
+  if (!env.inputs) throw new ConflictError('environment predates redeploy support');
+}
+
+/**
+ * Re-run the whole pipeline at the environment's current head SHA (PATCH).
+ * Steps: 404 if absent; 409 if torn down or without stored inputs; bump the generation on the condition
+ * that nothing changed that (a teardown racing in); start the deploy state machine.
+ */
+export async function requestRedeploy(workflows: Workflows, ref: EnvRef): Promise<void> {
+  const current = await getEnvironment(ref);
+  assertRedeployable(current);
+  let env: Environment;
+  try {
+    const { Attributes } = await ddb().send(
+      new UpdateCommand({
+        TableName: table('environments'),
+        Key: { orgId: current.orgId, envKey: current.envKey },
+        UpdateExpression:
+          'SET #status = :pending, phase = :queued, updatedAt = :now ADD generation :one REMOVE #error',
+        ConditionExpression: 'generation = :g',
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+        ExpressionAttributeValues: {
+          ':pending': 'pending',
+          ':queued': 'queued',
+          ':now': new Date().toISOString(),
+          ':one': 1,
+          ':g': current.generation,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    env = Attributes as Environment;
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    // Something newer landed meanwhile: judge again against it.
+    return requestRedeploy(workflows, ref);
+  }
+  await workflows.start(
+    'deploy',
+    { orgId: env.orgId, envKey: env.envKey, generation: env.generation },
+    executionName('redeploy', env),
+  );
+}
+
+export type AppRedeployMode = 'rebuild' | 'restart';
+
+/**
+ * Redeploy one app (PATCH …/apps/{app}); siblings are untouched. It runs under the environment's current
+ * generation: a newer whole-environment request supersedes it, and it does not supersede one in flight.
+ * Steps: 404 if the environment is absent; 409 if torn down or without inputs; 404 if the preview config
+ * declares no such app; start the app-redeploy state machine.
+ */
+export async function requestAppRedeploy(
+  workflows: Workflows,
+  ref: EnvRef,
+  app: string,
+  mode: AppRedeployMode,
+): Promise<void> {
+  const env = await getEnvironment(ref);
+  assertRedeployable(env);
+  if (!env.apps?.includes(app)) throw new NotFoundError('app not found');
+  await workflows.start(
+    'redeployApp',
+    { orgId: env.orgId, envKey: env.envKey, generation: env.generation, app, mode },
+    executionName(`app-${app}`, env),
+  );
+}
+
+/** What the main-branch deploy answers. */
+export interface MainBranchDeploy {
+  applicationId: string;
+  repoFullName: string;
+  branch: string;
+  headSha: string;
+  prNumber: 0;
+}
+
+/**
+ * Deploy an Application's linked repository main branch as environment 0.
+ * Steps: load the application (404 if absent or another org's); 409 if disabled, unlinked or without an
+ * active installation; resolve `main` at the source host (404 if the repository or the branch is missing);
+ * then the same as a PR deploy.
+ */
+export async function requestMainBranchDeploy(
+  deps: { workflows: Workflows; sourceHost: SourceHost },
+  orgId: string,
+  applicationId: string,
+): Promise<MainBranchDeploy> {
+  const app = await getApplication(orgId, applicationId);
+  if (app.disabled) throw new ConflictError('application is disabled');
+  if (!app.repoFullName) throw new ConflictError('application is not linked to a repository');
+  if (!app.installationActive) throw new ConflictError('application has no active installation');
+  const branch = 'main';
+  const ref = await deps.sourceHost.resolveBranch(app.repoFullName, branch);
+  if (ref.kind === 'repository-not-found') throw new NotFoundError('linked repository not found');
+  if (ref.kind === 'ref-not-found') throw new NotFoundError('main branch ref not found');
+  await requestDeploy(
+    deps.workflows,
+    { orgId, repoFullName: app.repoFullName, prNumber: 0 },
+    {
+      headSha: ref.sha,
+      headRef: branch,
+    },
+  );
+  return { applicationId, repoFullName: app.repoFullName, branch, headSha: ref.sha, prNumber: 0 };
+}

@@ -1,0 +1,51 @@
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { APP_NAME_RE, ENV_VAR_RE } from '../shared/validation.js';
+
+/** `preview.yaml` at the repository root: the apps of a preview environment. */
+export const PREVIEW_CONFIG_PATH = 'preview.yaml';
+
+const appSchema = z
+  .object({
+    port: z.number().int().min(1).max(65_535),
+    command: z.string().min(1).optional(),
+    build: z.string().min(1).optional(),
+    health: z.string().startsWith('/', 'must be a path starting with /').optional(),
+    env: z
+      .record(
+        z.string().regex(ENV_VAR_RE, 'must be an environment variable name'),
+        z.union([z.string(), z.number(), z.boolean()]).transform(String),
+      )
+      .optional(),
+    dockerfile: z.string().min(1).optional(),
+    context: z.string().min(1).optional(),
+  })
+  .strict();
+
+const configSchema = z
+  .object({
+    apps: z
+      .record(z.string().regex(APP_NAME_RE, 'app names must be lower-case DNS labels'), appSchema)
+      .refine((apps) => Object.keys(apps).length > 0, 'declare at least one app'),
+  })
+  .strict();
+
+export type PreviewConfig = z.infer<typeof configSchema>;
+export type AppSpec = PreviewConfig['apps'][string];
+
+/** Parse and validate `preview.yaml`; the error says what is wrong and where. */
+export function parsePreviewConfig(text: string): PreviewConfig {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new Error(`${PREVIEW_CONFIG_PATH} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const parsed = configSchema.safeParse(doc);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.map(String).join('.') || '(root)';
+    throw new Error(`${PREVIEW_CONFIG_PATH}: ${where}: ${issue.message}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,112 @@
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
+import { ddb, table } from '../shared/dynamo.js';
+import { NotFoundError } from '../shared/errors.js';
+import { repoKey } from '../shared/validation.js';
+
+/** Credentials of a new organization. Shown once; only their hashes are stored. */
+export interface OrgCredentials {
+  orgId: string;
+  apiKey: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+/**
+ * Create an organization with one API key (preview, secrets, recipes) and one client id/secret pair
+ * (tests and runs).
+ * Steps: put the org; put each credential under its own id with the SHA-256 of its secret.
+ */
+export async function createOrganization(name: string): Promise<OrgCredentials> {
+  const orgId = newId();
+  const keyId = newId();
+  const keySecret = randomSecret();
+  const clientId = `pvc_${newId()}`;
+  const clientSecret = randomSecret();
+  const createdAt = new Date().toISOString();
+  const put = (Item: Record<string, unknown>) =>
+    ddb().send(
+      new PutCommand({ TableName: table('tenancy'), Item, ConditionExpression: 'attribute_not_exists(pk)' }),
+    );
+  await put({ pk: `ORG#${orgId}`, orgId, name, createdAt });
+  await put({ pk: `APIKEY#${keyId}`, orgId, secretHash: sha256Hex(keySecret), createdAt });
+  await put({ pk: `CLIENT#${clientId}`, orgId, secretHash: sha256Hex(clientSecret), createdAt });
+  return { orgId, apiKey: `pvk_${keyId}_${keySecret}`, clientId, clientSecret };
+}
+
+export async function organizationExists(orgId: string): Promise<boolean> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('tenancy'), Key: { pk: `ORG#${orgId}` } }),
+  );
+  return Item !== undefined;
+}
+
+/** An Application: a repository linked to an organization, with its source-host installation. */
+export interface Application {
+  applicationId: string;
+  orgId: string;
+  name: string;
+  /** `owner/repo`, absent for an unlinked application. */
+  repoFullName?: string;
+  /** `<orgId>#<owner/repo lower-cased>`, the `byRepo` index key; absent when unlinked. */
+  repoKey?: string;
+  disabled: boolean;
+  /** Whether the source host has an active installation for it (a GitHub App installation). */
+  installationActive: boolean;
+  createdAt: string;
+}
+
+export async function createApplication(input: {
+  orgId: string;
+  name?: string;
+  repoFullName?: string;
+  disabled?: boolean;
+  installationActive?: boolean;
+}): Promise<Application> {
+  const applicationId = newId();
+  const app: Application = {
+    applicationId,
+    orgId: input.orgId,
+    name: input.name ?? input.repoFullName ?? applicationId,
+    repoFullName: input.repoFullName,
+    repoKey: input.repoFullName ? `${input.orgId}#${repoKey(input.repoFullName)}` : undefined,
+    disabled: input.disabled ?? false,
+    installationActive: input.installationActive ?? true,
+    createdAt: new Date().toISOString(),
+  };
+  await ddb().send(
+    new PutCommand({
+      TableName: table('applications'),
+      Item: app,
+      ConditionExpression: 'attribute_not_exists(applicationId)',
+    }),
+  );
+  return app;
+}
+
+/** The application, if it exists and belongs to the org; otherwise 404 (never another org's data). */
+export async function getApplication(orgId: string, applicationId: string): Promise<Application> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
+  );
+  const app = Item as Application | undefined;
+  if (!app || app.orgId !== orgId) throw new NotFoundError('application not found');
+  return app;
+}
+
+/** The org's application linked to `owner/repo`, if any (oldest first when several are). */
+export async function findApplicationByRepo(
+  orgId: string,
+  repoFullName: string,
+): Promise<Application | undefined> {
+  const { Items } = await ddb().send(
+    new QueryCommand({
+      TableName: table('applications'),
+      IndexName: 'byRepo',
+      KeyConditionExpression: 'repoKey = :k',
+      ExpressionAttributeValues: { ':k': `${orgId}#${repoKey(repoFullName)}` },
+    }),
+  );
+  const apps = (Items ?? []) as Application[];
+  return apps.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0];
+}

@@ -1,0 +1,147 @@
+/**
+ * The route manifest: the one list of API routes, read by the CDK API construct (one NodejsFunction per
+ * route, least-privilege grants from `access`) and by the local HTTP server (same handlers, same paths).
+ * A route that exists locally exists in the cloud, and the other way round. Plain data: importing it
+ * pulls in no handler code.
+ */
+import type { WorkflowName } from './shared/ports.js';
+import type { TableName } from './shared/tables.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+/** `apiKey`: `Authorization: Bearer <API key>`. `client`: `svc-client-id` + `svc-client-secret` headers. */
+export type AuthKind = 'apiKey' | 'client';
+
+export interface RouteAccess {
+  /** Tables the handler reads (`R`) or reads and writes (`RW`). Tenancy is always readable (auth). */
+  tables: Partial<Record<TableName, 'R' | 'RW'>>;
+  /** State machines the handler starts. */
+  starts?: WorkflowName[];
+  /** Access to secret-bundle values (Secrets Manager in AWS). */
+  secrets?: 'RW';
+  /** The handler talks to the source host (GitHub App credentials in AWS). */
+  sourceHost?: true;
+}
+
+export interface RouteDef {
+  method: HttpMethod;
+  /** API Gateway resource path; `{name}` segments become path parameters. */
+  path: string;
+  /** Handler module, relative to the repository root; it exports `handler`. */
+  entry: string;
+  auth: AuthKind;
+  access: RouteAccess;
+}
+
+const envPath = '/v1/preview/environments/{owner}/{repo}/{pr}';
+const secretsPath = '/v1/preview/secrets/{applicationId}/{app}';
+
+export const routes = {
+  createEnvironment: {
+    method: 'POST',
+    path: '/v1/preview/environments',
+    entry: 'functions/api/environments/create.ts',
+    auth: 'apiKey',
+    access: { tables: { environments: 'RW' }, starts: ['deploy'] },
+  },
+  deployMainBranch: {
+    method: 'POST',
+    path: '/v1/preview/applications/{applicationId}/0',
+    entry: 'functions/api/environments/deploy-main.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'], sourceHost: true },
+  },
+  getEnvironment: {
+    method: 'GET',
+    path: envPath,
+    entry: 'functions/api/environments/get.ts',
+    auth: 'apiKey',
+    access: { tables: { environments: 'R' } },
+  },
+  teardownEnvironment: {
+    method: 'DELETE',
+    path: envPath,
+    entry: 'functions/api/environments/teardown.ts',
+    auth: 'apiKey',
+    access: { tables: { environments: 'RW' }, starts: ['teardown'] },
+  },
+  redeployEnvironment: {
+    method: 'PATCH',
+    path: envPath,
+    entry: 'functions/api/environments/redeploy.ts',
+    auth: 'apiKey',
+    access: { tables: { environments: 'RW' }, starts: ['deploy'] },
+  },
+  redeployApp: {
+    method: 'PATCH',
+    path: `${envPath}/apps/{app}`,
+    entry: 'functions/api/environments/redeploy-app.ts',
+    auth: 'apiKey',
+    access: { tables: { environments: 'RW' }, starts: ['redeployApp'] },
+  },
+  listSecrets: {
+    method: 'GET',
+    path: secretsPath,
+    entry: 'functions/api/secrets/list.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R', secretBundles: 'R' } },
+  },
+  putSecrets: {
+    method: 'PUT',
+    path: secretsPath,
+    entry: 'functions/api/secrets/put-many.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+  },
+  putSecret: {
+    method: 'PUT',
+    path: `${secretsPath}/{key}`,
+    entry: 'functions/api/secrets/put-one.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+  },
+  deleteSecret: {
+    method: 'DELETE',
+    path: `${secretsPath}/{key}`,
+    entry: 'functions/api/secrets/delete-one.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+  },
+  createRecipeVersion: {
+    method: 'POST',
+    path: '/v1/setup/setups/{setupId}/scenario-recipe-versions',
+    entry: 'functions/api/recipes/create-version.ts',
+    auth: 'apiKey',
+    access: { tables: { recipes: 'RW' } },
+  },
+  startRun: {
+    method: 'POST',
+    path: '/test/{test_id}/run',
+    entry: 'functions/api/runs/start.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R', runs: 'RW' } },
+  },
+  listRuns: {
+    method: 'GET',
+    path: '/run',
+    entry: 'functions/api/runs/list.ts',
+    auth: 'client',
+    access: { tables: { runs: 'R' } },
+  },
+  getRun: {
+    method: 'GET',
+    path: '/run/{run_id}',
+    entry: 'functions/api/runs/get.ts',
+    auth: 'client',
+    access: { tables: { runs: 'R' } },
+  },
+  getTest: {
+    method: 'GET',
+    path: '/test/{test_id}',
+    entry: 'functions/api/tests/get.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R' } },
+  },
+} as const satisfies Record<string, RouteDef>;
+
+export type RouteId = keyof typeof routes;
+export const routeIds = Object.keys(routes) as RouteId[];

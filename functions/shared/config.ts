@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+import { type TableName, tableNames, tables } from './tables.js';
+
+/**
+ * Service configuration, read from the environment and validated once per container (cold start).
+ * The same variables drive Lambda (set by CDK) and local mode (set by the local server): local mode
+ * differs only in `PREVIEW_MODE=local`, the DynamoDB endpoint and the data directory.
+ */
+const optionalUrl = z.string().url().optional();
+const schema = z
+  .object({
+    PREVIEW_MODE: z.enum(['aws', 'local']).default('aws'),
+    AWS_REGION: z.string().min(1).optional(),
+    DYNAMODB_ENDPOINT: optionalUrl,
+    PREVIEW_DATA_DIR: z.string().min(1).optional(),
+    PREVIEW_GIT_ROOT: z.string().min(1).optional(),
+    SECRET_NAME_PREFIX: z.string().min(1).default('preview'),
+    STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
+    STATE_MACHINE_TEARDOWN_ARN: z.string().min(1).optional(),
+    STATE_MACHINE_REDEPLOY_APP_ARN: z.string().min(1).optional(),
+    ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, z.string().min(1)])),
+  })
+  .superRefine((env, ctx) => {
+    if (env.PREVIEW_MODE === 'aws' && !env.AWS_REGION) {
+      ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'required in aws mode' });
+    }
+    if (env.PREVIEW_MODE === 'local' && !env.PREVIEW_DATA_DIR) {
+      ctx.addIssue({ code: 'custom', path: ['PREVIEW_DATA_DIR'], message: 'required in local mode' });
+    }
+  });
+
+export interface Config {
+  mode: 'aws' | 'local';
+  region: string;
+  dynamodbEndpoint?: string;
+  dataDir?: string;
+  gitRoot?: string;
+  secretNamePrefix: string;
+  stateMachines: { deploy?: string; teardown?: string; redeployApp?: string };
+  tableNames: Record<TableName, string>;
+}
+
+/** Parse and validate an environment; throws ConfigError naming every bad variable. */
+export function parseConfig(env: NodeJS.ProcessEnv): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data as Record<string, string | undefined> & z.infer<typeof schema>;
+  return {
+    mode: e.PREVIEW_MODE,
+    region: e.AWS_REGION ?? 'local',
+    dynamodbEndpoint: e.DYNAMODB_ENDPOINT,
+    dataDir: e.PREVIEW_DATA_DIR,
+    gitRoot: e.PREVIEW_GIT_ROOT,
+    secretNamePrefix: e.SECRET_NAME_PREFIX,
+    stateMachines: {
+      deploy: e.STATE_MACHINE_DEPLOY_ARN,
+      teardown: e.STATE_MACHINE_TEARDOWN_ARN,
+      redeployApp: e.STATE_MACHINE_REDEPLOY_APP_ARN,
+    },
+    tableNames: Object.fromEntries(tableNames.map((t) => [t, e[tables[t].envVar] as string])) as Record<
+      TableName,
+      string
+    >,
+  };
+}
+
+let cached: Config | undefined;
+/** The validated configuration of this container, parsed on first use. */
+export function config(): Config {
+  cached ??= parseConfig(process.env);
+  return cached;
+}

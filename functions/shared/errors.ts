@@ -1,0 +1,54 @@
+/**
+ * Typed errors. Every error a caller may see is one of these; the HTTP error handler maps them to status
+ * codes with `instanceof` in one place (`statusOf`). Messages are written for the caller and must never
+ * contain secret values. Anything else becomes a generic 500 whose details stay in the log.
+ */
+export abstract class AppError extends Error {
+  abstract readonly statusCode: number;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** 400: the request is malformed or breaks a rule of the contract. */
+export class ValidationError extends AppError {
+  readonly statusCode = 400;
+}
+/** 401: credentials are missing or wrong. */
+export class UnauthorizedError extends AppError {
+  readonly statusCode = 401;
+  constructor(message = 'missing or invalid credentials') {
+    super(message);
+  }
+}
+/** 404: the object does not exist, or belongs to another organization (never 403). */
+export class NotFoundError extends AppError {
+  readonly statusCode = 404;
+}
+/** 409: the object exists but is in a state that forbids the operation. */
+export class ConflictError extends AppError {
+  readonly statusCode = 409;
+}
+/** 413: the request body is larger than the service accepts. */
+export class PayloadTooLargeError extends AppError {
+  readonly statusCode = 413;
+}
+
+/** Configuration is missing or invalid: raised at cold start, never mapped to a 4xx. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Status code for any thrown value: the one place errors are mapped. */
+export function statusOf(err: unknown): number {
+  return err instanceof AppError ? err.statusCode : 500;
+}
+
+/** Message safe to show a caller: the AppError's own, or a generic one for anything unexpected. */
+export function publicMessage(err: unknown): string {
+  return err instanceof AppError ? err.message : 'internal error';
+}

@@ -1,0 +1,22 @@
+/**
+ * Structured JSON logging: one object per line on stdout. Callers pass only the fields they mean to log;
+ * nothing here serializes request bodies, so secret values have no path into a log line.
+ */
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+let sink: (line: string) => void = (line) => process.stdout.write(`${line}\n`);
+
+/** Replace where log lines go (the local server and tests use it to capture or silence them). */
+export function setLogSink(next: (line: string) => void): void {
+  sink = next;
+}
+
+function emit(level: 'info' | 'warn' | 'error', message: string, fields: LogFields): void {
+  sink(JSON.stringify({ level, time: new Date().toISOString(), message, ...fields }));
+}
+
+export const log = {
+  info: (message: string, fields: LogFields = {}) => emit('info', message, fields),
+  warn: (message: string, fields: LogFields = {}) => emit('warn', message, fields),
+  error: (message: string, fields: LogFields = {}) => emit('error', message, fields),
+};

@@ -1,0 +1,73 @@
+/**
+ * DynamoDB table definitions: the single source for the CDK stateful stack and for the tables the local
+ * server creates in dynalite. Each table is shaped by its access patterns (README, "Data model").
+ * Attribute names are short and generic only where an index is overloaded; otherwise they say what they hold.
+ */
+export type KeyType = 'S' | 'N';
+export interface KeyDef {
+  name: string;
+  type: KeyType;
+}
+export interface IndexDef {
+  name: string;
+  partitionKey: KeyDef;
+  sortKey?: KeyDef;
+}
+export interface TableDef {
+  /** Env var through which functions learn the physical table name. */
+  envVar: string;
+  partitionKey: KeyDef;
+  sortKey?: KeyDef;
+  indexes: IndexDef[];
+  /** Attribute holding an epoch-seconds expiry, if the table uses TTL. */
+  ttlAttribute?: string;
+}
+
+const S = (name: string): KeyDef => ({ name, type: 'S' });
+const N = (name: string): KeyDef => ({ name, type: 'N' });
+
+export const tables = {
+  /** Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind). */
+  tenancy: { envVar: 'TABLE_TENANCY', partitionKey: S('pk'), indexes: [] },
+  /** Applications by id; `byRepo` finds the application an org linked to `owner/repo`. */
+  applications: {
+    envVar: 'TABLE_APPLICATIONS',
+    partitionKey: S('applicationId'),
+    indexes: [{ name: 'byRepo', partitionKey: S('repoKey'), sortKey: S('applicationId') }],
+  },
+  /** Environments keyed by (org, `owner/repo#pr`), lower-cased; `byStatus` finds in-flight work on restart. */
+  environments: {
+    envVar: 'TABLE_ENVIRONMENTS',
+    partitionKey: S('orgId'),
+    sortKey: S('envKey'),
+    indexes: [{ name: 'byStatus', partitionKey: S('status'), sortKey: S('updatedAt') }],
+  },
+  /** Secret-bundle metadata (key names, lengths, times) and the per-bundle writer lease. Values live elsewhere. */
+  secretBundles: {
+    envVar: 'TABLE_SECRET_BUNDLES',
+    partitionKey: S('applicationId'),
+    sortKey: S('app'),
+    indexes: [],
+  },
+  /** Recipe versions by setup: version 0 is the setup's header (owner org, latest version). */
+  recipes: { envVar: 'TABLE_RECIPES', partitionKey: S('setupId'), sortKey: N('version'), indexes: [] },
+  /** Tests by id. */
+  tests: { envVar: 'TABLE_TESTS', partitionKey: S('testId'), indexes: [] },
+  /**
+   * Runs by id, and newest first per org, per (org, test), per (org, folder) and per (org, status):
+   * every index sorts on `createdKey` = `<created_at>#<id>`.
+   */
+  runs: {
+    envVar: 'TABLE_RUNS',
+    partitionKey: S('runId'),
+    indexes: [
+      { name: 'byOrg', partitionKey: S('orgId'), sortKey: S('createdKey') },
+      { name: 'byTest', partitionKey: S('testKey'), sortKey: S('createdKey') },
+      { name: 'byFolder', partitionKey: S('folderKey'), sortKey: S('createdKey') },
+      { name: 'byStatus', partitionKey: S('statusKey'), sortKey: S('createdKey') },
+    ],
+  },
+} as const satisfies Record<string, TableDef>;
+
+export type TableName = keyof typeof tables;
+export const tableNames = Object.keys(tables) as TableName[];

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+/**
+ * Field rules shared by handlers and use cases. Names follow the source host's rules (GitHub) and the
+ * cluster's (an app name becomes part of Kubernetes object names, so it is a DNS label).
+ */
+export const OWNER_RE = /^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
+export const REPO_RE = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,100}$/;
+export const APP_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+export const ENV_VAR_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+export const MAX_PR = 2_147_483_647;
+
+export const owner = z.string().regex(OWNER_RE, 'must be a GitHub owner name');
+export const repo = z.string().regex(REPO_RE, 'must be a GitHub repository name');
+export const repoFullName = z.string().refine((v) => {
+  const [o, r, ...rest] = v.split('/');
+  return rest.length === 0 && OWNER_RE.test(o ?? '') && REPO_RE.test(r ?? '');
+}, 'must be owner/repo with GitHub owner and repository names');
+
+/** `pr` in a path: a plain non-negative decimal integer (no sign, exponent, fraction or spaces). */
+export const prPath = z
+  .string()
+  .regex(/^[0-9]{1,10}$/, 'pr must be a non-negative integer')
+  .transform(Number)
+  .refine((n) => n <= MAX_PR, 'pr must be a non-negative integer');
+
+export const appName = z.string().regex(APP_NAME_RE, 'must be an app name (lower-case DNS label)');
+export const envVarKey = z.string().max(256).regex(ENV_VAR_RE, 'must be an environment variable name');
+export const rowId = z.string().regex(ID_RE, 'must be an id of letters, digits, - or _');
+
+/** Canonical storage key of a repository: GitHub names are case-insensitive. */
+export const repoKey = (repoFullName: string): string => repoFullName.toLowerCase();

@@ -1,0 +1,23 @@
+import { sourceHost } from '../adapters/ports.js';
+import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
+import { PREVIEW_CONFIG_PATH, parsePreviewConfig } from '../core/preview-config.js';
+
+/** Deploy step 2 (building / reading-config): read and validate preview.yaml; record the app names. */
+export async function handler(input: StepInput): Promise<StepInput> {
+  const env = await loadCurrent(input);
+  await transition(input, { phase: 'reading-config' });
+  const sha = env.inputs!.headSha;
+  const text = await sourceHost().readFile(env.repoFullName, sha, PREVIEW_CONFIG_PATH);
+  if (text === undefined)
+    throw new DeployFailed(
+      `${PREVIEW_CONFIG_PATH} not found at the root of ${env.repoFullName}@${sha.slice(0, 12)}`,
+    );
+  let apps: string[];
+  try {
+    apps = Object.keys(parsePreviewConfig(text).apps).sort();
+  } catch (err) {
+    throw new DeployFailed((err as Error).message);
+  }
+  await transition(input, { apps });
+  return input;
+}

@@ -1,0 +1,74 @@
+/**
+ * The workflow manifest: each state machine's ASL file and, for every `${Placeholder}` in it, the Lambda
+ * entry that runs that task. CDK builds one function per entry and substitutes its ARN; the local workflow
+ * adapter substitutes a local ARN and runs the same entry in-process. Plain data, like the route manifest.
+ */
+import type { RouteAccess } from './routes.js';
+import type { WorkflowName } from './shared/ports.js';
+
+export interface TaskDef {
+  /** Step handler module, relative to the repository root; it exports `handler`. */
+  entry: string;
+  access: Omit<RouteAccess, 'starts'>;
+}
+export interface WorkflowDef {
+  /** ASL file, relative to the repository root. */
+  definition: string;
+  /** Placeholder name (without `${}`) → task. */
+  tasks: Record<string, TaskDef>;
+}
+
+const markFailed: TaskDef = {
+  entry: 'functions/steps/mark-failed.ts',
+  access: { tables: { environments: 'RW' } },
+};
+
+export const workflows = {
+  deploy: {
+    definition: 'statemachines/deploy.asl.json',
+    tasks: {
+      FetchSourceFunctionArn: {
+        entry: 'functions/steps/fetch-source.ts',
+        access: { tables: { environments: 'RW' }, sourceHost: true },
+      },
+      ReadConfigFunctionArn: {
+        entry: 'functions/steps/read-config.ts',
+        access: { tables: { environments: 'RW' }, sourceHost: true },
+      },
+      BuildImagesFunctionArn: {
+        entry: 'functions/steps/build-images.ts',
+        access: { tables: { environments: 'RW', applications: 'R' }, sourceHost: true, secrets: 'RW' },
+      },
+      MarkFailedFunctionArn: markFailed,
+    },
+  },
+  teardown: {
+    definition: 'statemachines/teardown.asl.json',
+    tasks: {
+      TearDownFunctionArn: {
+        entry: 'functions/steps/tear-down.ts',
+        access: { tables: { environments: 'RW' } },
+      },
+      MarkFailedFunctionArn: markFailed,
+    },
+  },
+  redeployApp: {
+    definition: 'statemachines/redeploy-app.asl.json',
+    tasks: {
+      RedeployAppFunctionArn: {
+        entry: 'functions/steps/redeploy-app.ts',
+        access: { tables: { environments: 'RW', applications: 'R' }, sourceHost: true, secrets: 'RW' },
+      },
+      MarkFailedFunctionArn: markFailed,
+    },
+  },
+} as const satisfies Record<WorkflowName, WorkflowDef>;
+
+/** Fake but well-formed ARN for a placeholder in local mode. */
+export const localTaskArn = (placeholder: string): string =>
+  `arn:aws:lambda:local:000000000000:function:${placeholder.replace(/FunctionArn$/, '')}`;
+
+/** Substitute `${Name}` placeholders in an ASL document. */
+export function substitute(asl: string, values: Record<string, string>): string {
+  return asl.replace(/\$\{(\w+)\}/g, (whole, name: string) => values[name] ?? whole);
+}

@@ -1,0 +1,85 @@
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  DynamoDBClient,
+  ListTablesCommand,
+} from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
+import { type TableDef, tables } from '../../functions/shared/tables.js';
+
+export interface EmbeddedDynamo {
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+/** Physical table names in local mode. */
+export const localTableName = (name: string): string => `preview-${name}`;
+
+/**
+ * Start dynalite in-process, persisted under `path` (LevelDB), on a loopback port. Table operations
+ * complete at once (`createTableMs: 0`), as in Architect's sandbox.
+ */
+export async function startDynalite(path: string, port = 0): Promise<EmbeddedDynamo> {
+  mkdirSync(path, { recursive: true });
+  const server = dynalite({ path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const { port: actual } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${actual}`,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+function createTableInput(name: string, def: TableDef) {
+  const attrs = new Map<string, AttributeDefinition>();
+  const add = (k: { name: string; type: 'S' | 'N' }) =>
+    attrs.set(k.name, { AttributeName: k.name, AttributeType: k.type });
+  add(def.partitionKey);
+  if (def.sortKey) add(def.sortKey);
+  for (const ix of def.indexes) {
+    add(ix.partitionKey);
+    if (ix.sortKey) add(ix.sortKey);
+  }
+  const keySchema = (pk: { name: string }, sk?: { name: string }) => [
+    { AttributeName: pk.name, KeyType: 'HASH' as const },
+    ...(sk ? [{ AttributeName: sk.name, KeyType: 'RANGE' as const }] : []),
+  ];
+  return {
+    TableName: name,
+    BillingMode: 'PAY_PER_REQUEST' as const,
+    AttributeDefinitions: [...attrs.values()],
+    KeySchema: keySchema(def.partitionKey, def.sortKey),
+    ...(def.indexes.length
+      ? {
+          GlobalSecondaryIndexes: def.indexes.map((ix) => ({
+            IndexName: ix.name,
+            KeySchema: keySchema(ix.partitionKey, ix.sortKey),
+            Projection: { ProjectionType: 'ALL' as const },
+          })),
+        }
+      : {}),
+  };
+}
+
+/** Create every table of `functions/shared/tables.ts` that does not exist yet (idempotent). */
+export async function ensureTables(endpoint: string): Promise<Record<string, string>> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
+  const env: Record<string, string> = {};
+  for (const [name, def] of Object.entries(tables) as [string, TableDef][]) {
+    const physical = localTableName(name);
+    env[def.envVar] = physical;
+    if (!existing.has(physical)) await client.send(new CreateTableCommand(createTableInput(physical, def)));
+  }
+  client.destroy();
+  return env;
+}
