@@ -24,9 +24,15 @@ const appSchema = z
 
 const configSchema = z
   .object({
-    apps: z
-      .record(z.string().regex(APP_NAME_RE, 'app names must be lower-case DNS labels'), appSchema)
-      .refine((apps) => Object.keys(apps).length > 0, 'declare at least one app'),
+    apps: z.record(z.string(), appSchema).superRefine((apps, ctx) => {
+      if (Object.keys(apps).length === 0)
+        ctx.addIssue({ code: 'custom', message: 'declare at least one app' });
+      for (const name of Object.keys(apps)) {
+        if (!APP_NAME_RE.test(name)) {
+          ctx.addIssue({ code: 'custom', path: [name], message: 'app names must be lower-case DNS labels' });
+        }
+      }
+    }),
   })
   .strict();
 

@@ -121,12 +121,19 @@ const errorHandler = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayPro
   },
 });
 
+/** Whether a parsed JSON value has an own `__proto__` member anywhere (a prototype-pollution payload). */
+function hasProtoMember(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (!Array.isArray(value) && Object.hasOwn(value, '__proto__')) return true;
+  return Object.values(value).some(hasProtoMember);
+}
+
 /** 3. Parse the JSON body (any content type: this API speaks only JSON); malformed JSON is a 400. */
 const jsonBody = (
   required: boolean,
   wanted: boolean,
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
-  // `disableContentTypeCheck` is a runtime option the package's type declarations do not list yet.
+  // `disableContentTypeCheck` is a runtime option the package's type declarations do not list.
   const parser = httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<
     typeof httpJsonBodyParser
   >[0]);
@@ -147,6 +154,8 @@ const jsonBody = (
       } catch {
         throw new ValidationError('request body is not valid JSON');
       }
+      if (hasProtoMember(copy.body))
+        throw new ValidationError('request body must not contain __proto__ members');
       (request as Request).internal.body = copy.body as unknown;
     },
   };

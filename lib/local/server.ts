@@ -36,6 +36,8 @@ export interface LocalService {
   /** The organization created on first start (read back from credentials.json on later starts). */
   credentials: OrgCredentials;
   credentialsPath: string;
+  /** The in-process state machine runner (tests wait on `idle()`). */
+  workflows: LocalAdapterHandles['workflows'];
   stop(): Promise<void>;
 }
 
@@ -54,6 +56,8 @@ export async function bootLocalRuntime(opts: {
 }) {
   const dataDir = resolve(opts.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Local mode runs on Node 20 by design; the lockfile pins SDK releases that support it (Lambda runs 22+).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const dynamo = opts.dynamodbEndpoint
     ? { endpoint: opts.dynamodbEndpoint, stop: async () => undefined }
     : await startDynalite(join(dataDir, 'dynamodb'));
@@ -153,6 +157,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     dataDir,
     credentials,
     credentialsPath,
+    workflows: adapters.workflows,
     stop: async () => {
       if (stopped) return;
       stopped = true;

@@ -1,7 +1,11 @@
+import { secretStore } from '../../adapters/ports.js';
+import { deleteSecret } from '../../core/secrets.js';
 import { route } from '../../shared/http.js';
+import { keyPath } from './schemas.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('deleteSecret', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
-}));
+/** DELETE /v1/preview/secrets/{applicationId}/{app}/{key}: delete one key (404 if bundle or key is absent). */
+export const { main, handler } = route('deleteSecret', { params: keyPath }, async (req) => {
+  const { applicationId, app, key } = req.params;
+  await deleteSecret(secretStore(), req.principal.orgId, { applicationId, app }, key);
+  return { statusCode: 200, body: { applicationId, app, key, status: 'deleted' } };
+});

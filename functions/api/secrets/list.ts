@@ -1,7 +1,10 @@
+import { listSecrets } from '../../core/secrets.js';
 import { route } from '../../shared/http.js';
+import { bundlePath } from './schemas.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('listSecrets', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
-}));
+/** GET /v1/preview/secrets/{applicationId}/{app}: key names and metadata, never values. */
+export const { main, handler } = route('listSecrets', { params: bundlePath }, async (req) => {
+  const { applicationId, app } = req.params;
+  const keys = await listSecrets(req.principal.orgId, { applicationId, app });
+  return { statusCode: 200, body: { applicationId, app, keys } };
+});

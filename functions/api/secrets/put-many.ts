@@ -1,7 +1,28 @@
+import { z } from 'zod';
+import { secretStore } from '../../adapters/ports.js';
+import { upsertSecrets } from '../../core/secrets.js';
 import { route } from '../../shared/http.js';
+import { envVarKey } from '../../shared/validation.js';
+import { bundlePath, secretValue } from './schemas.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('putSecrets', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
-}));
+const body = z.object({
+  items: z
+    .array(z.object({ key: envVarKey, value: secretValue }))
+    .min(1, 'items must have at least 1 element'),
+});
+
+/** PUT /v1/preview/secrets/{applicationId}/{app}: merge items into the bundle (created on first call). */
+export const { main, handler } = route(
+  'putSecrets',
+  { params: bundlePath, body, bodyRequired: true },
+  async (req) => {
+    const { applicationId, app } = req.params;
+    const count = await upsertSecrets(
+      secretStore(),
+      req.principal.orgId,
+      { applicationId, app },
+      req.body.items,
+    );
+    return { statusCode: 200, body: { applicationId, app, status: 'saved', count } };
+  },
+);

@@ -1,7 +1,20 @@
+import { z } from 'zod';
+import { secretStore } from '../../adapters/ports.js';
+import { upsertSecrets } from '../../core/secrets.js';
 import { route } from '../../shared/http.js';
+import { keyPath, secretValue } from './schemas.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('putSecret', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
-}));
+const body = z.object({ value: secretValue });
+
+/** PUT /v1/preview/secrets/{applicationId}/{app}/{key}: upsert one key. */
+export const { main, handler } = route(
+  'putSecret',
+  { params: keyPath, body, bodyRequired: true },
+  async (req) => {
+    const { applicationId, app, key } = req.params;
+    await upsertSecrets(secretStore(), req.principal.orgId, { applicationId, app }, [
+      { key, value: req.body.value },
+    ]);
+    return { statusCode: 200, body: { applicationId, app, key, status: 'saved' } };
+  },
+);

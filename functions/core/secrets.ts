@@ -1,0 +1,164 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { newId } from '../shared/crypto.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
+import type { BundleRef, SecretStore } from '../shared/ports.js';
+import { getApplication } from './tenancy.js';
+
+/** Secrets Manager's SecretString limit, which a bundle (a JSON object of env vars) must fit. */
+export const MAX_BUNDLE_BYTES = 65_536;
+/** How long a writer may hold a bundle; a crashed writer's lease expires after this. */
+const LEASE_MS = 15_000;
+/** How long a writer waits for a busy bundle before answering 409 (below API Gateway's 29 s). */
+const WAIT_MS = 20_000;
+const MASK_CAP = 32;
+
+/** One key of a bundle as listed: never its value. */
+export interface SecretSummary {
+  key: string;
+  maskedLength: number;
+  updatedAt: string;
+}
+
+/** Bundle metadata as stored (table `secretBundles`), served for listings instead of the values. */
+interface BundleMeta {
+  applicationId: string;
+  app: string;
+  keys?: Record<string, { maskedLength: number; updatedAt: string }>;
+  updatedAt?: string;
+  lockToken?: string;
+  lockExpiresAt?: number;
+}
+
+/** Characters of a value (code points, not UTF-16 units), capped. */
+const maskedLength = (value: string) => Math.min([...value].length, MASK_CAP);
+
+/** Key names and metadata of a bundle; an empty list when none exists yet. 404 for a foreign application. */
+export async function listSecrets(orgId: string, ref: BundleRef): Promise<SecretSummary[]> {
+  await getApplication(orgId, ref.applicationId);
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('secretBundles'), Key: { ...ref }, ConsistentRead: true }),
+  );
+  const keys = (Item as BundleMeta | undefined)?.keys ?? {};
+  return Object.entries(keys)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, m]) => ({ key, maskedLength: m.maskedLength, updatedAt: m.updatedAt }));
+}
+
+/**
+ * Run `fn` as the only writer of a bundle. Secrets Manager has no compare-and-set, so writers take a
+ * lease on the bundle's metadata item (a conditional write: free, or expired) and retry with jittered
+ * backoff while it is busy. Returns the metadata as it was when the lease was taken.
+ */
+async function withBundleLease<T>(
+  ref: BundleRef,
+  fn: (meta: BundleMeta, token: string) => Promise<T>,
+): Promise<T> {
+  const token = newId();
+  const giveUpAt = Date.now() + WAIT_MS;
+  let meta: BundleMeta | undefined;
+  for (let attempt = 0; !meta; attempt++) {
+    const now = Date.now();
+    try {
+      const { Attributes } = await ddb().send(
+        new UpdateCommand({
+          TableName: table('secretBundles'),
+          Key: { ...ref },
+          UpdateExpression: 'SET lockToken = :t, lockExpiresAt = :exp',
+          ConditionExpression: 'attribute_not_exists(lockToken) OR lockExpiresAt < :now',
+          ExpressionAttributeValues: { ':t': token, ':exp': now + LEASE_MS, ':now': now },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      meta = Attributes as BundleMeta;
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      if (Date.now() > giveUpAt) throw new ConflictError('secret bundle is busy; retry');
+      await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
+    }
+  }
+  try {
+    return await fn(meta, token);
+  } finally {
+    // Release if still ours (a successful commit already released it; then this changes nothing).
+    await ddb()
+      .send(
+        new UpdateCommand({
+          TableName: table('secretBundles'),
+          Key: { ...ref },
+          UpdateExpression: 'REMOVE lockToken, lockExpiresAt',
+          ConditionExpression: 'lockToken = :t',
+          ExpressionAttributeValues: { ':t': token },
+        }),
+      )
+      .catch((err) => {
+        if (!isConditionFailure(err)) throw err;
+      });
+  }
+}
+
+/** Store new metadata and release the lease in one conditional write (fenced by the lease token). */
+async function commitMeta(ref: BundleRef, token: string, keys: NonNullable<BundleMeta['keys']>, now: string) {
+  await ddb().send(
+    new UpdateCommand({
+      TableName: table('secretBundles'),
+      Key: { ...ref },
+      UpdateExpression: 'SET #keys = :keys, updatedAt = :now REMOVE lockToken, lockExpiresAt',
+      ConditionExpression: 'lockToken = :t',
+      ExpressionAttributeNames: { '#keys': 'keys' },
+      ExpressionAttributeValues: { ':keys': keys, ':now': now, ':t': token },
+    }),
+  );
+}
+
+/**
+ * Merge key/value pairs into a bundle (batch and single-key upsert). The first write creates the bundle;
+ * keys not named are kept. Steps: 404 unless the org owns the application; take the bundle's lease;
+ * read the values, merge, refuse (400, nothing written) a bundle over 64 KB; write the whole bundle;
+ * record key metadata and release. Returns how many keys were merged.
+ */
+export async function upsertSecrets(
+  store: SecretStore,
+  orgId: string,
+  ref: BundleRef,
+  items: { key: string; value: string }[],
+): Promise<number> {
+  await getApplication(orgId, ref.applicationId);
+  const updates = new Map(items.map((i) => [i.key, i.value]));
+  return withBundleLease(ref, async (meta, token) => {
+    const merged = { ...((await store.read(ref)) ?? {}), ...Object.fromEntries(updates) };
+    const size = Buffer.byteLength(JSON.stringify(merged), 'utf8');
+    if (size > MAX_BUNDLE_BYTES) {
+      throw new ValidationError(`secret bundle would be ${size} bytes; the limit is ${MAX_BUNDLE_BYTES}`);
+    }
+    await store.write(ref, merged);
+    const now = new Date().toISOString();
+    const keys = { ...(meta.keys ?? {}) };
+    for (const [key, value] of updates) keys[key] = { maskedLength: maskedLength(value), updatedAt: now };
+    await commitMeta(ref, token, keys, now);
+    return updates.size;
+  });
+}
+
+/**
+ * Delete one key. Steps: 404 unless the org owns the application; take the lease; 404 when the bundle or
+ * the key does not exist; write the bundle without it; record metadata and release.
+ */
+export async function deleteSecret(
+  store: SecretStore,
+  orgId: string,
+  ref: BundleRef,
+  key: string,
+): Promise<void> {
+  await getApplication(orgId, ref.applicationId);
+  await withBundleLease(ref, async (meta, token) => {
+    const values = await store.read(ref);
+    if (!values) throw new NotFoundError('secret bundle not found');
+    if (!Object.hasOwn(values, key)) throw new NotFoundError('secret key not found');
+    const { [key]: _removed, ...rest } = values;
+    await store.write(ref, rest);
+    const { [key]: _gone, ...keys } = meta.keys ?? {};
+    await commitMeta(ref, token, keys, new Date().toISOString());
+  });
+}

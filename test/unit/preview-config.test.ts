@@ -1,0 +1,41 @@
+import { describe, expect, test } from '@jest/globals';
+import { parsePreviewConfig } from '../../functions/core/preview-config.js';
+
+describe('parsePreviewConfig', () => {
+  test('the documented example', () => {
+    const config = parsePreviewConfig(`
+apps:
+  web:
+    port: 3000
+    command: node server.js
+    build: npm ci
+    health: /healthz
+    env: { GREETING: hi, RETRIES: 3 }
+    dockerfile: Dockerfile
+    context: .
+  api:
+    port: 4000
+`);
+    expect(Object.keys(config.apps)).toEqual(['web', 'api']);
+    expect(config.apps.web!.env).toEqual({ GREETING: 'hi', RETRIES: '3' });
+  });
+
+  test.each([
+    ['apps: [', /^preview\.yaml is not valid YAML: /],
+    ['', /^preview\.yaml: \(root\): /],
+    ['apps: {}', /^preview\.yaml: apps: declare at least one app/],
+    ['apps:\n  web:\n    port: "3000"', /^preview\.yaml: apps\.web\.port: /],
+    [
+      'apps:\n  Web_App:\n    port: 3000',
+      /^preview\.yaml: apps\.Web_App: app names must be lower-case DNS labels/,
+    ],
+    ['apps:\n  web:\n    port: 3000\n    helth: /x', /^preview\.yaml: apps\.web: .*helth/],
+    [
+      'apps:\n  web:\n    port: 3000\n    health: healthz',
+      /^preview\.yaml: apps\.web\.health: must be a path/,
+    ],
+    ['apps:\n  web:\n    port: 3000\n    env: { 1BAD: x }', /^preview\.yaml: apps\.web\.env\.1BAD: /],
+  ])('%j is rejected saying what and where', (text, message) => {
+    expect(() => parsePreviewConfig(text)).toThrow(message);
+  });
+});
