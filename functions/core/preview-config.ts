@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { APP_NAME_RE, ENV_VAR_RE } from '../shared/validation.js';
 
 /** `preview.yaml` at the repository root: the apps of a preview environment. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from './errors.js';
 import { type TableName, tableNames, tables } from './tables.js';
 

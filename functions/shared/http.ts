@@ -2,7 +2,7 @@ import './polyfills.js';
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { authenticate, type Principal } from '../core/auth.js';
 import { type RouteId, routes } from '../routes.js';
 import { publicMessage, statusOf, ValidationError } from './errors.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Field rules shared by handlers and use cases. Names follow the source host's rules (GitHub) and the
@@ -31,3 +31,22 @@ export const rowId = z.string().regex(ID_RE, 'must be an id of letters, digits, 
 
 /** Canonical storage key of a repository: GitHub names are case-insensitive. */
 export const repoKey = (repoFullName: string): string => repoFullName.toLowerCase();
+
+// Query-string fields shared by the run and test routes.
+
+/** A query boolean: only the strings `true` and `false`; absent is false. */
+export const queryBoolean = z
+  .enum(['true', 'false'], { message: 'must be true or false' })
+  .optional()
+  .transform((v) => v === 'true');
+
+/** A query integer written in plain decimal digits, within [min, max]. */
+export const queryInteger = (min: number, max?: number) => {
+  const rule =
+    max === undefined ? `must be an integer >= ${min}` : `must be an integer from ${min} to ${max}`;
+  return z
+    .string()
+    .regex(/^[0-9]{1,15}$/, rule)
+    .transform(Number)
+    .refine((n) => n >= min && (max === undefined || n <= max), rule);
+};

@@ -67,6 +67,17 @@ export function toProxyEvent(
     headers[k] = v;
     multiValueHeaders[k] = [...(multiValueHeaders[k] ?? []), v];
   }
+  // API Gateway adds these to every proxy event; locally the scheme is plain http.
+  const forwarded: Record<string, string> = {
+    'X-Forwarded-For': req.socket.remoteAddress ?? '127.0.0.1',
+    'X-Forwarded-Port': String(req.socket.localPort ?? ''),
+    'X-Forwarded-Proto': 'http',
+  };
+  for (const [k, v] of Object.entries(forwarded)) {
+    if (Object.keys(headers).some((h) => h.toLowerCase() === k.toLowerCase())) continue;
+    headers[k] = v;
+    multiValueHeaders[k] = [v];
+  }
   const query: Record<string, string> = {};
   const multiQuery: Record<string, string[]> = {};
   for (const [k, v] of url.searchParams) {

@@ -137,7 +137,7 @@ describe('POST /v1/preview/environments', () => {
     const none = await call(h, 'POST', '/v1/preview/environments', { body: deployBody() });
     expect(none.status).toBe(401);
     expect(none.body).toEqual({ error: 'missing or invalid credentials' });
-    const wrong = h.org.apiKey.slice(0, -4) + 'AAAA';
+    const wrong = `${h.org.apiKey.slice(0, -4)}AAAA`;
     const res = await call(h, 'POST', '/v1/preview/environments', {
       body: deployBody(),
       headers: { authorization: `Bearer ${wrong}` },

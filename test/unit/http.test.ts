@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { lambdaContext } from '../../functions/adapters/local/lambda-context.js';
 import { ConflictError, ValidationError } from '../../functions/shared/errors.js';
 import { describeIssues, route } from '../../functions/shared/http.js';

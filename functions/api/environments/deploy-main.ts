@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { sourceHost, workflows } from '../../adapters/ports.js';
 import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
 import { route } from '../../shared/http.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { workflows } from '../../adapters/ports.js';
 import { requestAppRedeploy } from '../../core/environments.js';
 import { route } from '../../shared/http.js';

@@ -1,7 +1,23 @@
+import * as z from 'zod';
+import { createRecipeVersion } from '../../core/recipes.js';
 import { route } from '../../shared/http.js';
+import { rowId } from '../../shared/validation.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('createRecipeVersion', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
-}));
+const params = z.object({ setupId: rowId });
+// The file's rules (and the 413) need the raw text and name the culprit: the use case checks them.
+const body = z.unknown();
+
+/** POST /v1/setup/setups/{setupId}/scenario-recipe-versions: store the next version of a setup's recipes. */
+export const { main, handler } = route(
+  'createRecipeVersion',
+  { params, body, bodyRequired: true },
+  async (req) => ({
+    statusCode: 201,
+    body: await createRecipeVersion({
+      orgId: req.principal.orgId,
+      setupId: req.params.setupId,
+      doc: req.body,
+      rawBody: req.rawBody,
+    }),
+  }),
+);

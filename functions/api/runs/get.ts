@@ -1,7 +1,13 @@
+import * as z from 'zod';
+import { getRun } from '../../core/runs.js';
 import { route } from '../../shared/http.js';
+import { queryBoolean, rowId } from '../../shared/validation.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('getRun', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
+const params = z.object({ run_id: rowId });
+const query = z.object({ media: queryBoolean, steps: queryBoolean });
+
+/** GET /run/{run_id}: one run of the caller's org; media URLs and steps only when asked for. */
+export const { main, handler } = route('getRun', { params, query }, async (req) => ({
+  statusCode: 200,
+  body: await getRun(req.principal.orgId, req.params.run_id, req.query),
 }));

@@ -1,7 +1,28 @@
+import * as z from 'zod';
+import { listRuns, RUN_STATUSES } from '../../core/runs.js';
 import { route } from '../../shared/http.js';
+import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('listRuns', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
-}));
+const query = z.object({
+  limit: queryInteger(1, 100).default(20),
+  offset: queryInteger(0).default(0),
+  test: rowId.optional(),
+  folder: rowId.optional(),
+  status: z.enum(RUN_STATUSES, { message: 'must be pending, running, passed or failed' }).optional(),
+  media: queryBoolean,
+  steps: queryBoolean,
+});
+
+/** GET /run: the org's runs, newest first, filtered by test, folder and status, paged by limit/offset. */
+export const { main, handler } = route('listRuns', { query }, async (req) => {
+  const { limit, offset, test, folder, status, media, steps } = req.query;
+  return {
+    statusCode: 200,
+    body: await listRuns(
+      req.principal.orgId,
+      { testId: test, folderId: folder, status },
+      { limit, offset },
+      { media, steps },
+    ),
+  };
+});

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { secretStore } from '../../adapters/ports.js';
 import { upsertSecrets } from '../../core/secrets.js';
 import { route } from '../../shared/http.js';

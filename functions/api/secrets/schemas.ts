@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { appName, envVarKey, rowId } from '../../shared/validation.js';
 
 /** `{applicationId}/{app}` of a secret bundle. */

@@ -1,7 +1,13 @@
+import * as z from 'zod';
+import { getTest } from '../../core/tests.js';
 import { route } from '../../shared/http.js';
+import { queryBoolean, rowId } from '../../shared/validation.js';
 
-// Placeholder until this route's use case lands: an honest 501, never a fake success.
-export const { main, handler } = route('getTest', {}, async () => ({
-  statusCode: 501,
-  body: { error: 'not implemented yet' },
+const params = z.object({ test_id: rowId });
+const query = z.object({ steps: queryBoolean });
+
+/** GET /test/{test_id}: one test of the caller's org; steps only with `steps=true`. */
+export const { main, handler } = route('getTest', { params, query }, async (req) => ({
+  statusCode: 200,
+  body: await getTest(req.principal.orgId, req.params.test_id, req.query),
 }));

@@ -1,0 +1,180 @@
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import { newId } from '../shared/crypto.js';
+import { ddb, table } from '../shared/dynamo.js';
+import { NotFoundError, ValidationError } from '../shared/errors.js';
+import { rowId } from '../shared/validation.js';
+
+/** A folder that groups tests (and so runs); its id comes from the imported file. */
+export interface Folder {
+  id: string;
+  name: string;
+}
+export interface ApplicationVersion {
+  name: string;
+  path: string;
+}
+/** The page element a step acts on. */
+export interface StepElement {
+  html: string;
+  selector: string;
+}
+/** A step of a test as stored. `instruction` may reference variables as `{{variable:<NAME>}}`. */
+export interface TestStepItem {
+  id: string;
+  instruction: string;
+  interaction: string;
+  url: string;
+  element: StepElement;
+}
+
+/** A test as stored (table `tests`, key `testId`). `variables` are internal: never in a response. */
+export interface TestItem {
+  testId: string;
+  orgId: string;
+  name: string;
+  createdAt: string;
+  folder: Folder;
+  applicationVersion: ApplicationVersion;
+  variables: Record<string, string>;
+  steps: TestStepItem[];
+}
+
+/** What callers see (Test); `steps` only when asked for. */
+export interface TestView {
+  id: string;
+  name: string;
+  created_at: string;
+  folder: Folder;
+  application_version: ApplicationVersion;
+  steps?: TestStepItem[];
+}
+
+const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+const nonEmpty = (max: number) => text(max).min(1, 'must not be empty');
+
+const stepSchema = z.object({
+  instruction: nonEmpty(10_000),
+  interaction: nonEmpty(256),
+  url: text(4096),
+  element: z.object({ html: text(100_000), selector: text(4096) }),
+});
+
+/** One test of an import file (ids are generated on import, so the file carries none). */
+const testSchema = z.object({
+  name: nonEmpty(512),
+  folder: z.object({ id: rowId, name: nonEmpty(512) }),
+  application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
+  variables: z.record(nonEmpty(256), text(10_000)).default({}),
+  steps: z.array(stepSchema).max(500, 'must have at most 500 steps'),
+});
+
+/** The file `previewctl tests import` reads: a JSON array of tests. */
+export const testsFileSchema = z.array(testSchema).min(1, 'must contain at least 1 test').max(1000);
+export type TestsFile = z.infer<typeof testsFileSchema>;
+
+/** `[0].steps[1].element.selector` for a zod issue path (the file is an array at the top). */
+export function issuePath(path: readonly PropertyKey[]): string {
+  return path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
+}
+
+/** Parse a tests file, or throw a ValidationError naming where each problem is (up to 5). */
+export function parseTestsFile(file: unknown): TestsFile {
+  const result = testsFileSchema.safeParse(file);
+  if (result.success) return result.data;
+  const parts = result.error.issues.slice(0, 5).map((i) => {
+    const where = issuePath(i.path);
+    return where ? `${where}: ${i.message}` : i.message;
+  });
+  throw new ValidationError(`invalid tests file: ${parts.join('; ')}`);
+}
+
+/** The stored item for one test of a file: fresh test and step ids, created now. */
+export function toTestItem(orgId: string, test: TestsFile[number], createdAt: string): TestItem {
+  return {
+    testId: newId(),
+    orgId,
+    name: test.name,
+    createdAt,
+    folder: { id: test.folder.id, name: test.folder.name },
+    applicationVersion: { name: test.application_version.name, path: test.application_version.path },
+    variables: Object.fromEntries(Object.entries(test.variables)),
+    steps: test.steps.map((s) => ({
+      id: newId(),
+      instruction: s.instruction,
+      interaction: s.interaction,
+      url: s.url,
+      element: { html: s.element.html, selector: s.element.selector },
+    })),
+  };
+}
+
+/** Largest stored test (its JSON size); runs copy it, and DynamoDB items stop at 400 KB. */
+export const MAX_TEST_BYTES = 300_000;
+
+/**
+ * Import tests into an organization (`previewctl tests import <file>`).
+ * Steps: validate the whole file first, sizes included (nothing is written when any test is invalid); give each test and
+ * step a new id and the same `created_at`; put each test (a new id never overwrites anything).
+ * @param file the parsed JSON of the file
+ * @returns the new ids and names, in file order
+ */
+export async function importTests(
+  orgId: string,
+  file: unknown,
+): Promise<{ tests: { id: string; name: string }[] }> {
+  const parsed = parseTestsFile(file);
+  const createdAt = new Date().toISOString();
+  const items = parsed.map((t) => toTestItem(orgId, t, createdAt));
+  items.forEach((item, i) => {
+    // A run copies its test's steps and variables, so leave room under DynamoDB's 400 KB item limit.
+    if (Buffer.byteLength(JSON.stringify(item)) > MAX_TEST_BYTES)
+      throw new ValidationError(`invalid tests file: [${i}]: test is larger than ${MAX_TEST_BYTES} bytes`);
+  });
+  for (const Item of items) {
+    await ddb().send(
+      new PutCommand({
+        TableName: table('tests'),
+        Item,
+        ConditionExpression: 'attribute_not_exists(testId)',
+      }),
+    );
+  }
+  return { tests: items.map((t) => ({ id: t.testId, name: t.name })) };
+}
+
+/** The test if it exists in the org; 404 otherwise (another org's test is "not found", never 403). */
+export async function findTest(orgId: string, testId: string): Promise<TestItem> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('tests'), Key: { testId }, ConsistentRead: true }),
+  );
+  const test = Item as TestItem | undefined;
+  if (!test || test.orgId !== orgId) throw new NotFoundError('test not found');
+  return test;
+}
+
+export function toTestView(test: TestItem, opts: { steps: boolean }): TestView {
+  return {
+    id: test.testId,
+    name: test.name,
+    created_at: test.createdAt,
+    folder: { id: test.folder.id, name: test.folder.name },
+    application_version: { name: test.applicationVersion.name, path: test.applicationVersion.path },
+    ...(opts.steps
+      ? {
+          steps: test.steps.map((s) => ({
+            id: s.id,
+            instruction: s.instruction,
+            interaction: s.interaction,
+            url: s.url,
+            element: { html: s.element.html, selector: s.element.selector },
+          })),
+        }
+      : {}),
+  };
+}
+
+/** GET /test/{test_id}: one test of the caller's org; steps only when asked for; never its variables. */
+export async function getTest(orgId: string, testId: string, opts: { steps: boolean }): Promise<TestView> {
+  return toTestView(await findTest(orgId, testId), opts);
+}

@@ -1,0 +1,73 @@
+import { describe, expect, test } from '@jest/globals';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { type KeyDef, type TableDef, tableNames, tables } from '../../functions/shared/tables.js';
+import { resourcesOf, synthesize } from './synth.js';
+
+const keySchema = (partitionKey: KeyDef, sortKey?: KeyDef) => [
+  { AttributeName: partitionKey.name, KeyType: 'HASH' },
+  ...(sortKey ? [{ AttributeName: sortKey.name, KeyType: 'RANGE' }] : []),
+];
+
+describe('stateful stack', () => {
+  // Prepare
+  const { stateful, statefulTemplate } = synthesize();
+  const cfnTables = resourcesOf(statefulTemplate, 'AWS::DynamoDB::Table');
+  const logicalIdOf = (name: keyof typeof tables) =>
+    stateful.getLogicalId(stateful.tables[name].node.defaultChild as dynamodb.CfnTable);
+
+  test('has exactly one table per definition in functions/shared/tables.ts', () => {
+    expect(Object.keys(cfnTables).sort()).toEqual(tableNames.map(logicalIdOf).sort());
+  });
+
+  test.each(tableNames)('table %s matches its definition', (name) => {
+    // Prepare
+    const def: TableDef = tables[name];
+    // Act
+    const table = cfnTables[logicalIdOf(name)];
+    // Assess
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.UpdateReplacePolicy).toBe('Retain');
+    const props = table.Properties;
+    expect(props.TableName).toBeUndefined();
+    expect(props.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(props.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(props.SSESpecification).toEqual({ SSEEnabled: true });
+    expect(props.KeySchema).toEqual(keySchema(def.partitionKey, def.sortKey));
+    const indexes = (props.GlobalSecondaryIndexes ?? []) as { IndexName: string }[];
+    expect(indexes).toEqual(
+      def.indexes.map((index) => ({
+        IndexName: index.name,
+        KeySchema: keySchema(index.partitionKey, index.sortKey),
+        Projection: { ProjectionType: 'ALL' },
+      })),
+    );
+    const keys = [def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])];
+    const expected = new Map(keys.filter((k) => k !== undefined).map((k) => [k.name, k.type]));
+    expect(props.AttributeDefinitions).toHaveLength(expected.size);
+    for (const attr of props.AttributeDefinitions as { AttributeName: string; AttributeType: string }[]) {
+      expect(attr.AttributeType).toBe(expected.get(attr.AttributeName));
+    }
+    if (def.ttlAttribute) {
+      expect(props.TimeToLiveSpecification).toEqual({ AttributeName: def.ttlAttribute, Enabled: true });
+    } else {
+      expect(props.TimeToLiveSpecification).toBeUndefined();
+    }
+  });
+
+  test('is env-agnostic and named per stage, so a second stage coexists', () => {
+    // Act
+    const prod = synthesize({ stage: 'prod' });
+    // Assess
+    expect(stateful.stackName).toBe('preview-dev-stateful');
+    expect(prod.stateful.stackName).toBe('preview-prod-stateful');
+    expect(prod.stateless.stackName).toBe('preview-prod-stateless');
+    for (const stack of [stateful, prod.stateful, prod.stateless]) {
+      expect(stack.resolve(stack.account)).toEqual({ Ref: 'AWS::AccountId' });
+      expect(stack.resolve(stack.region)).toEqual({ Ref: 'AWS::Region' });
+    }
+  });
+
+  test('rejects a stage that cannot name a stack', () => {
+    expect(() => synthesize({ stage: 'Prod_1' })).toThrow(/context "stage"/);
+  });
+});
