@@ -37,18 +37,19 @@ export interface Environment {
   tornDownRequested?: boolean;
 }
 
-/** What callers see (PreviewStatus). */
-export interface PreviewStatus {
-  repoFullName: string;
-  prNumber: number;
-  status: EnvironmentStatus;
-  phase?: string;
-  createdAt: string;
-  updatedAt: string;
-  lastDeployedSha?: string;
-  urls: Record<string, string>;
-  error?: string;
-}
+/** What callers see (PreviewStatus): the stored environment less its internal bookkeeping. */
+export type PreviewStatus = Pick<
+  Environment,
+  | 'repoFullName'
+  | 'prNumber'
+  | 'status'
+  | 'phase'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'lastDeployedSha'
+  | 'urls'
+  | 'error'
+>;
 
 export interface EnvRef {
   orgId: string;

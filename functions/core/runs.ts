@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { newId } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { NotFoundError } from '../shared/errors.js';
-import { type Folder, findTest, type StepElement } from './tests.js';
+import { copyStep, type Folder, findTest, type StepElement } from './tests.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -142,15 +142,7 @@ export async function startRun(orgId: string, testId: string, input: StartRunInp
     source: input.source ?? 'api',
     ...(input.applicationVersionId !== undefined ? { applicationVersionId: input.applicationVersionId } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
-    steps: test.steps.map((s) => ({
-      id: s.id,
-      instruction: s.instruction,
-      interaction: s.interaction,
-      url: s.url,
-      element: { html: s.element.html, selector: s.element.selector },
-      output: '',
-      status,
-    })),
+    steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
     createdKey: runKeys.created(createdAt, runId),
     testKey: runKeys.test(orgId, testId),
     folderKey: runKeys.folder(orgId, test.folder.id),

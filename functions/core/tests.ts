@@ -28,6 +28,15 @@ export interface TestStepItem {
   element: StepElement;
 }
 
+/** A copy of a step's own fields (no stored extras): what a Test shows and what a run starts from. */
+export const copyStep = (s: TestStepItem): TestStepItem => ({
+  id: s.id,
+  instruction: s.instruction,
+  interaction: s.interaction,
+  url: s.url,
+  element: { html: s.element.html, selector: s.element.selector },
+});
+
 /** A test as stored (table `tests`, key `testId`). `variables` are internal: never in a response. */
 export interface TestItem {
   testId: string;
@@ -162,13 +171,7 @@ export function toTestView(test: TestItem, opts: { steps: boolean }): TestView {
     application_version: { name: test.applicationVersion.name, path: test.applicationVersion.path },
     ...(opts.steps
       ? {
-          steps: test.steps.map((s) => ({
-            id: s.id,
-            instruction: s.instruction,
-            interaction: s.interaction,
-            url: s.url,
-            element: { html: s.element.html, selector: s.element.selector },
-          })),
+          steps: test.steps.map(copyStep),
         }
       : {}),
   };

@@ -11,6 +11,7 @@ import type { Construct } from 'constructs';
 import type { RouteAccess } from '../../functions/routes.js';
 import type { WorkflowName } from '../../functions/shared/ports.js';
 import { type TableName, tableNames, tables } from '../../functions/shared/tables.js';
+import { lambdaBundling } from './bundling.js';
 
 /** The repository root (entries in the route and workflow manifests are relative to it). */
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -27,13 +28,6 @@ export type FunctionKind = 'api' | 'step';
 
 /** Every table of the stateful stack, by manifest name. */
 export type Tables = Record<TableName, dynamodb.ITable>;
-
-/**
- * ESM bundles have no `require`; some CommonJS dependencies still call it. Defining it from
- * `import.meta.url` keeps them working without marking anything external.
- */
-const esmRequireBanner =
-  "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
 
 export interface ApiFunctionProps {
   /** Handler module, relative to the repository root (as in functions/routes.ts and workflows.ts). */
@@ -89,12 +83,12 @@ export class ApiFunction extends NodejsFunction {
       },
       bundling: {
         format: OutputFormat.ESM,
-        target: 'node22',
-        minify: true,
+        target: lambdaBundling.target,
+        minify: lambdaBundling.minify,
         sourceMap: true,
         sourcesContent: false,
-        mainFields: ['module', 'main'],
-        banner: esmRequireBanner,
+        mainFields: [...lambdaBundling.mainFields],
+        banner: lambdaBundling.banner,
         // Nothing external: the AWS SDK v3 clients are bundled and tree-shaken, pinned by our lock file.
         externalModules: [],
       },
