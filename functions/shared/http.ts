@@ -5,7 +5,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import type * as z from 'zod';
 import { authenticate, type Principal } from '../core/auth.js';
 import { type RouteId, routes } from '../routes.js';
-import { publicMessage, statusOf, ValidationError } from './errors.js';
+import { ConfigError, publicMessage, statusOf, ValidationError } from './errors.js';
 import { log } from './log.js';
 
 /** What a handler receives: validated input and the authenticated principal. */
@@ -111,9 +111,11 @@ const errorHandler = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayPro
     const status = statusOf(request.error);
     if (status === 500) {
       // Name and stack only: messages of unexpected errors are not trusted to be free of secret values.
+      // A ConfigError's message is ours and names the bad variables: operators need it.
       log.error('unhandled error', {
         requestId: request.context.awsRequestId,
         name: request.error?.name,
+        detail: request.error instanceof ConfigError ? request.error.message : undefined,
         stack: request.error?.stack?.split('\n').slice(1, 6).join(' | '),
       });
     }

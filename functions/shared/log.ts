@@ -12,7 +12,9 @@ export function setLogSink(next: (line: string) => void): void {
 }
 
 function emit(level: 'info' | 'warn' | 'error', message: string, fields: LogFields): void {
-  sink(JSON.stringify({ level, time: new Date().toISOString(), message, ...fields }));
+  // The line's own keys cannot be overwritten by a field of the same name.
+  const { level: _l, time: _t, message: _m, ...rest } = fields;
+  sink(JSON.stringify({ level, time: new Date().toISOString(), message, ...rest }));
 }
 
 export const log = {

@@ -11,7 +11,8 @@ import { lambdaBundling } from '../../lib/cdk/bundling.js';
 const entries = new Map<string, string>();
 for (const [id, r] of Object.entries(routes)) entries.set(r.entry, `route ${id}`);
 for (const w of Object.values(workflows)) {
-  for (const t of Object.values(w.tasks) as { entry: string }[]) entries.set(t.entry, `step ${t.entry.split('/').pop()}`);
+  for (const t of Object.values(w.tasks) as { entry: string }[])
+    entries.set(t.entry, `step ${t.entry.split('/').pop()}`);
 }
 
 const kb = (n: number) => `${(n / 1024).toFixed(0)} KB`;

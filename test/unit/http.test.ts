@@ -76,3 +76,20 @@ describe('describeIssues', () => {
     expect(new ValidationError('x').statusCode).toBe(400);
   });
 });
+
+describe('unexpected errors', () => {
+  test('are a generic 500 whose message never reaches the caller or the log', async () => {
+    const { handler } = route('getEnvironment', {}, async () => ({ statusCode: 200, body: {} }));
+    // No table configuration in this process: authentication fails inside, with a ConfigError.
+    const leaky = event({ headers: { Authorization: 'Bearer pvk_abcdefgh_' + 'a'.repeat(43) } });
+    const res = await handler(leaky, lambdaContext('t', 'r'));
+    expect(res.statusCode).toBe(500);
+    expect(JSON.parse(res.body)).toEqual({ error: 'internal error' });
+    const line = logs.map((l) => JSON.parse(l)).find((l) => l.message === 'unhandled error');
+    expect(line).toMatchObject({
+      name: 'ConfigError',
+      detail: expect.stringMatching(/^invalid configuration: /),
+    });
+    expect(logs.join('\n')).not.toContain('a'.repeat(43));
+  });
+});
