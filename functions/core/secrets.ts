@@ -46,14 +46,18 @@ export async function listSecrets(orgId: string, ref: BundleRef): Promise<Secret
     .map(([key, m]) => ({ key, maskedLength: m.maskedLength, updatedAt: m.updatedAt }));
 }
 
+type BundleKeys = NonNullable<BundleMeta['keys']>;
+
 /**
  * Run `fn` as the only writer of a bundle. Secrets Manager has no compare-and-set, so writers take a
  * lease on the bundle's metadata item (a conditional write: free, or expired) and retry with jittered
- * backoff while it is busy. Returns the metadata as it was when the lease was taken.
+ * backoff while it is busy. `fn` gets the metadata as it was when the lease was taken and `commit`, which
+ * stores new key metadata and releases the lease in one write fenced by the lease token. When `fn` ends
+ * without committing (it threw), the lease is released on its own.
  */
 async function withBundleLease<T>(
   ref: BundleRef,
-  fn: (meta: BundleMeta, token: string) => Promise<T>,
+  fn: (meta: BundleMeta, commit: (keys: BundleKeys, now: string) => Promise<void>) => Promise<T>,
 ): Promise<T> {
   const token = newId();
   const giveUpAt = Date.now() + WAIT_MS;
@@ -78,38 +82,39 @@ async function withBundleLease<T>(
       await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
     }
   }
+  let released = false;
+  const commit = async (keys: BundleKeys, now: string) => {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('secretBundles'),
+        Key: { ...ref },
+        UpdateExpression: 'SET #keys = :keys, updatedAt = :now REMOVE lockToken, lockExpiresAt',
+        ConditionExpression: 'lockToken = :t',
+        ExpressionAttributeNames: { '#keys': 'keys' },
+        ExpressionAttributeValues: { ':keys': keys, ':now': now, ':t': token },
+      }),
+    );
+    released = true;
+  };
   try {
-    return await fn(meta, token);
+    return await fn(meta, commit);
   } finally {
-    // Release if still ours (a successful commit already released it; then this changes nothing).
-    await ddb()
-      .send(
-        new UpdateCommand({
-          TableName: table('secretBundles'),
-          Key: { ...ref },
-          UpdateExpression: 'REMOVE lockToken, lockExpiresAt',
-          ConditionExpression: 'lockToken = :t',
-          ExpressionAttributeValues: { ':t': token },
-        }),
-      )
-      .catch((err) => {
-        if (!isConditionFailure(err)) throw err;
-      });
+    if (!released) {
+      await ddb()
+        .send(
+          new UpdateCommand({
+            TableName: table('secretBundles'),
+            Key: { ...ref },
+            UpdateExpression: 'REMOVE lockToken, lockExpiresAt',
+            ConditionExpression: 'lockToken = :t',
+            ExpressionAttributeValues: { ':t': token },
+          }),
+        )
+        .catch((err) => {
+          if (!isConditionFailure(err)) throw err;
+        });
+    }
   }
-}
-
-/** Store new metadata and release the lease in one conditional write (fenced by the lease token). */
-async function commitMeta(ref: BundleRef, token: string, keys: NonNullable<BundleMeta['keys']>, now: string) {
-  await ddb().send(
-    new UpdateCommand({
-      TableName: table('secretBundles'),
-      Key: { ...ref },
-      UpdateExpression: 'SET #keys = :keys, updatedAt = :now REMOVE lockToken, lockExpiresAt',
-      ConditionExpression: 'lockToken = :t',
-      ExpressionAttributeNames: { '#keys': 'keys' },
-      ExpressionAttributeValues: { ':keys': keys, ':now': now, ':t': token },
-    }),
-  );
 }
 
 /**
@@ -126,7 +131,7 @@ export async function upsertSecrets(
 ): Promise<number> {
   await getApplication(orgId, ref.applicationId);
   const updates = new Map(items.map((i) => [i.key, i.value]));
-  return withBundleLease(ref, async (meta, token) => {
+  return withBundleLease(ref, async (meta, commit) => {
     const merged = { ...((await store.read(ref)) ?? {}), ...Object.fromEntries(updates) };
     const size = Buffer.byteLength(JSON.stringify(merged), 'utf8');
     if (size > MAX_BUNDLE_BYTES) {
@@ -136,7 +141,7 @@ export async function upsertSecrets(
     const now = new Date().toISOString();
     const keys = { ...(meta.keys ?? {}) };
     for (const [key, value] of updates) keys[key] = { maskedLength: maskedLength(value), updatedAt: now };
-    await commitMeta(ref, token, keys, now);
+    await commit(keys, now);
     return updates.size;
   });
 }
@@ -152,13 +157,13 @@ export async function deleteSecret(
   key: string,
 ): Promise<void> {
   await getApplication(orgId, ref.applicationId);
-  await withBundleLease(ref, async (meta, token) => {
+  await withBundleLease(ref, async (meta, commit) => {
     const values = await store.read(ref);
     if (!values) throw new NotFoundError('secret bundle not found');
     if (!Object.hasOwn(values, key)) throw new NotFoundError('secret key not found');
     const { [key]: _removed, ...rest } = values;
     await store.write(ref, rest);
     const { [key]: _gone, ...keys } = meta.keys ?? {};
-    await commitMeta(ref, token, keys, new Date().toISOString());
+    await commit(keys, new Date().toISOString());
   });
 }
