@@ -16,10 +16,15 @@ export interface RouteAccess {
   tables: Partial<Record<TableName, 'R' | 'RW'>>;
   /** State machines the handler starts. */
   starts?: WorkflowName[];
-  /** Access to secret-bundle values (Secrets Manager in AWS). */
-  secrets?: 'RW';
+  /** Access to secret-bundle values (Secrets Manager in AWS): read them, or read and write. */
+  secrets?: 'R' | 'RW';
   /** The handler talks to the source host (GitHub App credentials in AWS). */
   sourceHost?: true;
+  /**
+   * The handler drives the runtime (EKS in AWS) and may end callback tasks of the state machines
+   * (states:SendTaskSuccess / SendTaskFailure).
+   */
+  runtime?: true;
 }
 
 export interface RouteDef {

@@ -22,6 +22,18 @@ const markFailed: TaskDef = {
   entry: 'functions/steps/mark-failed.ts',
   access: { tables: { environments: 'RW' } },
 };
+const buildImages: TaskDef = {
+  entry: 'functions/steps/build-images.ts',
+  access: { tables: { environments: 'RW' }, sourceHost: true, runtime: true },
+};
+const deployApps: TaskDef = {
+  entry: 'functions/steps/deploy-apps.ts',
+  access: { tables: { environments: 'RW', applications: 'R' }, secrets: 'R', runtime: true },
+};
+const markReady: TaskDef = {
+  entry: 'functions/steps/mark-ready.ts',
+  access: { tables: { environments: 'RW' } },
+};
 
 export const workflows = {
   deploy: {
@@ -35,10 +47,9 @@ export const workflows = {
         entry: 'functions/steps/read-config.ts',
         access: { tables: { environments: 'RW' }, sourceHost: true },
       },
-      BuildImagesFunctionArn: {
-        entry: 'functions/steps/build-images.ts',
-        access: { tables: { environments: 'RW', applications: 'R' }, sourceHost: true, secrets: 'RW' },
-      },
+      BuildImagesFunctionArn: buildImages,
+      DeployAppsFunctionArn: deployApps,
+      MarkReadyFunctionArn: markReady,
       MarkFailedFunctionArn: markFailed,
     },
   },
@@ -47,7 +58,7 @@ export const workflows = {
     tasks: {
       TearDownFunctionArn: {
         entry: 'functions/steps/tear-down.ts',
-        access: { tables: { environments: 'RW' } },
+        access: { tables: { environments: 'RW' }, runtime: true },
       },
       MarkFailedFunctionArn: markFailed,
     },
@@ -55,10 +66,9 @@ export const workflows = {
   redeployApp: {
     definition: 'statemachines/redeploy-app.asl.json',
     tasks: {
-      RedeployAppFunctionArn: {
-        entry: 'functions/steps/redeploy-app.ts',
-        access: { tables: { environments: 'RW', applications: 'R' }, sourceHost: true, secrets: 'RW' },
-      },
+      BuildImagesFunctionArn: buildImages,
+      DeployAppsFunctionArn: deployApps,
+      MarkReadyFunctionArn: markReady,
       MarkFailedFunctionArn: markFailed,
     },
   },

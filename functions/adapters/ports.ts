@@ -29,3 +29,9 @@ export const sourceHost = /* @__PURE__ */ adapter('sourceHost', () => {
   // seam left for a later issue; until then AWS mode says so instead of pretending.
   throw new ConfigError('the GitHub source-host adapter is not built yet; run with PREVIEW_MODE=local');
 });
+
+export const runtime = /* @__PURE__ */ adapter('runtime', () => {
+  // The EKS runtime (image builds whose completion calls SendTaskSuccess, a namespace per environment,
+  // Deployments with the bundle as a Secret, rollout watch) is the seam left for a later issue.
+  throw new ConfigError('the EKS runtime adapter is not built yet; run with PREVIEW_MODE=local');
+});

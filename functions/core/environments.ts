@@ -2,7 +2,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
-import type { SourceHost, Workflows } from '../shared/ports.js';
+import type { AppSpec, SourceHost, Workflows } from '../shared/ports.js';
 import { repoKey } from '../shared/validation.js';
 import { getApplication } from './tenancy.js';
 
@@ -33,6 +33,8 @@ export interface Environment {
   inputs?: DeployInputs;
   /** App names declared in the environment's preview config, once read. */
   apps?: string[];
+  /** The apps as the preview config declares them (what restarts and rebuilds run). */
+  appSpecs?: Record<string, AppSpec>;
   /** Set when a teardown was requested: nothing but a new deploy may run after it. */
   tornDownRequested?: boolean;
 }
@@ -225,10 +227,51 @@ export async function requestRedeploy(workflows: Workflows, ref: EnvRef): Promis
 export type AppRedeployMode = 'rebuild' | 'restart';
 
 /**
+ * Claim a settled environment (ready or failed) for work that runs under its current generation (an app
+ * redeploy, a restart after the local server restarted): a conditional write from `ready`/`failed` to
+ * `pending`, so two such requests cannot interleave. A whole-environment request or a teardown still
+ * supersedes it (they bump the generation). Returns the claimed record, or why it could not be claimed.
+ */
+async function claimSettled(
+  env: Environment,
+  phase: string,
+): Promise<{ claimed: Environment } | { refused: 'busy' | 'changed' }> {
+  try {
+    const { Attributes } = await ddb().send(
+      new UpdateCommand({
+        TableName: table('environments'),
+        Key: { orgId: env.orgId, envKey: env.envKey },
+        UpdateExpression: 'SET #status = :pending, phase = :phase, updatedAt = :now REMOVE #error',
+        ConditionExpression:
+          'generation = :g AND #status IN (:ready, :failed) AND attribute_not_exists(tornDownRequested)',
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+        ExpressionAttributeValues: {
+          ':pending': 'pending',
+          ':phase': phase,
+          ':now': new Date().toISOString(),
+          ':g': env.generation,
+          ':ready': 'ready',
+          ':failed': 'failed',
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return { claimed: Attributes as Environment };
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    const now = await findEnvironment(env.orgId, env.envKey);
+    return {
+      refused: now && now.generation === env.generation && !now.tornDownRequested ? 'busy' : 'changed',
+    };
+  }
+}
+
+/**
  * Redeploy one app (PATCH …/apps/{app}); siblings are untouched. It runs under the environment's current
- * generation: a newer whole-environment request supersedes it, and it does not supersede one in flight.
+ * generation: a newer whole-environment request or a teardown supersedes it.
  * Steps: 404 if the environment is absent; 409 if torn down or without inputs; 404 if the preview config
- * declares no such app; start the app-redeploy state machine.
+ * declares no such app; claim the environment (409 while another deploy of it is in progress); start the
+ * app-redeploy state machine.
  */
 export async function requestAppRedeploy(
   workflows: Workflows,
@@ -239,11 +282,50 @@ export async function requestAppRedeploy(
   const env = await getEnvironment(ref);
   assertRedeployable(env);
   if (!env.apps?.includes(app)) throw new NotFoundError('app not found');
+  const claim = await claimSettled(env, 'queued');
+  if ('refused' in claim) {
+    if (claim.refused === 'changed') return requestAppRedeploy(workflows, ref, app, mode);
+    throw new ConflictError('a deploy of this environment is in progress; retry once it is ready or failed');
+  }
+  const claimed = claim.claimed;
   await workflows.start(
     'redeployApp',
-    { orgId: env.orgId, envKey: env.envKey, generation: env.generation, app, mode },
-    executionName(`app-${app}`, env),
+    { orgId: claimed.orgId, envKey: claimed.envKey, generation: claimed.generation, app, mode },
+    executionName(`app-${app}`, claimed),
   );
+}
+
+export type Resumption = 'resumed-deploy' | 'resumed-teardown' | 'restarted' | 'unchanged';
+
+/**
+ * Bring one environment back to a true state after the runtime that ran it restarted (the local server
+ * after a stop or a crash; in AWS, Step Functions executions outlive any one process and this is not
+ * needed). In-flight work is started again at the same generation (its steps are idempotent and fenced);
+ * a ready environment restarts every app from its existing builds (ending `failed` with the reason when
+ * it cannot); failed and torn-down environments stay as they are.
+ */
+export async function resumeEnvironment(workflows: Workflows, env: Environment): Promise<Resumption> {
+  const input = { orgId: env.orgId, envKey: env.envKey, generation: env.generation };
+  if (env.tornDownRequested) {
+    if (env.status === 'torn_down') return 'unchanged';
+    await workflows.start('teardown', input, executionName('resume-teardown', env));
+    return 'resumed-teardown';
+  }
+  if (env.status === 'pending' || env.status === 'building' || env.status === 'deploying') {
+    await workflows.start('deploy', input, executionName('resume-deploy', env));
+    return 'resumed-deploy';
+  }
+  if (env.status === 'ready') {
+    const claim = await claimSettled(env, 'restarting');
+    if ('refused' in claim) return 'unchanged';
+    await workflows.start(
+      'redeployApp',
+      { ...input, mode: 'restart' },
+      executionName('resume-restart', claim.claimed),
+    );
+    return 'restarted';
+  }
+  return 'unchanged';
 }
 
 /** What the main-branch deploy answers. */

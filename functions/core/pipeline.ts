@@ -1,25 +1,10 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import type { AppSpec, RuntimeTarget } from '../shared/ports.js';
+import { DeployFailed, Superseded } from '../shared/step-errors.js';
 import { type Environment, type EnvironmentStatus, findEnvironment } from './environments.js';
 
-/*
- * Error names the state machines act on (Step Functions matches `ErrorEquals` against the thrown error's
- * name): `Superseded` ends an execution quietly, `TransientError` is retried with backoff, anything else
- * is caught and recorded as `failed` with its message.
- */
-
-/** A newer request owns the environment; this execution must change nothing. */
-export class Superseded extends Error {
-  override name = 'Superseded';
-}
-/** A fault worth retrying (throttling, a flaky network call). */
-export class TransientError extends Error {
-  override name = 'TransientError';
-}
-/** A permanent failure whose message is shown to callers as the environment's `error`. */
-export class DeployFailed extends Error {
-  override name = 'DeployFailed';
-}
+export { DeployFailed, Superseded, TransientError } from '../shared/step-errors.js';
 
 /** What every step receives: the environment and the generation the execution was started for. */
 export interface StepInput {
@@ -30,6 +15,12 @@ export interface StepInput {
   mode?: 'rebuild' | 'restart';
   /** Set by a Catch: `{ Error, Cause }` of the failed state. */
   failure?: { Error?: string; Cause?: string };
+}
+
+/** What a callback task's Lambda receives: the state input and the token that ends the task. */
+export interface CallbackEvent {
+  input: StepInput;
+  taskToken: string;
 }
 
 /** The environment, if this execution's generation is still the current one; otherwise `Superseded`. */
@@ -44,6 +35,7 @@ export interface Transition {
   status?: EnvironmentStatus;
   phase?: string;
   apps?: string[];
+  appSpecs?: Record<string, AppSpec>;
   urls?: Record<string, string>;
   lastDeployedSha?: string;
   error?: string;
@@ -82,9 +74,32 @@ export async function transition(input: StepInput, set: Transition, remove: (key
   }
 }
 
+/** The apps a step acts on: the one of an app redeploy, or every app the preview config declares. */
+export function appsInScope(env: Environment, input: StepInput): Record<string, AppSpec> {
+  const specs = env.appSpecs ?? {};
+  const names = input.app ? [input.app] : Object.keys(specs);
+  const picked: Record<string, AppSpec> = {};
+  for (const name of names) {
+    const spec = specs[name];
+    if (!spec) throw new DeployFailed(`app ${name} is not declared in the preview config`);
+    picked[name] = spec;
+  }
+  return picked;
+}
+
+/** Who a runtime call acts for: the environment at this execution's generation. */
+export const runtimeTarget = (env: Environment, input: StepInput): RuntimeTarget => ({
+  orgId: env.orgId,
+  envKey: env.envKey,
+  repoFullName: env.repoFullName,
+  prNumber: env.prNumber,
+  generation: input.generation,
+});
+
 /** The message to show for a caught failure. Lambda wraps errors as JSON in `Cause`; local runs do not. */
 export function failureMessage(failure: StepInput['failure']): string {
   const cause = failure?.Cause ?? '';
+  if (failure?.Error === 'States.Timeout') return 'a pipeline step timed out';
   try {
     const parsed = JSON.parse(cause) as { errorMessage?: string };
     if (parsed.errorMessage) return parsed.errorMessage;

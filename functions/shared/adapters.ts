@@ -1,12 +1,13 @@
 import { config } from './config.js';
 import { ConfigError } from './errors.js';
-import type { SecretStore, SourceHost, Workflows } from './ports.js';
+import type { Runtime, SecretStore, SourceHost, Workflows } from './ports.js';
 
 /** Every port, by name. */
 export interface Adapters {
   secrets: SecretStore;
   workflows: Workflows;
   sourceHost: SourceHost;
+  runtime: Runtime;
 }
 export type PortName = keyof Adapters;
 type Factories = { [K in PortName]?: () => Adapters[K] };

@@ -16,6 +16,7 @@ const schema = z
     PREVIEW_DATA_DIR: z.string().min(1).optional(),
     PREVIEW_GIT_ROOT: z.string().min(1).optional(),
     SECRET_NAME_PREFIX: z.string().min(1).default('preview'),
+    PREVIEW_READY_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
     STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
     STATE_MACHINE_TEARDOWN_ARN: z.string().min(1).optional(),
     STATE_MACHINE_REDEPLOY_APP_ARN: z.string().min(1).optional(),
@@ -37,6 +38,8 @@ export interface Config {
   dataDir?: string;
   gitRoot?: string;
   secretNamePrefix: string;
+  /** Local runtime: how long an app may take to answer its readiness check. */
+  readyTimeoutSeconds: number;
   stateMachines: { deploy?: string; teardown?: string; redeployApp?: string };
   tableNames: Record<TableName, string>;
 }
@@ -56,6 +59,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     dataDir: e.PREVIEW_DATA_DIR,
     gitRoot: e.PREVIEW_GIT_ROOT,
     secretNamePrefix: e.SECRET_NAME_PREFIX,
+    readyTimeoutSeconds: e.PREVIEW_READY_TIMEOUT_SECONDS,
     stateMachines: {
       deploy: e.STATE_MACHINE_DEPLOY_ARN,
       teardown: e.STATE_MACHINE_TEARDOWN_ARN,

@@ -1,12 +1,16 @@
-import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
+import { runtime } from '../adapters/ports.js';
+import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
 
 /**
- * Deploy step 3 (building / building-images): the runtime boundary. Building and running apps needs a
- * runtime adapter (local processes, or images on EKS), which the deploy-pipeline issue adds; until then
- * the step says so and the environment ends `failed` with that reason.
+ * Build step (building / building-images), a callback task: start the runtime's build of every app (or
+ * the one app of a rebuild) at the environment's head SHA and return. The runtime ends the task through
+ * the token when the builds finish, so a 30-minute build costs the state machine no more transitions
+ * than a 10-second one.
  */
-export async function handler(input: StepInput): Promise<StepInput> {
-  await loadCurrent(input);
-  await transition(input, { phase: 'building-images' });
-  throw new DeployFailed('no runtime is configured to build and run apps yet');
+export async function handler(event: CallbackEvent): Promise<void> {
+  const { input, taskToken } = event;
+  const env = await loadCurrent(input);
+  const apps = appsInScope(env, input);
+  await transition(input, { status: 'building', phase: 'building-images' });
+  await runtime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken);
 }

@@ -1,8 +1,8 @@
 import { sourceHost } from '../adapters/ports.js';
 import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
-import { PREVIEW_CONFIG_PATH, parsePreviewConfig } from '../core/preview-config.js';
+import { PREVIEW_CONFIG_PATH, type PreviewConfig, parsePreviewConfig } from '../core/preview-config.js';
 
-/** Deploy step 2 (building / reading-config): read and validate preview.yaml; record the app names. */
+/** Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps. */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
   await transition(input, { phase: 'reading-config' });
@@ -12,12 +12,12 @@ export async function handler(input: StepInput): Promise<StepInput> {
     throw new DeployFailed(
       `${PREVIEW_CONFIG_PATH} not found at the root of ${env.repoFullName}@${sha.slice(0, 12)}`,
     );
-  let apps: string[];
+  let config: PreviewConfig;
   try {
-    apps = Object.keys(parsePreviewConfig(text).apps).sort();
+    config = parsePreviewConfig(text);
   } catch (err) {
-    throw new DeployFailed((err as Error).message);
+    throw new DeployFailed(`${(err as Error).message} (in ${env.repoFullName}@${sha.slice(0, 12)})`);
   }
-  await transition(input, { apps });
+  await transition(input, { apps: Object.keys(config.apps).sort(), appSpecs: config.apps });
   return input;
 }

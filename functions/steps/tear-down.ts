@@ -1,11 +1,13 @@
-import { loadCurrent, type StepInput, transition } from '../core/pipeline.js';
+import { runtime } from '../adapters/ports.js';
+import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
 
 /**
- * Teardown: remove what the runtime runs for the environment, then record `torn_down` with no URLs.
- * Nothing runs before the runtime adapter exists, so there is nothing to remove yet.
+ * Teardown: stop and remove everything the runtime runs for the environment (which also refuses any
+ * later call of an older generation), then record `torn_down` with no URLs.
  */
 export async function handler(input: StepInput): Promise<StepInput> {
-  await loadCurrent(input);
+  const env = await loadCurrent(input);
+  await runtime().teardown(runtimeTarget(env, input));
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error']);
   return input;
 }

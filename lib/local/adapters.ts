@@ -1,4 +1,5 @@
 import { GitSourceHost } from '../../functions/adapters/local/git-source-host.js';
+import { ProcessRuntime } from '../../functions/adapters/local/process-runtime.js';
 import { LocalSecretStore } from '../../functions/adapters/local/secret-store.js';
 import { LocalWorkflows } from '../../functions/adapters/local/workflows.js';
 import { provideLocalAdapters } from '../../functions/shared/adapters.js';
@@ -6,6 +7,8 @@ import { config } from '../../functions/shared/config.js';
 
 export interface LocalAdapterHandles {
   workflows: LocalWorkflows;
+  /** Created on first use (the CLI never runs apps). */
+  runtime(): ProcessRuntime;
   stop(): Promise<void>;
 }
 
@@ -13,10 +16,27 @@ export interface LocalAdapterHandles {
 export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const c = config();
   const workflows = new LocalWorkflows(repoRoot);
+  const sourceHost = new GitSourceHost(c.gitRoot!);
+  let runtime: ProcessRuntime | undefined;
+  const getRuntime = () =>
+    (runtime ??= new ProcessRuntime({
+      dataDir: c.dataDir!,
+      sourceHost,
+      complete: (token, outcome) => workflows.completeTask(token, outcome),
+      readyTimeoutMs: c.readyTimeoutSeconds * 1000,
+    }));
   provideLocalAdapters({
     secrets: () => new LocalSecretStore(c.dataDir!),
-    sourceHost: () => new GitSourceHost(c.gitRoot!),
+    sourceHost: () => sourceHost,
     workflows: () => workflows,
+    runtime: getRuntime,
   });
-  return { workflows, stop: () => workflows.stop() };
+  return {
+    workflows,
+    runtime: getRuntime,
+    stop: async () => {
+      // Executions first (they may be waiting on the runtime), then the apps and builds.
+      await Promise.all([workflows.stop(), runtime?.stop()]);
+    },
+  };
 }

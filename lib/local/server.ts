@@ -12,6 +12,7 @@ import { log } from '../../functions/shared/log.js';
 import { installLocalAdapters, type LocalAdapterHandles } from './adapters.js';
 import { ensureTables, startDynalite } from './dynalite.js';
 import { compileRoutes, matchRoute, toProxyEvent } from './http-bridge.js';
+import { recoverEnvironments } from './recovery.js';
 
 export const REPO_ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const MAX_BODY = 10 * 1024 * 1024; // API Gateway's payload limit
@@ -38,6 +39,10 @@ export interface LocalService {
   credentialsPath: string;
   /** The in-process state machine runner (tests wait on `idle()`). */
   workflows: LocalAdapterHandles['workflows'];
+  /** The local process runtime (tests look at app processes). */
+  runtime: ReturnType<LocalAdapterHandles['runtime']>;
+  /** Resolves once environments left by the previous run are resumed (started in the background). */
+  recovered: ReturnType<typeof recoverEnvironments>;
   stop(): Promise<void>;
 }
 
@@ -150,6 +155,11 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     { mode: 0o600 },
   );
 
+  // Environments the previous run left in flight or running come back (in the background: the API
+  // answers meanwhile, and a resumed environment reports its own progress).
+  const recovered = recoverEnvironments(adapters.workflows, adapters.runtime());
+  recovered.catch((err: Error) => log.error('local recovery failed', { error: err.message }));
+
   let stopped = false;
   return {
     url,
@@ -158,6 +168,8 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     credentials,
     credentialsPath,
     workflows: adapters.workflows,
+    runtime: adapters.runtime(),
+    recovered,
     stop: async () => {
       if (stopped) return;
       stopped = true;
@@ -165,6 +177,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
         server.close(() => done());
         server.closeAllConnections();
       });
+      await recovered.catch(() => undefined);
       await adapters.stop();
       await dynamo.stop();
       rmSync(serverInfoPath(dataDir), { force: true });

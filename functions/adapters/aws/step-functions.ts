@@ -1,6 +1,15 @@
-import { ExecutionAlreadyExists, type SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import {
+  ExecutionAlreadyExists,
+  InvalidToken,
+  SendTaskFailureCommand,
+  SendTaskSuccessCommand,
+  type SFNClient,
+  StartExecutionCommand,
+  TaskDoesNotExist,
+  TaskTimedOut,
+} from '@aws-sdk/client-sfn';
 import { ConfigError } from '../../shared/errors.js';
-import type { WorkflowName, Workflows } from '../../shared/ports.js';
+import type { TaskOutcome, WorkflowName, Workflows } from '../../shared/ports.js';
 
 /** Step Functions adapter: StartExecution on the state machine CDK wired to each workflow name. */
 export class StepFunctionsWorkflows implements Workflows {
@@ -20,6 +29,30 @@ export class StepFunctionsWorkflows implements Workflows {
     } catch (err) {
       // Same name and input: a retried start of the same request. Treat as started.
       if (err instanceof ExecutionAlreadyExists) return { executionId: `${stateMachineArn}:${name}` };
+      throw err;
+    }
+  }
+
+  async completeTask(token: string, outcome: TaskOutcome): Promise<void> {
+    try {
+      if (outcome.ok) {
+        await this.client.send(
+          new SendTaskSuccessCommand({ taskToken: token, output: JSON.stringify(outcome.output) }),
+        );
+      } else {
+        // Step Functions caps error at 256 and cause at 32768 characters.
+        await this.client.send(
+          new SendTaskFailureCommand({
+            taskToken: token,
+            error: outcome.error.slice(0, 256),
+            cause: outcome.cause.slice(0, 32_768),
+          }),
+        );
+      }
+    } catch (err) {
+      // The task already ended (timed out, its execution stopped, or completed once): nothing waits on it.
+      if (err instanceof TaskDoesNotExist || err instanceof TaskTimedOut || err instanceof InvalidToken)
+        return;
       throw err;
     }
   }

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { newId } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
-import type { WorkflowName, Workflows } from '../../shared/ports.js';
+import type { TaskOutcome, WorkflowName, Workflows } from '../../shared/ports.js';
 import { localTaskArn, substitute, type WorkflowDef, workflows } from '../../workflows.js';
 import { lambdaContext } from './lambda-context.js';
 
@@ -15,10 +15,24 @@ interface Loaded {
   handlers: Record<string, (input: JsonValue) => Promise<JsonValue>>;
 }
 
+/** The service integration that invokes a Lambda and then waits for a callback with the task token. */
+export const CALLBACK_RESOURCE = 'arn:aws:states:::lambda:invoke.waitForTaskToken';
+
+interface TaskState {
+  name: string;
+  /** The Lambda the state invokes (its Resource, or `Parameters.FunctionName` for a callback task). */
+  functionArn: string;
+  callback: boolean;
+}
+
 /** Walk an ASL document (including Parallel branches and Map processors) and yield every Task state. */
-function* taskStates(states: Record<string, Record<string, unknown>>): Generator<[string, string]> {
+function* taskStates(states: Record<string, Record<string, unknown>>): Generator<TaskState> {
   for (const [name, state] of Object.entries(states)) {
-    if (state.Type === 'Task') yield [name, String(state.Resource)];
+    if (state.Type === 'Task') {
+      const callback = state.Resource === CALLBACK_RESOURCE;
+      const params = state.Parameters as { FunctionName?: string } | undefined;
+      yield { name, functionArn: String(callback ? params?.FunctionName : state.Resource), callback };
+    }
     for (const branch of (state.Branches as { States: never }[] | undefined) ?? [])
       yield* taskStates(branch.States);
     const inner = (state.ItemProcessor ?? state.Iterator) as { States: never } | undefined;
@@ -26,14 +40,37 @@ function* taskStates(states: Record<string, Record<string, unknown>>): Generator
   }
 }
 
+/** What a finished local execution looked like (tests and `bench:pipeline` read it). */
+export interface ExecutionRecord {
+  executionId: string;
+  workflow: WorkflowName;
+  input: Record<string, unknown>;
+  status: 'running' | 'succeeded' | 'failed' | 'aborted';
+  /** States entered, the unit Step Functions bills (a retry enters its state again). */
+  transitions: number;
+  startedAt: number;
+  endedAt?: number;
+}
+
 /**
  * Local workflow adapter: runs the very ASL files Step Functions runs, in-process, with
  * aws-local-stepfunctions. Each Task state's Lambda is the same step handler module CDK deploys.
  * Executions are fire-and-forget like StartExecution; `idle()` and `stop()` serve tests and shutdown.
+ *
+ * Callback tasks (`lambda:invoke.waitForTaskToken`), which aws-local-stepfunctions does not implement,
+ * are run the way Step Functions runs them: invoke the step with the Payload and a fresh task token in
+ * place of `$$.Task.Token`, then wait until `completeTask(token, …)` ends the task (or its TimeoutSeconds
+ * does). The Lambda's own return value is ignored, its failure fails the task.
  */
 export class LocalWorkflows implements Workflows {
   private readonly loaded = new Map<WorkflowName, Promise<Loaded>>();
   private readonly running = new Map<string, { abort: () => void; done: Promise<unknown> }>();
+  private readonly waiting = new Map<
+    string,
+    { resolve: (v: JsonValue) => void; reject: (e: Error) => void }
+  >();
+  /** Executions by id, newest last (bounded). */
+  readonly executions = new Map<string, ExecutionRecord>();
 
   constructor(private readonly repoRoot: string) {}
 
@@ -49,13 +86,45 @@ export class LocalWorkflows implements Workflows {
       byArn.set(arns[placeholder]!, mod.handler);
     }
     const handlers: Loaded['handlers'] = {};
-    for (const [stateName, resource] of taskStates(asl.States)) {
-      const fn = byArn.get(resource);
-      if (!fn) throw new Error(`${def.definition}: state ${stateName} has no local handler for ${resource}`);
-      handlers[stateName] = async (input) =>
-        (await fn(input, lambdaContext(stateName, newId(), 15 * 60_000))) as JsonValue;
+    for (const { name: stateName, functionArn, callback } of taskStates(asl.States)) {
+      const fn = byArn.get(functionArn);
+      if (!fn)
+        throw new Error(`${def.definition}: state ${stateName} has no local handler for ${functionArn}`);
+      const invoke = async (payload: unknown) =>
+        (await fn(payload, lambdaContext(stateName, newId(), 15 * 60_000))) as JsonValue;
+      handlers[stateName] = callback
+        ? (input) => this.invokeWithCallback(invoke, input as { Payload?: Record<string, JsonValue> })
+        : invoke;
     }
     return { machine: new StateMachine(asl), handlers };
+  }
+
+  private async invokeWithCallback(
+    invoke: (payload: unknown) => Promise<JsonValue>,
+    params: { Payload?: Record<string, JsonValue> },
+  ): Promise<JsonValue> {
+    const token = `local-task-${newId()}`;
+    let resolve!: (v: JsonValue) => void;
+    let reject!: (e: Error) => void;
+    const promise = new Promise<JsonValue>((ok, fail) => {
+      resolve = ok;
+      reject = fail;
+    });
+    this.waiting.set(token, { resolve, reject });
+    try {
+      await invoke({ ...params.Payload, taskToken: token });
+      return await promise;
+    } finally {
+      this.waiting.delete(token);
+    }
+  }
+
+  async completeTask(token: string, outcome: TaskOutcome): Promise<void> {
+    const waiter = this.waiting.get(token);
+    if (!waiter) return;
+    this.waiting.delete(token);
+    if (outcome.ok) waiter.resolve(outcome.output as JsonValue);
+    else waiter.reject(Object.assign(new Error(outcome.cause), { name: outcome.error }));
   }
 
   async start(workflow: WorkflowName, input: Record<string, unknown>, name: string) {
@@ -72,11 +141,33 @@ export class LocalWorkflows implements Workflows {
           Input: input as JsonValue,
           StartTime: new Date().toISOString(),
         },
+        // Resolves `$$.Task.Token`; callback tasks replace it with a fresh token per invocation.
+        Task: { Token: 'local-task-token' },
       },
     });
+    const record: ExecutionRecord = {
+      executionId,
+      workflow,
+      input,
+      status: 'running',
+      transitions: 0,
+      startedAt: Date.now(),
+    };
+    this.executions.set(executionId, record);
+    if (this.executions.size > 1000) this.executions.delete(this.executions.keys().next().value!);
+    void (async () => {
+      for await (const event of execution.eventLogs) if (event.type === 'StateEntered') record.transitions++;
+    })().catch(() => undefined);
     const done = execution.result.then(
-      () => undefined,
-      (err: Error) => log.warn('workflow execution failed', { workflow, executionId, error: err.name }),
+      (result) => {
+        record.status = result === null ? 'aborted' : 'succeeded';
+        record.endedAt = Date.now();
+      },
+      (err: Error) => {
+        record.status = 'failed';
+        record.endedAt = Date.now();
+        log.warn('workflow execution failed', { workflow, executionId, error: err.name });
+      },
     );
     this.running.set(executionId, { abort: execution.abort, done });
     void done.finally(() => this.running.delete(executionId));
@@ -92,5 +183,6 @@ export class LocalWorkflows implements Workflows {
   async stop(): Promise<void> {
     for (const r of this.running.values()) r.abort();
     await this.idle();
+    this.waiting.clear();
   }
 }

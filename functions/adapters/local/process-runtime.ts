@@ -1,0 +1,585 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
+import { newId } from '../../shared/crypto.js';
+import { log } from '../../shared/log.js';
+import type {
+  AppLaunch,
+  AppSpec,
+  Runtime,
+  RuntimeTarget,
+  SourceHost,
+  TaskOutcome,
+} from '../../shared/ports.js';
+import { DeployFailed, Superseded } from '../../shared/step-errors.js';
+
+/** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
+const INHERITED_VARS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ', 'NODE_EXTRA_CA_CERTS', 'SHELL'];
+/** Marks a process as ours (and which app it is), so recovery never kills a stranger that reused a pid. */
+const OWNER_VAR = 'PREVIEW_RUNTIME_APP';
+const POLL_MS = 50;
+const STOP_GRACE_MS = 5_000;
+const LOG_TAIL_BYTES = 2_000;
+
+interface BuildRecord {
+  buildId: string;
+  dir: string;
+  sha: string;
+  generation: number;
+}
+interface RunningRecord {
+  pid: number;
+  port: number;
+  buildId: string;
+  startedAt: string;
+}
+interface AppState {
+  build?: BuildRecord;
+  running?: RunningRecord;
+  /** The port last used, tried first on the next start so the app's URL stays the same. */
+  port?: number;
+}
+interface EnvState {
+  /** The newest generation seen; calls for older ones are refused. */
+  fence: number;
+  apps: Record<string, AppState>;
+  /** Process groups of builds in progress (killed by recovery if a crash orphaned them). */
+  buildPids: number[];
+}
+interface StateFile {
+  envs: Record<string, EnvState>;
+}
+
+export interface ProcessRuntimeOptions {
+  dataDir: string;
+  sourceHost: SourceHost;
+  /** Ends a callback task (`Workflows.completeTask`). */
+  complete: (token: string, outcome: TaskOutcome) => Promise<void>;
+  /** How long an app may take to answer its readiness check. */
+  readyTimeoutMs: number;
+}
+
+interface ActiveBuild {
+  generation: number;
+  cancelled: boolean;
+  children: Set<ChildProcess>;
+}
+
+const envId = (t: Pick<RuntimeTarget, 'orgId' | 'envKey'>) => `${t.orgId}/${t.envKey.replace('#', '/')}`;
+const failure = (error: string, cause: string): TaskOutcome => ({ ok: false, error, cause });
+
+/**
+ * The local runtime: every app of a preview environment is a process on this machine. Per app, a working
+ * copy of the head SHA (from the source host) where `build` runs and then `command`, with `PORT` set to a
+ * free port and the app's env (preview.yaml env + its secret bundle). Readiness is the health path answering
+ * 2xx (or the port accepting connections), the URL is `http://127.0.0.1:<port>`. Output goes to
+ * `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log`.
+ *
+ * What runs is recorded in `<dataDir>/runtime/state.json`, so a restarted server can find what a crash left
+ * behind (`recover`). Operations on one environment are serialized; builds run outside that lock and are
+ * cancelled when a newer generation or a teardown arrives.
+ */
+export class ProcessRuntime implements Runtime {
+  private readonly root: string;
+  private readonly statePath: string;
+  private state: StateFile;
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly builds = new Map<string, Map<string, ActiveBuild>>();
+  private readonly children = new Map<number, ChildProcess>();
+  private readonly exits = new Map<number, string>();
+  private stopping = false;
+
+  constructor(private readonly opts: ProcessRuntimeOptions) {
+    this.root = join(opts.dataDir, 'runtime');
+    mkdirSync(this.root, { recursive: true, mode: 0o700 });
+    this.statePath = join(this.root, 'state.json');
+    this.state = existsSync(this.statePath)
+      ? (JSON.parse(readFileSync(this.statePath, 'utf8')) as StateFile)
+      : { envs: {} };
+  }
+
+  // ---- the Runtime port ------------------------------------------------------------------------------
+
+  async build(target: RuntimeTarget, sha: string, apps: Record<string, AppSpec>, token: string) {
+    const id = envId(target);
+    const names = Object.keys(apps);
+    for (const name of names) {
+      if (!apps[name]!.command)
+        throw new DeployFailed(`app ${name}: preview.yaml has no command; the local runtime needs one`);
+    }
+    const active: ActiveBuild = { generation: target.generation, cancelled: false, children: new Set() };
+    await this.locked(id, async () => {
+      this.admit(target);
+      const current = this.builds.get(id) ?? new Map<string, ActiveBuild>();
+      for (const name of names) {
+        const older = current.get(name);
+        if (older) this.cancel(older);
+        current.set(name, active);
+      }
+      this.builds.set(id, current);
+    });
+    void this.runBuild(target, sha, apps, active)
+      .then((outcome) => this.opts.complete(token, outcome))
+      .catch((err: Error) => log.error('local build bookkeeping failed', { env: id, error: err.message }));
+  }
+
+  async deploy(target: RuntimeTarget, launches: AppLaunch[], opts: { prune?: boolean } = {}) {
+    const id = envId(target);
+    await this.locked(id, async () => {
+      const env = this.admit(target);
+      for (const launch of launches) {
+        if (!env.apps[launch.name]?.build)
+          throw new DeployFailed(`app ${launch.name} has no build to start; rebuild it`);
+      }
+      if (opts.prune) {
+        const keep = new Set(launches.map((l) => l.name));
+        for (const [name, app] of Object.entries(env.apps)) {
+          if (keep.has(name)) continue;
+          await this.stopApp(app);
+          if (app.build) rmSync(app.build.dir, { recursive: true, force: true });
+          delete env.apps[name];
+        }
+      }
+      for (const launch of launches) await this.launch(target, env, launch);
+      this.save();
+    });
+  }
+
+  async awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string) {
+    const id = envId(target);
+    await this.locked(id, async () => this.admit(target));
+    void this.waitForApps(target, apps)
+      .then((outcome) => this.opts.complete(token, outcome))
+      .catch((err: Error) =>
+        log.error('local readiness bookkeeping failed', { env: id, error: err.message }),
+      );
+  }
+
+  async teardown(target: RuntimeTarget) {
+    const id = envId(target);
+    await this.locked(id, async () => {
+      const env = this.admit(target);
+      for (const build of this.builds.get(id)?.values() ?? []) this.cancel(build);
+      this.builds.delete(id);
+      for (const app of Object.values(env.apps)) await this.stopApp(app);
+      env.apps = {};
+      env.buildPids = [];
+      rmSync(join(this.envDir(target), 'work'), { recursive: true, force: true });
+      this.save();
+    });
+  }
+
+  // ---- lifecycle of the host process -----------------------------------------------------------------
+
+  /**
+   * After a restart: kill whatever a crash orphaned (processes recorded as ours that are still alive) and
+   * mark every app stopped, keeping builds so apps can be started again from them. Returns the number of
+   * orphaned processes killed.
+   */
+  recover(): number {
+    let killed = 0;
+    for (const [id, env] of Object.entries(this.state.envs)) {
+      const pids = [...env.buildPids, ...Object.values(env.apps).flatMap((a) => a.running?.pid ?? [])];
+      for (const pid of pids) if (killOrphan(pid, id)) killed++;
+      env.buildPids = [];
+      for (const app of Object.values(env.apps)) {
+        delete app.running;
+        // A build that never finished left only a working copy the state does not point at.
+      }
+    }
+    this.save();
+    return killed;
+  }
+
+  /** Stop every build and app (the server is shutting down); builds are kept for the next start. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const envBuilds of this.builds.values()) for (const b of envBuilds.values()) this.cancel(b);
+    await Promise.all(
+      Object.keys(this.state.envs).map((id) =>
+        this.locked(id, async () => {
+          for (const app of Object.values(this.state.envs[id]!.apps)) await this.stopApp(app);
+        }),
+      ),
+    );
+    this.save();
+  }
+
+  /** Pid and port of an app's running process (tests look at it; not part of the port). */
+  running(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>, app: string): RunningRecord | undefined {
+    return this.state.envs[envId(target)]?.apps[app]?.running;
+  }
+
+  /** Where an app's log is kept. */
+  logPath(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>, app: string): string {
+    return join(this.envDir(target), 'logs', `${app}.log`);
+  }
+
+  // ---- internals -------------------------------------------------------------------------------------
+
+  private envDir(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
+    return join(this.root, ...envId(target).split('/'));
+  }
+
+  /** Serialize operations on one environment. */
+  private locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(id) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(id, settled);
+    void settled.then(() => {
+      if (this.locks.get(id) === settled) this.locks.delete(id);
+    });
+    return next;
+  }
+
+  /** The environment's state if `target` is not older than the newest generation seen (which it raises). */
+  private admit(target: RuntimeTarget): EnvState {
+    if (this.stopping) throw new Superseded('the local runtime is shutting down');
+    const id = envId(target);
+    const env = (this.state.envs[id] ??= { fence: 0, apps: {}, buildPids: [] });
+    if (target.generation < env.fence)
+      throw new Superseded(`generation ${target.generation} superseded by ${env.fence}`);
+    env.fence = target.generation;
+    return env;
+  }
+
+  private cancel(build: ActiveBuild) {
+    build.cancelled = true;
+    for (const child of build.children) killGroup(child.pid, 'SIGKILL');
+  }
+
+  private async runBuild(
+    target: RuntimeTarget,
+    sha: string,
+    apps: Record<string, AppSpec>,
+    active: ActiveBuild,
+  ): Promise<TaskOutcome> {
+    const id = envId(target);
+    const work = join(this.envDir(target), 'work');
+    const made: Record<string, BuildRecord> = {};
+    const buildOne = async (name: string, spec: AppSpec) => {
+      const buildId = newId();
+      const dir = join(work, `${name}-${buildId}`);
+      made[name] = { buildId, dir, sha, generation: target.generation };
+      mkdirSync(work, { recursive: true });
+      const logFile = this.openLog(
+        target,
+        name,
+        `build ${sha.slice(0, 12)} (generation ${target.generation})`,
+      );
+      try {
+        await this.opts.sourceHost.checkout(target.repoFullName, sha, dir);
+      } catch (err) {
+        throw new DeployFailed(
+          `app ${name}: checkout of ${sha.slice(0, 12)} failed: ${(err as Error).message}`,
+        );
+      } finally {
+        if (!spec.build) closeSync(logFile);
+      }
+      if (!spec.build || active.cancelled) return;
+      const child = spawn('/bin/sh', ['-c', spec.build], {
+        cwd: dir,
+        env: { ...inherited(), ...spec.env, [OWNER_VAR]: `${id}/${name}` },
+        stdio: ['ignore', logFile, logFile],
+        detached: true,
+      });
+      closeSync(logFile);
+      active.children.add(child);
+      this.trackBuildPid(id, child.pid, true);
+      const result = await exitOf(child);
+      active.children.delete(child);
+      this.trackBuildPid(id, child.pid, false);
+      if (active.cancelled) return;
+      if (result !== 'exit code 0') {
+        throw new DeployFailed(
+          `app ${name}: build \`${spec.build}\` failed (${result}); last output: ${this.logTail(target, name)}`,
+        );
+      }
+    };
+    const results = await Promise.allSettled(Object.entries(apps).map(([n, s]) => buildOne(n, s)));
+    const discard = () => {
+      for (const b of Object.values(made)) rmSync(b.dir, { recursive: true, force: true });
+    };
+    if (active.cancelled || this.stopping) {
+      discard();
+      return failure('Superseded', 'a newer build or a teardown replaced this one');
+    }
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      discard();
+      const err = failed.reason as Error;
+      return failure('DeployFailed', err.message);
+    }
+    return this.locked(id, async () => {
+      const env = this.state.envs[id];
+      if (!env || target.generation < env.fence || active.cancelled) {
+        discard();
+        return failure('Superseded', 'a newer build or a teardown replaced this one');
+      }
+      for (const [name, record] of Object.entries(made)) {
+        const app = (env.apps[name] ??= {});
+        const previous = app.build;
+        app.build = record;
+        // The old working copy goes unless the running process still runs from it.
+        if (previous && previous.buildId !== app.running?.buildId)
+          rmSync(previous.dir, { recursive: true, force: true });
+        const builds = this.builds.get(id);
+        if (builds?.get(name) === active) builds.delete(name);
+      }
+      this.save();
+      return { ok: true as const, output: {} };
+    });
+  }
+
+  private async launch(target: RuntimeTarget, env: EnvState, launch: AppLaunch) {
+    const app = env.apps[launch.name]!;
+    const build = app.build!;
+    const previousBuild = app.running?.buildId;
+    await this.stopApp(app);
+    if (previousBuild && previousBuild !== build.buildId) {
+      const old = join(this.envDir(target), 'work', `${launch.name}-${previousBuild}`);
+      rmSync(old, { recursive: true, force: true });
+    }
+    const port = await freePort(app.port);
+    const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
+    const child = spawn('/bin/sh', ['-c', launch.spec.command!], {
+      cwd: build.dir,
+      env: {
+        ...inherited(),
+        ...launch.vars,
+        PORT: String(port),
+        [OWNER_VAR]: `${envId(target)}/${launch.name}`,
+      },
+      stdio: ['ignore', logFile, logFile],
+      detached: true,
+    });
+    closeSync(logFile);
+    if (child.pid === undefined) throw new DeployFailed(`app ${launch.name}: could not start /bin/sh`);
+    const pid = child.pid;
+    this.children.set(pid, child);
+    void exitOf(child).then((how) => {
+      this.exits.set(pid, how);
+      this.children.delete(pid);
+    });
+    app.port = port;
+    app.running = { pid, port, buildId: build.buildId, startedAt: new Date().toISOString() };
+  }
+
+  private async stopApp(app: AppState) {
+    const running = app.running;
+    if (!running) return;
+    delete app.running;
+    const child = this.children.get(running.pid);
+    if (!child) {
+      killGroup(running.pid, 'SIGKILL');
+      return;
+    }
+    const exited = exitOf(child);
+    killGroup(running.pid, 'SIGTERM');
+    const timer = setTimeout(() => killGroup(running.pid, 'SIGKILL'), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+    // The shell is gone; make sure nothing it started outlives it.
+    killGroup(running.pid, 'SIGKILL');
+  }
+
+  private async waitForApps(target: RuntimeTarget, apps: Record<string, AppSpec>): Promise<TaskOutcome> {
+    const id = envId(target);
+    const deadline = Date.now() + this.opts.readyTimeoutMs;
+    const pending = new Set(Object.keys(apps));
+    const lastSeen = new Map<string, string>();
+    while (pending.size > 0) {
+      const env = this.state.envs[id];
+      if (this.stopping || !env || target.generation < env.fence)
+        return failure('Superseded', 'a newer request or a teardown replaced this one');
+      for (const name of [...pending]) {
+        const running = env.apps[name]?.running;
+        if (!running) return failure('DeployFailed', `app ${name} is not running`);
+        const exit = this.exits.get(running.pid);
+        if (exit) {
+          return failure(
+            'DeployFailed',
+            `app ${name} exited (${exit}) before it was ready; last output: ${this.logTail(target, name)}`,
+          );
+        }
+        const probe = await probeReady(running.port, apps[name]!.health);
+        if (probe === true) pending.delete(name);
+        else lastSeen.set(name, probe);
+      }
+      if (pending.size === 0) break;
+      if (Date.now() > deadline) {
+        const name = [...pending][0]!;
+        const seconds = Math.round(this.opts.readyTimeoutMs / 1000);
+        return failure(
+          'DeployFailed',
+          `app ${name} did not become ready within ${seconds} s: ${lastSeen.get(name) ?? 'no answer'}`,
+        );
+      }
+      await sleep(POLL_MS);
+    }
+    const env = this.state.envs[id]!;
+    const urls: Record<string, string> = {};
+    for (const [name, app] of Object.entries(env.apps))
+      if (app.running) urls[name] = `http://127.0.0.1:${app.running.port}`;
+    return { ok: true, output: { urls } };
+  }
+
+  private openLog(target: RuntimeTarget, app: string, what: string): number {
+    const path = this.logPath(target, app);
+    mkdirSync(join(path, '..'), { recursive: true });
+    const fd = openSync(path, 'a', 0o600);
+    writeFileSync(fd, `--- ${new Date().toISOString()} ${what} ---\n`);
+    return fd;
+  }
+
+  /** The end of an app's log, on one line, for an error message. */
+  private logTail(target: RuntimeTarget, app: string): string {
+    const path = this.logPath(target, app);
+    if (!existsSync(path)) return '(no output)';
+    const size = statSync(path).size;
+    const fd = openSync(path, 'r');
+    const buf = Buffer.alloc(Math.min(size, LOG_TAIL_BYTES));
+    try {
+      readSyncAt(fd, buf, size - buf.length);
+    } finally {
+      closeSync(fd);
+    }
+    const lines = buf
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l.trim() && !l.startsWith('--- '));
+    return lines.slice(-5).join(' | ').slice(-500) || '(no output)';
+  }
+
+  private trackBuildPid(id: string, pid: number | undefined, add: boolean) {
+    const env = this.state.envs[id];
+    if (!env || pid === undefined) return;
+    env.buildPids = add ? [...env.buildPids, pid] : env.buildPids.filter((p) => p !== pid);
+    this.save();
+  }
+
+  private save() {
+    const tmp = `${this.statePath}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(this.state), { mode: 0o600 });
+    renameSync(tmp, this.statePath);
+  }
+}
+
+// ---- helpers ---------------------------------------------------------------------------------------------
+
+function inherited(): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const k of INHERITED_VARS) if (process.env[k] !== undefined) vars[k] = process.env[k]!;
+  return vars;
+}
+
+function readSyncAt(fd: number, buf: Buffer, position: number) {
+  // readFileSync cannot start mid-file; readSync with a position can.
+  let done = 0;
+  while (done < buf.length) {
+    const n = readSync(fd, buf, done, buf.length - done, position + done);
+    if (n === 0) break;
+    done += n;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves with how a child ended: `exit code N` or `signal S`. */
+function exitOf(child: ChildProcess): Promise<string> {
+  if (child.exitCode !== null) return Promise.resolve(`exit code ${child.exitCode}`);
+  if (child.signalCode !== null) return Promise.resolve(`signal ${child.signalCode}`);
+  return new Promise((resolve) => {
+    child.once('error', (err) => resolve(`spawn error ${err.message}`));
+    child.once('exit', (code, signal) => resolve(signal ? `signal ${signal}` : `exit code ${code}`));
+  });
+}
+
+/** Signal a whole process group (the shell and what it started); false if it is gone. */
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Kill a process group a crash left behind, if its leader is still ours (Linux: checked in /proc). */
+function killOrphan(pid: number, envPrefix: string): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const environ = `/proc/${pid}/environ`;
+  if (existsSync(environ)) {
+    try {
+      const vars = readFileSync(environ, 'utf8').split('\0');
+      if (!vars.some((v) => v.startsWith(`${OWNER_VAR}=${envPrefix}/`))) return false;
+    } catch {
+      return false;
+    }
+  }
+  return killGroup(pid, 'SIGKILL');
+}
+
+/** A port free on 127.0.0.1, preferring `preferred` (so an app keeps its URL across restarts). */
+async function freePort(preferred?: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number | undefined>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(undefined));
+      server.listen(port, '127.0.0.1', () => {
+        const { port: bound } = server.address() as { port: number };
+        server.close(() => resolve(bound));
+      });
+    });
+  if (preferred) {
+    const port = await tryListen(preferred);
+    if (port) return port;
+  }
+  const port = await tryListen(0);
+  if (!port) throw new DeployFailed('no free port on 127.0.0.1');
+  return port;
+}
+
+/** true when ready; otherwise what the check saw (for the error message). */
+async function probeReady(port: number, health: string | undefined): Promise<true | string> {
+  if (!health) {
+    return new Promise((resolve) => {
+      const socket = connect({ port, host: '127.0.0.1' });
+      const done = (result: true | string) => {
+        socket.destroy();
+        resolve(result);
+      };
+      socket.setTimeout(1_000, () => done(`port ${port} did not accept a connection`));
+      socket.once('connect', () => done(true));
+      socket.once('error', () => done(`port ${port} refused connections`));
+    });
+  }
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${health}`, { signal: AbortSignal.timeout(2_000) });
+    await res.arrayBuffer();
+    return res.ok ? true : `GET ${health} answered ${res.status}`;
+  } catch {
+    return `GET ${health} got no answer on port ${port}`;
+  }
+}

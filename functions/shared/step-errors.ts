@@ -1,0 +1,19 @@
+/*
+ * Error names the state machines act on (Step Functions matches `ErrorEquals` against the thrown error's
+ * name, or the `error` of SendTaskFailure): `Superseded` ends an execution quietly, `TransientError` is
+ * retried with backoff, anything else is caught and recorded as `failed` with its message. Shared by the
+ * steps and the runtimes (which refuse work of an older generation with `Superseded`).
+ */
+
+/** A newer request owns the environment; this execution must change nothing. */
+export class Superseded extends Error {
+  override name = 'Superseded';
+}
+/** A fault worth retrying (throttling, a flaky network call). */
+export class TransientError extends Error {
+  override name = 'TransientError';
+}
+/** A permanent failure whose message is shown to callers as the environment's `error`. */
+export class DeployFailed extends Error {
+  override name = 'DeployFailed';
+}

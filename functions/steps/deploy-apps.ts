@@ -1,0 +1,29 @@
+import { runtime, secretStore } from '../adapters/ports.js';
+import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
+import { findApplicationByRepo } from '../core/tenancy.js';
+import type { AppLaunch, AppSpec } from '../shared/ports.js';
+
+/**
+ * Deploy step (deploying / applying → waiting-ready), a callback task: start every app in scope from its
+ * latest build with its environment (preview.yaml `env`, then its secret bundle, which wins on a clash),
+ * then hand the runtime the token to end once every app of the environment answers its readiness check,
+ * with their URLs. A whole deploy also removes apps the preview config no longer declares.
+ */
+export async function handler(event: CallbackEvent): Promise<void> {
+  const { input, taskToken } = event;
+  const env = await loadCurrent(input);
+  const apps = appsInScope(env, input);
+  await transition(input, { status: 'deploying', phase: 'applying' });
+  const target = runtimeTarget(env, input);
+  const application = await findApplicationByRepo(env.orgId, env.repoFullName);
+  const launches: AppLaunch[] = [];
+  for (const [name, spec] of Object.entries(apps)) {
+    const secrets = application
+      ? await secretStore().read({ applicationId: application.applicationId, app: name })
+      : undefined;
+    launches.push({ name, spec, vars: { ...spec.env, ...secrets } });
+  }
+  await runtime().deploy(target, launches, { prune: input.mode === undefined });
+  await transition(input, { phase: 'waiting-ready' });
+  await runtime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
+}
