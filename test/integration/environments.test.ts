@@ -5,11 +5,12 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
+import { SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 const PREVIEW_YAML =
-  'apps:\n  web:\n    port: 3000\n    command: node server.js\n  api:\n    port: 4000\n    command: node api.js\n';
+  'apps:\n  web:\n    port: 3000\n    command: node server.js web\n  api:\n    port: 4000\n    command: node server.js api\n';
 
 let h: Harness;
 let gitRoot: string;
@@ -27,7 +28,11 @@ const settle = () => h.service.workflows.idle();
 
 beforeAll(async () => {
   gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  webSha = makeRepo(gitRoot, 'acme/web', { 'preview.yaml': PREVIEW_YAML, 'server.js': '' });
+  webSha = makeRepo(gitRoot, 'acme/web', {
+    'preview.yaml': PREVIEW_YAML,
+    'server.js': SERVER_JS,
+    VERSION: '1',
+  });
   makeRepo(gitRoot, 'acme/broken', { 'preview.yaml': 'apps:\n  Web_App:\n    port: 3000\n' });
   makeRepo(gitRoot, 'acme/trunkless', { 'README.md': 'x' }, 'develop');
   h = await startHarness({ gitRoot });
@@ -39,7 +44,7 @@ afterAll(async () => {
 });
 
 describe('POST /v1/preview/environments', () => {
-  test('202 with the status path, then the pipeline runs to the runtime boundary', async () => {
+  test('202 with the status path, then the pipeline runs to ready with a URL per app', async () => {
     const res = await call(h, 'POST', '/v1/preview/environments', { body: deployBody(), headers: auth });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({
@@ -51,10 +56,15 @@ describe('POST /v1/preview/environments', () => {
     await settle();
     const status = await call(h, 'GET', res.body.statusUrl, { headers: auth });
     expect(status.status).toBe(200);
-    expect(status.body).toMatchObject({ repoFullName: 'acme/web', prNumber: 7, status: 'failed', urls: {} });
-    expect(status.body.error).toBe('no runtime is configured to build and run apps yet');
+    expect(status.body).toMatchObject({
+      repoFullName: 'acme/web',
+      prNumber: 7,
+      status: 'ready',
+      lastDeployedSha: webSha,
+      urls: { web: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), api: expect.any(String) },
+    });
     expect(Object.keys(status.body).sort()).toEqual(
-      ['createdAt', 'error', 'prNumber', 'repoFullName', 'status', 'updatedAt', 'urls'].sort(),
+      ['createdAt', 'lastDeployedSha', 'prNumber', 'repoFullName', 'status', 'updatedAt', 'urls'].sort(),
     );
   });
 
@@ -194,10 +204,18 @@ describe('GET, DELETE and PATCH /v1/preview/environments/{owner}/{repo}/{pr}', (
       app: 'api',
       mode: 'rebuild',
     });
+    // One redeploy at a time: a second one while the first is in flight is refused, not interleaved.
+    const busy = await call(h, 'PATCH', '/v1/preview/environments/acme/web/7/apps/web', { headers: auth });
+    expect(busy.status).toBe(409);
+    expect(busy.body).toEqual({
+      error: 'a deploy of this environment is in progress; retry once it is ready or failed',
+    });
+    await settle();
     const restart = await call(h, 'PATCH', '/v1/preview/environments/acme/web/7/apps/web', {
       body: { mode: 'restart' },
       headers: auth,
     });
+    expect(restart.status).toBe(202);
     expect(restart.body.mode).toBe('restart');
     const unknown = await call(h, 'PATCH', '/v1/preview/environments/acme/web/7/apps/worker', {
       headers: auth,
@@ -246,7 +264,7 @@ describe('GET, DELETE and PATCH /v1/preview/environments/{owner}/{repo}/{pr}', (
     const again = await call(h, 'POST', '/v1/preview/environments', { body: deployBody(), headers: auth });
     expect(again.status).toBe(202);
     const back = await call(h, 'GET', '/v1/preview/environments/acme/web/7', { headers: auth });
-    expect(['pending', 'building', 'failed']).toContain(back.body.status);
+    expect(back.body.status).toBe('pending');
     await settle();
   });
 

@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { alive, BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
-import { makeRepo } from '../support/git.js';
+import { commitFiles, makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 /*
@@ -16,7 +16,10 @@ let h: Harness;
 let gitRoot: string;
 let auth: Record<string, string>;
 
+const readyTimeout = process.env.PREVIEW_READY_TIMEOUT_SECONDS;
 beforeAll(async () => {
+  // A short readiness timeout, so the failing-health-check case ends in seconds.
+  process.env.PREVIEW_READY_TIMEOUT_SECONDS = '3';
   gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
   h = await startHarness({ gitRoot });
   auth = bearer(h.org);
@@ -24,6 +27,30 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.stop();
   rmSync(gitRoot, { recursive: true, force: true });
+  if (readyTimeout === undefined) delete process.env.PREVIEW_READY_TIMEOUT_SECONDS;
+  else process.env.PREVIEW_READY_TIMEOUT_SECONDS = readyTimeout;
+});
+
+/** POST a deploy of `repo` PR `pr` at `sha` (202 expected). */
+async function deploy(repo: string, pr: number, sha: string) {
+  const res = await call(h, 'POST', '/v1/preview/environments', {
+    body: { repoFullName: repo, prNumber: pr, headSha: sha, headRef: 'feature' },
+    headers: auth,
+  });
+  expect(res.status).toBe(202);
+  return `/v1/preview/environments/${repo}/${pr}`;
+}
+
+/** A one-app preview.yaml. */
+const oneApp = (fields: Record<string, string>) =>
+  `apps:\n  web:\n    port: 3000\n${Object.entries(fields)
+    .map(([k, v]) => `    ${k}: ${v}\n`)
+    .join('')}`;
+const appFiles = (yaml: string, version = 'v1') => ({
+  'preview.yaml': yaml,
+  'server.js': SERVER_JS,
+  'build.js': BUILD_JS,
+  VERSION: version,
 });
 
 const TWO_APPS = `apps:
@@ -164,5 +191,136 @@ describe('a two-app preview, end to end', () => {
     expect(whole.body).toEqual({ error: 'environment was torn down' });
     const app = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: auth });
     expect(app.status).toBe(409);
+  });
+});
+
+describe('failures end failed with an error that names the cause', () => {
+  test.each([
+    [
+      'a failing build',
+      oneApp({
+        build: `node -e "console.error('boom - missing module left-pad'); process.exit(3)"`,
+        command: 'node server.js',
+      }),
+      /^app web: build `node -e .*` failed \(exit code 3\); last output: boom - missing module left-pad$/,
+    ],
+    [
+      'a failing health check',
+      oneApp({
+        command: `node -e "require('http').createServer((q,r)=>{r.writeHead(503);r.end()}).listen(process.env.PORT)"`,
+        health: '/healthz',
+      }),
+      /^app web did not become ready within 3 s: GET \/healthz answered 503$/,
+    ],
+    [
+      'an app that exits before it is ready',
+      oneApp({ command: `node -e "console.log('no DATABASE_URL'); process.exit(1)"` }),
+      /^app web exited \(exit code 1\) before it was ready; last output: no DATABASE_URL$/,
+    ],
+    [
+      'an app without a command',
+      oneApp({ dockerfile: 'Dockerfile' }),
+      /^app web: preview\.yaml has no command; the local runtime needs one$/,
+    ],
+    [
+      'a broken preview.yaml',
+      'apps:\n  web:\n    port: 3000\n    comand: node server.js\n',
+      /^preview\.yaml: apps\.web: Unrecognized key: "comand" \(in acme\/fail-\d+@[0-9a-f]{12}\)$/,
+    ],
+  ])('%s', async (name, yaml, error) => {
+    const repo = `acme/fail-${name.length}`;
+    const sha = makeRepo(gitRoot, repo, appFiles(yaml));
+    const path = await deploy(repo, 1, sha);
+    const status = await pollUntil(h, h.org, path, settled, 20_000);
+    expect(status.status).toBe('failed');
+    expect(status.error).toMatch(error);
+    expect(status.urls).toEqual({});
+    await h.service.workflows.idle();
+    // Nothing is left running for a failed environment's app that never became ready.
+    const running = h.service.runtime.running({ orgId: h.org.orgId, envKey: `${repo}#1` }, 'web');
+    if (running) expect(alive(running.pid)).toBe(name === 'a failing health check');
+  });
+
+  test('a missing repository and a missing SHA', async () => {
+    const ghost = await deploy('acme/ghost-repo', 1, 'a'.repeat(40));
+    expect(await pollUntil(h, h.org, ghost, settled)).toMatchObject({
+      status: 'failed',
+      error: 'repository acme/ghost-repo not found (or not accessible to the source host)',
+    });
+    makeRepo(gitRoot, 'acme/shaless', appFiles(oneApp({ command: 'node server.js' })));
+    const shaless = await deploy('acme/shaless', 1, 'b'.repeat(40));
+    expect(await pollUntil(h, h.org, shaless, settled)).toMatchObject({
+      status: 'failed',
+      error: `commit ${'b'.repeat(40)} not found in acme/shaless`,
+    });
+  });
+});
+
+describe('ordering', () => {
+  test('two deploys of one PR race: the newer SHA wins, the older never overwrites it', async () => {
+    // The older commit builds slowly; the newer one is pushed while it is still building.
+    const slow = oneApp({ build: `node -e "setTimeout(()=>{},1500)"`, command: 'node server.js web' });
+    const fast = oneApp({ command: 'node server.js web' });
+    const older = makeRepo(gitRoot, 'acme/race', appFiles(slow, 'older'));
+    const newer = commitFiles(gitRoot, 'acme/race', appFiles(fast, 'newer'));
+    const path = await deploy('acme/race', 1, older);
+    await pollUntil(h, h.org, path, (s) => s.phase === 'building-images');
+    await deploy('acme/race', 1, newer);
+    await h.service.workflows.idle(); // both executions have ended: nothing late can land after this
+    const status = await pollUntil(h, h.org, path, settled);
+    expect(status).toMatchObject({ status: 'ready', lastDeployedSha: newer });
+    expect((await hit(status.urls.web!)).version).toBe('newer');
+    const runs = [...h.service.workflows.executions.values()].filter((e) => e.input.envKey === 'acme/race#1');
+    expect(runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded']); // the older one ended quietly
+  });
+
+  test('a newer deploy supersedes an older one that is already waiting for readiness', async () => {
+    const slowStart = oneApp({
+      command: `node -e "setTimeout(()=>require('./server.js'),1500)" web`,
+      health: '/healthz',
+    });
+    const older = makeRepo(gitRoot, 'acme/race2', appFiles(slowStart, 'older'));
+    const newer = commitFiles(
+      gitRoot,
+      'acme/race2',
+      appFiles(oneApp({ command: 'node server.js web' }), 'newer'),
+    );
+    const path = await deploy('acme/race2', 1, older);
+    await pollUntil(h, h.org, path, (s) => s.phase === 'waiting-ready');
+    await deploy('acme/race2', 1, newer);
+    await h.service.workflows.idle();
+    const status = await pollUntil(h, h.org, path, settled);
+    expect(status).toMatchObject({ status: 'ready', lastDeployedSha: newer });
+    expect((await hit(status.urls.web!)).version).toBe('newer');
+  });
+
+  test('a teardown mid-build wins: torn_down, and no build or app process is left', async () => {
+    const pidFile = join(gitRoot, 'build.pid');
+    const yaml = oneApp({
+      build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},10000)"`,
+      command: 'node server.js',
+      env: `{ PID_FILE: "${pidFile}" }`,
+    });
+    const sha = makeRepo(gitRoot, 'acme/doomed', appFiles(yaml));
+    const path = await deploy('acme/doomed', 1, sha);
+    await pollUntil(h, h.org, path, (s) => s.phase === 'building-images');
+    const deadline = Date.now() + 10_000;
+    while (!existsSync(pidFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const buildPid = Number(readFileSync(pidFile, 'utf8'));
+    expect(alive(buildPid)).toBe(true);
+
+    expect((await call(h, 'DELETE', path, { headers: auth })).status).toBe(202);
+    await h.service.workflows.idle();
+    const status = await pollUntil(h, h.org, path, (s) => s.status === 'torn_down');
+    expect(status.urls).toEqual({});
+    expect(alive(buildPid)).toBe(false);
+    expect(h.service.runtime.running({ orgId: h.org.orgId, envKey: 'acme/doomed#1' }, 'web')).toBeUndefined();
+    const runs = [...h.service.workflows.executions.values()].filter(
+      (e) => e.input.envKey === 'acme/doomed#1',
+    );
+    expect(runs.map((r) => [r.workflow, r.status])).toEqual([
+      ['deploy', 'succeeded'], // superseded: ended quietly, changed nothing
+      ['teardown', 'succeeded'],
+    ]);
   });
 });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Harness } from './harness.js';
 import { bearer, call } from './harness.js';
 
@@ -63,12 +64,20 @@ export async function hit(url: string): Promise<any> {
   }
 }
 
-/** Whether a process exists. */
+/**
+ * Whether a process is running. A zombie (dead, not yet reaped: in a container whose pid 1 does not reap,
+ * an orphan stays one) counts as gone.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true; // no /proc (macOS): kill(0) is all we have
   }
 }

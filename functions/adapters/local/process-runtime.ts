@@ -125,7 +125,7 @@ export class ProcessRuntime implements Runtime {
       const current = this.builds.get(id) ?? new Map<string, ActiveBuild>();
       for (const name of names) {
         const older = current.get(name);
-        if (older) this.cancel(older);
+        if (older) void this.cancel(older);
         current.set(name, active);
       }
       this.builds.set(id, current);
@@ -171,8 +171,9 @@ export class ProcessRuntime implements Runtime {
     const id = envId(target);
     await this.locked(id, async () => {
       const env = this.admit(target);
-      for (const build of this.builds.get(id)?.values() ?? []) this.cancel(build);
+      const builds = [...(this.builds.get(id)?.values() ?? [])];
       this.builds.delete(id);
+      await Promise.all(builds.map((b) => this.cancel(b)));
       for (const app of Object.values(env.apps)) await this.stopApp(app);
       env.apps = {};
       env.buildPids = [];
@@ -206,7 +207,8 @@ export class ProcessRuntime implements Runtime {
   /** Stop every build and app (the server is shutting down); builds are kept for the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const envBuilds of this.builds.values()) for (const b of envBuilds.values()) this.cancel(b);
+    const cancelled = [...this.builds.values()].flatMap((m) => [...m.values()].map((b) => this.cancel(b)));
+    await Promise.all(cancelled);
     await Promise.all(
       Object.keys(this.state.envs).map((id) =>
         this.locked(id, async () => {
@@ -252,16 +254,19 @@ export class ProcessRuntime implements Runtime {
   private admit(target: RuntimeTarget): EnvState {
     if (this.stopping) throw new Superseded('the local runtime is shutting down');
     const id = envId(target);
-    const env = (this.state.envs[id] ??= { fence: 0, apps: {}, buildPids: [] });
+    this.state.envs[id] ??= { fence: 0, apps: {}, buildPids: [] };
+    const env = this.state.envs[id];
     if (target.generation < env.fence)
       throw new Superseded(`generation ${target.generation} superseded by ${env.fence}`);
     env.fence = target.generation;
     return env;
   }
 
-  private cancel(build: ActiveBuild) {
+  /** Cancel a build: kill its processes; resolves once they have exited. */
+  private cancel(build: ActiveBuild): Promise<unknown> {
     build.cancelled = true;
     for (const child of build.children) killGroup(child.pid, 'SIGKILL');
+    return Promise.all([...build.children].map(exitOf));
   }
 
   private async runBuild(
@@ -333,7 +338,8 @@ export class ProcessRuntime implements Runtime {
         return failure('Superseded', 'a newer build or a teardown replaced this one');
       }
       for (const [name, record] of Object.entries(made)) {
-        const app = (env.apps[name] ??= {});
+        env.apps[name] ??= {};
+        const app = env.apps[name];
         const previous = app.build;
         app.build = record;
         // The old working copy goes unless the running process still runs from it.
