@@ -112,33 +112,59 @@ export class ApiFunction extends NodejsFunction {
   }
 
   /**
-   * Read and write secret bundles: only the secrets under this deployment's prefix, only the calls the
-   * Secrets Manager adapter makes (CreateSecret with tags needs TagResource).
+   * Secret bundles: only the secrets under this deployment's prefix, only the calls the Secrets Manager
+   * adapter makes. `R` reads values (GetSecretValue, plus DescribeSecret: metadata, never values); `RW`
+   * also writes them (PutSecretValue, and CreateSecret with tags, which needs TagResource).
    */
-  bindSecrets(): this {
+  bindSecrets(mode: 'R' | 'RW'): this {
     const resource = Stack.of(this).formatArn({
       service: 'secretsmanager',
       resource: 'secret',
       resourceName: `${this.secretNamePrefix}/*`,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
+    const read = ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'];
+    const write = [
+      'secretsmanager:PutSecretValue',
+      'secretsmanager:CreateSecret',
+      'secretsmanager:TagResource',
+    ];
     this.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: [
-          'secretsmanager:GetSecretValue',
-          'secretsmanager:PutSecretValue',
-          'secretsmanager:CreateSecret',
-          'secretsmanager:TagResource',
-          'secretsmanager:DescribeSecret',
-        ],
-        resources: [resource],
-      }),
+      new iam.PolicyStatement({ actions: mode === 'RW' ? [...read, ...write] : read, resources: [resource] }),
     );
     return this;
   }
 
   /**
-   * Grant what a manifest entry declares: its tables, the workflows it starts, secret bundles.
+   * The runtime seam: end (or heartbeat) the callback tasks of these state machines with the task token
+   * the step was given. The statement lives in its own policy, not the role's default policy: a function
+   * depends on its default policy, and a state machine depends on the step functions whose ARNs its
+   * definition substitutes, so granting a step on its own machine through the default policy would be a
+   * dependency cycle (function → policy → machine → function). Nothing depends on this policy; it is in
+   * place before any execution can start, since it is created with the machines.
+   *
+   * The EKS runtime adapter (not built yet) will also need eks:DescribeCluster on its cluster (and a
+   * Kubernetes RBAC mapping for this role); grant it here, with the cluster as a stack prop, when it lands.
+   */
+  bindRuntime(stateMachines: sfn.IStateMachine[]): this {
+    if (stateMachines.length === 0 || !this.role) {
+      throw new Error(`${this.node.path}: runtime access needs a role and the state machines`);
+    }
+    new iam.Policy(this, 'TaskResponse', {
+      roles: [this.role],
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
+          resources: stateMachines.map((machine) => machine.stateMachineArn),
+        }),
+      ],
+    });
+    return this;
+  }
+
+  /**
+   * Grant what a manifest entry declares: its tables, the workflows it starts, secret bundles, and for
+   * `runtime` the callback tasks of every state machine in `deps.stateMachines` (so bind after they exist).
    * `sourceHost` grants nothing yet: the GitHub App adapter (and its credentials) is not built.
    */
   bindAccess(
@@ -153,7 +179,10 @@ export class ApiFunction extends NodejsFunction {
       if (!machine) throw new Error(`${this.node.path}: no state machine for workflow "${workflow}"`);
       this.bindWorkflow(workflow, machine);
     }
-    if (access.secrets) this.bindSecrets();
+    if (access.secrets) this.bindSecrets(access.secrets);
+    if (access.runtime) {
+      this.bindRuntime(Object.values(deps.stateMachines ?? {}).filter((m) => m !== undefined));
+    }
     return this;
   }
 }

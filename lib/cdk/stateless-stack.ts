@@ -37,6 +37,15 @@ const workflowNames = Object.keys(workflows) as WorkflowName[];
 const lambdaMaxSeconds = 900;
 /** A step's Lambda stops this long before its state's TimeoutSeconds, so a timed-out step is really over. */
 const stepTimeoutMarginSeconds = 10;
+/**
+ * The Lambda timeout of a callback task's step (`lambda:invoke.waitForTaskToken`). Such a Lambda only starts
+ * the work (a build, a rollout) and returns; the runtime ends the task later through its token, so the
+ * state's TimeoutSeconds (up to an hour, beyond Lambda's 15 minutes anyway) bounds the runtime, not the
+ * Lambda. A minute covers a cold start, the DynamoDB transition, secret reads and the runtime API calls
+ * that start the work, and a hung invocation fails the Task (into its Retry and Catch) within a minute
+ * instead of holding it for the whole wait.
+ */
+export const callbackStepSeconds = 60;
 
 /**
  * The stateless stack: everything that can be destroyed and recreated without losing data. Reads top to
@@ -56,10 +65,10 @@ export class StatelessStack extends Stack {
     const { tables, secretNamePrefix } = props;
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
-    // 1. Step functions: one per unique step entry, granted what its manifest entry declares.
+    // 1. Step functions: one per unique step entry (granted in 2, once the state machines exist).
     const timeouts = stepTimeouts();
-    for (const [entry, access] of stepAccessByEntry()) {
-      const stateTimeout = timeouts.get(entry) ?? lambdaMaxSeconds;
+    const stepAccess = stepAccessByEntry();
+    for (const entry of stepAccess.keys()) {
       const fn = new ApiFunction(this, `${pascal(camel(basename(entry, '.ts')))}Step`, {
         entry,
         kind: 'step',
@@ -67,8 +76,8 @@ export class StatelessStack extends Stack {
         secretNamePrefix,
         logRetention,
         description: `Step ${entry}`,
-        timeout: Duration.seconds(Math.min(lambdaMaxSeconds, stateTimeout - stepTimeoutMarginSeconds)),
-      }).bindAccess(access, { tables });
+        timeout: Duration.seconds(timeouts.get(entry) ?? lambdaMaxSeconds - stepTimeoutMarginSeconds),
+      });
       Tags.of(fn).add('preview:step', entry);
       this.stepFunctions.set(entry, fn);
     }
@@ -99,6 +108,10 @@ export class StatelessStack extends Stack {
       });
       for (const [, task] of tasks) this.step(task.entry).grantInvoke(machine);
       this.stateMachines[name] = machine;
+    }
+    // Each step gets what its manifest entries declare; `runtime` steps may end the machines' callback tasks.
+    for (const [entry, access] of stepAccess) {
+      this.step(entry).bindAccess(access, { tables, stateMachines: this.stateMachines });
     }
 
     // 3. Route functions: one per route; tenancy is readable by all (authentication), the rest per route.
@@ -187,29 +200,38 @@ function stepAccessByEntry(): Map<string, RouteAccess> {
       for (const [table, mode] of Object.entries(task.access.tables) as [keyof Tables, 'R' | 'RW'][]) {
         if (merged.tables[table] !== 'RW') merged.tables[table] = mode;
       }
-      if (task.access.secrets) merged.secrets = task.access.secrets;
+      if (task.access.secrets && merged.secrets !== 'RW') merged.secrets = task.access.secrets;
       if (task.access.sourceHost) merged.sourceHost = true;
+      if (task.access.runtime) merged.runtime = true;
       byEntry.set(task.entry, merged);
     }
   }
   return byEntry;
 }
 
-/** The shortest `TimeoutSeconds` of the Task states that run each step entry, across all workflows. */
-function stepTimeouts(): Map<string, number> {
+/**
+ * The Lambda timeout (seconds) of each step entry, across every Task state that runs it in any workflow:
+ * the shortest bound of those states. A plain task (`"Resource": "${Placeholder}"`, or `lambda:invoke` with
+ * the placeholder as `FunctionName`) runs for the whole state, so its Lambda stops
+ * `stepTimeoutMarginSeconds` before the state's TimeoutSeconds. A callback task (`lambda:invoke.waitForTaskToken`)
+ * only starts the work, so its Lambda gets `callbackStepSeconds` (still within the state's TimeoutSeconds).
+ * Without a TimeoutSeconds, a plain task's Lambda gets Lambda's maximum less the margin.
+ */
+export function stepTimeouts(): Map<string, number> {
   const result = new Map<string, number>();
   const visit = (node: unknown, tasks: Record<string, TaskDef>): void => {
     if (Array.isArray(node)) for (const child of node) visit(child, tasks);
     if (!node || typeof node !== 'object') return;
-    const state = node as { Resource?: unknown; TimeoutSeconds?: unknown };
-    const placeholder =
-      typeof state.Resource === 'string' ? /^\$\{(\w+)\}$/.exec(state.Resource)?.[1] : undefined;
-    const task = placeholder ? tasks[placeholder] : undefined;
-    if (task && typeof state.TimeoutSeconds === 'number') {
-      result.set(
-        task.entry,
-        Math.min(result.get(task.entry) ?? Number.POSITIVE_INFINITY, state.TimeoutSeconds),
+    const target = taskTarget(node);
+    const task = target ? tasks[target.placeholder] : undefined;
+    const stateTimeout = (node as { TimeoutSeconds?: unknown }).TimeoutSeconds;
+    if (task && target) {
+      const bound = Math.min(
+        lambdaMaxSeconds,
+        (typeof stateTimeout === 'number' ? stateTimeout : lambdaMaxSeconds) - stepTimeoutMarginSeconds,
+        target.callback ? callbackStepSeconds : lambdaMaxSeconds,
       );
+      result.set(task.entry, Math.min(result.get(task.entry) ?? lambdaMaxSeconds, bound));
     }
     for (const child of Object.values(node)) visit(child, tasks);
   };
@@ -218,6 +240,25 @@ function stepTimeouts(): Map<string, number> {
     visit(JSON.parse(readFileSync(join(repoRoot, workflow.definition), 'utf8')), workflow.tasks);
   }
   return result;
+}
+
+/**
+ * The step a Task state runs, if it runs one through a `${Placeholder}`: either as its Resource, or as the
+ * `FunctionName` of the Lambda service integration (`arn:aws:states:::lambda:invoke[.waitForTaskToken]`,
+ * Parameters in JSONPath, Arguments in JSONata). `callback` when the state waits for a task token.
+ */
+export function taskTarget(state: object): { placeholder: string; callback: boolean } | undefined {
+  const { Type, Resource, Parameters, Arguments } = state as Record<string, unknown>;
+  if (Type !== undefined && Type !== 'Task') return undefined;
+  if (typeof Resource !== 'string') return undefined;
+  const direct = /^\$\{(\w+)\}$/.exec(Resource)?.[1];
+  if (direct) return { placeholder: direct, callback: false };
+  const integration = /^arn:[\w-]+:states:::lambda:invoke(\.waitForTaskToken)?$/.exec(Resource);
+  if (!integration) return undefined;
+  const args = (Parameters ?? Arguments) as { FunctionName?: unknown } | undefined;
+  const name = typeof args?.FunctionName === 'string' ? args.FunctionName : undefined;
+  const placeholder = name ? /^\$\{(\w+)\}$/.exec(name)?.[1] : undefined;
+  return placeholder ? { placeholder, callback: integration[1] !== undefined } : undefined;
 }
 
 /** `fetch-source` → `fetchSource`. */

@@ -41,8 +41,8 @@ export interface LocalService {
   workflows: LocalAdapterHandles['workflows'];
   /** The local process runtime (tests look at app processes). */
   runtime: ReturnType<LocalAdapterHandles['runtime']>;
-  /** Resolves once environments left by the previous run are resumed (started in the background). */
-  recovered: ReturnType<typeof recoverEnvironments>;
+  /** What the start did with environments the previous run left (their work continues in the background). */
+  recovered: Awaited<ReturnType<typeof recoverEnvironments>>;
   stop(): Promise<void>;
 }
 
@@ -122,6 +122,12 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
   const compiled = compileRoutes(routes);
   const { credentials, path: credentialsPath } = await firstStartCredentials(dataDir);
 
+  // Before the first request: environments the previous run left in flight or running are claimed and
+  // their work restarted, so no caller ever reads a `ready` whose apps are not running. The work itself
+  // (rebuilds, restarts) runs in the background and reports through the environment's status.
+  await adapters.workflows.preload();
+  const recovered = await recoverEnvironments(adapters.workflows, adapters.runtime());
+
   const server = createServer(async (req, res) => {
     try {
       const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
@@ -155,11 +161,6 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     { mode: 0o600 },
   );
 
-  // Environments the previous run left in flight or running come back (in the background: the API
-  // answers meanwhile, and a resumed environment reports its own progress).
-  const recovered = recoverEnvironments(adapters.workflows, adapters.runtime());
-  recovered.catch((err: Error) => log.error('local recovery failed', { error: err.message }));
-
   let stopped = false;
   return {
     url,
@@ -177,7 +178,6 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
         server.close(() => done());
         server.closeAllConnections();
       });
-      await recovered.catch(() => undefined);
       await adapters.stop();
       await dynamo.stop();
       rmSync(serverInfoPath(dataDir), { force: true });

@@ -9,7 +9,7 @@ import type { WorkflowName } from '../../functions/shared/ports.js';
 import { type TableName, tableNames, tables } from '../../functions/shared/tables.js';
 import { substitute, type TaskDef, workflows } from '../../functions/workflows.js';
 import { stateMachineArnEnv } from '../../lib/cdk/api-function.js';
-import { placeholders } from '../../lib/cdk/stateless-stack.js';
+import { callbackStepSeconds, placeholders } from '../../lib/cdk/stateless-stack.js';
 import { asArray, type Json, mentions, repoRoot, resourcesOf, statementsOf, synthesize } from './synth.js';
 
 // Prepare: one synthesis for the whole file.
@@ -48,6 +48,86 @@ function tableAccess(functionId: string): Partial<Record<TableName, 'R' | 'RW'>>
 }
 
 const actionsOf = (functionId: string) => statementsOf(template, functionId).flatMap((s) => s.actions);
+
+const secretReadActions = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'];
+const secretWriteActions = [
+  'secretsmanager:CreateSecret',
+  'secretsmanager:PutSecretValue',
+  'secretsmanager:TagResource',
+];
+const taskResponseActions = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
+
+/** A function reaches Secrets Manager exactly as declared: not at all, read-only or read-write, under the prefix. */
+function expectSecrets(functionId: string, mode: 'R' | 'RW' | undefined): void {
+  const statements = statementsOf(template, functionId).filter((s) =>
+    s.actions.some((a) => a.startsWith('secretsmanager:')),
+  );
+  if (!mode) {
+    expect(statements).toEqual([]);
+    return;
+  }
+  expect(statements).toHaveLength(1);
+  expect([...(statements[0]?.actions ?? [])].sort()).toEqual(
+    (mode === 'RW' ? [...secretReadActions, ...secretWriteActions] : secretReadActions).sort(),
+  );
+  const resource = JSON.stringify(statements[0]?.resources);
+  expect(resource).toContain(':secret:preview/dev/*');
+  for (const pseudo of ['AWS::Partition', 'AWS::Region', 'AWS::AccountId'])
+    expect(resource).toContain(pseudo);
+}
+
+/** The states of an ASL document, nested ones (Parallel branches, Map processors) included. */
+function statesOf(asl: Json): [string, Json][] {
+  return Object.entries((asl.States ?? {}) as Record<string, Json>).flatMap(([name, state]) => [
+    [name, state] as [string, Json],
+    ...asArray<Json>(state.Branches).flatMap(statesOf),
+    ...(state.ItemProcessor ? statesOf(state.ItemProcessor) : []),
+    ...(state.Iterator ? statesOf(state.Iterator) : []),
+  ]);
+}
+
+const placeholderOf = (value: unknown): string | undefined =>
+  typeof value === 'string' ? /^\$\{(\w+)\}$/.exec(value)?.[1] : undefined;
+
+interface StepState {
+  state: string;
+  def: Json;
+  placeholder: string;
+  callback: boolean;
+}
+
+/** Every Task state of a workflow that runs a step: directly (`Resource`) or as a callback task. */
+function stepStates(name: WorkflowName): StepState[] {
+  const asl = JSON.parse(readFileSync(join(repoRoot, workflows[name].definition), 'utf8'));
+  return statesOf(asl).flatMap(([state, def]): StepState[] => {
+    if (def.Type !== 'Task') return [];
+    const direct = placeholderOf(def.Resource);
+    if (direct) return [{ state, def, placeholder: direct, callback: false }];
+    const viaFunctionName = placeholderOf(def.Parameters?.FunctionName);
+    if (def.Resource === 'arn:aws:states:::lambda:invoke.waitForTaskToken' && viaFunctionName) {
+      return [{ state, def, placeholder: viaFunctionName, callback: true }];
+    }
+    return [];
+  });
+}
+
+/** Whether any workflow declares runtime access for a step entry. */
+const stepRuntime = (entry: string): boolean =>
+  workflowNames.some((w) =>
+    Object.values(workflows[w].tasks as Record<string, TaskDef>).some(
+      (t) => t.entry === entry && t.access.runtime,
+    ),
+  );
+
+/** The logical id of a function's execution role. */
+const fnRoleId = (functionId: string): string => functions[functionId].Properties.Role['Fn::GetAtt'][0];
+
+/** Where each workflow waits for the runtime (builds and rollouts) instead of a Lambda's answer. */
+const callbackPlaceholders: Record<WorkflowName, string[]> = {
+  deploy: ['BuildImagesFunctionArn', 'DeployAppsFunctionArn'],
+  teardown: [],
+  redeployApp: ['BuildImagesFunctionArn', 'DeployAppsFunctionArn'],
+};
 
 /** Full path of an API Gateway resource, from its logical id (or the root). */
 function resourcePath(ref: Json): string {
@@ -166,29 +246,15 @@ describe('routes', () => {
     expect(actionsOf(fnId).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
   });
 
-  test('only routes that declare secrets get Secrets Manager, and only under the stage prefix', () => {
-    for (const id of routeIds) {
-      const route: RouteDef = routes[id];
-      const statements = statementsOf(template, routeFunctionId(id)).filter((s) =>
-        s.actions.some((a) => a.startsWith('secretsmanager:')),
-      );
-      if (!route.access.secrets) {
-        expect(statements).toEqual([]);
-        continue;
-      }
-      expect(statements).toHaveLength(1);
-      expect(statements[0]?.actions.sort()).toEqual([
-        'secretsmanager:CreateSecret',
-        'secretsmanager:DescribeSecret',
-        'secretsmanager:GetSecretValue',
-        'secretsmanager:PutSecretValue',
-        'secretsmanager:TagResource',
-      ]);
-      const resource = JSON.stringify(statements[0]?.resources);
-      expect(resource).toContain(':secret:preview/dev/*');
-      for (const pseudo of ['AWS::Partition', 'AWS::Region', 'AWS::AccountId'])
-        expect(resource).toContain(pseudo);
-    }
+  test.each(routeIds)('%s gets Secrets Manager only as declared (R or RW), under the stage prefix', (id) => {
+    const route: RouteDef = routes[id];
+    expectSecrets(routeFunctionId(id), route.access.secrets);
+  });
+
+  test.each(routeIds)('%s may end callback tasks only if it declares runtime access', (id) => {
+    const route: RouteDef = routes[id];
+    const responds = actionsOf(routeFunctionId(id)).filter((a) => taskResponseActions.includes(a));
+    expect(responds.sort()).toEqual(route.access.runtime ? taskResponseActions : []);
   });
 });
 
@@ -238,6 +304,13 @@ describe('workflows', () => {
       const stepId = logicalId(stateless.stepFunctions.get(task.entry)!);
       expect(machine.DefinitionSubstitutions[placeholder]).toEqual({ 'Fn::GetAtt': [stepId, 'Arn'] });
     }
+    // Callback tasks name their step as the integration's FunctionName, plain tasks as their Resource.
+    const states = Object.fromEntries(statesOf(JSON.parse(rendered)));
+    for (const { state, placeholder, callback } of stepStates(name)) {
+      const arn = `arn-of:${logicalId(stateless.stepFunctions.get(tasks[placeholder]!.entry)!)}`;
+      if (callback) expect(states[state].Parameters.FunctionName).toBe(arn);
+      else expect(states[state].Resource).toBe(arn);
+    }
   });
 
   test.each(workflowNames)('%s may invoke its step functions and nothing else', (name) => {
@@ -262,7 +335,7 @@ describe('workflows', () => {
   });
 
   test.each(stepEntries)(
-    'step %s reaches exactly its declared tables (no tenancy) and stops before its state times out',
+    'step %s reaches exactly its declared tables (no tenancy), secrets and state machine calls',
     (entry) => {
       const fnId = logicalId(stateless.stepFunctions.get(entry)!);
       const declared = workflowNames.flatMap((w) =>
@@ -275,21 +348,134 @@ describe('workflows', () => {
         }
       }
       expect(tableAccess(fnId)).toEqual(expected);
-      const secrets = declared.some((t) => t.access.secrets);
-      expect(actionsOf(fnId).some((a) => a.startsWith('secretsmanager:'))).toBe(secrets);
-      expect(actionsOf(fnId).some((a) => a.startsWith('states:'))).toBe(false);
-      // The state's TimeoutSeconds must not fire while the Lambda still runs.
-      const timeouts = workflowNames.flatMap((w) => {
-        const asl = JSON.parse(readFileSync(join(repoRoot, workflows[w].definition), 'utf8'));
-        const tasks = workflows[w].tasks as Record<string, TaskDef>;
-        return Object.values(asl.States as Record<string, Json>)
-          .filter((s) => tasks[/^\$\{(\w+)\}$/.exec(s.Resource ?? '')?.[1] ?? '']?.entry === entry)
-          .map((s) => s.TimeoutSeconds as number);
-      });
-      expect(timeouts.length).toBeGreaterThan(0);
-      expect(functions[fnId].Properties.Timeout).toBeLessThan(Math.min(...timeouts));
+      const modes = declared.map((t) => t.access.secrets);
+      expectSecrets(fnId, modes.includes('RW') ? 'RW' : modes.includes('R') ? 'R' : undefined);
+      // A step never starts, stops or describes executions; runtime steps may only end callback tasks.
+      const runtime = declared.some((t) => t.access.runtime);
+      const states = actionsOf(fnId).filter((a) => a.startsWith('states:'));
+      expect(states.sort()).toEqual(runtime ? taskResponseActions : []);
     },
   );
+
+  test.each(stepEntries)(
+    'step %s stops before its state times out (a callback step within a minute)',
+    (entry) => {
+      // Prepare: every Task state that runs the entry, in any workflow.
+      const uses = workflowNames.flatMap((w) =>
+        stepStates(w).filter(
+          (s) => (workflows[w].tasks as Record<string, TaskDef>)[s.placeholder]?.entry === entry,
+        ),
+      );
+      const timeout: number = functions[logicalId(stateless.stepFunctions.get(entry)!)].Properties.Timeout;
+      // Assess: the state's TimeoutSeconds must not fire while the Lambda still runs.
+      expect(uses.length).toBeGreaterThan(0);
+      for (const use of uses) expect(typeof use.def.TimeoutSeconds).toBe('number');
+      expect(timeout).toBeLessThan(Math.min(...uses.map((u) => u.def.TimeoutSeconds as number)));
+      // One handler shape per entry: a callback step gets { input, taskToken }, a plain step its input.
+      const callback = uses.every((u) => u.callback);
+      expect(uses.some((u) => u.callback)).toBe(callback);
+      if (callback) {
+        // It only starts the work: its timeout is short, not the state's (up to an hour, beyond Lambda's max).
+        expect(timeout).toBe(callbackStepSeconds);
+      } else {
+        expect(timeout).toBe(Math.min(900, ...uses.map((u) => (u.def.TimeoutSeconds as number) - 10)));
+      }
+    },
+  );
+
+  test.each(workflowNames)('%s waits for a task token exactly where the runtime ends the task', (name) => {
+    // Prepare
+    const steps = stepStates(name);
+    const callbacks = steps.filter((s) => s.callback);
+    // Assess
+    expect(callbacks.map((s) => s.placeholder).sort()).toEqual([...callbackPlaceholders[name]].sort());
+    for (const { def } of callbacks) {
+      expect(def.Resource).toBe('arn:aws:states:::lambda:invoke.waitForTaskToken');
+      expect(def.Parameters.Payload).toEqual({ 'input.$': '$', 'taskToken.$': '$$.Task.Token' });
+      // Without a timeout, a lost callback would hold the execution for a year.
+      expect(def.TimeoutSeconds).toBeGreaterThan(callbackStepSeconds);
+      const tasks = workflows[name].tasks as Record<string, TaskDef>;
+      expect(tasks[placeholderOf(def.Parameters.FunctionName)!]?.access.runtime).toBe(true);
+    }
+    // Every placeholder of the definition is a step some Task state runs.
+    const asl = readFileSync(join(repoRoot, workflows[name].definition), 'utf8');
+    expect([...new Set(steps.map((s) => s.placeholder))].sort()).toEqual(placeholders(asl).sort());
+  });
+
+  test('deploy-apps reads secret bundles but cannot write or create them', () => {
+    const fnId = logicalId(stateless.stepFunctions.get('functions/steps/deploy-apps.ts')!);
+    const actions = actionsOf(fnId);
+    expect(actions).toEqual(expect.arrayContaining(secretReadActions));
+    for (const action of secretWriteActions) expect(actions).not.toContain(action);
+  });
+
+  test.each(stepEntries.filter((e) => stepRuntime(e)))(
+    'runtime step %s may end the callback tasks of every state machine of the stack, from its own policy',
+    (entry) => {
+      const fn = stateless.stepFunctions.get(entry)!;
+      const fnId = logicalId(fn);
+      const statements = statementsOf(template, fnId).filter((s) =>
+        s.actions.some((a) => taskResponseActions.includes(a)),
+      );
+      expect(statements).toHaveLength(1);
+      expect([...(statements[0]?.actions ?? [])].sort()).toEqual(taskResponseActions);
+      const machineIds = workflowNames.map((w) => logicalId(stateless.stateMachines[w]));
+      expect(statements[0]?.resources).toHaveLength(machineIds.length);
+      for (const id of machineIds) expect(statements[0]?.resources).toContainEqual({ Ref: id });
+      // Not in the role's default policy, which the function depends on (that would be a cycle).
+      const dependsOn = asArray<string>(functions[fnId].DependsOn);
+      const policyIds = Object.entries(resourcesOf(template, 'AWS::IAM::Policy'))
+        .filter(([, p]) => mentions(p.Properties.PolicyDocument, 'states:SendTaskSuccess'))
+        .filter(([, p]) => asArray<Json>(p.Properties.Roles).some((r) => r.Ref === fnRoleId(fnId)))
+        .map(([id]) => id);
+      expect(policyIds).toHaveLength(1);
+      expect(dependsOn).not.toContain(policyIds[0]);
+    },
+  );
+});
+
+describe('template', () => {
+  test('has no dependency cycle (step functions, their policies and the state machines that run them)', () => {
+    // Prepare: each resource's dependencies, from DependsOn, Ref, Fn::GetAtt and Fn::Sub.
+    const ids = new Set(Object.keys(resources));
+    const dependencies = (value: Json, out: Set<string>): Set<string> => {
+      if (Array.isArray(value)) for (const v of value) dependencies(v, out);
+      else if (value && typeof value === 'object') {
+        for (const [key, v] of Object.entries(value as Record<string, Json>)) {
+          if (key === 'Ref' && typeof v === 'string' && ids.has(v)) out.add(v);
+          else if (key === 'Fn::GetAtt') out.add(Array.isArray(v) ? v[0] : String(v).split('.')[0]);
+          else if (key === 'Fn::Sub') {
+            const text = Array.isArray(v) ? v[0] : v;
+            for (const m of String(text).matchAll(/\$\{([\w]+)[.}]/g)) if (ids.has(m[1]!)) out.add(m[1]!);
+            if (Array.isArray(v)) dependencies(v[1], out);
+          } else dependencies(v, out);
+        }
+      }
+      return out;
+    };
+    const graph = new Map(
+      Object.entries(resources).map(([id, r]) => [
+        id,
+        [...dependencies(r.Properties ?? {}, new Set(asArray<string>(r.DependsOn)))],
+      ]),
+    );
+    // Act: depth-first search for a back edge.
+    const state = new Map<string, 'visiting' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (id: string, path: string[]): void => {
+      if (state.get(id) === 'done') return;
+      if (state.get(id) === 'visiting') {
+        cycles.push([...path.slice(path.indexOf(id)), id].join(' -> '));
+        return;
+      }
+      state.set(id, 'visiting');
+      for (const dep of graph.get(id) ?? []) visit(dep, [...path, id]);
+      state.set(id, 'done');
+    };
+    for (const id of graph.keys()) visit(id, []);
+    // Assess
+    expect(cycles).toEqual([]);
+  });
 });
 
 describe('REST API', () => {

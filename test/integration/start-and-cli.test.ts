@@ -1,13 +1,12 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { bearer, call, client } from '../support/harness.js';
+import { ROOT, startProcess, stopProcess } from '../support/process.js';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const run = promisify(execFile);
 const dirs: string[] = [];
 const tempDir = () => {
@@ -18,38 +17,6 @@ const tempDir = () => {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** Start `tsx bin/start.ts` (what `npm start` runs) and wait for its listening line. */
-async function startProcess(
-  dataDir: string,
-): Promise<{ proc: ChildProcess; url: string; stderr: () => string }> {
-  const proc = spawn(TSX, ['bin/start.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', PREVIEW_DATA_DIR: dataDir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
-  proc.stdout?.resume();
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line; stderr: ${err}`)), 30_000);
-    proc.stderr?.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    proc.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
-  });
-  return { proc, url, stderr: () => err };
-}
-
-const stopProcess = (proc: ChildProcess, signal: NodeJS.Signals) =>
-  new Promise<number | null>((resolve) => {
-    proc.once('exit', (code) => resolve(code));
-    proc.kill(signal);
-  });
 
 const previewctl = async (dataDir: string, ...args: string[]) => {
   try {

@@ -5,7 +5,16 @@ import {
   ResourceNotFoundException,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import { ExecutionAlreadyExists, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import {
+  ExecutionAlreadyExists,
+  InvalidToken,
+  SendTaskFailureCommand,
+  SendTaskSuccessCommand,
+  SFNClient,
+  StartExecutionCommand,
+  TaskDoesNotExist,
+  TaskTimedOut,
+} from '@aws-sdk/client-sfn';
 import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
 import { SecretsManagerStore } from '../../functions/adapters/aws/secrets-manager.js';
@@ -84,5 +93,79 @@ describe('StepFunctionsWorkflows', () => {
 
   test('a workflow without a configured machine is a configuration error', async () => {
     await expect(workflows().start('teardown', {}, 'n')).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  describe('completeTask', () => {
+    test('a success sends SendTaskSuccess with the output as JSON', async () => {
+      sfn.on(SendTaskSuccessCommand).resolves({});
+      await workflows().completeTask('tok-1', { ok: true, output: { urls: { web: 'https://w' } } });
+      expect(sfn.commandCalls(SendTaskSuccessCommand).map((c) => c.args[0].input)).toEqual([
+        { taskToken: 'tok-1', output: '{"urls":{"web":"https://w"}}' },
+      ]);
+      expect(sfn.commandCalls(SendTaskFailureCommand)).toHaveLength(0);
+    });
+
+    test('a failure sends SendTaskFailure with its error and cause', async () => {
+      sfn.on(SendTaskFailureCommand).resolves({});
+      await workflows().completeTask('tok-2', { ok: false, error: 'DeployFailed', cause: 'build failed' });
+      expect(sfn.commandCalls(SendTaskFailureCommand).map((c) => c.args[0].input)).toEqual([
+        { taskToken: 'tok-2', error: 'DeployFailed', cause: 'build failed' },
+      ]);
+      expect(sfn.commandCalls(SendTaskSuccessCommand)).toHaveLength(0);
+    });
+
+    test('error and cause are cut to the 256 and 32768 characters Step Functions accepts', async () => {
+      sfn.on(SendTaskFailureCommand).resolves({});
+      const error = `E${'x'.repeat(400)}`;
+      const cause = `C${'y'.repeat(40_000)}`;
+      await workflows().completeTask('tok-3', { ok: false, error, cause });
+      const input = sfn.commandCalls(SendTaskFailureCommand)[0]!.args[0].input;
+      expect(input.taskToken).toBe('tok-3');
+      expect(input.error).toBe(error.slice(0, 256));
+      expect(input.error).toHaveLength(256);
+      expect(input.cause).toBe(cause.slice(0, 32_768));
+      expect(input.cause).toHaveLength(32_768);
+    });
+
+    test('error and cause at or under the limits are sent unchanged', async () => {
+      sfn.on(SendTaskFailureCommand).resolves({});
+      const error = 'e'.repeat(256);
+      const cause = 'c'.repeat(32_768);
+      await workflows().completeTask('tok-4', { ok: false, error, cause });
+      expect(sfn.commandCalls(SendTaskFailureCommand)[0]!.args[0].input).toEqual({
+        taskToken: 'tok-4',
+        error,
+        cause,
+      });
+    });
+
+    const ended = [
+      ['TaskDoesNotExist', () => new TaskDoesNotExist({ message: 'no such task', $metadata: {} })],
+      ['TaskTimedOut', () => new TaskTimedOut({ message: 'timed out', $metadata: {} })],
+      ['InvalidToken', () => new InvalidToken({ message: 'invalid token', $metadata: {} })],
+    ] as const;
+
+    test.each(ended)('%s (the task already ended) is swallowed on success', async (_name, make) => {
+      sfn.on(SendTaskSuccessCommand).rejects(make());
+      await expect(workflows().completeTask('tok', { ok: true, output: {} })).resolves.toBeUndefined();
+      expect(sfn.commandCalls(SendTaskSuccessCommand)).toHaveLength(1);
+    });
+
+    test.each(ended)('%s (the task already ended) is swallowed on failure', async (_name, make) => {
+      sfn.on(SendTaskFailureCommand).rejects(make());
+      await expect(
+        workflows().completeTask('tok', { ok: false, error: 'DeployFailed', cause: 'x' }),
+      ).resolves.toBeUndefined();
+      expect(sfn.commandCalls(SendTaskFailureCommand)).toHaveLength(1);
+    });
+
+    test('other errors propagate', async () => {
+      sfn.on(SendTaskSuccessCommand).rejects(new Error('throttled'));
+      sfn.on(SendTaskFailureCommand).rejects(new Error('access denied'));
+      await expect(workflows().completeTask('tok', { ok: true, output: {} })).rejects.toThrow('throttled');
+      await expect(
+        workflows().completeTask('tok', { ok: false, error: 'DeployFailed', cause: 'x' }),
+      ).rejects.toThrow('access denied');
+    });
   });
 });

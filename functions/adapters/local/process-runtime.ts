@@ -559,8 +559,12 @@ async function freePort(preferred?: number): Promise<number> {
       });
     });
   if (preferred) {
-    const port = await tryListen(preferred);
-    if (port) return port;
+    // The process just stopped may take a moment to release it.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const port = await tryListen(preferred);
+      if (port) return port;
+      await sleep(50);
+    }
   }
   const port = await tryListen(0);
   if (!port) throw new DeployFailed('no free port on 127.0.0.1');

@@ -127,9 +127,19 @@ export class LocalWorkflows implements Workflows {
     else waiter.reject(Object.assign(new Error(outcome.cause), { name: outcome.error }));
   }
 
-  async start(workflow: WorkflowName, input: Record<string, unknown>, name: string) {
+  private loadOnce(workflow: WorkflowName): Promise<Loaded> {
     if (!this.loaded.has(workflow)) this.loaded.set(workflow, this.load(workflow));
-    const { machine, handlers } = await this.loaded.get(workflow)!;
+    return this.loaded.get(workflow)!;
+  }
+
+  /** Load every workflow and its step modules now (the server does at start: a broken one fails it). */
+  async preload(): Promise<void> {
+    // One at a time: concurrent first imports of shared modules trip Jest's ESM loader (and gain nothing).
+    for (const w of Object.keys(workflows) as WorkflowName[]) await this.loadOnce(w);
+  }
+
+  async start(workflow: WorkflowName, input: Record<string, unknown>, name: string) {
+    const { machine, handlers } = await this.loadOnce(workflow);
     const executionId = `local:${workflow}:${name}`;
     const execution = machine.run(input as JsonValue, {
       overrides: { taskResourceLocalHandlers: handlers },

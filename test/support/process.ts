@@ -1,0 +1,41 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+
+/**
+ * Start `node --import tsx bin/start.ts` (what `npm start` runs: one process, so a SIGKILL really kills
+ * the server) and wait for its listening line.
+ */
+export async function startProcess(
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ proc: ChildProcess; url: string; stderr: () => string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PREVIEW_DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  proc.stdout?.resume();
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line; stderr: ${err}`)), 30_000);
+    proc.stderr?.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+  });
+  return { proc, url, stderr: () => err };
+}
+
+/** Send `signal` and resolve with the exit code once the process has exited. */
+export const stopProcess = (proc: ChildProcess, signal: NodeJS.Signals) =>
+  new Promise<number | null>((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
+    proc.once('exit', (code) => resolve(code));
+    proc.kill(signal);
+  });
