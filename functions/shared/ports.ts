@@ -94,6 +94,8 @@ export interface AppLaunch {
   name: string;
   spec: AppSpec;
   vars: Record<string, string>;
+  /** Which of `vars` come from the secret bundle: a runtime never repeats their values (in errors, logs). */
+  secretKeys: string[];
 }
 
 /**

@@ -21,7 +21,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
     const secrets = application
       ? await secretStore().read({ applicationId: application.applicationId, app: name })
       : undefined;
-    launches.push({ name, spec, vars: { ...spec.env, ...secrets } });
+    launches.push({ name, spec, vars: { ...spec.env, ...secrets }, secretKeys: Object.keys(secrets ?? {}) });
   }
   await runtime().deploy(target, launches, { prune: input.mode === undefined });
   await transition(input, { phase: 'waiting-ready' });

@@ -241,6 +241,26 @@ describe('failures end failed with an error that names the cause', () => {
     if (running) expect(alive(running.pid)).toBe(name === 'a failing health check');
   });
 
+  test('an app that prints its secret as it dies: the error quotes its output, never the secret', async () => {
+    const yaml = oneApp({
+      command: `node -e "console.error('cannot connect to', process.env.DB_URL); process.exit(2)"`,
+    });
+    const sha = makeRepo(gitRoot, 'acme/leaky', appFiles(yaml));
+    const { applicationId } = await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/leaky' });
+    const secret = 'postgres://admin:hunter2-very-secret@db:5432/app';
+    const put = await call(h, 'PUT', `/v1/preview/secrets/${applicationId}/web/DB_URL`, {
+      body: { value: secret },
+      headers: auth,
+    });
+    expect(put.status).toBe(200);
+    const status = await pollUntil(h, h.org, await deploy('acme/leaky', 1, sha), settled);
+    expect(status.status).toBe('failed');
+    expect(status.error).toBe(
+      'app web exited (exit code 2) before it was ready; last output: cannot connect to [secret]',
+    );
+    expect(h.logs.join('\n')).not.toContain('hunter2');
+  });
+
   test('a missing repository and a missing SHA', async () => {
     const ghost = await deploy('acme/ghost-repo', 1, 'a'.repeat(40));
     expect(await pollUntil(h, h.org, ghost, settled)).toMatchObject({

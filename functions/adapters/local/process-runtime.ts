@@ -99,6 +99,8 @@ export class ProcessRuntime implements Runtime {
   private readonly builds = new Map<string, Map<string, ActiveBuild>>();
   private readonly children = new Map<number, ChildProcess>();
   private readonly exits = new Map<number, string>();
+  /** Per app (`envId/app`): the secret values it was started with, masked in what we quote of its output. */
+  private readonly secretValues = new Map<string, string[]>();
   private stopping = false;
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
@@ -383,6 +385,10 @@ export class ProcessRuntime implements Runtime {
       this.exits.set(pid, how);
       this.children.delete(pid);
     });
+    this.secretValues.set(
+      `${envId(target)}/${launch.name}`,
+      launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0),
+    );
     app.port = port;
     app.running = { pid, port, buildId: build.buildId, startedAt: new Date().toISOString() };
   }
@@ -466,11 +472,18 @@ export class ProcessRuntime implements Runtime {
     } finally {
       closeSync(fd);
     }
-    const lines = buf
-      .toString('utf8')
+    const text = buf.toString('utf8');
+    // Read from mid-file, the first line may be a fragment (of a secret, say): drop it.
+    const lines = (size > buf.length ? text.slice(text.indexOf('\n') + 1) : text)
       .split('\n')
       .filter((l) => l.trim() && !l.startsWith('--- '));
-    return lines.slice(-5).join(' | ').slice(-500) || '(no output)';
+    let tail = lines.slice(-5).join(' | ');
+    // An app may print its own secrets (a stack trace with a connection string): never quote them.
+    const secrets = (this.secretValues.get(`${envId(target)}/${app}`) ?? []).sort(
+      (a, b) => b.length - a.length,
+    );
+    for (const value of secrets) tail = tail.split(value).join('[secret]');
+    return tail.slice(-500) || '(no output)';
   }
 
   private trackBuildPid(id: string, pid: number | undefined, add: boolean) {
