@@ -15,6 +15,7 @@ const schema = z
     DYNAMODB_ENDPOINT: optionalUrl,
     PREVIEW_DATA_DIR: z.string().min(1).optional(),
     PREVIEW_GIT_ROOT: z.string().min(1).optional(),
+    PREVIEW_WORK_DIR: z.string().min(1).optional(),
     SECRET_NAME_PREFIX: z.string().min(1).default('preview'),
     PREVIEW_READY_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
     STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
@@ -37,6 +38,8 @@ export interface Config {
   dynamodbEndpoint?: string;
   dataDir?: string;
   gitRoot?: string;
+  /** Local runtime: where apps' working copies go (default: under the OS temp dir, per data dir). */
+  workDir?: string;
   secretNamePrefix: string;
   /** Local runtime: how long an app may take to answer its readiness check. */
   readyTimeoutSeconds: number;
@@ -58,6 +61,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     dynamodbEndpoint: e.DYNAMODB_ENDPOINT,
     dataDir: e.PREVIEW_DATA_DIR,
     gitRoot: e.PREVIEW_GIT_ROOT,
+    workDir: e.PREVIEW_WORK_DIR,
     secretNamePrefix: e.SECRET_NAME_PREFIX,
     readyTimeoutSeconds: e.PREVIEW_READY_TIMEOUT_SECONDS,
     stateMachines: {

@@ -1,9 +1,12 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { GitSourceHost } from '../../functions/adapters/local/git-source-host.js';
 import { ProcessRuntime } from '../../functions/adapters/local/process-runtime.js';
 import { LocalSecretStore } from '../../functions/adapters/local/secret-store.js';
 import { LocalWorkflows } from '../../functions/adapters/local/workflows.js';
 import { provideLocalAdapters } from '../../functions/shared/adapters.js';
 import { config } from '../../functions/shared/config.js';
+import { sha256Hex } from '../../functions/shared/crypto.js';
 
 export interface LocalAdapterHandles {
   workflows: LocalWorkflows;
@@ -21,6 +24,7 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const getRuntime = () =>
     (runtime ??= new ProcessRuntime({
       dataDir: c.dataDir!,
+      workDir: c.workDir ?? join(tmpdir(), `preview-work-${sha256Hex(c.dataDir!).slice(0, 12)}`),
       sourceHost,
       complete: (token, outcome) => workflows.completeTask(token, outcome),
       readyTimeoutMs: c.readyTimeoutSeconds * 1000,

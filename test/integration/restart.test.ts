@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { alive, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { call } from '../support/harness.js';
-import { startProcess, stopProcess } from '../support/process.js';
+import { ROOT, startProcess, stopProcess } from '../support/process.js';
 
 /*
  * `npm start` as a child process, killed mid-deploy (SIGKILL: no cleanup at all) and started again on the
@@ -107,4 +107,32 @@ describe('killing the local server mid-deploy', () => {
     }
     expect(await stopProcess(server.proc, 'SIGTERM')).toBe(0);
   }, 120_000);
+});
+
+describe('the default data dir, inside this project', () => {
+  test('apps run as in their own clone: a CommonJS app does not inherit the project\'s "type": "module"', async () => {
+    // `npm start` keeps its data in ./.preview-data, under this project's package.json ("type": "module")
+    // and node_modules; an app's working copy must not resolve upwards into them.
+    const insideProject = mkdtempSync(join(ROOT, '.preview-data-it-'));
+    try {
+      const sha = makeRepo(gitRoot, 'acme/cjs', {
+        'preview.yaml': 'apps:\n  web:\n    port: 3000\n    command: node server.js web\n',
+        'server.js': SERVER_JS, // require(): CommonJS, as in a repository without a package.json
+        VERSION: 'cjs',
+      });
+      const server = await startProcess(insideProject, { PREVIEW_GIT_ROOT: gitRoot });
+      const creds = JSON.parse(readFileSync(join(insideProject, 'credentials.json'), 'utf8'));
+      const res = await call(server, 'POST', '/v1/preview/environments', {
+        body: { repoFullName: 'acme/cjs', prNumber: 1, headSha: sha, headRef: 'f' },
+        headers: { authorization: `Bearer ${creds.apiKey}` },
+      });
+      expect(res.status).toBe(202);
+      const status = await pollUntil(server, creds, '/v1/preview/environments/acme/cjs/1', settled);
+      expect(status.error).toBeUndefined();
+      expect((await hit(status.urls.web!)).version).toBe('cjs');
+      expect(await stopProcess(server.proc, 'SIGTERM')).toBe(0);
+    } finally {
+      rmSync(insideProject, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

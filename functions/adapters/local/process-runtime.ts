@@ -63,7 +63,14 @@ interface StateFile {
 }
 
 export interface ProcessRuntimeOptions {
+  /** State and logs (`<dataDir>/runtime`). */
   dataDir: string;
+  /**
+   * Where working copies are checked out and run. Not under the data dir: that usually sits inside this
+   * project, and Node (like other toolchains) resolves upwards, so an app would pick up the control plane's
+   * own package.json ("type": "module") and node_modules, and behave unlike its own clone.
+   */
+  workDir: string;
   sourceHost: SourceHost;
   /** Ends a callback task (`Workflows.completeTask`). */
   complete: (token: string, outcome: TaskOutcome) => Promise<void>;
@@ -85,7 +92,7 @@ const failure = (error: string, cause: string): TaskOutcome => ({ ok: false, err
  * copy of the head SHA (from the source host) where `build` runs and then `command`, with `PORT` set to a
  * free port and the app's env (preview.yaml env + its secret bundle). Readiness is the health path answering
  * 2xx (or the port accepting connections), the URL is `http://127.0.0.1:<port>`. Output goes to
- * `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log`.
+ * `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log`; working copies live under `workDir`.
  *
  * What runs is recorded in `<dataDir>/runtime/state.json`, so a restarted server can find what a crash left
  * behind (`recover`). Operations on one environment are serialized; builds run outside that lock and are
@@ -142,7 +149,8 @@ export class ProcessRuntime implements Runtime {
     await this.locked(id, async () => {
       const env = this.admit(target);
       for (const launch of launches) {
-        if (!env.apps[launch.name]?.build)
+        const build = env.apps[launch.name]?.build;
+        if (!build || !existsSync(build.dir))
           throw new DeployFailed(`app ${launch.name} has no build to start; rebuild it`);
       }
       if (opts.prune) {
@@ -179,7 +187,7 @@ export class ProcessRuntime implements Runtime {
       for (const app of Object.values(env.apps)) await this.stopApp(app);
       env.apps = {};
       env.buildPids = [];
-      rmSync(join(this.envDir(target), 'work'), { recursive: true, force: true });
+      rmSync(this.workDir(target), { recursive: true, force: true });
       this.save();
     });
   }
@@ -233,6 +241,11 @@ export class ProcessRuntime implements Runtime {
 
   // ---- internals -------------------------------------------------------------------------------------
 
+  /** Working copies of the environment's apps (outside the data dir: see `workDir` in the options). */
+  private workDir(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
+    return join(this.opts.workDir, ...envId(target).split('/'));
+  }
+
   private envDir(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
     return join(this.root, ...envId(target).split('/'));
   }
@@ -278,7 +291,7 @@ export class ProcessRuntime implements Runtime {
     active: ActiveBuild,
   ): Promise<TaskOutcome> {
     const id = envId(target);
-    const work = join(this.envDir(target), 'work');
+    const work = this.workDir(target);
     const made: Record<string, BuildRecord> = {};
     const buildOne = async (name: string, spec: AppSpec) => {
       const buildId = newId();
@@ -361,7 +374,7 @@ export class ProcessRuntime implements Runtime {
     const previousBuild = app.running?.buildId;
     await this.stopApp(app);
     if (previousBuild && previousBuild !== build.buildId) {
-      const old = join(this.envDir(target), 'work', `${launch.name}-${previousBuild}`);
+      const old = join(this.workDir(target), `${launch.name}-${previousBuild}`);
       rmSync(old, { recursive: true, force: true });
     }
     const port = await freePort(app.port);
