@@ -133,6 +133,7 @@ async function appStart(cwd: string): Promise<number> {
 
 async function main(): Promise<boolean> {
   const benchStarted = performance.now();
+  process.env.PREVIEW_WORK_DIR = join(dataDir, 'work'); // removed with the data dir
   service = await startLocal({ dataDir, gitRoot, port: 0 });
   const files = { 'server.js': SERVER_JS, VERSION: 'v1' };
   const trivialSha = makeRepo(gitRoot, 'acme/shop', { ...files, 'preview.yaml': appYaml() });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { alive, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { call } from '../support/harness.js';
-import { ROOT, startProcess, stopProcess } from '../support/process.js';
+import { defaultWorkDir, ROOT, startProcess, stopProcess } from '../support/process.js';
 
 /*
  * `npm start` as a child process, killed mid-deploy (SIGKILL: no cleanup at all) and started again on the
@@ -20,6 +20,7 @@ beforeAll(() => {
 });
 afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
+  rmSync(defaultWorkDir(dataDir), { recursive: true, force: true });
   rmSync(gitRoot, { recursive: true, force: true });
 });
 
@@ -133,6 +134,7 @@ describe('the default data dir, inside this project', () => {
       expect(await stopProcess(server.proc, 'SIGTERM')).toBe(0);
     } finally {
       rmSync(insideProject, { recursive: true, force: true });
+      rmSync(defaultWorkDir(insideProject), { recursive: true, force: true });
     }
   }, 60_000);
 });

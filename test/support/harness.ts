@@ -25,6 +25,8 @@ export async function startHarness(opts: { gitRoot?: string } = {}): Promise<Har
   const dataDir = mkdtempSync(join(tmpdir(), 'preview-it-'));
   const logs: string[] = [];
   setLogSink((line) => logs.push(line));
+  // Working copies inside the (temporary) data dir, so stop() removes them too.
+  process.env.PREVIEW_WORK_DIR = join(dataDir, 'work');
   const service = await startLocal({ dataDir, port: 0, gitRoot: opts.gitRoot });
   return {
     service,

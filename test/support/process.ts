@@ -1,4 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -12,7 +15,8 @@ export async function startProcess(
 ): Promise<{ proc: ChildProcess; url: string; stderr: () => string }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', PREVIEW_DATA_DIR: dataDir, ...env },
+    // Working copies go where the server puts them by default (or `env` says), not where a harness did.
+    env: { ...withoutWorkDir(process.env), PORT: '0', PREVIEW_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
@@ -39,3 +43,12 @@ export const stopProcess = (proc: ChildProcess, signal: NodeJS.Signals) =>
     proc.once('exit', (code) => resolve(code));
     proc.kill(signal);
   });
+
+function withoutWorkDir(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { PREVIEW_WORK_DIR: _, ...rest } = env;
+  return rest;
+}
+
+/** The working-copy dir the server picks by default for a data dir (tests remove it afterwards). */
+export const defaultWorkDir = (dataDir: string) =>
+  join(tmpdir(), `preview-work-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)}`);

@@ -273,6 +273,11 @@ export class ProcessRuntime implements Runtime {
     const env = this.state.envs[id];
     if (target.generation < env.fence)
       throw new Superseded(`generation ${target.generation} superseded by ${env.fence}`);
+    if (target.generation > env.fence) {
+      // A newer generation owns the environment: builds of older ones stop now, whatever apps they build.
+      for (const build of this.builds.get(id)?.values() ?? [])
+        if (build.generation < target.generation) void this.cancel(build);
+    }
     env.fence = target.generation;
     return env;
   }
@@ -337,17 +342,20 @@ export class ProcessRuntime implements Runtime {
       for (const b of Object.values(made)) rmSync(b.dir, { recursive: true, force: true });
     };
     if (active.cancelled || this.stopping) {
+      this.forget(id, active);
       discard();
       return failure('Superseded', 'a newer build or a teardown replaced this one');
     }
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) {
+      this.forget(id, active);
       discard();
       const err = failed.reason as Error;
       return failure('DeployFailed', err.message);
     }
     return this.locked(id, async () => {
       const env = this.state.envs[id];
+      this.forget(id, active);
       if (!env || target.generation < env.fence || active.cancelled) {
         discard();
         return failure('Superseded', 'a newer build or a teardown replaced this one');
@@ -360,12 +368,18 @@ export class ProcessRuntime implements Runtime {
         // The old working copy goes unless the running process still runs from it.
         if (previous && previous.buildId !== app.running?.buildId)
           rmSync(previous.dir, { recursive: true, force: true });
-        const builds = this.builds.get(id);
-        if (builds?.get(name) === active) builds.delete(name);
       }
       this.save();
       return { ok: true as const, output: {} };
     });
+  }
+
+  /** Drop a finished build from the in-progress table (where a newer one has not replaced it already). */
+  private forget(id: string, active: ActiveBuild) {
+    const builds = this.builds.get(id);
+    if (!builds) return;
+    for (const [name, build] of builds) if (build === active) builds.delete(name);
+    if (builds.size === 0) this.builds.delete(id);
   }
 
   private async launch(target: RuntimeTarget, env: EnvState, launch: AppLaunch) {
@@ -393,6 +407,7 @@ export class ProcessRuntime implements Runtime {
     closeSync(logFile);
     if (child.pid === undefined) throw new DeployFailed(`app ${launch.name}: could not start /bin/sh`);
     const pid = child.pid;
+    this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
     void exitOf(child).then((how) => {
       this.exits.set(pid, how);

@@ -23,6 +23,8 @@ interface TaskState {
   /** The Lambda the state invokes (its Resource, or `Parameters.FunctionName` for a callback task). */
   functionArn: string;
   callback: boolean;
+  /** The state's TimeoutSeconds (60 when absent: aws-local-stepfunctions' default). */
+  timeoutSeconds: number;
 }
 
 /** Walk an ASL document (including Parallel branches and Map processors) and yield every Task state. */
@@ -31,7 +33,12 @@ function* taskStates(states: Record<string, Record<string, unknown>>): Generator
     if (state.Type === 'Task') {
       const callback = state.Resource === CALLBACK_RESOURCE;
       const params = state.Parameters as { FunctionName?: string } | undefined;
-      yield { name, functionArn: String(callback ? params?.FunctionName : state.Resource), callback };
+      yield {
+        name,
+        functionArn: String(callback ? params?.FunctionName : state.Resource),
+        callback,
+        timeoutSeconds: typeof state.TimeoutSeconds === 'number' ? state.TimeoutSeconds : 60,
+      };
     }
     for (const branch of (state.Branches as { States: never }[] | undefined) ?? [])
       yield* taskStates(branch.States);
@@ -46,7 +53,7 @@ export interface ExecutionRecord {
   workflow: WorkflowName;
   input: Record<string, unknown>;
   status: 'running' | 'succeeded' | 'failed' | 'aborted';
-  /** States entered, the unit Step Functions bills (a retry enters its state again). */
+  /** State transitions, the unit Step Functions bills: states entered, plus retries. */
   transitions: number;
   startedAt: number;
   endedAt?: number;
@@ -86,14 +93,15 @@ export class LocalWorkflows implements Workflows {
       byArn.set(arns[placeholder]!, mod.handler);
     }
     const handlers: Loaded['handlers'] = {};
-    for (const { name: stateName, functionArn, callback } of taskStates(asl.States)) {
+    for (const { name: stateName, functionArn, callback, timeoutSeconds } of taskStates(asl.States)) {
       const fn = byArn.get(functionArn);
       if (!fn)
         throw new Error(`${def.definition}: state ${stateName} has no local handler for ${functionArn}`);
       const invoke = async (payload: unknown) =>
         (await fn(payload, lambdaContext(stateName, newId(), 15 * 60_000))) as JsonValue;
       handlers[stateName] = callback
-        ? (input) => this.invokeWithCallback(invoke, input as { Payload?: Record<string, JsonValue> })
+        ? (input) =>
+            this.invokeWithCallback(invoke, input as { Payload?: Record<string, JsonValue> }, timeoutSeconds)
         : invoke;
     }
     return { machine: new StateMachine(asl), handlers };
@@ -102,6 +110,7 @@ export class LocalWorkflows implements Workflows {
   private async invokeWithCallback(
     invoke: (payload: unknown) => Promise<JsonValue>,
     params: { Payload?: Record<string, JsonValue> },
+    timeoutSeconds: number,
   ): Promise<JsonValue> {
     const token = `local-task-${newId()}`;
     let resolve!: (v: JsonValue) => void;
@@ -111,10 +120,17 @@ export class LocalWorkflows implements Workflows {
       reject = fail;
     });
     this.waiting.set(token, { resolve, reject });
+    // The library times the task out on its own; this ends our side too, so the token is forgotten.
+    const timer = setTimeout(
+      () => reject(Object.assign(new Error('callback task timed out'), { name: 'States.Timeout' })),
+      timeoutSeconds * 1000,
+    );
+    timer.unref();
     try {
       await invoke({ ...params.Payload, taskToken: token });
       return await promise;
     } finally {
+      clearTimeout(timer);
       this.waiting.delete(token);
     }
   }
@@ -166,7 +182,8 @@ export class LocalWorkflows implements Workflows {
     this.executions.set(executionId, record);
     if (this.executions.size > 1000) this.executions.delete(this.executions.keys().next().value!);
     void (async () => {
-      for await (const event of execution.eventLogs) if (event.type === 'StateEntered') record.transitions++;
+      for await (const event of execution.eventLogs)
+        if (event.type === 'StateEntered' || event.type === 'StateRetried') record.transitions++;
     })().catch(() => undefined);
     const done = execution.result.then(
       (result) => {
@@ -192,7 +209,10 @@ export class LocalWorkflows implements Workflows {
   /** Abort every running execution and wait for them to settle. */
   async stop(): Promise<void> {
     for (const r of this.running.values()) r.abort();
-    await this.idle();
+    // Waiting callbacks end now (their executions are aborted), so no task timer keeps the process alive.
+    for (const waiter of this.waiting.values())
+      waiter.reject(Object.assign(new Error('local workflows stopped'), { name: 'States.Runtime' }));
     this.waiting.clear();
+    await this.idle();
   }
 }
