@@ -185,7 +185,9 @@ async function main(): Promise<boolean> {
   row('app start', ms(median(starts)), ms(Math.min(...starts)), ms(Math.max(...starts)));
   row('pipeline overhead (median − median)', ms(overhead), `< ${OVERHEAD_TARGET_MS} ms`, verdict(overheadOk));
 
-  console.log('\n(c) state transitions per successful deploy (states entered + retries, as Step Functions bills)');
+  console.log(
+    '\n(c) state transitions per successful deploy (states entered + retries, as Step Functions bills)',
+  );
   row('', 'build', 'POST→ready', 'execution', 'states');
   const exec = (e: ExecutionRecord) => ms(e.endedAt! - e.startedAt);
   row('short build', ms(SHORT_BUILD_MS), ms(shortWall), exec(shortExec), String(shortExec.transitions));

@@ -138,6 +138,12 @@ async function up(runtime: ProcessRuntime, t: RuntimeTarget, spec: AppSpec = WEB
   return (ready.output.urls as Record<string, string>).web!;
 }
 const superseded = { name: 'Superseded' };
+/** A 3-second build that writes its pid to `pidFile` first. */
+const slowBuild = (pidFile: string): AppSpec => ({
+  ...WEB,
+  build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},3000)"`,
+  env: { PID_FILE: pidFile },
+});
 const stateFile = (runtime: ProcessRuntime) => join(dataDirs.get(runtime)!, 'runtime', 'state.json');
 /** The environment's working copies (`<workDir>/<org>/<owner>/<repo>/<pr>`). */
 const workDir = (runtime: ProcessRuntime, t: RuntimeTarget) =>
@@ -258,11 +264,7 @@ describe('ProcessRuntime', () => {
         const runtime = newRuntime();
         const t = target(1);
         const pidFile = join(root, `build-${prSeq}.pid`);
-        const slow: AppSpec = {
-          ...WEB,
-          build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},3000)"`,
-          env: { PID_FILE: pidFile },
-        };
+        const slow = slowBuild(pidFile);
         const slowToken = newToken();
         const startedAt = Date.now();
         await runtime.build(t, sha, { web: slow }, slowToken);
@@ -297,11 +299,7 @@ describe('ProcessRuntime', () => {
       const runtime = newRuntime();
       const t = target(1);
       const pidFile = join(root, `build-${prSeq}.pid`);
-      const slow: AppSpec = {
-        ...WEB,
-        build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},3000)"`,
-        env: { PID_FILE: pidFile },
-      };
+      const slow = slowBuild(pidFile);
       const slowToken = newToken();
       const startedAt = Date.now();
       await runtime.build(t, sha, { web: slow }, slowToken);
@@ -354,11 +352,7 @@ describe('ProcessRuntime', () => {
       const runtime = newRuntime();
       const t1 = target(1);
       const pidFile = join(root, `teardown-build-${prSeq}.pid`);
-      const slow: AppSpec = {
-        ...WEB,
-        build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},3000)"`,
-        env: { PID_FILE: pidFile },
-      };
+      const slow = slowBuild(pidFile);
       const token = newToken();
       await runtime.build(t1, sha, { web: slow }, token);
       const buildPid = Number(await waitForFile(pidFile));
@@ -399,6 +393,9 @@ describe('ProcessRuntime', () => {
       expect(await hit(url)).toBeUndefined();
       expect(second.running(tApp, 'web')).toBeUndefined();
       expect(second.recover()).toBe(0); // nothing left, and nothing recorded any more
+      // The interrupted build's working copy is gone; the finished one stays.
+      expect(readdirSync(workDir(second, tBuild))).toEqual([]);
+      expect(readdirSync(workDir(second, tApp))).toHaveLength(1);
 
       // Builds are kept: the app starts again from its build, under the same generation.
       await second.deploy(tApp, launch(), { prune: true });

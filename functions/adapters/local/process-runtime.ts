@@ -4,6 +4,7 @@ import {
   existsSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   readSync,
   renameSync,
@@ -205,10 +206,12 @@ export class ProcessRuntime implements Runtime {
       const pids = [...env.buildPids, ...Object.values(env.apps).flatMap((a) => a.running?.pid ?? [])];
       for (const pid of pids) if (killOrphan(pid, id)) killed++;
       env.buildPids = [];
-      for (const app of Object.values(env.apps)) {
-        delete app.running;
-        // A build that never finished left only a working copy the state does not point at.
-      }
+      for (const app of Object.values(env.apps)) delete app.running;
+      // A build the crash interrupted left a working copy no app's build points at: remove it.
+      const dir = join(this.opts.workDir, ...id.split('/'));
+      const kept = new Set(Object.values(env.apps).flatMap((a) => (a.build ? [a.build.dir] : [])));
+      for (const entry of existsSync(dir) ? readdirSync(dir) : [])
+        if (!kept.has(join(dir, entry))) rmSync(join(dir, entry), { recursive: true, force: true });
     }
     this.save();
     return killed;
