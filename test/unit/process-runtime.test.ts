@@ -138,12 +138,23 @@ async function up(runtime: ProcessRuntime, t: RuntimeTarget, spec: AppSpec = WEB
   return (ready.output.urls as Record<string, string>).web!;
 }
 const superseded = { name: 'Superseded' };
-/** A 3-second build that writes its pid to `pidFile` first. */
-const slowBuild = (pidFile: string): AppSpec => ({
-  ...WEB,
-  build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},3000)"`,
-  env: { PID_FILE: pidFile },
-});
+/**
+ * Start a 3-second build of `web` (it writes its pid to a file first) and wait until it runs. Returns its
+ * token, the build process and when it started.
+ */
+async function startSlowBuild(runtime: ProcessRuntime, t: RuntimeTarget) {
+  const pidFile = join(root, `build-${t.prNumber}-${t.generation}-${newToken()}.pid`);
+  const slow: AppSpec = {
+    ...WEB,
+    build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},3000)"`,
+    env: { PID_FILE: pidFile },
+  };
+  const token = newToken();
+  const startedAt = Date.now();
+  await runtime.build(t, sha, { web: slow }, token);
+  const pid = Number(await waitForFile(pidFile));
+  return { token, pid, startedAt };
+}
 const stateFile = (runtime: ProcessRuntime) => join(dataDirs.get(runtime)!, 'runtime', 'state.json');
 /** The environment's working copies (`<workDir>/<org>/<owner>/<repo>/<pr>`). */
 const workDir = (runtime: ProcessRuntime, t: RuntimeTarget) =>
@@ -263,12 +274,7 @@ describe('ProcessRuntime', () => {
       async (_name, newer) => {
         const runtime = newRuntime();
         const t = target(1);
-        const pidFile = join(root, `build-${prSeq}.pid`);
-        const slow = slowBuild(pidFile);
-        const slowToken = newToken();
-        const startedAt = Date.now();
-        await runtime.build(t, sha, { web: slow }, slowToken);
-        const buildPid = Number(await waitForFile(pidFile));
+        const { token: slowToken, pid: buildPid, startedAt } = await startSlowBuild(runtime, t);
         expect(alive(buildPid)).toBe(true);
 
         const fast: AppSpec = { ...WEB, build: 'node build.js web' };
@@ -298,12 +304,7 @@ describe('ProcessRuntime', () => {
       // A newer commit may rename or drop every app: the old build must not run on regardless.
       const runtime = newRuntime();
       const t = target(1);
-      const pidFile = join(root, `build-${prSeq}.pid`);
-      const slow = slowBuild(pidFile);
-      const slowToken = newToken();
-      const startedAt = Date.now();
-      await runtime.build(t, sha, { web: slow }, slowToken);
-      const buildPid = Number(await waitForFile(pidFile));
+      const { token: slowToken, pid: buildPid, startedAt } = await startSlowBuild(runtime, t);
       const siteToken = newToken();
       await runtime.build(at(t, 2), sha, { site: { ...WEB, command: 'node server.js site' } }, siteToken);
       expect(await outcomeOf(slowToken)).toMatchObject({ ok: false, error: 'Superseded' });
@@ -351,11 +352,7 @@ describe('ProcessRuntime', () => {
     test('cancels a build in progress: its token ends Superseded and its process is gone', async () => {
       const runtime = newRuntime();
       const t1 = target(1);
-      const pidFile = join(root, `teardown-build-${prSeq}.pid`);
-      const slow = slowBuild(pidFile);
-      const token = newToken();
-      await runtime.build(t1, sha, { web: slow }, token);
-      const buildPid = Number(await waitForFile(pidFile));
+      const { token, pid: buildPid } = await startSlowBuild(runtime, t1);
       await runtime.teardown(at(t1, 2));
       expect(alive(buildPid)).toBe(false); // teardown returns once the build has exited
       expect(await outcomeOf(token)).toMatchObject({ ok: false, error: 'Superseded' });
