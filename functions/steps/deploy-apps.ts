@@ -16,13 +16,14 @@ export async function handler(event: CallbackEvent): Promise<void> {
   await transition(input, { status: 'deploying', phase: 'applying' });
   const target = runtimeTarget(env, input);
   const application = await findApplicationByRepo(env.orgId, env.repoFullName);
-  const launches: AppLaunch[] = [];
-  for (const [name, spec] of Object.entries(apps)) {
-    const secrets = application
-      ? await secretStore().read({ applicationId: application.applicationId, app: name })
-      : undefined;
-    launches.push({ name, spec, vars: { ...spec.env, ...secrets }, secretKeys: Object.keys(secrets ?? {}) });
-  }
+  const launches: AppLaunch[] = await Promise.all(
+    Object.entries(apps).map(async ([name, spec]) => {
+      const secrets = application
+        ? await secretStore().read({ applicationId: application.applicationId, app: name })
+        : undefined;
+      return { name, spec, vars: { ...spec.env, ...secrets }, secretKeys: Object.keys(secrets ?? {}) };
+    }),
+  );
   await runtime().deploy(target, launches, { prune: input.mode === undefined });
   await transition(input, { phase: 'waiting-ready' });
   await runtime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);

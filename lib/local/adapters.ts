@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { GitSourceHost } from '../../functions/adapters/local/git-source-host.js';
 import { ProcessRuntime } from '../../functions/adapters/local/process-runtime.js';
 import { LocalSecretStore } from '../../functions/adapters/local/secret-store.js';
@@ -15,6 +15,10 @@ export interface LocalAdapterHandles {
   stop(): Promise<void>;
 }
 
+/** Where apps' working copies go for a data dir unless PREVIEW_WORK_DIR says: outside this project. */
+export const defaultWorkDir = (dataDir: string): string =>
+  join(tmpdir(), `preview-work-${sha256Hex(resolve(dataDir)).slice(0, 12)}`);
+
 /** Install the local implementation of every port (configuration decides; handlers are unchanged). */
 export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const c = config();
@@ -24,7 +28,7 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const getRuntime = () =>
     (runtime ??= new ProcessRuntime({
       dataDir: c.dataDir!,
-      workDir: c.workDir ?? join(tmpdir(), `preview-work-${sha256Hex(c.dataDir!).slice(0, 12)}`),
+      workDir: c.workDir ?? defaultWorkDir(c.dataDir!),
       sourceHost,
       complete: (token, outcome) => workflows.completeTask(token, outcome),
       readyTimeoutMs: c.readyTimeoutSeconds * 1000,
@@ -39,8 +43,9 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
     workflows,
     runtime: getRuntime,
     stop: async () => {
-      // Executions first (they may be waiting on the runtime), then the apps and builds.
-      await Promise.all([workflows.stop(), runtime?.stop()]);
+      // Executions first (so no step starts anything more), then the apps and builds.
+      await workflows.stop();
+      await runtime?.stop();
     },
   };
 }

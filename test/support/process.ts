@@ -1,7 +1,6 @@
+export { defaultWorkDir } from '../../lib/local/adapters.js';
+
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -48,7 +47,3 @@ function withoutWorkDir(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const { PREVIEW_WORK_DIR: _, ...rest } = env;
   return rest;
 }
-
-/** The working-copy dir the server picks by default for a data dir (tests remove it afterwards). */
-export const defaultWorkDir = (dataDir: string) =>
-  join(tmpdir(), `preview-work-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)}`);
