@@ -1,5 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { AuthKind } from '../routes.js';
+import type { AuthKind } from '../manifest/routes.js';
+import { keys } from '../manifest/tables.js';
 import { matchesHash, sha256Hex } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { UnauthorizedError } from '../shared/errors.js';
@@ -41,11 +42,11 @@ export async function authenticate(kind: AuthKind, headers: Record<string, strin
     const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
     const key = m?.[1] ? API_KEY_RE.exec(m[1]) : null;
     if (!key) throw new UnauthorizedError();
-    return check(`APIKEY#${key[1]}`, key[2]!);
+    return check(keys.tenancy.apiKey(key[1]!), key[2]!);
   }
   const clientId = headers['svc-client-id'] ?? '';
   const secret = headers['svc-client-secret'] ?? '';
   if (!CLIENT_ID_RE.test(clientId) || secret.length === 0 || secret.length > 256)
     throw new UnauthorizedError();
-  return check(`CLIENT#${clientId}`, secret);
+  return check(keys.tenancy.client(clientId), secret);
 }

@@ -1,9 +1,11 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../manifest/tables.js';
+import type { AppSpec } from '../ports/runtime/port.js';
+import type { SourceHost } from '../ports/source-host/port.js';
+import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
-import type { AppSpec, SourceHost, Workflows } from '../shared/ports.js';
-import { repoKey } from '../shared/validation.js';
 import { getApplication } from './tenancy.js';
 
 export type EnvironmentStatus = 'pending' | 'building' | 'deploying' | 'ready' | 'failed' | 'torn_down';
@@ -59,8 +61,6 @@ export interface EnvRef {
   prNumber: number;
 }
 
-export const envKeyOf = (repoFullName: string, prNumber: number): string =>
-  `${repoKey(repoFullName)}#${prNumber}`;
 export const statusPath = (repoFullName: string, prNumber: number): string =>
   `/v1/preview/environments/${repoFullName}/${prNumber}`;
 
@@ -86,7 +86,7 @@ export async function findEnvironment(orgId: string, envKey: string): Promise<En
 }
 
 async function getEnvironment(ref: EnvRef): Promise<Environment> {
-  const env = await findEnvironment(ref.orgId, envKeyOf(ref.repoFullName, ref.prNumber));
+  const env = await findEnvironment(ref.orgId, keys.environments.envKey(ref.repoFullName, ref.prNumber));
   if (!env) throw new NotFoundError('environment not found');
   return env;
 }
@@ -114,7 +114,7 @@ export async function requestDeploy(
   const { Attributes } = await ddb().send(
     new UpdateCommand({
       TableName: table('environments'),
-      Key: { orgId: ref.orgId, envKey: envKeyOf(ref.repoFullName, ref.prNumber) },
+      Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
       UpdateExpression:
         'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
         'updatedAt = :now, createdAt = if_not_exists(createdAt, :now), urls = if_not_exists(urls, :empty) ' +
@@ -153,7 +153,7 @@ export async function requestTeardown(workflows: Workflows, ref: EnvRef): Promis
     const { Attributes } = await ddb().send(
       new UpdateCommand({
         TableName: table('environments'),
-        Key: { orgId: ref.orgId, envKey: envKeyOf(ref.repoFullName, ref.prNumber) },
+        Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
         UpdateExpression: 'SET tornDownRequested = :t, phase = :phase, updatedAt = :now ADD generation :one',
         ConditionExpression: 'attribute_exists(envKey)',
         ExpressionAttributeValues: {
@@ -293,6 +293,30 @@ export async function requestAppRedeploy(
     { orgId: claimed.orgId, envKey: claimed.envKey, generation: claimed.generation, app, mode },
     executionName(`app-${app}`, claimed),
   );
+}
+
+/** Every status but torn_down: in-flight work, ready environments, and failed ones a teardown may wait on. */
+const LIVE_STATUSES: EnvironmentStatus[] = ['pending', 'building', 'deploying', 'ready', 'failed'];
+
+/** Every environment not torn down, of every organization, through the `byStatus` index. */
+export async function* liveEnvironments(): AsyncGenerator<Environment> {
+  for (const status of LIVE_STATUSES) {
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await ddb().send(
+        new QueryCommand({
+          TableName: table('environments'),
+          IndexName: 'byStatus',
+          KeyConditionExpression: '#status = :s',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':s': status },
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of page.Items ?? []) yield item as Environment;
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+  }
 }
 
 export type Resumption = 'resumed-deploy' | 'resumed-teardown' | 'restarted' | 'unchanged';

@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { AppSpec, RuntimeTarget } from '../ports/runtime/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import type { AppSpec, RuntimeTarget } from '../shared/ports.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
 import { type Environment, type EnvironmentStatus, findEnvironment } from './environments.js';
 

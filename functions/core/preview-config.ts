@@ -1,6 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
-import { APP_NAME_RE, ENV_VAR_RE } from '../shared/validation.js';
+import type { AppSpec } from '../ports/runtime/port.js';
+import { APP_NAME_RE, ENV_VAR_RE, issueMessages } from '../shared/validation.js';
 
 /** `preview.yaml` at the repository root: the apps of a preview environment. */
 export const PREVIEW_CONFIG_PATH = 'preview.yaml';
@@ -36,8 +37,8 @@ const configSchema = z
   })
   .strict();
 
-export type PreviewConfig = z.infer<typeof configSchema>;
-export type AppSpec = PreviewConfig['apps'][string];
+/** The validated file: every app as the Runtime port takes it. */
+export type PreviewConfig = z.infer<typeof configSchema> & { apps: Record<string, AppSpec> };
 
 /** Parse and validate `preview.yaml`; the error says what is wrong and where. */
 export function parsePreviewConfig(text: string): PreviewConfig {
@@ -49,9 +50,7 @@ export function parsePreviewConfig(text: string): PreviewConfig {
   }
   const parsed = configSchema.safeParse(doc);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const where = issue.path.map(String).join('.') || '(root)';
-    throw new Error(`${PREVIEW_CONFIG_PATH}: ${where}: ${issue.message}`);
+    throw new Error(`${PREVIEW_CONFIG_PATH}: ${issueMessages(parsed.error, 1)[0]}`);
   }
   return parsed.data;
 }

@@ -4,6 +4,7 @@ import { sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../shared/errors.js';
 import { jsonInteger } from '../shared/json-literal.js';
+import { issuePath } from '../shared/validation.js';
 
 /*
  * Scenario recipes (endpoint 11): a planner uploads a ScenarioRecipesFile for a setup; every accepted
@@ -88,17 +89,6 @@ function reject(problems: string[]): never {
   throw new ValidationError(`${problems.slice(0, MAX_REPORTED).join('; ')}${more}`);
 }
 
-/** `recipes[0].create.users[1].name`; keys that are not identifiers are quoted: `a["x y"]`. */
-function pathOf(parts: readonly PropertyKey[]): string {
-  let out = '';
-  for (const p of parts) {
-    if (typeof p === 'number') out += `[${p}]`;
-    else if (/^[A-Za-z_$][\w$-]*$/.test(String(p))) out += out ? `.${String(p)}` : String(p);
-    else out += `[${JSON.stringify(String(p))}]`;
-  }
-  return out;
-}
-
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const isName = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
@@ -120,7 +110,7 @@ function checkCreate(create: Record<string, unknown>, at: readonly PropertyKey[]
 
   const tokensIn = (text: string, path: readonly PropertyKey[], what: string) => {
     for (const token of unknownTokens(text))
-      problems.push(`unknown token ${token} in ${what}${pathOf(path)}: tokens that resolve to nothing`);
+      problems.push(`unknown token ${token} in ${what}${issuePath(path)}: tokens that resolve to nothing`);
   };
   const walk = (value: unknown, path: readonly PropertyKey[]): void => {
     if (typeof value === 'string') tokensIn(value, path, '');
@@ -128,8 +118,8 @@ function checkCreate(create: Record<string, unknown>, at: readonly PropertyKey[]
     if (!isRecord(value)) return;
     if (Object.hasOwn(value, '_ref')) {
       const alias = value._ref;
-      if (isName(alias)) refs.push({ alias, path: pathOf(path) });
-      else problems.push(`${pathOf([...path, '_ref'])}: must be a non-empty string (an _alias)`);
+      if (isName(alias)) refs.push({ alias, path: issuePath(path) });
+      else problems.push(`${issuePath([...path, '_ref'])}: must be a non-empty string (an _alias)`);
     }
     for (const [k, v] of Object.entries(value)) {
       tokensIn(k, [...path, k], 'the key ');
@@ -141,22 +131,24 @@ function checkCreate(create: Record<string, unknown>, at: readonly PropertyKey[]
     const modelPath = [...at, model];
     tokensIn(model, modelPath, 'the key ');
     if (!Array.isArray(rows)) {
-      problems.push(`${pathOf(modelPath)}: must be an array of row objects`);
+      problems.push(`${issuePath(modelPath)}: must be an array of row objects`);
       continue;
     }
     for (const [i, row] of rows.entries()) {
       const rowPath = [...modelPath, i];
       if (!isRecord(row)) {
-        problems.push(`${pathOf(rowPath)}: must be a row object`);
+        problems.push(`${issuePath(rowPath)}: must be a row object`);
         continue;
       }
       if (Object.hasOwn(row, '_alias')) {
         const alias = row._alias;
         const declared = isName(alias) ? aliases.get(alias) : undefined;
-        if (!isName(alias)) problems.push(`${pathOf([...rowPath, '_alias'])}: must be a non-empty string`);
+        if (!isName(alias)) problems.push(`${issuePath([...rowPath, '_alias'])}: must be a non-empty string`);
         else if (declared)
-          problems.push(`duplicate _alias "${alias}" in ${pathOf(rowPath)}: already declared by ${declared}`);
-        else aliases.set(alias, pathOf(rowPath));
+          problems.push(
+            `duplicate _alias "${alias}" in ${issuePath(rowPath)}: already declared by ${declared}`,
+          );
+        else aliases.set(alias, issuePath(rowPath));
       }
       walk(row, rowPath);
     }
@@ -184,7 +176,7 @@ export function validateRecipesFile(doc: unknown, rawBody?: string): RecipesFile
   if (!isRecord(doc)) throw new ValidationError('recipes file must be a JSON object');
   if (rawBody !== undefined) jsonInteger(rawBody, 'version');
   const parsed = fileSchema.safeParse(doc);
-  if (!parsed.success) reject(parsed.error.issues.map((i) => `${pathOf(i.path)}: ${i.message}`));
+  if (!parsed.success) reject(parsed.error.issues.map((i) => `${issuePath(i.path)}: ${i.message}`));
   const problems: string[] = [];
   parsed.data.recipes.forEach((recipe, i) => {
     checkCreate(recipe.create, ['recipes', i, 'create'], problems);

@@ -1,4 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../manifest/tables.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { NotFoundError } from '../shared/errors.js';
@@ -88,13 +89,6 @@ export interface RunView {
 export type MediaSigner = (key: string) => string | null;
 const noMedia: MediaSigner = () => null;
 
-export const runKeys = {
-  test: (orgId: string, testId: string) => `${orgId}#${testId}`,
-  folder: (orgId: string, folderId: string) => `${orgId}#${folderId}`,
-  status: (orgId: string, status: RunStatus) => `${orgId}#${status}`,
-  created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
-};
-
 /**
  * The saved variables with overrides applied: a name the test does not save is ignored, a saved name's
  * value is replaced. Own properties only (a `__proto__` or `toString` override matches nothing).
@@ -143,10 +137,10 @@ export async function startRun(orgId: string, testId: string, input: StartRunInp
     ...(input.applicationVersionId !== undefined ? { applicationVersionId: input.applicationVersionId } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
     steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
-    createdKey: runKeys.created(createdAt, runId),
-    testKey: runKeys.test(orgId, testId),
-    folderKey: runKeys.folder(orgId, test.folder.id),
-    statusKey: runKeys.status(orgId, status),
+    createdKey: keys.runs.created(createdAt, runId),
+    testKey: keys.runs.byTest(orgId, testId),
+    folderKey: keys.runs.byFolder(orgId, test.folder.id),
+    statusKey: keys.runs.byStatus(orgId, status),
   };
   await ddb().send(
     new PutCommand({
@@ -224,21 +218,21 @@ export function planRunQuery(orgId: string, filters: RunFilters): RunQueryPlan {
     return {
       indexName: 'byTest',
       keyName: 'testKey',
-      keyValue: runKeys.test(orgId, testId),
+      keyValue: keys.runs.byTest(orgId, testId),
       residual: { folderId, status },
     };
   if (folderId !== undefined)
     return {
       indexName: 'byFolder',
       keyName: 'folderKey',
-      keyValue: runKeys.folder(orgId, folderId),
+      keyValue: keys.runs.byFolder(orgId, folderId),
       residual: { status },
     };
   if (status !== undefined)
     return {
       indexName: 'byStatus',
       keyName: 'statusKey',
-      keyValue: runKeys.status(orgId, status),
+      keyValue: keys.runs.byStatus(orgId, status),
       residual: {},
     };
   return { indexName: 'byOrg', keyName: 'orgId', keyValue: orgId, residual: {} };

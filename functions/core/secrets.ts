@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { BundleRef, SecretStore } from '../ports/secret-store/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
-import type { BundleRef, SecretStore } from '../shared/ports.js';
 import { getApplication } from './tenancy.js';
 
 /** Secrets Manager's SecretString limit, which a bundle (a JSON object of env vars) must fit. */

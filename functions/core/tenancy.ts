@@ -1,8 +1,8 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../manifest/tables.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { NotFoundError } from '../shared/errors.js';
-import { repoKey } from '../shared/validation.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
 export interface OrgCredentials {
@@ -28,15 +28,15 @@ export async function createOrganization(name: string): Promise<OrgCredentials> 
     ddb().send(
       new PutCommand({ TableName: table('tenancy'), Item, ConditionExpression: 'attribute_not_exists(pk)' }),
     );
-  await put({ pk: `ORG#${orgId}`, orgId, name, createdAt });
-  await put({ pk: `APIKEY#${keyId}`, orgId, secretHash: sha256Hex(keySecret), createdAt });
-  await put({ pk: `CLIENT#${clientId}`, orgId, secretHash: sha256Hex(clientSecret), createdAt });
+  await put({ pk: keys.tenancy.org(orgId), orgId, name, createdAt });
+  await put({ pk: keys.tenancy.apiKey(keyId), orgId, secretHash: sha256Hex(keySecret), createdAt });
+  await put({ pk: keys.tenancy.client(clientId), orgId, secretHash: sha256Hex(clientSecret), createdAt });
   return { orgId, apiKey: `pvk_${keyId}_${keySecret}`, clientId, clientSecret };
 }
 
 export async function organizationExists(orgId: string): Promise<boolean> {
   const { Item } = await ddb().send(
-    new GetCommand({ TableName: table('tenancy'), Key: { pk: `ORG#${orgId}` } }),
+    new GetCommand({ TableName: table('tenancy'), Key: { pk: keys.tenancy.org(orgId) } }),
   );
   return Item !== undefined;
 }
@@ -69,7 +69,7 @@ export async function createApplication(input: {
     orgId: input.orgId,
     name: input.name ?? input.repoFullName ?? applicationId,
     repoFullName: input.repoFullName,
-    repoKey: input.repoFullName ? `${input.orgId}#${repoKey(input.repoFullName)}` : undefined,
+    repoKey: input.repoFullName ? keys.applications.byRepo(input.orgId, input.repoFullName) : undefined,
     disabled: input.disabled ?? false,
     installationActive: input.installationActive ?? true,
     createdAt: new Date().toISOString(),
@@ -104,7 +104,7 @@ export async function findApplicationByRepo(
       TableName: table('applications'),
       IndexName: 'byRepo',
       KeyConditionExpression: 'repoKey = :k',
-      ExpressionAttributeValues: { ':k': `${orgId}#${repoKey(repoFullName)}` },
+      ExpressionAttributeValues: { ':k': keys.applications.byRepo(orgId, repoFullName) },
     }),
   );
   const apps = (Items ?? []) as Application[];

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { newId } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
-import { rowId } from '../shared/validation.js';
+import { describeIssues, rowId } from '../shared/validation.js';
 
 /** A folder that groups tests (and so runs); its id comes from the imported file. */
 export interface Folder {
@@ -82,20 +82,11 @@ const testSchema = z.object({
 export const testsFileSchema = z.array(testSchema).min(1, 'must contain at least 1 test').max(1000);
 export type TestsFile = z.infer<typeof testsFileSchema>;
 
-/** `[0].steps[1].element.selector` for a zod issue path (the file is an array at the top). */
-export function issuePath(path: readonly PropertyKey[]): string {
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
-}
-
 /** Parse a tests file, or throw a ValidationError naming where each problem is (up to 5). */
 export function parseTestsFile(file: unknown): TestsFile {
   const result = testsFileSchema.safeParse(file);
   if (result.success) return result.data;
-  const parts = result.error.issues.slice(0, 5).map((i) => {
-    const where = issuePath(i.path);
-    return where ? `${where}: ${i.message}` : i.message;
-  });
-  throw new ValidationError(`invalid tests file: ${parts.join('; ')}`);
+  throw new ValidationError(describeIssues('tests file', result.error));
 }
 
 /** The stored item for one test of a file: fresh test and step ids, created now. */

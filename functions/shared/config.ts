@@ -1,6 +1,7 @@
 import * as z from 'zod';
+import { type TableName, tableNames, tables } from '../manifest/tables.js';
 import { ConfigError } from './errors.js';
-import { type TableName, tableNames, tables } from './tables.js';
+import { issuePath } from './validation.js';
 
 /**
  * Service configuration, read from the environment and validated once per container (cold start).
@@ -51,7 +52,7 @@ export interface Config {
 export function parseConfig(env: NodeJS.ProcessEnv): Config {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`);
+    const problems = parsed.error.issues.map((i) => `${issuePath(i.path) || '(env)'}: ${i.message}`);
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
   const e = parsed.data as Record<string, string | undefined> & z.infer<typeof schema>;

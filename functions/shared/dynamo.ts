@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableName } from '../manifest/tables.js';
 import { config } from './config.js';
-import type { TableName } from './tables.js';
 
 let client: DynamoDBDocumentClient | undefined;
 

@@ -17,3 +17,6 @@ export class TransientError extends Error {
 export class DeployFailed extends Error {
   override name = 'DeployFailed';
 }
+
+/** The names above: the only custom names the ASL Retry/Catch lists may match (test/unit/architecture). */
+export const STEP_ERROR_NAMES: readonly string[] = ['Superseded', 'TransientError', 'DeployFailed'];

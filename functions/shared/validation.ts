@@ -29,9 +29,6 @@ export const appName = z.string().regex(APP_NAME_RE, 'must be an app name (lower
 export const envVarKey = z.string().max(256).regex(ENV_VAR_RE, 'must be an environment variable name');
 export const rowId = z.string().regex(ID_RE, 'must be an id of letters, digits, - or _');
 
-/** Canonical storage key of a repository: GitHub names are case-insensitive. */
-export const repoKey = (repoFullName: string): string => repoFullName.toLowerCase();
-
 // Query-string fields shared by the run and test routes.
 
 /** A query boolean: only the strings `true` and `false`; absent is false. */
@@ -50,3 +47,33 @@ export const queryInteger = (min: number, max?: number) => {
     .transform(Number)
     .refine((n) => n >= min && (max === undefined || n <= max), rule);
 };
+
+// How every 400 names a field: one formatter for HTTP validation, tests files, recipes, preview.yaml and
+// configuration errors.
+
+/**
+ * A field path as callers read it: `recipes[0].create.users[1].name`, `[0].steps[1].element` for a file
+ * that is an array, `env["my key"]` for a key that is not an identifier.
+ */
+export function issuePath(parts: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of parts) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else if (/^[A-Za-z_$][\w$-]*$/.test(String(p))) out += out ? `.${String(p)}` : String(p);
+    else out += `[${JSON.stringify(String(p))}]`;
+  }
+  return out;
+}
+
+/** `path: message` for each of the first `max` issues of a zod error (just the message at the root). */
+export function issueMessages(error: z.ZodError, max = 5): string[] {
+  return error.issues.slice(0, max).map((i) => {
+    const where = issuePath(i.path);
+    return where ? `${where}: ${i.message}` : i.message;
+  });
+}
+
+/** `invalid <where>: a.b: message; c[0]: message`, the text of a 400 for a zod error. */
+export function describeIssues(where: string, error: z.ZodError): string {
+  return `invalid ${where}: ${issueMessages(error).join('; ')}`;
+}

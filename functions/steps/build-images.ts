@@ -1,5 +1,5 @@
-import { runtime } from '../adapters/ports.js';
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
+import { runtime } from '../ports/registry.js';
 
 /**
  * Build step (building / building-images), a callback task: start the runtime's build of every app (or

@@ -1,7 +1,7 @@
-import { runtime, secretStore } from '../adapters/ports.js';
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
-import type { AppLaunch, AppSpec } from '../shared/ports.js';
+import { runtime, secretStore } from '../ports/registry.js';
+import type { AppLaunch, AppSpec } from '../ports/runtime/port.js';
 
 /**
  * Deploy step (deploying / applying → waiting-ready), a callback task: start every app in scope from its

@@ -1,5 +1,5 @@
-import { sourceHost } from '../adapters/ports.js';
 import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
+import { sourceHost } from '../ports/registry.js';
 
 /** Deploy step 1 (building / fetching-source): the head commit must exist at the source host. */
 export async function handler(input: StepInput): Promise<StepInput> {

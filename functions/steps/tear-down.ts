@@ -1,5 +1,5 @@
-import { runtime } from '../adapters/ports.js';
 import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
+import { runtime } from '../ports/registry.js';
 
 /**
  * Teardown: stop and remove everything the runtime runs for the environment (which also refuses any

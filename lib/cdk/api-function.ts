@@ -8,9 +8,9 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import type { RouteAccess } from '../../functions/routes.js';
-import type { WorkflowName } from '../../functions/shared/ports.js';
-import { type TableName, tableNames, tables } from '../../functions/shared/tables.js';
+import type { RouteAccess } from '../../functions/manifest/routes.js';
+import { type TableName, tableNames, tables } from '../../functions/manifest/tables.js';
+import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { lambdaBundling } from './bundling.js';
 
 /** The repository root (entries in the route and workflow manifests are relative to it). */
@@ -30,7 +30,7 @@ export type FunctionKind = 'api' | 'step';
 export type Tables = Record<TableName, dynamodb.ITable>;
 
 export interface ApiFunctionProps {
-  /** Handler module, relative to the repository root (as in functions/routes.ts and workflows.ts). */
+  /** Handler module, relative to the repository root (as in functions/manifest/routes.ts and workflows.ts). */
   entry: string;
   kind: FunctionKind;
   /** Every table; each name is passed as its `TABLE_*` env var (access is granted separately). */

@@ -7,7 +7,7 @@ import {
   type TableName,
   tableNames,
   tables,
-} from '../../functions/shared/tables.js';
+} from '../../functions/manifest/tables.js';
 
 const attribute = (key: KeyDef): dynamodb.Attribute => ({
   name: key.name,
@@ -18,7 +18,7 @@ const attribute = (key: KeyDef): dynamodb.Attribute => ({
 export const pascal = (name: string): string => name.charAt(0).toUpperCase() + name.slice(1);
 
 /**
- * The stateful stack: every DynamoDB table of functions/shared/tables.ts (the same definitions the local
+ * The stateful stack: every DynamoDB table of functions/manifest/tables.ts (the same definitions the local
  * server creates in dynalite). Tables are retained when the stack or a table is removed, on-demand,
  * encrypted with the AWS-managed key and recoverable to any point in the last 35 days. No physical
  * names: CloudFormation names them, so several stages coexist in one account.
@@ -38,7 +38,6 @@ export class StatefulStack extends Stack {
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute: def.ttlAttribute,
       removalPolicy: RemovalPolicy.RETAIN,
     });
     for (const index of def.indexes) {

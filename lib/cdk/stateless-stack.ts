@@ -5,10 +5,16 @@ import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import { type RouteAccess, type RouteDef, type RouteId, routeIds, routes } from '../../functions/routes.js';
-import type { WorkflowName } from '../../functions/shared/ports.js';
-import { tableNames } from '../../functions/shared/tables.js';
-import { type TaskDef, workflows } from '../../functions/workflows.js';
+import {
+  type RouteAccess,
+  type RouteDef,
+  type RouteId,
+  routeIds,
+  routes,
+} from '../../functions/manifest/routes.js';
+import { tableNames } from '../../functions/manifest/tables.js';
+import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
+import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { ApiFunction, repoRoot, type Tables } from './api-function.js';
 import { pascal } from './stateful-stack.js';
 
@@ -50,7 +56,7 @@ export const callbackStepSeconds = 60;
 /**
  * The stateless stack: everything that can be destroyed and recreated without losing data. Reads top to
  * bottom: (1) step functions, (2) state machines, (3) route functions, (4) REST API, (5) outputs.
- * Routes and workflows come from the manifests (functions/routes.ts, functions/workflows.ts) the local
+ * Routes and workflows come from the manifests (functions/manifest/routes.ts, functions/manifest/workflows.ts) the local
  * server also runs, so the cloud and local APIs cannot drift.
  */
 export class StatelessStack extends Stack {

@@ -1,10 +1,10 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { GitSourceHost } from '../../functions/adapters/local/git-source-host.js';
-import { ProcessRuntime } from '../../functions/adapters/local/process-runtime.js';
-import { LocalSecretStore } from '../../functions/adapters/local/secret-store.js';
-import { LocalWorkflows } from '../../functions/adapters/local/workflows.js';
-import { provideLocalAdapters } from '../../functions/shared/adapters.js';
+import { provideLocalAdapters } from '../../functions/ports/registry.js';
+import { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
+import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
+import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
+import { LocalWorkflows } from '../../functions/ports/workflows/local-asl.js';
 import { config } from '../../functions/shared/config.js';
 import { sha256Hex } from '../../functions/shared/crypto.js';
 

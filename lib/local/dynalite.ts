@@ -7,7 +7,7 @@ import {
   ListTablesCommand,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { type TableDef, tables } from '../../functions/shared/tables.js';
+import { type TableDef, tables } from '../../functions/manifest/tables.js';
 
 export interface EmbeddedDynamo {
   endpoint: string;
@@ -66,7 +66,7 @@ function createTableInput(name: string, def: TableDef) {
   };
 }
 
-/** Create every table of `functions/shared/tables.ts` that does not exist yet (idempotent). */
+/** Create every table of `functions/manifest/tables.ts` that does not exist yet (idempotent). */
 export async function ensureTables(endpoint: string): Promise<Record<string, string>> {
   const client = new DynamoDBClient({
     endpoint,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { RouteDef } from '../../functions/routes.js';
+import type { RouteDef } from '../../functions/manifest/routes.js';
 
 /** A route of the manifest compiled for matching request paths. */
 export interface CompiledRoute<Id extends string = string> {

@@ -4,8 +4,8 @@
  */
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
-import { routes } from '../../functions/routes.js';
-import { workflows } from '../../functions/workflows.js';
+import { routes } from '../../functions/manifest/routes.js';
+import { workflows } from '../../functions/manifest/workflows.js';
 import { lambdaBundling } from '../../lib/cdk/bundling.js';
 
 const entries = new Map<string, string>();

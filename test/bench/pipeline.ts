@@ -16,8 +16,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ExecutionRecord } from '../../functions/adapters/local/workflows.js';
-import { envKeyOf, statusPath } from '../../functions/core/environments.js';
+import { statusPath } from '../../functions/core/environments.js';
+import { keys } from '../../functions/manifest/tables.js';
+import type { ExecutionRecord } from '../../functions/ports/workflows/local-asl.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { SERVER_JS, type Status } from '../support/apps.js';
@@ -83,7 +84,7 @@ async function deploy(repoFullName: string, prNumber: number, headSha: string) {
 async function deployExecution(repoFullName: string, prNumber: number): Promise<ExecutionRecord> {
   await service!.workflows.idle();
   await sleep(50); // let the event-log reader count the last events
-  const envKey = envKeyOf(repoFullName, prNumber);
+  const envKey = keys.environments.envKey(repoFullName, prNumber);
   const found = [...service!.workflows.executions.values()].filter(
     (e) => e.workflow === 'deploy' && e.input.envKey === envKey && e.status === 'succeeded',
   );

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import { type KeyDef, type TableDef, tableNames, tables } from '../../functions/shared/tables.js';
+import { type KeyDef, type TableDef, tableNames, tables } from '../../functions/manifest/tables.js';
 import { resourcesOf, synthesize } from './synth.js';
 
 const keySchema = (partitionKey: KeyDef, sortKey?: KeyDef) => [
@@ -15,7 +15,7 @@ describe('stateful stack', () => {
   const logicalIdOf = (name: keyof typeof tables) =>
     stateful.getLogicalId(stateful.tables[name].node.defaultChild as dynamodb.CfnTable);
 
-  test('has exactly one table per definition in functions/shared/tables.ts', () => {
+  test('has exactly one table per definition in functions/manifest/tables.ts', () => {
     expect(Object.keys(cfnTables).sort()).toEqual(tableNames.map(logicalIdOf).sort());
   });
 
@@ -47,11 +47,7 @@ describe('stateful stack', () => {
     for (const attr of props.AttributeDefinitions as { AttributeName: string; AttributeType: string }[]) {
       expect(attr.AttributeType).toBe(expected.get(attr.AttributeName));
     }
-    if (def.ttlAttribute) {
-      expect(props.TimeToLiveSpecification).toEqual({ AttributeName: def.ttlAttribute, Enabled: true });
-    } else {
-      expect(props.TimeToLiveSpecification).toBeUndefined();
-    }
+    expect(props.TimeToLiveSpecification).toBeUndefined();
   });
 
   test('is env-agnostic and named per stage, so a second stage coexists', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { findEnvironment } from '../../functions/core/environments.js';
 import { type StepInput, transition } from '../../functions/core/pipeline.js';
-import type { RuntimeTarget } from '../../functions/shared/ports.js';
+import type { RuntimeTarget } from '../../functions/ports/runtime/port.js';
 import { handler as buildImages } from '../../functions/steps/build-images.js';
 import { handler as deployApps } from '../../functions/steps/deploy-apps.js';
 import { handler as fetchSource } from '../../functions/steps/fetch-source.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { LocalSecretStore } from '../../functions/adapters/local/secret-store.js';
 import { createApplication } from '../../functions/core/tenancy.js';
+import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 let h: Harness;

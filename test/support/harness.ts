@@ -25,7 +25,8 @@ export async function startHarness(opts: { gitRoot?: string } = {}): Promise<Har
   const dataDir = mkdtempSync(join(tmpdir(), 'preview-it-'));
   const logs: string[] = [];
   setLogSink((line) => logs.push(line));
-  // Working copies inside the (temporary) data dir, so stop() removes them too.
+  // Working copies inside the (temporary) data dir, so stop() removes them too; restored by stop().
+  const workDirVar = process.env.PREVIEW_WORK_DIR;
   process.env.PREVIEW_WORK_DIR = join(dataDir, 'work');
   const service = await startLocal({ dataDir, port: 0, gitRoot: opts.gitRoot });
   return {
@@ -38,6 +39,8 @@ export async function startHarness(opts: { gitRoot?: string } = {}): Promise<Har
     stop: async () => {
       await service.stop();
       rmSync(dataDir, { recursive: true, force: true });
+      if (workDirVar === undefined) delete process.env.PREVIEW_WORK_DIR;
+      else process.env.PREVIEW_WORK_DIR = workDirVar;
     },
   };
 }

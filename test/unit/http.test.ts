@@ -1,10 +1,11 @@
 import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { lambdaContext } from '../../functions/adapters/local/lambda-context.js';
+import { route } from '../../functions/api/route.js';
 import { ConflictError, ValidationError } from '../../functions/shared/errors.js';
-import { describeIssues, route } from '../../functions/shared/http.js';
+import { lambdaContext } from '../../functions/shared/lambda-context.js';
 import { setLogSink } from '../../functions/shared/log.js';
+import { describeIssues } from '../../functions/shared/validation.js';
 
 // The middleware stack without a database: the routes below fail before or without authentication.
 const event = (over: Partial<APIGatewayProxyEvent> = {}): APIGatewayProxyEvent =>
@@ -69,7 +70,7 @@ describe('describeIssues', () => {
     const r = z.object({ items: z.array(z.object({ key: z.string() })) }).safeParse({ items: [{ key: 1 }] });
     expect(r.success).toBe(false);
     if (!r.success)
-      expect(describeIssues('request body', r.error)).toMatch(/^invalid request body: items\.0\.key: /);
+      expect(describeIssues('request body', r.error)).toMatch(/^invalid request body: items\[0\]\.key: /);
   });
 
   test('ValidationError is a 400', () => {
@@ -81,7 +82,7 @@ describe('unexpected errors', () => {
   test('are a generic 500 whose message never reaches the caller or the log', async () => {
     const { handler } = route('getEnvironment', {}, async () => ({ statusCode: 200, body: {} }));
     // No table configuration in this process: authentication fails inside, with a ConfigError.
-    const leaky = event({ headers: { Authorization: 'Bearer pvk_abcdefgh_' + 'a'.repeat(43) } });
+    const leaky = event({ headers: { Authorization: `Bearer pvk_abcdefgh_${'a'.repeat(43)}` } });
     const res = await handler(leaky, lambdaContext('t', 'r'));
     expect(res.statusCode).toBe(500);
     expect(JSON.parse(res.body)).toEqual({ error: 'internal error' });

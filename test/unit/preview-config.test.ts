@@ -22,7 +22,7 @@ apps:
 
   test.each([
     ['apps: [', /^preview\.yaml is not valid YAML: /],
-    ['', /^preview\.yaml: \(root\): /],
+    ['', /^preview\.yaml: Invalid input: expected object/],
     ['apps: {}', /^preview\.yaml: apps: declare at least one app/],
     ['apps:\n  web:\n    port: "3000"', /^preview\.yaml: apps\.web\.port: /],
     [
@@ -34,7 +34,7 @@ apps:
       'apps:\n  web:\n    port: 3000\n    health: healthz',
       /^preview\.yaml: apps\.web\.health: must be a path/,
     ],
-    ['apps:\n  web:\n    port: 3000\n    env: { 1BAD: x }', /^preview\.yaml: apps\.web\.env\.1BAD: /],
+    ['apps:\n  web:\n    port: 3000\n    env: { 1BAD: x }', /^preview\.yaml: apps\.web\.env\["1BAD"\]: /],
   ])('%j is rejected saying what and where', (text, message) => {
     expect(() => parsePreviewConfig(text)).toThrow(message);
   });

@@ -6,9 +6,9 @@ import {
   resolveVariables,
   toTestRunView,
 } from '../../functions/core/runs.js';
-import { issuePath, parseTestsFile, toTestItem } from '../../functions/core/tests.js';
+import { parseTestsFile, toTestItem } from '../../functions/core/tests.js';
 import { ValidationError } from '../../functions/shared/errors.js';
-import { queryBoolean, queryInteger } from '../../functions/shared/validation.js';
+import { issuePath, queryBoolean, queryInteger } from '../../functions/shared/validation.js';
 
 const run = (over: Partial<RunItem> = {}): RunItem => ({
   runId: 'run1',
@@ -181,6 +181,8 @@ describe('tests file', () => {
   test('issuePath writes array indexes in brackets', () => {
     expect(issuePath([0, 'steps', 2, 'element', 'html'])).toBe('[0].steps[2].element.html');
     expect(issuePath([])).toBe('');
+    expect(issuePath(['recipes', 0, 'create', 'users', 1])).toBe('recipes[0].create.users[1]');
+    expect(issuePath(['env', 'my key'])).toBe('env["my key"]');
   });
   test('toTestItem gives fresh test and step ids and defaults variables', () => {
     const [parsed] = parseTestsFile([good]);

@@ -1,9 +1,9 @@
 import * as z from 'zod';
-import { workflows } from '../../adapters/ports.js';
 import { requestDeploy, statusPath } from '../../core/environments.js';
-import { route } from '../../shared/http.js';
+import { workflows } from '../../ports/registry.js';
 import { jsonInteger } from '../../shared/json-literal.js';
 import { MAX_PR, repoFullName } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const body = z.object({
   repoFullName,

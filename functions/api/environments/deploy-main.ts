@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { sourceHost, workflows } from '../../adapters/ports.js';
 import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
-import { route } from '../../shared/http.js';
+import { sourceHost, workflows } from '../../ports/registry.js';
 import { rowId } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const params = z.object({ applicationId: rowId });
 

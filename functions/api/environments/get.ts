@@ -1,5 +1,5 @@
 import { environmentStatus } from '../../core/environments.js';
-import { route } from '../../shared/http.js';
+import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 
 /** GET /v1/preview/environments/{owner}/{repo}/{pr}: status from stored data, org-scoped. */

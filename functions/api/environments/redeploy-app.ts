@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { workflows } from '../../adapters/ports.js';
 import { requestAppRedeploy } from '../../core/environments.js';
-import { route } from '../../shared/http.js';
+import { workflows } from '../../ports/registry.js';
 import { appName } from '../../shared/validation.js';
+import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 
 const params = envPathSchema.extend({ app: appName });

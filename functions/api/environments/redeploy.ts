@@ -1,6 +1,6 @@
-import { workflows } from '../../adapters/ports.js';
 import { requestRedeploy } from '../../core/environments.js';
-import { route } from '../../shared/http.js';
+import { workflows } from '../../ports/registry.js';
+import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 
 /** PATCH /v1/preview/environments/{owner}/{repo}/{pr}: re-run the pipeline at the current head SHA. */

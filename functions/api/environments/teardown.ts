@@ -1,6 +1,6 @@
-import { workflows } from '../../adapters/ports.js';
 import { requestTeardown } from '../../core/environments.js';
-import { route } from '../../shared/http.js';
+import { workflows } from '../../ports/registry.js';
+import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 
 /** DELETE /v1/preview/environments/{owner}/{repo}/{pr}: tear down (202 even when there is nothing to do). */

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { createRecipeVersion } from '../../core/recipes.js';
-import { route } from '../../shared/http.js';
 import { rowId } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const params = z.object({ setupId: rowId });
 // The file's rules (and the 413) need the raw text and name the culprit: the use case checks them.

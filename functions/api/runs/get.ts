@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { getRun } from '../../core/runs.js';
-import { route } from '../../shared/http.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const params = z.object({ run_id: rowId });
 const query = z.object({ media: queryBoolean, steps: queryBoolean });

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { listRuns, RUN_STATUSES } from '../../core/runs.js';
-import { route } from '../../shared/http.js';
 import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const query = z.object({
   limit: queryInteger(1, 100).default(20),

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { startRun } from '../../core/runs.js';
-import { route } from '../../shared/http.js';
 import { rowId } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const params = z.object({ test_id: rowId });
 const body = z

@@ -1,6 +1,6 @@
-import { secretStore } from '../../adapters/ports.js';
 import { deleteSecret } from '../../core/secrets.js';
-import { route } from '../../shared/http.js';
+import { secretStore } from '../../ports/registry.js';
+import { route } from '../route.js';
 import { keyPath } from './schemas.js';
 
 /** DELETE /v1/preview/secrets/{applicationId}/{app}/{key}: delete one key (404 if bundle or key is absent). */

@@ -1,5 +1,5 @@
 import { listSecrets } from '../../core/secrets.js';
-import { route } from '../../shared/http.js';
+import { route } from '../route.js';
 import { bundlePath } from './schemas.js';
 
 /** GET /v1/preview/secrets/{applicationId}/{app}: key names and metadata, never values. */

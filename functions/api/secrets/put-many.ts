@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { secretStore } from '../../adapters/ports.js';
 import { upsertSecrets } from '../../core/secrets.js';
-import { route } from '../../shared/http.js';
+import { secretStore } from '../../ports/registry.js';
 import { envVarKey } from '../../shared/validation.js';
+import { route } from '../route.js';
 import { bundlePath, secretValue } from './schemas.js';
 
 const body = z.object({

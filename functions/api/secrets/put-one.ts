@@ -1,7 +1,7 @@
 import * as z from 'zod';
-import { secretStore } from '../../adapters/ports.js';
 import { upsertSecrets } from '../../core/secrets.js';
-import { route } from '../../shared/http.js';
+import { secretStore } from '../../ports/registry.js';
+import { route } from '../route.js';
 import { keyPath, secretValue } from './schemas.js';
 
 const body = z.object({ value: secretValue });

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { getTest } from '../../core/tests.js';
-import { route } from '../../shared/http.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
+import { route } from '../route.js';
 
 const params = z.object({ test_id: rowId });
 const query = z.object({ steps: queryBoolean });

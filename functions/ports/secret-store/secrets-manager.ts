@@ -5,7 +5,7 @@ import {
   ResourceNotFoundException,
   type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import type { BundleRef, SecretStore } from '../../shared/ports.js';
+import type { BundleRef, SecretStore } from './port.js';
 
 /**
  * Secrets Manager adapter: one secret per (application, app) named `<prefix>/<applicationId>/<app>`,

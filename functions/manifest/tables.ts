@@ -19,8 +19,6 @@ export interface TableDef {
   partitionKey: KeyDef;
   sortKey?: KeyDef;
   indexes: IndexDef[];
-  /** Attribute holding an epoch-seconds expiry, if the table uses TTL. */
-  ttlAttribute?: string;
 }
 
 const S = (name: string): KeyDef => ({ name, type: 'S' });
@@ -71,3 +69,41 @@ export const tables = {
 
 export type TableName = keyof typeof tables;
 export const tableNames = Object.keys(tables) as TableName[];
+
+/**
+ * Key builders: one function per key shape, used by the writer and every reader. No key is concatenated
+ * anywhere else. Repository names are case-insensitive at the source host, so every key holds them
+ * lower-cased (`repoKey`).
+ */
+export const keys = {
+  tenancy: {
+    org: (orgId: string) => `ORG#${orgId}`,
+    apiKey: (keyId: string) => `APIKEY#${keyId}`,
+    client: (clientId: string) => `CLIENT#${clientId}`,
+  },
+  applications: {
+    /** `byRepo` partition: the org's applications linked to one repository. */
+    byRepo: (orgId: string, repoFullName: string) => `${orgId}#${repoKey(repoFullName)}`,
+  },
+  environments: {
+    /** Sort key of an environment: `owner/repo#pr`, lower-cased. */
+    envKey: (repoFullName: string, prNumber: number) => `${repoKey(repoFullName)}#${prNumber}`,
+    /** The parts of an `envKey` (the one place it is parsed). */
+    parseEnvKey(envKey: string): { repo: string; prNumber: number } {
+      const at = envKey.lastIndexOf('#');
+      return { repo: envKey.slice(0, at), prNumber: Number(envKey.slice(at + 1)) };
+    },
+  },
+  runs: {
+    byTest: (orgId: string, testId: string) => `${orgId}#${testId}`,
+    byFolder: (orgId: string, folderId: string) => `${orgId}#${folderId}`,
+    byStatus: (orgId: string, status: string) => `${orgId}#${status}`,
+    /** Sort key of every runs index: newest first when read backwards. */
+    created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
+  },
+} as const;
+
+/** Canonical storage form of a repository name: GitHub names are case-insensitive. */
+export function repoKey(repoFullName: string): string {
+  return repoFullName.toLowerCase();
+}

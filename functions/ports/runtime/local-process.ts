@@ -14,17 +14,13 @@ import {
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import { keys } from '../../manifest/tables.js';
 import { newId } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
-import type {
-  AppLaunch,
-  AppSpec,
-  Runtime,
-  RuntimeTarget,
-  SourceHost,
-  TaskOutcome,
-} from '../../shared/ports.js';
 import { DeployFailed, Superseded } from '../../shared/step-errors.js';
+import type { SourceHost } from '../source-host/port.js';
+import type { TaskOutcome } from '../workflows/port.js';
+import type { AppLaunch, AppSpec, Runtime, RuntimeTarget } from './port.js';
 
 /** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
 const INHERITED_VARS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ', 'NODE_EXTRA_CA_CERTS', 'SHELL'];
@@ -85,7 +81,11 @@ interface ActiveBuild {
   children: Set<ChildProcess>;
 }
 
-const envId = (t: Pick<RuntimeTarget, 'orgId' | 'envKey'>) => `${t.orgId}/${t.envKey.replace('#', '/')}`;
+/** `org/owner/repo/pr`: the environment's folder (for logs, state and working copies). */
+const envId = (t: Pick<RuntimeTarget, 'orgId' | 'envKey'>) => {
+  const { repo, prNumber } = keys.environments.parseEnvKey(t.envKey);
+  return `${t.orgId}/${repo}/${prNumber}`;
+};
 const failure = (error: string, cause: string): TaskOutcome => ({ ok: false, error, cause });
 
 /**

@@ -3,11 +3,13 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { GitSourceHost } from '../../functions/adapters/local/git-source-host.js';
-import { ProcessRuntime } from '../../functions/adapters/local/process-runtime.js';
-import type { AppLaunch, AppSpec, RuntimeTarget, TaskOutcome } from '../../functions/shared/ports.js';
-import { alive, BUILD_JS, hit, SERVER_JS } from '../support/apps.js';
-import { makeRepo } from '../support/git.js';
+import { alive, BUILD_JS, hit, SERVER_JS } from '../../../test/support/apps.js';
+import { makeRepo } from '../../../test/support/git.js';
+import { GitSourceHost } from '../source-host/local-git.js';
+import type { TaskOutcome } from '../workflows/port.js';
+import { ProcessRuntime } from './local-process.js';
+import type { AppLaunch, AppSpec, RuntimeTarget } from './port.js';
+import { runtimeContract } from './runtime.contract.js';
 
 /*
  * The local process runtime on its own: a real git source host over a repository on disk, real app
@@ -129,6 +131,15 @@ async function awaitReady(runtime: ProcessRuntime, t: RuntimeTarget): Promise<Ta
   await runtime.awaitReady(t, { web: WEB }, token);
   return outcomeOf(token);
 }
+runtimeContract('ProcessRuntime', {
+  runtime: () => newRuntime(),
+  newToken,
+  outcomeOf,
+  target: (generation = 1) => target(generation),
+  sha: () => sha,
+  app: WEB,
+});
+
 /** Build, deploy and wait for readiness; returns the app's URL. */
 async function up(runtime: ProcessRuntime, t: RuntimeTarget, spec: AppSpec = WEB): Promise<string> {
   expect(await build(runtime, t, spec)).toEqual({ ok: true, output: {} });

@@ -9,7 +9,7 @@ import {
   TaskTimedOut,
 } from '@aws-sdk/client-sfn';
 import { ConfigError } from '../../shared/errors.js';
-import type { TaskOutcome, WorkflowName, Workflows } from '../../shared/ports.js';
+import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 
 /** Step Functions adapter: StartExecution on the state machine CDK wired to each workflow name. */
 export class StepFunctionsWorkflows implements Workflows {

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { StateMachine } from 'aws-local-stepfunctions';
+import { localTaskArn, substitute, type WorkflowDef, workflows } from '../../manifest/workflows.js';
 import { newId } from '../../shared/crypto.js';
+import { lambdaContext } from '../../shared/lambda-context.js';
 import { log } from '../../shared/log.js';
-import type { TaskOutcome, WorkflowName, Workflows } from '../../shared/ports.js';
-import { localTaskArn, substitute, type WorkflowDef, workflows } from '../../workflows.js';
-import { lambdaContext } from './lambda-context.js';
+import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 
 type StepHandler = (input: unknown, context: unknown) => Promise<unknown>;
 type JsonValue = Parameters<StateMachine['run']>[0];

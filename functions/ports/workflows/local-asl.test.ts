@@ -2,9 +2,10 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { type ExecutionRecord, LocalWorkflows } from '../../functions/adapters/local/workflows.js';
-import { setLogSink } from '../../functions/shared/log.js';
-import { workflows as manifest, type WorkflowDef } from '../../functions/workflows.js';
+import { workflows as manifest, type WorkflowDef } from '../../manifest/workflows.js';
+import { setLogSink } from '../../shared/log.js';
+import { type ExecutionRecord, LocalWorkflows } from './local-asl.js';
+import { workflowsContract } from './workflows.contract.js';
 
 /*
  * LocalWorkflows without DynamoDB or a runtime: a repository root holding the project's own ASL files
@@ -12,7 +13,7 @@ import { workflows as manifest, type WorkflowDef } from '../../functions/workflo
  * name). The tests play the runtime: they end callback tasks through `completeTask`.
  */
 
-const REPO_ROOT = new URL('../..', import.meta.url).pathname;
+const REPO_ROOT = new URL('../../..', import.meta.url).pathname;
 const tmp = mkdtempSync(join(tmpdir(), 'local-workflows-'));
 const logs: string[] = [];
 setLogSink((line) => logs.push(line));
@@ -71,6 +72,8 @@ afterAll(() => {
   rmSync(tmp, { recursive: true, force: true });
   delete (globalThis as any).__localWorkflowsTest;
 });
+
+workflowsContract('LocalWorkflows', () => newWorkflows());
 
 /** An ASL `${Name}` placeholder, which LocalWorkflows replaces with the manifest task's local ARN. */
 const placeholder = (name: string) => `\${${name}}`;

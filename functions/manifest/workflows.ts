@@ -4,7 +4,9 @@
  * adapter substitutes a local ARN and runs the same entry in-process. Plain data, like the route manifest.
  */
 import type { RouteAccess } from './routes.js';
-import type { WorkflowName } from './shared/ports.js';
+
+/** The state machines of the service. */
+export type WorkflowName = 'deploy' | 'teardown' | 'redeployApp';
 
 export interface TaskDef {
   /** Step handler module, relative to the repository root; it exports `handler`. */

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BundleRef, SecretStore } from '../../shared/ports.js';
+import type { BundleRef, SecretStore } from './port.js';
 
 /**
  * Local secret store: one file per bundle under `<dataDir>/secrets`, AES-256-GCM encrypted with a key in

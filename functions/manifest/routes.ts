@@ -4,8 +4,8 @@
  * A route that exists locally exists in the cloud, and the other way round. Plain data: importing it
  * pulls in no handler code.
  */
-import type { WorkflowName } from './shared/ports.js';
-import type { TableName } from './shared/tables.js';
+import type { TableName } from './tables.js';
+import type { WorkflowName } from './workflows.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /** `apiKey`: `Authorization: Bearer <API key>`. `client`: `svc-client-id` + `svc-client-secret` headers. */

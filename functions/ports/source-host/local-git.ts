@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { RefResolution, SourceHost } from '../../shared/ports.js';
+import type { RefResolution, SourceHost } from './port.js';
 
 const run = promisify(execFile);
 const SHA_RE = /^[0-9a-f]{7,40}$/i;

@@ -1,12 +1,13 @@
-import './polyfills.js';
+import '../shared/polyfills.js';
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod';
 import { authenticate, type Principal } from '../core/auth.js';
-import { type RouteId, routes } from '../routes.js';
-import { ConfigError, publicMessage, statusOf, ValidationError } from './errors.js';
-import { log } from './log.js';
+import { type RouteId, routes } from '../manifest/routes.js';
+import { ConfigError, publicMessage, statusOf, ValidationError } from '../shared/errors.js';
+import { log } from '../shared/log.js';
+import { describeIssues } from '../shared/validation.js';
 
 /** What a handler receives: validated input and the authenticated principal. */
 export interface RouteRequest<B, P, Q> {
@@ -62,15 +63,6 @@ function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>)
   const stage =
     host.includes('.execute-api.') && event.requestContext?.stage ? `/${event.requestContext.stage}` : '';
   return `${proto}://${host}${stage}`;
-}
-
-/** `a.b: message; c: message` from a zod error, prefixed by where the problem is. */
-export function describeIssues(where: string, error: z.ZodError): string {
-  const parts = error.issues.slice(0, 5).map((i) => {
-    const path = i.path.map(String).join('.');
-    return path ? `${path}: ${i.message}` : i.message;
-  });
-  return `invalid ${where}: ${parts.join('; ')}`;
 }
 
 /** Validated input of each in-flight request, keyed by its event object. */

@@ -1,0 +1,65 @@
+/**
+ * The Runtime port: where preview apps are built and run. Adapters: `local-process.ts` (processes on this
+ * machine); the EKS adapter (images and pods) is the seam for AWS mode.
+ *
+ * Long waits (builds, rollouts) complete through `Workflows.completeTask` with the token they were given,
+ * so a state machine waits on a callback instead of polling. Every failure a runtime reports, thrown or
+ * through a token, is named by one of `shared/step-errors.ts`, which the ASL Retry/Catch lists match:
+ * `Superseded` (a newer generation owns the environment: the execution ends quietly), `TransientError`
+ * (retried), `DeployFailed` (recorded as the environment's `error`).
+ */
+
+/** One app of a preview environment, as `preview.yaml` declares it (validated by core/preview-config.ts). */
+export interface AppSpec {
+  port: number;
+  command?: string;
+  build?: string;
+  health?: string;
+  env?: Record<string, string>;
+  dockerfile?: string;
+  context?: string;
+}
+
+/**
+ * The environment a runtime call acts for, with the generation of the request behind it. Runtimes fence
+ * by generation: once they have seen generation N for an environment, a call for an older one is refused
+ * with `Superseded` and changes nothing.
+ */
+export interface RuntimeTarget {
+  orgId: string;
+  envKey: string;
+  repoFullName: string;
+  prNumber: number;
+  generation: number;
+}
+
+/** An app to (re)start: its spec and the environment variables it runs with (plain env + secrets). */
+export interface AppLaunch {
+  name: string;
+  spec: AppSpec;
+  vars: Record<string, string>;
+  /** Which of `vars` come from the secret bundle: a runtime never repeats their values (in errors, logs). */
+  secretKeys: string[];
+}
+
+export interface Runtime {
+  /**
+   * Start building `apps` at `sha` and return. Completes `token` with `{}` once every app is built, or
+   * fails it with `DeployFailed` naming the app and the cause (`Superseded` when a newer build of the same
+   * app or a teardown replaced it).
+   */
+  build(target: RuntimeTarget, sha: string, apps: Record<string, AppSpec>, token: string): Promise<void>;
+  /**
+   * Replace the running instances of `apps` with their latest builds, started with `vars`; siblings not
+   * listed are untouched unless `prune` (a whole-environment deploy) removes apps no longer declared.
+   * Returns once applied; readiness is `awaitReady`'s.
+   */
+  deploy(target: RuntimeTarget, apps: AppLaunch[], opts?: { prune?: boolean }): Promise<void>;
+  /**
+   * Complete `token` with `{ urls }` (app name → URL) once every named app answers its readiness check,
+   * or fail it with `DeployFailed` naming the app and what it answered.
+   */
+  awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void>;
+  /** Stop every app and build of the environment and remove what it ran from (fences older generations). */
+  teardown(target: RuntimeTarget): Promise<void>;
+}

@@ -1,0 +1,73 @@
+import { describe, expect, test } from '@jest/globals';
+import type { TaskOutcome } from '../workflows/port.js';
+import type { AppSpec, Runtime, RuntimeTarget } from './port.js';
+
+/** What an adapter's test file hands the contract: a runtime and the means to watch its task tokens. */
+export interface RuntimeFixture {
+  runtime(): Runtime;
+  /** A fresh task token, and how it was completed (the fixture plays `Workflows.completeTask`). */
+  newToken(): string;
+  outcomeOf(token: string): Promise<TaskOutcome>;
+  /** A fresh environment (its own PR) at `generation`. */
+  target(generation?: number): RuntimeTarget;
+  /** The head commit of the fixture repository, and an app of it that answers its health check. */
+  sha(): string;
+  app: AppSpec;
+}
+
+/**
+ * The Runtime contract, run by each adapter's test file against that adapter: callbacks complete their
+ * tokens, readiness yields a URL per app, generations fence, teardown fences too.
+ */
+export function runtimeContract(name: string, fx: RuntimeFixture): void {
+  const at = (t: RuntimeTarget, generation: number): RuntimeTarget => ({ ...t, generation });
+  const launch = (vars: Record<string, string> = {}) => [{ name: 'web', spec: fx.app, vars, secretKeys: [] }];
+  async function build(rt: Runtime, t: RuntimeTarget) {
+    const token = fx.newToken();
+    await rt.build(t, fx.sha(), { web: fx.app }, token);
+    return fx.outcomeOf(token);
+  }
+  async function ready(rt: Runtime, t: RuntimeTarget) {
+    const token = fx.newToken();
+    await rt.awaitReady(t, { web: fx.app }, token);
+    return fx.outcomeOf(token);
+  }
+
+  describe(`${name} honours the Runtime contract`, () => {
+    test('build completes its token with {}; deploy then awaitReady completes with a URL per app', async () => {
+      const rt = fx.runtime();
+      const t = fx.target();
+      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      await rt.deploy(t, launch(), { prune: true });
+      const outcome = await ready(rt, t);
+      expect(outcome).toEqual({ ok: true, output: { urls: { web: expect.stringMatching(/^https?:\/\//) } } });
+    });
+
+    test('a call of an older generation is refused with Superseded', async () => {
+      const rt = fx.runtime();
+      const t = fx.target(2);
+      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      await expect(rt.deploy(at(t, 1), launch())).rejects.toMatchObject({ name: 'Superseded' });
+      await expect(rt.build(at(t, 1), fx.sha(), { web: fx.app }, fx.newToken())).rejects.toMatchObject({
+        name: 'Superseded',
+      });
+    });
+
+    test('teardown is idempotent and fences the generations before it', async () => {
+      const rt = fx.runtime();
+      const t = fx.target(1);
+      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      await rt.teardown(at(t, 2));
+      await rt.teardown(at(t, 2));
+      await expect(rt.deploy(t, launch())).rejects.toMatchObject({ name: 'Superseded' });
+    });
+
+    test('a build of an app whose source is missing fails its token with DeployFailed', async () => {
+      const rt = fx.runtime();
+      const t = { ...fx.target(), repoFullName: 'acme/does-not-exist' };
+      const token = fx.newToken();
+      await rt.build(t, fx.sha(), { web: fx.app }, token);
+      expect(await fx.outcomeOf(token)).toMatchObject({ ok: false, error: 'DeployFailed' });
+    });
+  });
+}

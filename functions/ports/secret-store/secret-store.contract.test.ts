@@ -1,0 +1,151 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  ResourceExistsException,
+  ResourceNotFoundException,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
+import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
+import { LocalSecretStore } from './local-files.js';
+import type { SecretStore } from './port.js';
+import { SecretsManagerStore } from './secrets-manager.js';
+
+/*
+ * The SecretStore contract, run against every adapter: the local encrypted files, and Secrets Manager at
+ * its SDK boundary (aws-sdk-client-mock answering from an in-memory map the way the service does:
+ * GetSecretValue/PutSecretValue of a missing secret → ResourceNotFoundException, CreateSecret of an
+ * existing one → ResourceExistsException). Adapter-specific behaviour follows the contract.
+ */
+
+const dir = mkdtempSync(join(tmpdir(), 'secret-store-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const sm = mockClient(SecretsManagerClient);
+const secrets = new Map<string, string>();
+const notFound = () => new ResourceNotFoundException({ message: 'not found', $metadata: {} });
+function inMemorySecretsManager() {
+  sm.reset();
+  secrets.clear();
+  sm.on(GetSecretValueCommand).callsFake(({ SecretId }) => {
+    if (!secrets.has(SecretId)) throw notFound();
+    return { SecretString: secrets.get(SecretId) };
+  });
+  sm.on(PutSecretValueCommand).callsFake(({ SecretId, SecretString }) => {
+    if (!secrets.has(SecretId)) throw notFound();
+    secrets.set(SecretId, SecretString);
+    return {};
+  });
+  sm.on(CreateSecretCommand).callsFake(({ Name, SecretString }) => {
+    if (secrets.has(Name)) throw new ResourceExistsException({ message: 'exists', $metadata: {} });
+    secrets.set(Name, SecretString);
+    return {};
+  });
+}
+
+function secretStoreContract(name: string, make: () => SecretStore) {
+  describe(`${name} honours the SecretStore contract`, () => {
+    test('a bundle never written reads as undefined', async () => {
+      expect(await make().read({ applicationId: 'never', app: 'web' })).toBeUndefined();
+    });
+
+    test('write creates, a second write replaces the whole bundle', async () => {
+      const store = make();
+      const ref = { applicationId: 'a1', app: 'web' };
+      await store.write(ref, { A: '1', B: '2' });
+      expect(await store.read(ref)).toEqual({ A: '1', B: '2' });
+      await store.write(ref, { B: '3' });
+      expect(await store.read(ref)).toEqual({ B: '3' });
+    });
+
+    test('bundles of other apps and applications are independent', async () => {
+      const store = make();
+      await store.write({ applicationId: 'a2', app: 'web' }, { X: 'web' });
+      await store.write({ applicationId: 'a2', app: 'api' }, { X: 'api' });
+      await store.write({ applicationId: 'a3', app: 'web' }, { X: 'other' });
+      expect(await store.read({ applicationId: 'a2', app: 'web' })).toEqual({ X: 'web' });
+      expect(await store.read({ applicationId: 'a2', app: 'api' })).toEqual({ X: 'api' });
+    });
+
+    test('values round-trip exactly: unicode, newlines, empty strings, JSON-looking text', async () => {
+      const store = make();
+      const ref = { applicationId: 'a4', app: 'web' };
+      const values = {
+        PEM: '-----BEGIN KEY-----\nabc\n-----END KEY-----\n',
+        U: 'ünï ✓ 🔑',
+        E: '',
+        J: '{"a":1}',
+      };
+      await store.write(ref, values);
+      expect(await store.read(ref)).toEqual(values);
+    });
+  });
+}
+
+beforeEach(() => inMemorySecretsManager());
+
+secretStoreContract('LocalSecretStore', () => new LocalSecretStore(dir));
+secretStoreContract(
+  'SecretsManagerStore',
+  () => new SecretsManagerStore(new SecretsManagerClient({ region: 'eu-west-1' }), 'preview'),
+);
+
+describe('LocalSecretStore specifics', () => {
+  test('values are encrypted at rest under a 0600 key file', async () => {
+    const own = mkdtempSync(join(dir, 'enc-'));
+    const store = new LocalSecretStore(own);
+    await store.write({ applicationId: 'a', app: 'web' }, { API_TOKEN: 'plaintext-needle' });
+    expect(statSync(join(own, 'secrets.key')).mode & 0o777).toBe(0o600);
+    const files = readdirSync(join(own, 'secrets'));
+    expect(files).toHaveLength(1);
+    const blob = readFileSync(join(own, 'secrets', files[0]!));
+    expect(blob.includes('plaintext-needle')).toBe(false);
+    expect(blob.includes('API_TOKEN')).toBe(false);
+    expect(await new LocalSecretStore(own).read({ applicationId: 'a', app: 'web' })).toEqual({
+      API_TOKEN: 'plaintext-needle',
+    });
+  });
+
+  test('a tampered file fails authentication instead of yielding wrong values', async () => {
+    const own = mkdtempSync(join(dir, 'tamper-'));
+    const store = new LocalSecretStore(own);
+    await store.write({ applicationId: 't', app: 'web' }, { K: 'v' });
+    for (const f of readdirSync(join(own, 'secrets')).map((n) => join(own, 'secrets', n))) {
+      const blob = readFileSync(f);
+      blob[blob.length - 1]! ^= 0xff;
+      writeFileSync(f, blob);
+    }
+    await expect(store.read({ applicationId: 't', app: 'web' })).rejects.toThrow();
+  });
+});
+
+describe('SecretsManagerStore specifics', () => {
+  const store = () => new SecretsManagerStore(new SecretsManagerClient({ region: 'eu-west-1' }), 'preview');
+  const ref = { applicationId: 'app1', app: 'web' };
+
+  test('one secret per (application, app), named <prefix>/<applicationId>/<app>', async () => {
+    await store().write(ref, { A: '1' });
+    expect([...secrets.keys()]).toEqual(['preview/app1/web']);
+  });
+
+  test('the first write creates the secret, tagged; later writes put a new value', async () => {
+    await store().write(ref, { A: '1' });
+    await store().write(ref, { A: '2' });
+    const created = sm.commandCalls(CreateSecretCommand).map((c) => c.args[0].input);
+    expect(created).toHaveLength(1);
+    expect(created[0]!.Tags).toEqual([
+      { Key: 'preview:applicationId', Value: 'app1' },
+      { Key: 'preview:app', Value: 'web' },
+    ]);
+    expect(sm.commandCalls(PutSecretValueCommand)).toHaveLength(2);
+  });
+
+  test('errors other than not-found propagate', async () => {
+    sm.on(GetSecretValueCommand).rejects(new Error('throttled'));
+    await expect(store().read(ref)).rejects.toThrow('throttled');
+  });
+});
