@@ -6,7 +6,7 @@ import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
-import { getApplication } from './tenancy.js';
+import { findApplicationByRepo, getApplication } from './tenancy.js';
 
 export type EnvironmentStatus = 'pending' | 'building' | 'deploying' | 'ready' | 'failed' | 'torn_down';
 
@@ -140,6 +140,30 @@ export async function requestDeploy(
     executionName('deploy', env),
   );
   return env;
+}
+
+/**
+ * Deploy a pull request's head (POST deploy).
+ * Steps: the caller's organization must have an application linked to the repository: otherwise 404
+ * naming it, with nothing stored and nothing started (an organization deploys, and so runs, only its own
+ * repositories, and cannot probe which others the source host reaches); 409 if that application is
+ * disabled; then `requestDeploy` under the repository name as the application links it, whatever case
+ * the caller wrote (GitHub names are case-insensitive: one canonical form from request to source host).
+ */
+export async function requestPrDeploy(
+  workflows: Workflows,
+  orgId: string,
+  repoFullName: string,
+  prNumber: number,
+  inputs: DeployInputs,
+): Promise<Environment> {
+  const app = await findApplicationByRepo(orgId, repoFullName);
+  if (!app?.repoFullName)
+    throw new NotFoundError(
+      `repository ${repoFullName} is not linked to an application of this organization`,
+    );
+  if (app.disabled) throw new ConflictError('application is disabled');
+  return requestDeploy(workflows, { orgId, repoFullName: app.repoFullName, prNumber }, inputs);
 }
 
 /**

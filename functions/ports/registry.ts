@@ -14,7 +14,7 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { config } from '../shared/config.js';
-import { ConfigError } from '../shared/errors.js';
+import { ConfigError, ServiceUnavailableError } from '../shared/errors.js';
 import type { Runtime } from './runtime/port.js';
 import type { SecretStore } from './secret-store/port.js';
 import { SecretsManagerStore } from './secret-store/secrets-manager.js';
@@ -69,11 +69,15 @@ export const workflows = /* @__PURE__ */ adapter(
 export const sourceHost = /* @__PURE__ */ adapter('sourceHost', () => {
   // The GitHub App adapter (@octokit/app: installation lookup, ref resolution, tarball checkout) is the
   // seam left for a later issue; until then AWS mode says so instead of pretending.
-  throw new ConfigError('the GitHub source-host adapter is not built yet; run with PREVIEW_MODE=local');
+  throw new ServiceUnavailableError(
+    'the GitHub source-host adapter is not built yet in AWS mode; run with PREVIEW_MODE=local',
+  );
 });
 
 export const runtime = /* @__PURE__ */ adapter('runtime', () => {
   // The EKS runtime (image builds whose completion calls SendTaskSuccess, a namespace per environment,
   // Deployments with the bundle as a Secret, rollout watch) is the seam left for a later issue.
-  throw new ConfigError('the EKS runtime adapter is not built yet; run with PREVIEW_MODE=local');
+  throw new ServiceUnavailableError(
+    'the EKS runtime adapter is not built yet in AWS mode; run with PREVIEW_MODE=local',
+  );
 });

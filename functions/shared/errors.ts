@@ -35,6 +35,14 @@ export class PayloadTooLargeError extends AppError {
   readonly statusCode = 413;
 }
 
+/**
+ * 503: a capability this deployment does not provide (an adapter that is not configured or not built).
+ * The message says which, so an operator can act on it.
+ */
+export class ServiceUnavailableError extends AppError {
+  readonly statusCode = 503;
+}
+
 /** Configuration is missing or invalid: raised at cold start, never mapped to a 4xx. */
 export class ConfigError extends Error {
   constructor(message: string) {

@@ -3,11 +3,13 @@ import { runtime } from '../ports/registry.js';
 
 /**
  * Teardown: stop and remove everything the runtime runs for the environment (which also refuses any
- * later call of an older generation), then record `torn_down` with no URLs.
+ * later call of an older generation), then record `torn_down` with no URLs. An environment whose preview
+ * config was never read (it failed or was torn down before that) never reached the runtime, so there is
+ * nothing there to remove: it ends `torn_down` without calling it.
  */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
-  await runtime().teardown(runtimeTarget(env, input));
+  if (env.apps !== undefined) await runtime().teardown(runtimeTarget(env, input));
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error']);
   return input;
 }

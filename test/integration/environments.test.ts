@@ -7,7 +7,7 @@ import { createApplication } from '../../functions/core/tenancy.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../support/harness.js';
+import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 const PREVIEW_YAML =
   'apps:\n  web:\n    port: 3000\n    command: node server.js web\n  api:\n    port: 4000\n    command: node server.js api\n';
@@ -37,6 +37,7 @@ beforeAll(async () => {
   makeRepo(gitRoot, 'acme/trunkless', { 'README.md': 'x' }, 'develop');
   h = await startHarness({ gitRoot });
   auth = bearer(h.org);
+  for (const repo of ['acme/web', 'acme/ghost', 'acme/broken2']) await linkRepo(h.org, repo);
 });
 afterAll(async () => {
   await h.stop();
@@ -409,5 +410,97 @@ describe('routing', () => {
       expect(typeof l.latencyMs).toBe('number');
     }
     expect(h.logs.join('\n')).not.toContain(h.org.apiKey);
+  });
+});
+
+// Hardening (issue 8): each test reproduces the attack that found the hole.
+describe('a deploy needs the repository to belong to the caller', () => {
+  const tableItems = async () => {
+    const { ScanCommand } = await import('@aws-sdk/lib-dynamodb');
+    const { Items } = await ddb().send(new ScanCommand({ TableName: table('environments') }));
+    return (Items ?? []).map((i) => `${i.orgId}/${i.envKey}@${i.generation}`).sort();
+  };
+
+  test('a repository no application of the org links answers 404 naming it; nothing stored or started', async () => {
+    makeRepo(gitRoot, 'acme/unlinked', { 'preview.yaml': PREVIEW_YAML, 'server.js': SERVER_JS });
+    const before = await tableItems();
+    const executions = h.service.workflows.executions.size;
+    // An existing repository and one that exists nowhere answer alike: nothing to probe.
+    for (const repoFullName of ['acme/unlinked', 'acme/nowhere-at-all']) {
+      const res = await call(h, 'POST', '/v1/preview/environments', {
+        body: deployBody({ repoFullName, prNumber: 31 }),
+        headers: auth,
+      });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({
+        error: `repository ${repoFullName} is not linked to an application of this organization`,
+      });
+    }
+    expect(await tableItems()).toEqual(before);
+    expect(h.service.workflows.executions.size).toBe(executions);
+    const status = await call(h, 'GET', '/v1/preview/environments/acme/unlinked/31', { headers: auth });
+    expect(status.status).toBe(404);
+  });
+
+  test("another organization cannot deploy (and so run) this org's repository", async () => {
+    const other = await h.newOrg('intruder');
+    const before = await tableItems();
+    const res = await call(h, 'POST', '/v1/preview/environments', {
+      body: deployBody({ prNumber: 32 }),
+      headers: bearer(other),
+    });
+    expect(res.status).toBe(404);
+    expect(res.body.error).toContain('acme/web');
+    expect(await tableItems()).toEqual(before);
+  });
+
+  test('a case variant of the name deploys the same environment under the name the application links', async () => {
+    const first = await call(h, 'POST', '/v1/preview/environments', {
+      body: deployBody({ prNumber: 33 }),
+      headers: auth,
+    });
+    expect(first.status).toBe(202);
+    await settle();
+    const upper = await call(h, 'POST', '/v1/preview/environments', {
+      body: deployBody({ repoFullName: 'ACME/WEB', prNumber: 33 }),
+      headers: auth,
+    });
+    expect(upper.status).toBe(202);
+    expect(upper.body).toMatchObject({
+      repoFullName: 'acme/web',
+      statusUrl: '/v1/preview/environments/acme/web/33',
+    });
+    await settle();
+    const status = await call(h, 'GET', '/v1/preview/environments/ACME/WEB/33', { headers: auth });
+    expect(status.body).toMatchObject({ status: 'ready', repoFullName: 'acme/web' });
+    expect(status.body.error).toBeUndefined();
+  });
+});
+
+describe('teardown of an environment that never deployed anything', () => {
+  test('ends torn_down without asking the runtime to remove anything', async () => {
+    const runtime = h.service.runtime;
+    const original = runtime.teardown.bind(runtime);
+    let calls = 0;
+    runtime.teardown = async (target) => {
+      calls++;
+      return original(target);
+    };
+    try {
+      // The commit does not exist: the deploy fails before the preview config is read.
+      const body = deployBody({ prNumber: 34, headSha: 'e'.repeat(40) });
+      expect((await call(h, 'POST', '/v1/preview/environments', { body, headers: auth })).status).toBe(202);
+      await settle();
+      const path = '/v1/preview/environments/acme/web/34';
+      expect((await call(h, 'GET', path, { headers: auth })).body.status).toBe('failed');
+      expect((await call(h, 'DELETE', path, { headers: auth })).status).toBe(202);
+      await settle();
+      const status = await call(h, 'GET', path, { headers: auth });
+      expect(status.body).toMatchObject({ status: 'torn_down', urls: {} });
+      expect(status.body.error).toBeUndefined();
+      expect(calls).toBe(0);
+    } finally {
+      runtime.teardown = original;
+    }
   });
 });

@@ -14,7 +14,7 @@ import { handler as readConfig } from '../../functions/steps/read-config.js';
 import { handler as tearDown } from '../../functions/steps/tear-down.js';
 import { hit, pollUntil, SERVER_JS } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../support/harness.js';
+import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 /*
  * Generation fencing from the outside: once a newer deploy owns an environment, every step of the older
@@ -50,6 +50,7 @@ afterAll(async () => {
 });
 
 async function deploy(sha: string) {
+  await linkRepo(h.org, REPO);
   const res = await call(h, 'POST', '/v1/preview/environments', {
     body: { repoFullName: REPO, prNumber: PR, headSha: sha, headRef: 'feature' },
     headers: auth,

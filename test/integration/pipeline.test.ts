@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { alive, BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../support/harness.js';
+import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 /*
  * The deploy pipeline end to end: real HTTP to the local server, the ASL state machines run in-process,
@@ -33,6 +33,7 @@ afterAll(async () => {
 
 /** POST a deploy of `repo` PR `pr` at `sha` (202 expected). */
 async function deploy(repo: string, pr: number, sha: string) {
+  await linkRepo(h.org, repo);
   const res = await call(h, 'POST', '/v1/preview/environments', {
     body: { repoFullName: repo, prNumber: pr, headSha: sha, headRef: 'feature' },
     headers: auth,

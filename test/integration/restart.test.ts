@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { alive, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { call } from '../support/harness.js';
-import { defaultWorkDir, ROOT, startProcess, stopProcess } from '../support/process.js';
+import { defaultWorkDir, previewctl, ROOT, startProcess, stopProcess } from '../support/process.js';
 
 /*
  * `npm start` as a child process, killed mid-deploy (SIGKILL: no cleanup at all) and started again on the
@@ -54,6 +54,10 @@ describe('killing the local server mid-deploy', () => {
     let server = await start();
     const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
     const auth = { authorization: `Bearer ${creds.apiKey}` };
+    for (const repo of ['acme/steady', 'acme/crash'])
+      expect((await previewctl(dataDir, 'apps', 'create', '--org', creds.orgId, '--repo', repo)).code).toBe(
+        0,
+      );
     const deploy = (repo: string, sha: string) =>
       call(server, 'POST', '/v1/preview/environments', {
         body: { repoFullName: repo, prNumber: 1, headSha: sha, headRef: 'f' },
@@ -123,6 +127,7 @@ describe('the default data dir, inside this project', () => {
       });
       const server = await startProcess(insideProject, { PREVIEW_GIT_ROOT: gitRoot });
       const creds = JSON.parse(readFileSync(join(insideProject, 'credentials.json'), 'utf8'));
+      await previewctl(insideProject, 'apps', 'create', '--org', creds.orgId, '--repo', 'acme/cjs');
       const res = await call(server, 'POST', '/v1/preview/environments', {
         body: { repoFullName: 'acme/cjs', prNumber: 1, headSha: sha, headRef: 'f' },
         headers: { authorization: `Bearer ${creds.apiKey}` },

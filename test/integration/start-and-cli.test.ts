@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { bearer, call, client } from '../support/harness.js';
-import { ROOT, startProcess, stopProcess } from '../support/process.js';
+import { previewctl, ROOT, startProcess, stopProcess } from '../support/process.js';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -18,19 +18,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const previewctl = async (dataDir: string, ...args: string[]) => {
-  try {
-    const { stdout } = await run('node', [join(ROOT, 'bin/previewctl.mjs'), ...args, '--json'], {
-      cwd: dataDir,
-      env: { ...process.env, PREVIEW_DATA_DIR: dataDir },
-    });
-    return { code: 0, out: JSON.parse(stdout) };
-  } catch (err) {
-    const e = err as { code: number; stdout: string };
-    return { code: e.code, out: JSON.parse(e.stdout) };
-  }
-};
-
 describe('npm start', () => {
   test('first start writes credentials (0600); data and credentials survive a SIGTERM restart', async () => {
     const dataDir = tempDir();
@@ -41,6 +28,9 @@ describe('npm start', () => {
     expect(Object.keys(creds).sort()).toEqual(['apiKey', 'clientId', 'clientSecret', 'orgId']);
     expect(first.stderr()).toContain(credsPath);
     expect((await call({ url: first.url }, 'GET', '/healthz')).status).toBe(200);
+    expect(
+      (await previewctl(dataDir, 'apps', 'create', '--org', creds.orgId, '--repo', 'acme/web')).code,
+    ).toBe(0);
     const deploy = await call({ url: first.url }, 'POST', '/v1/preview/environments', {
       body: { repoFullName: 'acme/web', prNumber: 3, headSha: 'abcdef1', headRef: 'x' },
       headers: bearer(creds),

@@ -1,7 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
+import {
+  createApplication,
+  createOrganization,
+  findApplicationByRepo,
+  type OrgCredentials,
+} from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 
@@ -43,6 +48,16 @@ export async function startHarness(opts: { gitRoot?: string } = {}): Promise<Har
       else process.env.PREVIEW_WORK_DIR = workDirVar;
     },
   };
+}
+
+/**
+ * The application of `org` linked to `repoFullName`, created when there is none (a deploy needs one).
+ * Returns its id.
+ */
+export async function linkRepo(org: { orgId: string }, repoFullName: string): Promise<string> {
+  const existing = await findApplicationByRepo(org.orgId, repoFullName);
+  if (existing) return existing.applicationId;
+  return (await createApplication({ orgId: org.orgId, repoFullName })).applicationId;
 }
 
 export interface ApiResponse<T = any> {

@@ -1,6 +1,8 @@
 export { defaultWorkDir } from '../../lib/local/adapters.js';
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -33,6 +35,24 @@ export async function startProcess(
     proc.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
   });
   return { proc, url, stderr: () => err };
+}
+
+/** Run `previewctl … --json` against the local data dir `dataDir`; its exit code and parsed output. */
+export async function previewctl(dataDir: string, ...args: string[]): Promise<{ code: number; out: any }> {
+  try {
+    const { stdout } = await promisify(execFile)(
+      'node',
+      [join(ROOT, 'bin/previewctl.mjs'), ...args, '--json'],
+      {
+        cwd: dataDir,
+        env: { ...process.env, PREVIEW_DATA_DIR: dataDir },
+      },
+    );
+    return { code: 0, out: JSON.parse(stdout) };
+  } catch (err) {
+    const e = err as { code: number; stdout: string };
+    return { code: e.code, out: JSON.parse(e.stdout) };
+  }
 }
 
 /** Send `signal` and resolve with the exit code once the process has exited. */

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { requestDeploy, statusPath } from '../../core/environments.js';
+import { requestPrDeploy, statusPath } from '../../core/environments.js';
 import { workflows } from '../../ports/registry.js';
 import { jsonInteger } from '../../shared/json-literal.js';
 import { MAX_PR, repoFullName } from '../../shared/validation.js';
@@ -21,12 +21,13 @@ const body = z.object({
 /** POST /v1/preview/environments: create or redeploy a PR environment (fire-and-forget, 202). */
 export const { main, handler } = route('createEnvironment', { body, bodyRequired: true }, async (req) => {
   jsonInteger(req.rawBody, 'prNumber');
-  const { repoFullName: repo, prNumber, headSha, headRef, baseSha } = req.body;
-  await requestDeploy(
-    workflows(),
-    { orgId: req.principal.orgId, repoFullName: repo, prNumber },
-    { headSha, headRef, baseSha },
-  );
+  const { repoFullName, prNumber, headSha, headRef, baseSha } = req.body;
+  const env = await requestPrDeploy(workflows(), req.principal.orgId, repoFullName, prNumber, {
+    headSha,
+    headRef,
+    baseSha,
+  });
+  const repo = env.repoFullName;
   return {
     statusCode: 202,
     body: { accepted: true, repoFullName: repo, prNumber, statusUrl: statusPath(repo, prNumber) },
