@@ -387,9 +387,10 @@ export interface MainBranchDeploy {
 
 /**
  * Deploy an Application's linked repository main branch as environment 0.
- * Steps: load the application (404 if absent or another org's); 409 if disabled, unlinked or without an
- * active installation; resolve `main` at the source host (404 if the repository or the branch is missing);
- * then the same as a PR deploy.
+ * Steps: load the application (404 if absent or another org's); 409 if disabled, unlinked or switched
+ * off (`installationActive`, a stored switch); resolve `main` at the source host: 409 when no installation
+ * of the source host (the GitHub App) covers the repository, 404 if the repository or the branch is
+ * missing; then the same as a PR deploy.
  */
 export async function requestMainBranchDeploy(
   deps: { workflows: Workflows; sourceHost: SourceHost },
@@ -404,6 +405,8 @@ export async function requestMainBranchDeploy(
   const ref = await deps.sourceHost.resolveBranch(app.repoFullName, branch);
   if (ref.kind === 'repository-not-found') throw new NotFoundError('linked repository not found');
   if (ref.kind === 'ref-not-found') throw new NotFoundError('main branch ref not found');
+  if (ref.kind === 'no-installation')
+    throw new ConflictError(`application has no active installation for ${app.repoFullName} on the source host`);
   await requestDeploy(
     deps.workflows,
     { orgId, repoFullName: app.repoFullName, prNumber: 0 },

@@ -18,8 +18,15 @@ export interface RouteAccess {
   starts?: WorkflowName[];
   /** Access to secret-bundle values (Secrets Manager in AWS): read them, or read and write. */
   secrets?: 'R' | 'RW';
-  /** The handler talks to the source host (GitHub App credentials in AWS). */
+  /** The handler talks to the source host (in AWS: reads the GitHub App secret; GITHUB_* env vars). */
   sourceHost?: true;
+  /** Staged source archives (in AWS: the artifacts S3 bucket, ARTIFACTS_BUCKET): read, or read and write. */
+  artifacts?: 'R' | 'RW';
+  /**
+   * The handler starts image builds and reads their outcome (in AWS: StartBuild/BatchGetBuilds on the
+   * image-build project, DescribeImages on the image repository, the build logs; IMAGE_* env vars).
+   */
+  imageBuilds?: true;
   /**
    * The handler drives the runtime (EKS in AWS) and may end callback tasks of the state machines
    * (states:SendTaskSuccess / SendTaskFailure).
@@ -35,7 +42,21 @@ export interface RouteDef {
   entry: string;
   auth: AuthKind;
   access: RouteAccess;
+  /**
+   * Largest request body in bytes, as received (before any decoding or parsing). api/route.ts enforces
+   * it after authentication, in Lambda and locally alike: 413 `{"error": ...}` above it.
+   * @default DEFAULT_MAX_BODY_BYTES
+   */
+  maxBodyBytes?: number;
 }
+
+/**
+ * Body cap of a route that names none: 64 KB, ample for every JSON body but the ones below. (The local
+ * server's transport cap, API Gateway's 10 MB, applies before any route.)
+ */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+/** Secret upserts: 4 × the 64 KB bundle limit, room for JSON escapes and formatting of a full bundle. */
+const SECRET_BODY_BYTES = 256 * 1024;
 
 const envPath = '/v1/preview/environments/{owner}/{repo}/{pr}';
 const secretsPath = '/v1/preview/secrets/{applicationId}/{app}';
@@ -96,6 +117,7 @@ export const routes = {
     entry: 'functions/api/secrets/put-many.ts',
     auth: 'apiKey',
     access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+    maxBodyBytes: SECRET_BODY_BYTES,
   },
   putSecret: {
     method: 'PUT',
@@ -103,6 +125,7 @@ export const routes = {
     entry: 'functions/api/secrets/put-one.ts',
     auth: 'apiKey',
     access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+    maxBodyBytes: SECRET_BODY_BYTES,
   },
   deleteSecret: {
     method: 'DELETE',
@@ -117,6 +140,7 @@ export const routes = {
     entry: 'functions/api/recipes/create-version.ts',
     auth: 'apiKey',
     access: { tables: { recipes: 'RW' } },
+    maxBodyBytes: 350 * 1024, // = MAX_RECIPES_FILE_BYTES of core/recipes.ts (a unit test holds them equal)
   },
   startRun: {
     method: 'POST',

@@ -19,6 +19,8 @@ export interface TableDef {
   partitionKey: KeyDef;
   sortKey?: KeyDef;
   indexes: IndexDef[];
+  /** Attribute holding an epoch-seconds expiry, if the table uses TTL. */
+  ttlAttribute?: string;
 }
 
 const S = (name: string): KeyDef => ({ name, type: 'S' });
@@ -49,6 +51,11 @@ export const tables = {
   },
   /** Recipe versions by setup: version 0 is the setup's header (owner org, latest version). */
   recipes: { envVar: 'TABLE_RECIPES', partitionKey: S('setupId'), sortKey: N('version'), indexes: [] },
+  /**
+   * Image builds in flight, by build id: the task token the build's completion ends, never given to the
+   * build itself (CodeBuild events echo a build's environment). Items expire a day after the build starts.
+   */
+  builds: { envVar: 'TABLE_BUILDS', partitionKey: S('buildId'), indexes: [], ttlAttribute: 'expiresAt' },
   /** Tests by id. */
   tests: { envVar: 'TABLE_TESTS', partitionKey: S('testId'), indexes: [] },
   /**

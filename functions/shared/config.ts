@@ -22,6 +22,12 @@ const schema = z
     STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
     STATE_MACHINE_TEARDOWN_ARN: z.string().min(1).optional(),
     STATE_MACHINE_REDEPLOY_APP_ARN: z.string().min(1).optional(),
+    ARTIFACTS_BUCKET: z.string().min(1).optional(),
+    IMAGE_BUILD_PROJECT: z.string().min(1).optional(),
+    IMAGE_REPOSITORY_URI: z.string().min(1).optional(),
+    IMAGE_BUILD_LOG_GROUP: z.string().min(1).optional(),
+    GITHUB_APP_SECRET_ARN: z.string().min(1).optional(),
+    GITHUB_API_URL: z.string().url().default('https://api.github.com'),
     ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, z.string().min(1)])),
   })
   .superRefine((env, ctx) => {
@@ -45,6 +51,12 @@ export interface Config {
   /** Local runtime: how long an app may take to answer its readiness check. */
   readyTimeoutSeconds: number;
   stateMachines: { deploy?: string; teardown?: string; redeployApp?: string };
+  /** AWS mode: where source archives are staged (S3 bucket name). */
+  artifactsBucket?: string;
+  /** AWS mode: the CodeBuild project that builds app images, its log group and the ECR repository URI. */
+  imageBuilds: { project?: string; repositoryUri?: string; logGroup?: string };
+  /** AWS mode: the GitHub App (its secret's ARN) and the REST API base URL (GitHub Enterprise, tests). */
+  github: { appSecretArn?: string; apiUrl: string };
   tableNames: Record<TableName, string>;
 }
 
@@ -70,6 +82,13 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       teardown: e.STATE_MACHINE_TEARDOWN_ARN,
       redeployApp: e.STATE_MACHINE_REDEPLOY_APP_ARN,
     },
+    artifactsBucket: e.ARTIFACTS_BUCKET,
+    imageBuilds: {
+      project: e.IMAGE_BUILD_PROJECT,
+      repositoryUri: e.IMAGE_REPOSITORY_URI,
+      logGroup: e.IMAGE_BUILD_LOG_GROUP,
+    },
+    github: { appSecretArn: e.GITHUB_APP_SECRET_ARN, apiUrl: e.GITHUB_API_URL.replace(/\/+$/, '') },
     tableNames: Object.fromEntries(tableNames.map((t) => [t, e[tables[t].envVar] as string])) as Record<
       TableName,
       string

@@ -5,12 +5,17 @@
  * steps and the runtimes (which refuse work of an older generation with `Superseded`).
  */
 
+import { ServiceUnavailableError } from './errors.js';
+
 /** A newer request owns the environment; this execution must change nothing. */
 export class Superseded extends Error {
   override name = 'Superseded';
 }
-/** A fault worth retrying (throttling, a flaky network call). */
-export class TransientError extends Error {
+/**
+ * A fault worth retrying (throttling, a flaky network call, a source host answering 5xx). A state machine
+ * retries it; should one reach an API caller, it is a 503 with its message (a ServiceUnavailableError).
+ */
+export class TransientError extends ServiceUnavailableError {
   override name = 'TransientError';
 }
 /** A permanent failure whose message is shown to callers as the environment's `error`. */

@@ -39,6 +39,7 @@ export class StatefulStack extends Stack {
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       removalPolicy: RemovalPolicy.RETAIN,
+      timeToLiveAttribute: def.ttlAttribute,
     });
     for (const index of def.indexes) {
       table.addGlobalSecondaryIndex({

@@ -47,7 +47,9 @@ describe('stateful stack', () => {
     for (const attr of props.AttributeDefinitions as { AttributeName: string; AttributeType: string }[]) {
       expect(attr.AttributeType).toBe(expected.get(attr.AttributeName));
     }
-    expect(props.TimeToLiveSpecification).toBeUndefined();
+    const ttl = (def as { ttlAttribute?: string }).ttlAttribute;
+    if (ttl) expect(props.TimeToLiveSpecification).toEqual({ AttributeName: ttl, Enabled: true });
+    else expect(props.TimeToLiveSpecification).toBeUndefined();
   });
 
   test('is env-agnostic and named per stage, so a second stage coexists', () => {

@@ -19,7 +19,7 @@ function floorOf(file: string): { floor: number; name: string } | undefined {
     [/^functions\/shared\//, 1, 'shared'],
     [/^functions\/ports\//, 2, 'ports'],
     [/^functions\/core\//, 3, 'core'],
-    [/^functions\/(api|steps)\//, 4, 'handlers'],
+    [/^functions\/(api|steps|events)\//, 4, 'handlers'],
     [/^lib\//, 5, 'lib'],
     [/^bin\//, 6, 'bin'],
   ];
@@ -72,11 +72,12 @@ describe('import direction', () => {
     expect(edges.filter(({ to }) => isTestCode(to)).map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });
 
-  test('HTTP handlers and state-machine steps do not import each other', () => {
+  test('HTTP handlers, state-machine steps and event handlers do not import each other', () => {
     const crossing = edges.filter(
       ({ from, to }) =>
-        (from.startsWith('functions/api/') && to.startsWith('functions/steps/')) ||
-        (from.startsWith('functions/steps/') && to.startsWith('functions/api/')),
+        /^functions\/(api|steps|events)\//.test(from) &&
+        /^functions\/(api|steps|events)\//.test(to) &&
+        from.split('/')[1] !== to.split('/')[1],
     );
     expect(crossing.map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });

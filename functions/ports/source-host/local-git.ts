@@ -1,6 +1,7 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import type { RefResolution, SourceHost } from './port.js';
 
@@ -53,10 +54,82 @@ export class GitSourceHost implements SourceHost {
     return this.git(dir, ['show', `${sha}:${path}`]);
   }
 
-  async checkout(repoFullName: string, sha: string, target: string): Promise<void> {
+  /**
+   * Clone the repository into `target` and check out `sha` there (detached HEAD). `signal` cancels it:
+   * git and everything it started are killed, and the promise settles (rejecting with an `AbortError`)
+   * only once they have all exited, so the caller can remove `target` right away. Error messages name
+   * the repository, never a path on this machine (callers quote them to API clients).
+   */
+  async checkout(
+    repoFullName: string,
+    sha: string,
+    target: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<void> {
     const dir = this.dir(repoFullName);
     if (!dir || !SHA_RE.test(sha)) throw new Error(`commit ${sha} not found in ${repoFullName}`);
-    await run('git', ['clone', '--quiet', '--no-checkout', dir, target]);
-    await run('git', ['-C', target, 'checkout', '--quiet', '--detach', sha]);
+    const hide = (text: string) =>
+      [
+        [target, 'the working copy'],
+        [dir, repoFullName],
+        [this.gitRoot, 'the git root'],
+      ].reduce((t, [path, name]) => t.split(path!).join(name!), text);
+    await gitUntilExit(['clone', '--quiet', '--no-checkout', '--', dir, target], opts.signal, hide);
+    await gitUntilExit(['-C', target, 'checkout', '--quiet', '--detach', sha], opts.signal, hide);
   }
+
+  async archive(repoFullName: string, sha: string): Promise<Readable> {
+    const dir = this.dir(repoFullName);
+    if (!dir || !SHA_RE.test(sha)) throw new Error(`commit ${sha} not found in ${repoFullName}`);
+    // The same layout as GitHub's tarballs: every file under one top-level folder.
+    const child = spawn(
+      'git',
+      ['-C', dir, 'archive', '--format=tar.gz', `--prefix=${sha.slice(0, 12)}/`, sha],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
+    const out = child.stdout;
+    child.once('exit', (code) => {
+      if (code !== 0)
+        out.destroy(new Error(`git archive of ${sha} in ${repoFullName} failed (exit ${code})`));
+    });
+    return out;
+  }
+}
+
+/**
+ * Run git in its own process group and settle once it and everything it started have exited (their
+ * output pipe closed). An abort kills the whole group. Rejects with the last line git printed, passed
+ * through `hide`.
+ */
+function gitUntilExit(args: string[], signal: AbortSignal | undefined, hide: (text: string) => string) {
+  return new Promise<void>((resolve, reject) => {
+    const cancelled = () => Object.assign(new Error('checkout cancelled'), { name: 'AbortError' });
+    if (signal?.aborted) return reject(cancelled());
+    const child = spawn('git', args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-4_000);
+    });
+    const abort = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+    child.once('error', (err) => {
+      signal?.removeEventListener('abort', abort);
+      reject(new Error(`git could not be started (${(err as NodeJS.ErrnoException).code ?? err.message})`));
+    });
+    child.once('close', (code, how) => {
+      signal?.removeEventListener('abort', abort);
+      if (signal?.aborted) return reject(cancelled());
+      if (code === 0) return resolve();
+      const last = stderr.trim().split('\n').pop() || (how ? `signal ${how}` : `exit code ${code}`);
+      reject(new Error(`git ${args[0] === '-C' ? args[2] : args[0]} failed: ${hide(last)}`));
+    });
+  });
 }

@@ -1,12 +1,18 @@
 /**
- * The SourceHost port: the source-hosting platform. Adapters: `local-git.ts` (git repositories on disk);
- * the GitHub App adapter is the seam for AWS mode.
+ * The SourceHost port: the source-hosting platform. Adapters: `github-app.ts` (a GitHub App, in AWS
+ * mode), `local-git.ts` (git repositories on disk).
  */
+import type { Readable } from 'node:stream';
 
+/**
+ * Where a branch points. `no-installation`: the source host grants this service no access to the
+ * repository (no GitHub App installation covers it).
+ */
 export type RefResolution =
   | { kind: 'found'; sha: string }
   | { kind: 'repository-not-found' }
-  | { kind: 'ref-not-found' };
+  | { kind: 'ref-not-found' }
+  | { kind: 'no-installation' };
 
 export interface SourceHost {
   /** The active installation that grants access to the repository, if any. */
@@ -19,4 +25,9 @@ export interface SourceHost {
   readFile(repoFullName: string, sha: string, path: string): Promise<string | undefined>;
   /** Materialize the tree of a commit into an empty directory. */
   checkout(repoFullName: string, sha: string, dir: string): Promise<void>;
+  /**
+   * The tree of a commit as a gzipped tarball, streamed (what image builds start from). Every file sits
+   * under one top-level folder, as in GitHub's tarballs.
+   */
+  archive(repoFullName: string, sha: string): Promise<Readable>;
 }
