@@ -1,5 +1,6 @@
 // Test tiers: unit (no network), integration (real HTTP against the local server and dynalite),
-// infra (CDK Template assertions). Each is its own project so each has its own npm script.
+// infra (CDK Template assertions), fuzz (property-based probing of every route over real HTTP; FUZZ_RUNS
+// cases per route). Each is its own project so each has its own npm script.
 const transform = {
   '^.+\\.ts$': [
     '@swc/jest',
@@ -22,5 +23,7 @@ export default {
     },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
+    { ...common, displayName: 'fuzz', testMatch: ['<rootDir>/test/fuzz/**/*.test.ts'] },
+    { ...common, displayName: 'cloud', testMatch: ['<rootDir>/test/cloud/**/*.test.ts'] },
   ],
 };

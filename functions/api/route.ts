@@ -4,10 +4,25 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod';
 import { authenticate, type Principal } from '../core/auth.js';
-import { type RouteId, routes } from '../manifest/routes.js';
-import { ConfigError, publicMessage, statusOf, ValidationError } from '../shared/errors.js';
+import { DEFAULT_MAX_BODY_BYTES, type RouteDef, type RouteId, routes } from '../manifest/routes.js';
+import {
+  ConfigError,
+  PayloadTooLargeError,
+  publicMessage,
+  statusOf,
+  ValidationError,
+} from '../shared/errors.js';
 import { log } from '../shared/log.js';
-import { describeIssues } from '../shared/validation.js';
+import {
+  describeIssues,
+  HOST_RE,
+  isReservedKey,
+  RESERVED_KEY,
+  reservedMemberPath,
+} from '../shared/validation.js';
+
+/** Deepest nesting of arrays and objects a JSON body may have (400 beyond it, before it is parsed). */
+export const MAX_JSON_DEPTH = 64;
 
 /** What a handler receives: validated input and the authenticated principal. */
 export interface RouteRequest<B, P, Q> {
@@ -20,6 +35,8 @@ export interface RouteRequest<B, P, Q> {
   baseUrl: string;
   /** The body exactly as sent (for rules about how a value was written, not just its value). */
   rawBody: string | undefined;
+  /** The request headers, names lower-cased (a null-prototype object). */
+  headers: Record<string, string>;
 }
 /** What a handler returns: a status and a JSON-serializable body. */
 export interface Reply {
@@ -34,12 +51,16 @@ interface Schemas<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>
   bodyRequired?: boolean;
   params?: P;
   query?: Q;
+  /** `githubWebhook` routes: the webhook secret the signature is checked against. */
+  webhookSecret?: () => Promise<string>;
 }
 
 type Request = middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context, State>;
 interface State extends Record<string, unknown> {
   started: number;
   body?: unknown;
+  /** The body as text (UTF-8 decoded), once `jsonBody` has read it. */
+  rawBody?: string;
   principal?: Principal;
 }
 
@@ -49,16 +70,39 @@ export const json = (statusCode: number, body: unknown): APIGatewayProxyResult =
   body: JSON.stringify(body),
 });
 
-/** Lower-cases header names (API Gateway passes them as the client sent them). */
+/**
+ * Lower-cases header names (API Gateway passes them as the client sent them). A null-prototype object:
+ * a header named `constructor` or `__proto__` is data, and a lookup never finds an inherited member.
+ */
 function headersOf(event: APIGatewayProxyEvent): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) out[k.toLowerCase()] = v;
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of Object.entries(event.headers ?? {}))
+    if (typeof v === 'string') out[k.toLowerCase()] = v;
   return out;
 }
 
+/**
+ * A copy of path or query parameters as a null-prototype object (a query key `constructor` is data),
+ * without `__proto__` (a name no schema has; see shared/validation.ts).
+ */
+function paramsOf(values: Record<string, string | undefined> | null | undefined): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of Object.entries(values ?? {}))
+    if (typeof v === 'string' && !isReservedKey(k)) out[k] = v;
+  return out;
+}
+
+/**
+ * Public base URL of the API as the caller reached it. A `Host` that is not a host name or address
+ * (`a b`, `[::`, empty) is a 400.
+ */
 function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>): string {
-  const host = headers.host ?? event.requestContext?.domainName ?? 'localhost';
-  const proto = headers['x-forwarded-proto'] ?? 'https';
+  const sent = headers.host?.trim();
+  if (sent !== undefined && !HOST_RE.test(sent)) throw new ValidationError('malformed Host header');
+  const domain = event.requestContext?.domainName;
+  const host = sent || (domain && HOST_RE.test(domain) ? domain : 'localhost');
+  const forwarded = headers['x-forwarded-proto']?.trim().toLowerCase();
+  const proto = forwarded === 'http' || forwarded === 'https' ? forwarded : 'https';
   // The default execute-api host carries the stage as the first path segment; custom domains do not.
   const stage =
     host.includes('.execute-api.') && event.requestContext?.stage ? `/${event.requestContext.stage}` : '';
@@ -85,7 +129,7 @@ const requestLog = (routeId: RouteId): middy.MiddlewareObj<APIGatewayProxyEvent,
       status: request.response?.statusCode,
       latencyMs: Math.round((performance.now() - request.internal.started) * 10) / 10,
       requestId: request.context.awsRequestId,
-      orgId: request.internal.principal?.orgId,
+      orgId: request.internal.principal?.orgId || undefined,
       error: request.error && statusOf(request.error) === 500 ? request.error.name : undefined,
     });
   return {
@@ -115,55 +159,118 @@ const errorHandler = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayPro
   },
 });
 
-/** Whether a parsed JSON value has an own `__proto__` member anywhere (a prototype-pollution payload). */
-function hasProtoMember(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (!Array.isArray(value) && Object.hasOwn(value, '__proto__')) return true;
-  return Object.values(value).some(hasProtoMember);
+/**
+ * 3. Authenticate with the route's credential kind; 401 when missing or wrong. Reads no body, but for a
+ * `githubWebhook` route, whose signature covers the body: its bytes as received, before any parsing.
+ */
+const authn = (
+  routeId: RouteId,
+  webhookSecret?: () => Promise<string>,
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
+  before: async (request) => {
+    const kind = routes[routeId].auth as RouteDef['auth'];
+    (request as Request).internal.principal = await authenticate(
+      kind,
+      headersOf(request.event),
+      kind === 'githubWebhook' && webhookSecret
+        ? { rawBody: rawBytesOf(request.event), secret: webhookSecret }
+        : undefined,
+    );
+  },
+});
+
+/** The body's bytes as received (API Gateway base64-encodes a body it does not pass as text). */
+function rawBytesOf(event: APIGatewayProxyEvent): Buffer {
+  const body = event.body ?? '';
+  return event.isBase64Encoded ? Buffer.from(body, 'base64') : Buffer.from(body, 'utf8');
 }
 
-/** 3. Parse the JSON body (any content type: this API speaks only JSON); malformed JSON is a 400. */
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`: a linear scan of the text (strings
+ * skipped), so a body 100,000 levels deep costs no stack and is refused before it is parsed.
+ */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      // A backslash escapes the next character; a quote ends the string.
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The size in bytes of the body as received, and its text (undefined when it is not valid UTF-8). */
+function bodyOf(event: APIGatewayProxyEvent): { bytes: number; text: string | undefined } {
+  const body = event.body;
+  if (body === null || body === undefined) return { bytes: 0, text: undefined };
+  if (!event.isBase64Encoded) return { bytes: Buffer.byteLength(body, 'utf8'), text: body };
+  const raw = Buffer.from(body, 'base64');
+  try {
+    return { bytes: raw.length, text: utf8.decode(raw) };
+  } catch {
+    return { bytes: raw.length, text: undefined };
+  }
+}
+
+const kb = (bytes: number) => (bytes % 1024 === 0 ? ` (${bytes / 1024} KB)` : '');
+
+/**
+ * 4. Read the body: 413 above the route's cap (`maxBodyBytes` of the manifest, measured on the body as
+ * received), then, when the route takes a body, 400 for text that is not UTF-8, nests deeper than
+ * {@link MAX_JSON_DEPTH}, is not JSON (any content type: this API speaks only JSON), or has a `__proto__`
+ * member anywhere (a prototype-pollution payload).
+ */
 const jsonBody = (
+  routeId: RouteId,
   required: boolean,
   wanted: boolean,
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
-  // `disableContentTypeCheck` is a runtime option the package's type declarations do not list.
+  const max = (routes[routeId] as RouteDef).maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  // The parse itself is @middy/http-json-body-parser's (`disableContentTypeCheck`: a runtime option its
+  // type declarations do not list), on a copy of the event holding the decoded text.
   const parser = httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<
     typeof httpJsonBodyParser
   >[0]);
   return {
     before: async (request) => {
-      const raw = request.event.body;
-      const empty = raw === null || raw === undefined || raw.trim() === '';
+      const internal = (request as Request).internal;
+      const { bytes, text } = bodyOf(request.event);
+      if (bytes > max)
+        throw new PayloadTooLargeError(`request body is too large: at most ${max} bytes${kb(max)}`);
       if (!wanted) return;
-      if (empty) {
+      if (bytes > 0 && text === undefined) throw new ValidationError('request body is not valid UTF-8');
+      internal.rawBody = text;
+      if (text === undefined || text.trim() === '') {
         if (required) throw new ValidationError('request body is required');
-        (request as Request).internal.body = undefined;
+        internal.body = undefined;
         return;
       }
-      // Parse a copy: the event keeps the raw text for `rawBody`.
-      const copy = { ...request.event };
+      if (jsonDepthExceeds(text, MAX_JSON_DEPTH))
+        throw new ValidationError(
+          `request body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of arrays and objects`,
+        );
+      const copy = { ...request.event, body: text, isBase64Encoded: false };
       try {
         await parser.before?.({ ...request, event: copy } as never);
       } catch {
         throw new ValidationError('request body is not valid JSON');
       }
-      if (hasProtoMember(copy.body))
-        throw new ValidationError('request body must not contain __proto__ members');
-      (request as Request).internal.body = copy.body as unknown;
+      const parsed: unknown = copy.body;
+      if (reservedMemberPath(parsed))
+        throw new ValidationError(`request body must not contain ${RESERVED_KEY} members`);
+      internal.body = parsed;
     },
   };
 };
-
-/** 4. Authenticate with the route's credential kind; 401 when missing or wrong. */
-const authn = (routeId: RouteId): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
-  before: async (request) => {
-    (request as Request).internal.principal = await authenticate(
-      routes[routeId].auth,
-      headersOf(request.event),
-    );
-  },
-});
 
 /** 5. Validate path, query and body with the route's zod schemas. */
 const validate = <B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>(
@@ -174,35 +281,38 @@ const validate = <B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>
     const event = request.event;
     const headers = headersOf(event);
     inputs.set(event, {
-      params: parse(schemas.params, event.pathParameters ?? {}, 'path'),
-      query: parse(schemas.query, event.queryStringParameters ?? {}, 'query'),
+      params: parse(schemas.params, paramsOf(event.pathParameters), 'path'),
+      query: parse(schemas.query, paramsOf(event.queryStringParameters), 'query'),
       body: parse(schemas.body, r.internal.body, 'request body'),
       principal: r.internal.principal!,
       requestId: request.context.awsRequestId,
       baseUrl: baseUrlOf(event, headers),
-      rawBody:
-        event.body && event.isBase64Encoded
-          ? Buffer.from(event.body, 'base64').toString('utf8')
-          : (event.body ?? undefined),
+      rawBody: r.internal.rawBody,
+      headers,
     });
   },
 });
 
 /**
  * Wrap a route's use-case function in the one middleware stack, in a fixed order:
- * log → error handler → JSON body → authenticate → validate → `main`.
+ * log → error handler → authenticate → body (size cap, JSON) → validate → `main`.
+ * Authentication reads only headers, so a caller without credentials gets 401 whatever the body is.
  * Returns `main` too, so tests can call the raw function.
  */
+/** The schemas each loaded route validates with, by route (what lib/openapi.ts describes). */
+export const routeSchemas = new Map<RouteId, Schemas<z.ZodType, z.ZodType, z.ZodType>>();
+
 export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>(
   routeId: RouteId,
   schemas: Schemas<B, P, Q>,
   main: (req: RouteRequest<z.infer<B>, z.infer<P>, z.infer<Q>>) => Promise<Reply>,
 ) {
+  routeSchemas.set(routeId, schemas);
   const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context, State>()
     .use(requestLog(routeId))
     .use(errorHandler())
-    .use(jsonBody(schemas.bodyRequired ?? false, schemas.body !== undefined))
-    .use(authn(routeId))
+    .use(authn(routeId, schemas.webhookSecret))
+    .use(jsonBody(routeId, schemas.bodyRequired ?? false, schemas.body !== undefined))
     .use(validate(schemas))
     .handler(async (event) => {
       const input = inputs.get(event) as RouteRequest<z.infer<B>, z.infer<P>, z.infer<Q>>;

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuthKind } from '../manifest/routes.js';
 import { keys } from '../manifest/tables.js';
@@ -5,9 +6,19 @@ import { matchesHash, sha256Hex } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { UnauthorizedError } from '../shared/errors.js';
 
-/** Who is calling: the organization the credentials belong to. */
+/**
+ * Who is calling: the organization the credentials belong to. A GitHub webhook comes from GitHub, for no
+ * one organization: `orgId` is empty and `githubWebhook` set (the handler finds whom it acts for).
+ */
 export interface Principal {
   orgId: string;
+  githubWebhook?: true;
+}
+
+/** What a `githubWebhook` route authenticates with: the body as received and the webhook secret. */
+export interface WebhookCredentials {
+  rawBody: Buffer;
+  secret: () => Promise<string>;
 }
 
 const API_KEY_RE = /^pvk_([a-z0-9]{8,40})_([A-Za-z0-9_-]{43})$/;
@@ -31,13 +42,41 @@ async function check(pk: string, secret: string): Promise<Principal> {
   return { orgId: item.orgId };
 }
 
+const SIGNATURE_RE = /^sha256=([0-9a-f]{64})$/i;
+
+/**
+ * Whether `header` (`X-Hub-Signature-256`) is `sha256=` + the hex HMAC-SHA256 of the raw body under the
+ * webhook secret (GitHub's scheme). The digests are compared in constant time (`timingSafeEqual`); a
+ * missing or malformed header is simply not a match.
+ */
+export function verifySignature(secret: string, body: Buffer | string, header: string | undefined): boolean {
+  const m = SIGNATURE_RE.exec(header?.trim() ?? '');
+  if (!m || !secret) return false;
+  const expected = createHmac('sha256', secret).update(body).digest();
+  const given = Buffer.from(m[1]!, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 /**
  * Authenticate a request. `apiKey`: `Authorization: Bearer pvk_<keyId>_<secret>`. `client`:
  * `svc-client-id` and `svc-client-secret`. Only SHA-256 digests of secrets are stored; they are compared
- * in constant time. Any missing, malformed or wrong credential is the same 401.
+ * in constant time. `githubWebhook`: `X-Hub-Signature-256` must be the HMAC-SHA256 of the raw body (as
+ * received, before any parsing) under the webhook secret, compared in constant time. Any missing,
+ * malformed or wrong credential is the same 401.
  * @param headers lower-cased request headers
  */
-export async function authenticate(kind: AuthKind, headers: Record<string, string>): Promise<Principal> {
+export async function authenticate(
+  kind: AuthKind,
+  headers: Record<string, string>,
+  webhook?: WebhookCredentials,
+): Promise<Principal> {
+  if (kind === 'githubWebhook') {
+    const signature = headers['x-hub-signature-256'];
+    if (!signature || !webhook) throw new UnauthorizedError('missing or invalid X-Hub-Signature-256');
+    if (!verifySignature(await webhook.secret(), webhook.rawBody, signature))
+      throw new UnauthorizedError('missing or invalid X-Hub-Signature-256');
+    return { orgId: '', githubWebhook: true };
+  }
   if (kind === 'apiKey') {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
     const key = m?.[1] ? API_KEY_RE.exec(m[1]) : null;

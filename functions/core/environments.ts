@@ -15,6 +15,8 @@ export interface DeployInputs {
   headSha: string;
   headRef: string;
   baseSha?: string;
+  /** The head is a fork's (a pull request from another repository): deployed without secret bundles. */
+  fork?: boolean;
 }
 
 /** An environment as stored (table `environments`, key (orgId, envKey)). */
@@ -37,8 +39,16 @@ export interface Environment {
   apps?: string[];
   /** The apps as the preview config declares them (what restarts and rebuilds run). */
   appSpecs?: Record<string, AppSpec>;
+  /** The image each app runs from (app → `uri@digest`), in runtimes that run images. */
+  images?: Record<string, string>;
   /** Set when a teardown was requested: nothing but a new deploy may run after it. */
   tornDownRequested?: boolean;
+  /** A CUID naming this environment (given on its first deploy, kept after): a run's application_version_id. */
+  environmentId?: string;
+  /** When the last whole-environment deploy was requested (expiry counts from it). */
+  lastDeployAt?: string;
+  /** Ordering key of the last source-host event acted on (core/webhooks.ts): older ones are stale. */
+  sourceEventAt?: string;
 }
 
 /** What callers see (PreviewStatus): the stored environment less its internal bookkeeping. */
@@ -53,7 +63,11 @@ export type PreviewStatus = Pick<
   | 'lastDeployedSha'
   | 'urls'
   | 'error'
->;
+  | 'environmentId'
+> & {
+  /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
+  fork?: true;
+};
 
 export interface EnvRef {
   orgId: string;
@@ -74,7 +88,9 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     updatedAt: env.updatedAt,
     ...(env.lastDeployedSha ? { lastDeployedSha: env.lastDeployedSha } : {}),
     urls: env.urls ?? {},
+    ...(env.environmentId ? { environmentId: env.environmentId } : {}),
     ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
+    ...(env.inputs?.fork ? { fork: true as const } : {}),
   };
 }
 
@@ -117,7 +133,8 @@ export async function requestDeploy(
       Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
       UpdateExpression:
         'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
-        'updatedAt = :now, createdAt = if_not_exists(createdAt, :now), urls = if_not_exists(urls, :empty) ' +
+        'updatedAt = :now, lastDeployAt = :now, createdAt = if_not_exists(createdAt, :now), ' +
+        'urls = if_not_exists(urls, :empty), environmentId = if_not_exists(environmentId, :environmentId) ' +
         'ADD generation :one REMOVE #error, tornDownRequested',
       ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
       ExpressionAttributeValues: {
@@ -129,6 +146,7 @@ export async function requestDeploy(
         ':now': now,
         ':empty': {},
         ':one': 1,
+        ':environmentId': newId(),
       },
       ReturnValues: 'ALL_NEW',
     }),
@@ -222,7 +240,8 @@ export async function requestRedeploy(workflows: Workflows, ref: EnvRef): Promis
         TableName: table('environments'),
         Key: { orgId: current.orgId, envKey: current.envKey },
         UpdateExpression:
-          'SET #status = :pending, phase = :queued, updatedAt = :now ADD generation :one REMOVE #error',
+          'SET #status = :pending, phase = :queued, updatedAt = :now, lastDeployAt = :now ' +
+          'ADD generation :one REMOVE #error',
         ConditionExpression: 'generation = :g',
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
         ExpressionAttributeValues: {
@@ -383,6 +402,8 @@ export interface MainBranchDeploy {
   branch: string;
   headSha: string;
   prNumber: 0;
+  /** The environment's CUID (a run's application_version_id). */
+  environmentId?: string;
 }
 
 /**
@@ -396,18 +417,21 @@ export async function requestMainBranchDeploy(
   deps: { workflows: Workflows; sourceHost: SourceHost },
   orgId: string,
   applicationId: string,
+  /** The branch to deploy (a push to the default branch names it). */
+  branch = 'main',
 ): Promise<MainBranchDeploy> {
   const app = await getApplication(orgId, applicationId);
   if (app.disabled) throw new ConflictError('application is disabled');
   if (!app.repoFullName) throw new ConflictError('application is not linked to a repository');
   if (!app.installationActive) throw new ConflictError('application has no active installation');
-  const branch = 'main';
   const ref = await deps.sourceHost.resolveBranch(app.repoFullName, branch);
   if (ref.kind === 'repository-not-found') throw new NotFoundError('linked repository not found');
-  if (ref.kind === 'ref-not-found') throw new NotFoundError('main branch ref not found');
+  if (ref.kind === 'ref-not-found') throw new NotFoundError(`${branch} branch ref not found`);
   if (ref.kind === 'no-installation')
-    throw new ConflictError(`application has no active installation for ${app.repoFullName} on the source host`);
-  await requestDeploy(
+    throw new ConflictError(
+      `application has no active installation for ${app.repoFullName} on the source host`,
+    );
+  const env = await requestDeploy(
     deps.workflows,
     { orgId, repoFullName: app.repoFullName, prNumber: 0 },
     {
@@ -415,5 +439,12 @@ export async function requestMainBranchDeploy(
       headRef: branch,
     },
   );
-  return { applicationId, repoFullName: app.repoFullName, branch, headSha: ref.sha, prNumber: 0 };
+  return {
+    applicationId,
+    repoFullName: app.repoFullName,
+    branch,
+    headSha: ref.sha,
+    prNumber: 0,
+    environmentId: env.environmentId,
+  };
 }

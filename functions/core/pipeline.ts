@@ -1,5 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { artifactKeys } from '../manifest/tables.js';
+import type { Artifacts } from '../ports/artifacts/port.js';
 import type { AppSpec, RuntimeTarget } from '../ports/runtime/port.js';
+import type { SourceHost } from '../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
 import { type Environment, type EnvironmentStatus, findEnvironment } from './environments.js';
@@ -13,6 +16,8 @@ export interface StepInput {
   generation: number;
   app?: string;
   mode?: 'rebuild' | 'restart';
+  /** Set by BuildImages: the images the runtime built or reused (app → `uri@digest`; none locally). */
+  built?: { images?: Record<string, string> };
   /** Set by a Catch: `{ Error, Cause }` of the failed state. */
   failure?: { Error?: string; Cause?: string };
 }
@@ -21,6 +26,22 @@ export interface StepInput {
 export interface CallbackEvent {
   input: StepInput;
   taskToken: string;
+}
+
+/**
+ * Stage the tree of `sha` as a gzipped tarball in the artifacts store, under a key shared by every
+ * environment of the organization that builds this repository at this commit. Idempotent: an archive
+ * already there is kept.
+ */
+export async function stageSource(
+  deps: { sourceHost: SourceHost; artifacts: Artifacts },
+  env: Pick<Environment, 'orgId' | 'repoFullName'>,
+  sha: string,
+): Promise<{ key: string; reused: boolean }> {
+  const key = artifactKeys.source(env.orgId, env.repoFullName, sha);
+  if (await deps.artifacts.exists(key)) return { key, reused: true };
+  await deps.artifacts.put(key, await deps.sourceHost.archive(env.repoFullName, sha), 'application/gzip');
+  return { key, reused: false };
 }
 
 /** The environment, if this execution's generation is still the current one; otherwise `Superseded`. */
@@ -37,6 +58,7 @@ export interface Transition {
   apps?: string[];
   appSpecs?: Record<string, AppSpec>;
   urls?: Record<string, string>;
+  images?: Record<string, string>;
   lastDeployedSha?: string;
   error?: string;
 }

@@ -1,7 +1,14 @@
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { AppSpec } from '../ports/runtime/port.js';
-import { APP_NAME_RE, ENV_VAR_RE, issueMessages } from '../shared/validation.js';
+import {
+  APP_NAME_RE,
+  ENV_VAR_RE,
+  issueMessages,
+  issuePath,
+  RESERVED_KEY,
+  reservedMemberPath,
+} from '../shared/validation.js';
 
 /** `preview.yaml` at the repository root: the apps of a preview environment. */
 export const PREVIEW_CONFIG_PATH = 'preview.yaml';
@@ -48,6 +55,12 @@ export function parsePreviewConfig(text: string): PreviewConfig {
   } catch (err) {
     throw new Error(`${PREVIEW_CONFIG_PATH} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }
+  // A zod record would drop the key silently; refuse it, as every other user-keyed map does.
+  const reserved = reservedMemberPath(doc);
+  if (reserved)
+    throw new Error(
+      `${PREVIEW_CONFIG_PATH}: ${issuePath(reserved) || '(root)'}: must not be ${RESERVED_KEY}`,
+    );
   const parsed = configSchema.safeParse(doc);
   if (!parsed.success) {
     throw new Error(`${PREVIEW_CONFIG_PATH}: ${issueMessages(parsed.error, 1)[0]}`);

@@ -1,23 +1,29 @@
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { keys } from '../manifest/tables.js';
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { keys, repoKey } from '../manifest/tables.js';
+import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError } from '../shared/errors.js';
-import { copyStep, type Folder, findTest, type StepElement } from './tests.js';
+import { log } from '../shared/log.js';
+import type { Environment } from './environments.js';
+import { type ApplicationVersion, copyStep, type Folder, findTest, type StepElement } from './tests.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
+/** A step's status: `skipped` for every step after the first failure (or all, when the run never ran). */
+export type StepStatus = 'pending' | 'passed' | 'failed' | 'skipped';
 
 /** A step of a run as stored: a copy of the test's step (same id) plus its outcome. */
 export interface RunStepItem {
   id: string;
   instruction: string;
   interaction: string;
+  /** The recorded URL until the step runs; then the page's URL after the step. */
   url: string;
   element: StepElement;
   output: string;
-  status: RunStatus;
-  /** Storage key of the step's screenshot, once the executor stores one. */
+  status: StepStatus;
+  /** Storage key of the step's screenshot (media store), once taken. */
   imageKey?: string;
 }
 
@@ -33,13 +39,25 @@ export interface RunItem {
   name: string;
   status: RunStatus;
   createdAt: string;
+  startedAt?: string;
   endedAt?: string;
+  /** Why the run failed (a target that could not be resolved, a step, a timeout, a crash). */
+  error?: string;
   folder: Folder;
   source: string;
   applicationVersionId?: string;
+  /** Copied from the test when the run started: what the run targets, and its timeouts. */
+  applicationId?: string;
+  applicationVersion?: ApplicationVersion;
+  stepTimeoutSeconds?: number;
+  runTimeoutSeconds?: number;
+  /** The first page the run opened (resolved by Prepare). */
+  targetUrl?: string;
+  /** Set when the run starts executing: every later write of that execution is conditioned on it. */
+  attempt?: string;
   variables: Record<string, string>;
   steps: RunStepItem[];
-  /** Storage key of the run's video, once the executor stores one. */
+  /** Storage key of the run's video (media store), once stored. */
   videoKey?: string;
   /** `<createdAt>#<runId>`: the sort key of every index (newest first when read backwards). */
   createdKey: string;
@@ -53,13 +71,13 @@ export interface RunStepView {
   instruction: string;
   interaction: string;
   output: string;
-  status: RunStatus;
+  status: StepStatus;
   url: string;
   element: StepElement;
   image: string | null;
 }
 
-/** What callers see (TestRun). */
+/** What callers see (TestRun). `error` is additive: present only on a failed run that has one. */
 export interface TestRunView {
   id: string;
   name: string;
@@ -73,6 +91,7 @@ export interface TestRunView {
   folder: Folder;
   video_url: string | null;
   metadata: { source: string; application_version_id?: string };
+  error?: string;
   steps?: RunStepView[];
 }
 
@@ -82,27 +101,26 @@ export interface RunView {
   steps: boolean;
 }
 
-/**
- * Turns a stored media key into a URL that expires after 1 hour. No executor stores media yet, so no
- * signer exists: the default signs nothing. A media port (S3 presigner / local file server) plugs in here.
- */
+/** Turns a stored media key into its URL (already minted: see `MediaUrls`). */
 export type MediaSigner = (key: string) => string | null;
 const noMedia: MediaSigner = () => null;
+/** Mints a URL for a stored media key, valid one hour from now (MediaStore.url). */
+export type MediaUrls = (key: string) => Promise<string>;
 
 /**
  * The saved variables with overrides applied: a name the test does not save is ignored, a saved name's
- * value is replaced. Own properties only (a `__proto__` or `toString` override matches nothing).
+ * value is replaced. Own properties only: `constructor` or `toString` is an ordinary name (it overrides a
+ * saved variable of that name and nothing else), and an inherited member matches nothing. The result has
+ * a null prototype (the key rule is in shared/validation.ts).
  */
 export function resolveVariables(
   saved: Record<string, string>,
   overrides: Record<string, string>,
 ): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(saved).map(([name, value]) => [
-      name,
-      Object.hasOwn(overrides, name) ? (overrides[name] as string) : value,
-    ]),
-  );
+  const out: Record<string, string> = Object.create(null);
+  for (const [name, value] of Object.entries(saved))
+    out[name] = Object.hasOwn(overrides, name) ? (overrides[name] as string) : value;
+  return out;
 }
 
 export interface StartRunInput {
@@ -113,14 +131,26 @@ export interface StartRunInput {
   runtimeMetadata?: Record<string, string>;
 }
 
+const runKey = (runId: string) => ({ runId });
+
+/** Execution name of a run's state machine: unique per start, readable in the console. */
+const executionName = (runId: string) => `run-${runId}-${newId()}`.slice(0, 80);
+
 /**
  * Start a run of a test (POST /test/{test_id}/run).
  * Steps: load the test (404 if absent or another org's); resolve its variables with the overrides; put a
- * `pending` run holding copies of the test's steps and every index key. Executing runs is a later issue:
- * until then a run stays `pending`.
+ * `pending` run holding copies of the test's steps, its application and timeouts, and every index key;
+ * start the `testRun` state machine, which resolves the target and runs the steps in a browser. When the
+ * state machine cannot be started, the run ends `failed` saying so (it is created all the same: no run
+ * stays `pending`).
  * @returns the new run's id
  */
-export async function startRun(orgId: string, testId: string, input: StartRunInput = {}): Promise<string> {
+export async function startRun(
+  deps: { workflows: Workflows },
+  orgId: string,
+  testId: string,
+  input: StartRunInput = {},
+): Promise<string> {
   const test = await findTest(orgId, testId);
   const runId = newId();
   const createdAt = new Date().toISOString();
@@ -135,6 +165,10 @@ export async function startRun(orgId: string, testId: string, input: StartRunInp
     folder: { id: test.folder.id, name: test.folder.name },
     source: input.source ?? 'api',
     ...(input.applicationVersionId !== undefined ? { applicationVersionId: input.applicationVersionId } : {}),
+    ...(test.applicationId !== undefined ? { applicationId: test.applicationId } : {}),
+    applicationVersion: { name: test.applicationVersion.name, path: test.applicationVersion.path },
+    ...(test.stepTimeoutSeconds !== undefined ? { stepTimeoutSeconds: test.stepTimeoutSeconds } : {}),
+    ...(test.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: test.runTimeoutSeconds } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
     steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
     createdKey: keys.runs.created(createdAt, runId),
@@ -145,11 +179,410 @@ export async function startRun(orgId: string, testId: string, input: StartRunInp
   await ddb().send(
     new PutCommand({
       TableName: table('runs'),
-      Item: run,
+      // A Map, so a variable named `constructor` is stored as data (see shared/validation.ts).
+      Item: { ...run, variables: new Map(Object.entries(run.variables)) },
       ConditionExpression: 'attribute_not_exists(runId)',
     }),
   );
+  try {
+    await deps.workflows.start('testRun', { runId }, executionName(runId));
+  } catch (err) {
+    log.error('could not start a test run', { runId, error: (err as Error).name });
+    await failRun(runId, `the run could not be started: ${(err as Error).message}`.slice(0, 1000));
+  }
   return runId;
+}
+
+/** The stored run (any org), or undefined. */
+export async function loadRun(runId: string): Promise<RunItem | undefined> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('runs'), Key: runKey(runId), ConsistentRead: true }),
+  );
+  if (!Item) return undefined;
+  // Variables come back as a plain object; give them a null prototype like every other copy.
+  const run = Item as RunItem;
+  run.variables = Object.assign(Object.create(null), run.variables ?? {});
+  return run;
+}
+
+/**
+ * End a run `failed` with `error`, unless it already ended (or, with `attempt`, unless another execution
+ * owns it): its steps that never ran become `skipped`. Returns whether this call ended it.
+ */
+export async function failRun(
+  runId: string,
+  error: string,
+  opts: { attempt?: string } = {},
+): Promise<boolean> {
+  const run = await loadRun(runId);
+  if (!run || (run.status !== 'pending' && run.status !== 'running')) return false;
+  if (opts.attempt !== undefined && run.attempt !== opts.attempt) return false;
+  const steps = run.steps.map((s) => (s.status === 'pending' ? { ...s, status: 'skipped' as const } : s));
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('runs'),
+        Key: runKey(runId),
+        UpdateExpression:
+          'SET #status = :failed, statusKey = :statusKey, endedAt = :now, #error = :error, steps = :steps',
+        ConditionExpression:
+          opts.attempt !== undefined ? '#status = :was AND attempt = :attempt' : '#status = :was',
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+        ExpressionAttributeValues: {
+          ':failed': 'failed',
+          ':statusKey': keys.runs.byStatus(run.orgId, 'failed'),
+          ':now': new Date().toISOString(),
+          ':error': error.slice(0, 2000),
+          ':steps': steps,
+          ':was': run.status,
+          ...(opts.attempt !== undefined ? { ':attempt': opts.attempt } : {}),
+        },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    // Moved on meanwhile (pending → running, or ended): judge again against what is there now.
+    return failRun(runId, error, opts);
+  }
+}
+
+/** Where a run goes: the first page, and what the executor needs to mask secrets. */
+export interface RunTarget {
+  /** The first page: the app's URL plus `application_version.path`. */
+  url: string;
+  /** The app's URL (relative `navigate` URLs resolve against it). */
+  appUrl: string;
+  applicationId: string;
+  environmentId?: string;
+  /** Every app of the environment (their secret bundles are masked in outputs). */
+  apps: string[];
+}
+
+/** The app URL plus a path, as written (`/form` → `http://host:port/form`). */
+export function joinAppUrl(appUrl: string, path: string): string {
+  if (!path) return appUrl;
+  return `${appUrl.replace(/\/+$/, '')}${path.startsWith('/') ? '' : '/'}${path}`;
+}
+
+/** The org's environment of `repoFullName` whose `environmentId` is `environmentId`, if any. */
+async function findEnvironmentById(
+  orgId: string,
+  repoFullName: string,
+  environmentId: string,
+): Promise<Environment | undefined> {
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb().send(
+      new QueryCommand({
+        TableName: table('environments'),
+        KeyConditionExpression: 'orgId = :org',
+        FilterExpression: 'environmentId = :id',
+        ExpressionAttributeValues: { ':org': orgId, ':id': environmentId },
+        ConsistentRead: true,
+        ExclusiveStartKey,
+      }),
+    );
+    for (const env of (page.Items ?? []) as Environment[])
+      if (repoKey(env.repoFullName) === repoKey(repoFullName)) return env;
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return undefined;
+}
+
+/**
+ * Resolve what a run runs against (issue 11, decision 1): the test's application; the environment the
+ * run's `application_version_id` names (an `environmentId` of that application), or else the
+ * application's main-branch environment (0); it must be `ready`; the app named by
+ * `application_version.name` in its `urls`, plus `application_version.path`. Otherwise the error says
+ * which of these is missing.
+ */
+export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget } | { error: string }> {
+  const applicationId = run.applicationId;
+  if (!applicationId)
+    return {
+      error:
+        'the test has no application: set application_id in the tests file, or import it with ' +
+        '`previewctl tests import --app ID`',
+    };
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
+  );
+  const app = Item as { orgId: string; repoFullName?: string; disabled?: boolean } | undefined;
+  if (!app || app.orgId !== run.orgId) return { error: `application ${applicationId} not found` };
+  if (!app.repoFullName)
+    return { error: `application ${applicationId} is not linked to a repository, so it has no environments` };
+  let env: Environment | undefined;
+  let label: string;
+  if (run.applicationVersionId !== undefined) {
+    label = `environment ${run.applicationVersionId}`;
+    env = await findEnvironmentById(run.orgId, app.repoFullName, run.applicationVersionId);
+    if (!env) return { error: `no environment ${run.applicationVersionId} of application ${applicationId}` };
+  } else {
+    label = `the main-branch environment (0) of application ${applicationId}`;
+    const { Item: envItem } = await ddb().send(
+      new GetCommand({
+        TableName: table('environments'),
+        Key: { orgId: run.orgId, envKey: keys.environments.envKey(app.repoFullName, 0) },
+        ConsistentRead: true,
+      }),
+    );
+    env = envItem as Environment | undefined;
+    if (!env || env.status === 'torn_down')
+      return {
+        error:
+          `application ${applicationId} has no main-branch environment (0): deploy it, or name an ` +
+          'environment with application_version_id',
+      };
+  }
+  if (env.status !== 'ready' || env.tornDownRequested)
+    return {
+      error: `${label} is not ready (status ${env.tornDownRequested ? 'tearing down' : env.status})`,
+    };
+  const appName = run.applicationVersion?.name ?? '';
+  const appUrl = env.urls?.[appName];
+  if (!appUrl) {
+    const apps = Object.keys(env.urls ?? {}).sort();
+    return {
+      error: `${label} has no app "${appName}" (its apps: ${apps.length ? apps.join(', ') : 'none'})`,
+    };
+  }
+  return {
+    target: {
+      url: joinAppUrl(appUrl, run.applicationVersion?.path ?? ''),
+      appUrl,
+      applicationId,
+      ...(env.environmentId ? { environmentId: env.environmentId } : {}),
+      apps: Object.keys(env.urls ?? {}).sort(),
+    },
+  };
+}
+
+/** What Prepare hands Execute: the run is `running` under `attempt`, against `target`. */
+export type PreparedRun = { ready: true; attempt: string; target: RunTarget } | { ready: false };
+
+/**
+ * First state of `testRun`. Steps: load the run (a run that is no longer pending was ended meanwhile:
+ * nothing to do); resolve its target; when that fails, end the run `failed` with the reason; otherwise
+ * move it to `running` under a fresh attempt id (a conditional write: one execution runs a run).
+ */
+export async function prepareRun(runId: string): Promise<PreparedRun> {
+  const run = await loadRun(runId);
+  if (run?.status !== 'pending') return { ready: false };
+  const resolved = await resolveTarget(run);
+  if ('error' in resolved) {
+    await failRun(runId, resolved.error);
+    return { ready: false };
+  }
+  const attempt = newId();
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('runs'),
+        Key: runKey(runId),
+        UpdateExpression:
+          'SET #status = :running, statusKey = :statusKey, startedAt = :now, attempt = :attempt, targetUrl = :url',
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':running': 'running',
+          ':pending': 'pending',
+          ':statusKey': keys.runs.byStatus(run.orgId, 'running'),
+          ':now': new Date().toISOString(),
+          ':attempt': attempt,
+          ':url': resolved.target.url,
+        },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) return { ready: false };
+    throw err;
+  }
+  return { ready: true, attempt, target: resolved.target };
+}
+
+/** Thrown when a write of an execution finds the run no longer its own (ended, or another attempt). */
+export class RunNotOwned extends Error {
+  override name = 'RunNotOwned';
+}
+
+/** Write one step's outcome, only while the run is `running` under `attempt`. */
+export async function saveRunStep(
+  runId: string,
+  attempt: string,
+  index: number,
+  step: RunStepItem,
+): Promise<void> {
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('runs'),
+        Key: runKey(runId),
+        UpdateExpression: `SET steps[${index}] = :step`,
+        ConditionExpression: '#status = :running AND attempt = :attempt',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':step': step, ':running': 'running', ':attempt': attempt },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw new RunNotOwned(`run ${runId} is no longer run by attempt ${attempt}`);
+    throw err;
+  }
+}
+
+/** End a run `passed` or `failed` (only while `running` under `attempt`), with its steps and video. */
+export async function finishRun(
+  run: Pick<RunItem, 'runId' | 'orgId'>,
+  attempt: string,
+  outcome: { status: 'passed' | 'failed'; steps: RunStepItem[]; error?: string; videoKey?: string },
+): Promise<void> {
+  const sets = ['#status = :status', 'statusKey = :statusKey', 'endedAt = :now', 'steps = :steps'];
+  const values: Record<string, unknown> = {
+    ':status': outcome.status,
+    ':statusKey': keys.runs.byStatus(run.orgId, outcome.status),
+    ':now': new Date().toISOString(),
+    ':steps': outcome.steps,
+    ':running': 'running',
+    ':attempt': attempt,
+  };
+  if (outcome.error !== undefined) {
+    sets.push('#error = :error');
+    values[':error'] = outcome.error.slice(0, 2000);
+  }
+  if (outcome.videoKey !== undefined) {
+    sets.push('videoKey = :video');
+    values[':video'] = outcome.videoKey;
+  }
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('runs'),
+        Key: runKey(run.runId),
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: '#status = :running AND attempt = :attempt',
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          ...(outcome.error !== undefined ? { '#error': 'error' } : {}),
+        },
+        ExpressionAttributeValues: values,
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err))
+      throw new RunNotOwned(`run ${run.runId} is no longer run by attempt ${attempt}`);
+    throw err;
+  }
+}
+
+/** Media keys of a run: one screenshot per step, one video. */
+export const mediaKeys = {
+  step: (run: Pick<RunItem, 'orgId' | 'runId'>, index: number, stepId: string) =>
+    `runs/${run.orgId}/${run.runId}/step-${String(index + 1).padStart(3, '0')}-${stepId}.png`,
+  video: (run: Pick<RunItem, 'orgId' | 'runId'>, extension: string) =>
+    `runs/${run.orgId}/${run.runId}/video.${extension}`,
+};
+
+/**
+ * After the local server restarted, no run is left `running` or `pending` with nothing behind it (in AWS,
+ * Step Functions executions outlive any process, and a Lambda that dies ends its state with States.Timeout,
+ * which MarkFailed turns into `failed`). Each such run ends `failed` saying so: a `running` run's browser
+ * is gone, and re-running its steps could repeat what they did to the app; a `pending` one would meet its
+ * environment restarting too (recovery restarts ready environments), so starting it again would only fail
+ * it as "not ready". Reads each organization's `byStatus` index (the tenancy table lists organizations).
+ */
+export async function recoverRuns(): Promise<{ failed: number }> {
+  let failed = 0;
+  const orgIds: string[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb().send(
+      new ScanCommand({
+        TableName: table('tenancy'),
+        FilterExpression: 'begins_with(pk, :org)',
+        ExpressionAttributeValues: { ':org': keys.tenancy.org('') },
+        ProjectionExpression: 'orgId',
+        ExclusiveStartKey,
+      }),
+    );
+    for (const item of page.Items ?? []) orgIds.push(String(item.orgId));
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  const reasons = {
+    running: 'interrupted: the service restarted while the run was running',
+    pending: 'interrupted: the service restarted before the run started; start it again',
+  };
+  for (const orgId of orgIds) {
+    for (const status of ['running', 'pending'] as const) {
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await ddb().send(
+          new QueryCommand({
+            TableName: table('runs'),
+            IndexName: 'byStatus',
+            KeyConditionExpression: 'statusKey = :k',
+            ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
+            ExclusiveStartKey: start,
+          }),
+        );
+        for (const item of (page.Items ?? []) as RunItem[]) {
+          try {
+            if (await failRun(item.runId, reasons[status])) failed++;
+          } catch (err) {
+            log.error('could not recover a test run', { runId: item.runId, error: (err as Error).message });
+          }
+        }
+        start = page.LastEvaluatedKey;
+      } while (start);
+    }
+  }
+  if (failed > 0) log.info('test runs recovered', { failed });
+  return { failed };
+}
+
+/**
+ * Start the `run_on_preview` tests of an environment's application(s) now that it is ready (issue 11,
+ * decision 7): for every application of the environment's organization linked to its repository, each
+ * test in its `previewTestIds` that still belongs to it and still runs on previews gets a run with
+ * `source: preview`, against this environment (`application_version_id` = its `environmentId`). Best
+ * effort, never throws: failures are logged (per test; the others still start). Returns the new run ids.
+ */
+export async function startPreviewRuns(
+  deps: { workflows: Workflows },
+  env: Pick<Environment, 'orgId' | 'repoFullName' | 'prNumber'> & { environmentId?: string },
+): Promise<string[]> {
+  let Items: Record<string, unknown>[] | undefined;
+  try {
+    ({ Items } = await ddb().send(
+      new QueryCommand({
+        TableName: table('applications'),
+        IndexName: 'byRepo',
+        KeyConditionExpression: 'repoKey = :k',
+        ExpressionAttributeValues: { ':k': keys.applications.byRepo(env.orgId, env.repoFullName) },
+      }),
+    ));
+  } catch (err) {
+    // Best effort: a deploy never fails over its preview runs.
+    log.error('could not look up preview runs', { repo: env.repoFullName, error: (err as Error).message });
+    return [];
+  }
+  const runIds: string[] = [];
+  for (const app of (Items ?? []) as { applicationId: string; previewTestIds?: Set<string> }[]) {
+    for (const testId of [...(app.previewTestIds ?? [])].sort()) {
+      try {
+        const test = await findTest(env.orgId, testId).catch(() => undefined);
+        if (!test?.runOnPreview || test.applicationId !== app.applicationId) continue;
+        runIds.push(
+          await startRun(deps, env.orgId, testId, {
+            source: 'preview',
+            ...(env.environmentId ? { applicationVersionId: env.environmentId } : {}),
+          }),
+        );
+      } catch (err) {
+        log.error('could not start a preview run', { testId, error: (err as Error).message });
+      }
+    }
+  }
+  return runIds;
 }
 
 export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = noMedia): TestRunView {
@@ -170,6 +603,7 @@ export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = n
       source: run.source,
       ...(run.applicationVersionId !== undefined ? { application_version_id: run.applicationVersionId } : {}),
     },
+    ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
     ...(view.steps
       ? {
           steps: run.steps.map((s) => ({
@@ -187,14 +621,30 @@ export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = n
   };
 }
 
+/**
+ * The URL of every media key of `runs` that the view shows, minted now (`media=true`; otherwise none):
+ * a signer for `toTestRunView`.
+ */
+export async function mintMediaUrls(runs: RunItem[], view: RunView, urls?: MediaUrls): Promise<MediaSigner> {
+  if (!view.media || !urls) return noMedia;
+  const minted = new Map<string, string>();
+  for (const run of runs) {
+    const wanted = [run.videoKey, ...(view.steps ? run.steps.map((s) => s.imageKey) : [])];
+    for (const key of wanted) if (key && !minted.has(key)) minted.set(key, await urls(key));
+  }
+  return (key) => minted.get(key) ?? null;
+}
+
 /** GET /run/{run_id}: one run of the caller's org (404 otherwise). */
-export async function getRun(orgId: string, runId: string, view: RunView): Promise<TestRunView> {
-  const { Item } = await ddb().send(
-    new GetCommand({ TableName: table('runs'), Key: { runId }, ConsistentRead: true }),
-  );
-  const run = Item as RunItem | undefined;
+export async function getRun(
+  orgId: string,
+  runId: string,
+  view: RunView,
+  urls?: MediaUrls,
+): Promise<TestRunView> {
+  const run = await loadRun(runId);
   if (!run || run.orgId !== orgId) throw new NotFoundError('run not found');
-  return toTestRunView(run, view);
+  return toTestRunView(run, view, await mintMediaUrls([run], view, urls));
 }
 
 export interface RunFilters {
@@ -257,6 +707,7 @@ export async function listRuns(
   filters: RunFilters,
   page: { limit: number; offset: number },
   view: RunView,
+  urls?: MediaUrls,
 ): Promise<TestRunView[]> {
   const plan = planRunQuery(orgId, filters);
   const filtered = Object.values(plan.residual).some((v) => v !== undefined);
@@ -286,5 +737,21 @@ export async function listRuns(
     }
     startKey = res.LastEvaluatedKey;
   } while (startKey && out.length < page.limit);
-  return out.map((run) => toTestRunView(run, view));
+  const sign = await mintMediaUrls(out, view, urls);
+  return out.map((run) => toTestRunView(run, view, sign));
+}
+
+/** The cause of a caught `testRun` failure, as the run's error. Lambda wraps errors as JSON; local runs do not. */
+export function runFailureMessage(failure: { Error?: string; Cause?: string } | undefined): string {
+  if (failure?.Error === 'States.Timeout')
+    return 'the run executor timed out (the state machine gives it 15 minutes)';
+  const cause = failure?.Cause ?? '';
+  let message = cause;
+  try {
+    const parsed = JSON.parse(cause) as { errorMessage?: string };
+    if (parsed.errorMessage) message = parsed.errorMessage;
+  } catch {
+    // not JSON: the message itself
+  }
+  return `the run failed: ${message || failure?.Error || 'unknown failure'}`;
 }

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { BundleRef, SecretStore } from '../ports/secret-store/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
+import { isReservedKey, RESERVED_KEY } from '../shared/validation.js';
 import { getApplication } from './tenancy.js';
 
 /** Secrets Manager's SecretString limit, which a bundle (a JSON object of env vars) must fit. */
@@ -21,11 +22,20 @@ export interface SecretSummary {
   updatedAt: string;
 }
 
-/** Bundle metadata as stored (table `secretBundles`), served for listings instead of the values. */
+interface KeyMeta {
+  maskedLength: number;
+  updatedAt: string;
+}
+
+/**
+ * Bundle metadata as stored (table `secretBundles`), served for listings instead of the values. `keys` is
+ * absent until the first write commits: an item without it only ever held a lease. As read it is a plain
+ * object of own members; it is written back as a `Map` (see the key rule in shared/validation.ts).
+ */
 interface BundleMeta {
   applicationId: string;
   app: string;
-  keys?: Record<string, { maskedLength: number; updatedAt: string }>;
+  keys?: Record<string, KeyMeta>;
   updatedAt?: string;
   lockToken?: string;
   lockExpiresAt?: number;
@@ -46,7 +56,16 @@ export async function listSecrets(orgId: string, ref: BundleRef): Promise<Secret
     .map(([key, m]) => ({ key, maskedLength: m.maskedLength, updatedAt: m.updatedAt }));
 }
 
-type BundleKeys = NonNullable<BundleMeta['keys']>;
+/** Key metadata to commit: a `Map`, so any key name but `__proto__` is stored as data. */
+type BundleKeys = Map<string, KeyMeta>;
+
+/** The stored key metadata as a `Map` (own members only). */
+const keysOf = (meta: BundleMeta): BundleKeys => new Map(Object.entries(meta.keys ?? {}));
+
+/** 400 for a key no bundle may hold (the rule is in shared/validation.ts); handlers refuse it first. */
+function refuseReservedKey(key: string): void {
+  if (isReservedKey(key)) throw new ValidationError(`secret key must not be ${RESERVED_KEY}`);
+}
 
 /**
  * Run `fn` as the only writer of a bundle. Secrets Manager has no compare-and-set, so writers take a
@@ -54,13 +73,19 @@ type BundleKeys = NonNullable<BundleMeta['keys']>;
  * backoff while it is busy. `fn` gets the metadata as it was when the lease was taken and `commit`, which
  * stores new key metadata and releases the lease in one write fenced by the lease token. When `fn` ends
  * without committing (it threw), the lease is released on its own.
+ *
+ * A rejected request changes nothing: with `existing`, the lease is taken only on an item that exists
+ * (404 `secret bundle not found` otherwise, and no item is created); a lease released without a commit
+ * on an item that had never committed (no `keys`) deletes the item it created.
  */
 async function withBundleLease<T>(
   ref: BundleRef,
+  opts: { existing: boolean },
   fn: (meta: BundleMeta, commit: (keys: BundleKeys, now: string) => Promise<void>) => Promise<T>,
 ): Promise<T> {
   const token = newId();
   const giveUpAt = Date.now() + WAIT_MS;
+  const free = '(attribute_not_exists(lockToken) OR lockExpiresAt < :now)';
   let meta: BundleMeta | undefined;
   for (let attempt = 0; !meta; attempt++) {
     const now = Date.now();
@@ -70,7 +95,7 @@ async function withBundleLease<T>(
           TableName: table('secretBundles'),
           Key: { ...ref },
           UpdateExpression: 'SET lockToken = :t, lockExpiresAt = :exp',
-          ConditionExpression: 'attribute_not_exists(lockToken) OR lockExpiresAt < :now',
+          ConditionExpression: opts.existing ? `attribute_exists(applicationId) AND ${free}` : free,
           ExpressionAttributeValues: { ':t': token, ':exp': now + LEASE_MS, ':now': now },
           ReturnValues: 'ALL_NEW',
         }),
@@ -78,10 +103,18 @@ async function withBundleLease<T>(
       meta = Attributes as BundleMeta;
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
+      if (opts.existing) {
+        // The condition failed: the item is absent (404) or its lease is busy (wait).
+        const { Item } = await ddb().send(
+          new GetCommand({ TableName: table('secretBundles'), Key: { ...ref }, ConsistentRead: true }),
+        );
+        if (!Item) throw new NotFoundError('secret bundle not found');
+      }
       if (Date.now() > giveUpAt) throw new ConflictError('secret bundle is busy; retry');
       await sleep(Math.random() * Math.min(200, 10 * 2 ** attempt));
     }
   }
+  const leased = meta;
   let released = false;
   const commit = async (keys: BundleKeys, now: string) => {
     await ddb().send(
@@ -100,19 +133,20 @@ async function withBundleLease<T>(
     return await fn(meta, commit);
   } finally {
     if (!released) {
-      await ddb()
-        .send(
-          new UpdateCommand({
-            TableName: table('secretBundles'),
-            Key: { ...ref },
-            UpdateExpression: 'REMOVE lockToken, lockExpiresAt',
-            ConditionExpression: 'lockToken = :t',
-            ExpressionAttributeValues: { ':t': token },
-          }),
-        )
-        .catch((err) => {
-          if (!isConditionFailure(err)) throw err;
-        });
+      // While the lease is held nobody else commits, so `keys` is as it was when the lease was taken.
+      const fence = {
+        TableName: table('secretBundles'),
+        Key: { ...ref },
+        ConditionExpression: 'lockToken = :t',
+        ExpressionAttributeValues: { ':t': token },
+      };
+      const release: Promise<unknown> =
+        leased.keys === undefined
+          ? ddb().send(new DeleteCommand(fence))
+          : ddb().send(new UpdateCommand({ ...fence, UpdateExpression: 'REMOVE lockToken, lockExpiresAt' }));
+      await release.catch((err) => {
+        if (!isConditionFailure(err)) throw err;
+      });
     }
   }
 }
@@ -129,26 +163,30 @@ export async function upsertSecrets(
   ref: BundleRef,
   items: { key: string; value: string }[],
 ): Promise<number> {
+  for (const item of items) refuseReservedKey(item.key);
   await getApplication(orgId, ref.applicationId);
   const updates = new Map(items.map((i) => [i.key, i.value]));
-  return withBundleLease(ref, async (meta, commit) => {
-    const merged = { ...((await store.read(ref)) ?? {}), ...Object.fromEntries(updates) };
-    const size = Buffer.byteLength(JSON.stringify(merged), 'utf8');
+  return withBundleLease(ref, { existing: false }, async (meta, commit) => {
+    const merged = new Map(Object.entries((await store.read(ref)) ?? {}));
+    for (const [key, value] of updates) merged.set(key, value);
+    const values = Object.fromEntries(merged);
+    const size = Buffer.byteLength(JSON.stringify(values), 'utf8');
     if (size > MAX_BUNDLE_BYTES) {
       throw new ValidationError(`secret bundle would be ${size} bytes; the limit is ${MAX_BUNDLE_BYTES}`);
     }
-    await store.write(ref, merged);
+    await store.write(ref, values);
     const now = new Date().toISOString();
-    const keys = { ...(meta.keys ?? {}) };
-    for (const [key, value] of updates) keys[key] = { maskedLength: maskedLength(value), updatedAt: now };
+    const keys = keysOf(meta);
+    for (const [key, value] of updates) keys.set(key, { maskedLength: maskedLength(value), updatedAt: now });
     await commit(keys, now);
     return updates.size;
   });
 }
 
 /**
- * Delete one key. Steps: 404 unless the org owns the application; take the lease; 404 when the bundle or
- * the key does not exist; write the bundle without it; record metadata and release.
+ * Delete one key. Steps: 404 unless the org owns the application; take the lease of an existing bundle
+ * (404 when there is none, and nothing is created); 404 when the bundle or the key does not exist; write
+ * the bundle without it; record metadata and release.
  */
 export async function deleteSecret(
   store: SecretStore,
@@ -156,14 +194,16 @@ export async function deleteSecret(
   ref: BundleRef,
   key: string,
 ): Promise<void> {
+  refuseReservedKey(key);
   await getApplication(orgId, ref.applicationId);
-  await withBundleLease(ref, async (meta, commit) => {
-    const values = await store.read(ref);
-    if (!values) throw new NotFoundError('secret bundle not found');
-    if (!Object.hasOwn(values, key)) throw new NotFoundError('secret key not found');
-    const { [key]: _removed, ...rest } = values;
-    await store.write(ref, rest);
-    const { [key]: _gone, ...keys } = meta.keys ?? {};
+  await withBundleLease(ref, { existing: true }, async (meta, commit) => {
+    const stored = await store.read(ref);
+    if (!stored) throw new NotFoundError('secret bundle not found');
+    const values = new Map(Object.entries(stored));
+    if (!values.delete(key)) throw new NotFoundError('secret key not found');
+    await store.write(ref, Object.fromEntries(values));
+    const keys = keysOf(meta);
+    keys.delete(key);
     await commit(keys, new Date().toISOString());
   });
 }

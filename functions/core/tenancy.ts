@@ -1,7 +1,7 @@
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError } from '../shared/errors.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
@@ -54,7 +54,24 @@ export interface Application {
   /** Whether the source host has an active installation for it (a GitHub App installation). */
   installationActive: boolean;
   createdAt: string;
+  /** Whether pull requests deploy while they are drafts (default false: they wait until ready for review). */
+  deployDrafts?: boolean;
+  /** Hours without a deploy after which a PR environment is torn down; 0 = never. @default 72 */
+  ttlHours?: number;
 }
+
+/** The settings an application may change after it is created (`updateApplication`). */
+export interface ApplicationSettings {
+  deployDrafts?: boolean;
+  ttlHours?: number;
+  disabled?: boolean;
+  installationActive?: boolean;
+}
+
+/** Default `ttlHours` of an application. */
+export const DEFAULT_TTL_HOURS = 72;
+/** The longest `ttlHours` (a year). */
+export const MAX_TTL_HOURS = 24 * 366;
 
 export async function createApplication(input: {
   orgId: string;
@@ -62,6 +79,8 @@ export async function createApplication(input: {
   repoFullName?: string;
   disabled?: boolean;
   installationActive?: boolean;
+  deployDrafts?: boolean;
+  ttlHours?: number;
 }): Promise<Application> {
   const applicationId = newId();
   const app: Application = {
@@ -73,6 +92,8 @@ export async function createApplication(input: {
     disabled: input.disabled ?? false,
     installationActive: input.installationActive ?? true,
     createdAt: new Date().toISOString(),
+    ...(input.deployDrafts !== undefined ? { deployDrafts: input.deployDrafts } : {}),
+    ...(input.ttlHours !== undefined ? { ttlHours: input.ttlHours } : {}),
   };
   await ddb().send(
     new PutCommand({
@@ -81,6 +102,75 @@ export async function createApplication(input: {
       ConditionExpression: 'attribute_not_exists(applicationId)',
     }),
   );
+  if (app.repoFullName) await linkRepoToOrg(app.orgId, app.repoFullName);
+  return app;
+}
+
+/**
+ * Record that `orgId` links `repoFullName` (the tenancy item `REPO#owner/repo`, a set of org ids): what a
+ * GitHub webhook, which names only the repository, finds the organizations to act for by. Idempotent.
+ */
+async function linkRepoToOrg(orgId: string, repoFullName: string): Promise<void> {
+  await ddb().send(
+    new UpdateCommand({
+      TableName: table('tenancy'),
+      Key: { pk: keys.tenancy.repo(repoFullName) },
+      UpdateExpression: 'ADD orgIds :org',
+      ExpressionAttributeValues: { ':org': new Set([orgId]) },
+    }),
+  );
+}
+
+/**
+ * The organizations that have linked an application to `owner/repo` (case-insensitive), as recorded when
+ * they linked it. A caller still checks each one's application: the set is never pruned.
+ */
+export async function orgsLinkingRepo(repoFullName: string): Promise<string[]> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('tenancy'), Key: { pk: keys.tenancy.repo(repoFullName) } }),
+  );
+  const orgIds = (Item as { orgIds?: Set<string> } | undefined)?.orgIds;
+  return orgIds ? [...orgIds].sort() : [];
+}
+
+/**
+ * Change an application's settings (`previewctl apps update`): 404 if absent or another org's. Also
+ * records its repository link again (applications linked before links were recorded get theirs).
+ */
+export async function updateApplication(
+  orgId: string,
+  applicationId: string,
+  settings: ApplicationSettings,
+): Promise<Application> {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ':org': orgId };
+  const sets: string[] = [];
+  for (const [k, v] of Object.entries(settings)) {
+    if (v === undefined) continue;
+    names[`#${k}`] = k;
+    values[`:${k}`] = v;
+    sets.push(`#${k} = :${k}`);
+  }
+  let app: Application;
+  try {
+    const { Attributes } = await ddb().send(
+      new UpdateCommand({
+        TableName: table('applications'),
+        Key: { applicationId },
+        // With nothing to set, a no-op write still checks the owner and returns the item.
+        UpdateExpression: sets.length ? `SET ${sets.join(', ')}` : 'SET orgId = :org',
+        ConditionExpression: 'orgId = :org',
+        ExpressionAttributeNames: sets.length ? names : undefined,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    app = Attributes as Application;
+  } catch (err) {
+    if (isConditionFailure(err)) throw new NotFoundError('application not found');
+    throw err;
+  }
+  if (app.repoFullName) await linkRepoToOrg(app.orgId, app.repoFullName);
   return app;
 }
 

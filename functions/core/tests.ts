@@ -1,9 +1,9 @@
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { newId } from '../shared/crypto.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
-import { describeIssues, rowId } from '../shared/validation.js';
+import { describeIssues, issuePath, RESERVED_KEY, reservedMemberPath, rowId } from '../shared/validation.js';
 
 /** A folder that groups tests (and so runs); its id comes from the imported file. */
 export interface Folder {
@@ -44,6 +44,13 @@ export interface TestItem {
   name: string;
   createdAt: string;
   folder: Folder;
+  /** The Application whose environments the test runs against (tests imported before runs had none). */
+  applicationId?: string;
+  /** Run each time an environment of the application becomes ready. */
+  runOnPreview?: boolean;
+  /** Per-step and per-run timeouts of this test, when the file sets them (else the service defaults). */
+  stepTimeoutSeconds?: number;
+  runTimeoutSeconds?: number;
   applicationVersion: ApplicationVersion;
   variables: Record<string, string>;
   steps: TestStepItem[];
@@ -55,6 +62,10 @@ export interface TestView {
   name: string;
   created_at: string;
   folder: Folder;
+  /** Present when the test belongs to an application. */
+  application_id?: string;
+  /** Present (true) when the test runs on every preview of its application. */
+  run_on_preview?: true;
   application_version: ApplicationVersion;
   steps?: TestStepItem[];
 }
@@ -65,15 +76,21 @@ const nonEmpty = (max: number) => text(max).min(1, 'must not be empty');
 const stepSchema = z.object({
   instruction: nonEmpty(10_000),
   interaction: nonEmpty(256),
-  url: text(4096),
-  element: z.object({ html: text(100_000), selector: text(4096) }),
+  url: text(4096).default(''),
+  // Optional where a step needs none (navigate, press on the page, assert-text of the page).
+  element: z.object({ html: text(100_000), selector: text(4096) }).default({ html: '', selector: '' }),
 });
 
 /** One test of an import file (ids are generated on import, so the file carries none). */
 const testSchema = z.object({
   name: nonEmpty(512),
   folder: z.object({ id: rowId, name: nonEmpty(512) }),
+  application_id: rowId.optional(),
+  run_on_preview: z.boolean().default(false),
+  step_timeout_seconds: z.number().int().min(1).max(600, 'must be at most 600').optional(),
+  run_timeout_seconds: z.number().int().min(5).max(840, 'must be at most 840').optional(),
   application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
+  // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z.record(nonEmpty(256), text(10_000)).default({}),
   steps: z.array(stepSchema).max(500, 'must have at most 500 steps'),
 });
@@ -84,6 +101,10 @@ export type TestsFile = z.infer<typeof testsFileSchema>;
 
 /** Parse a tests file, or throw a ValidationError naming where each problem is (up to 5). */
 export function parseTestsFile(file: unknown): TestsFile {
+  // A zod record skips a `__proto__` member silently: refuse it first (rule in shared/validation.ts).
+  const reserved = reservedMemberPath(file);
+  if (reserved)
+    throw new ValidationError(`invalid tests file: ${issuePath(reserved)}: must not be ${RESERVED_KEY}`);
   const result = testsFileSchema.safeParse(file);
   if (result.success) return result.data;
   throw new ValidationError(describeIssues('tests file', result.error));
@@ -97,8 +118,12 @@ export function toTestItem(orgId: string, test: TestsFile[number], createdAt: st
     name: test.name,
     createdAt,
     folder: { id: test.folder.id, name: test.folder.name },
+    ...(test.application_id !== undefined ? { applicationId: test.application_id } : {}),
+    ...(test.run_on_preview ? { runOnPreview: true } : {}),
+    ...(test.step_timeout_seconds !== undefined ? { stepTimeoutSeconds: test.step_timeout_seconds } : {}),
+    ...(test.run_timeout_seconds !== undefined ? { runTimeoutSeconds: test.run_timeout_seconds } : {}),
     applicationVersion: { name: test.application_version.name, path: test.application_version.path },
-    variables: Object.fromEntries(Object.entries(test.variables)),
+    variables: Object.assign(Object.create(null), test.variables) as Record<string, string>,
     steps: test.steps.map((s) => ({
       id: newId(),
       instruction: s.instruction,
@@ -112,18 +137,46 @@ export function toTestItem(orgId: string, test: TestsFile[number], createdAt: st
 /** Largest stored test (its JSON size); runs copy it, and DynamoDB items stop at 400 KB. */
 export const MAX_TEST_BYTES = 300_000;
 
+/** Whether the application exists in the organization (another org's is as absent as none). */
+async function applicationOfOrg(orgId: string, applicationId: string): Promise<boolean> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
+  );
+  return Item !== undefined && Item.orgId === orgId;
+}
+
 /**
- * Import tests into an organization (`previewctl tests import <file>`).
- * Steps: validate the whole file first, sizes included (nothing is written when any test is invalid); give each test and
- * step a new id and the same `created_at`; put each test (a new id never overwrites anything).
+ * Import tests into an organization (`previewctl tests import [--app ID] <file>`).
+ * Steps: validate the whole file first, sizes and applications included (nothing is written when any
+ * test is invalid; an `application_id` must name an application of the organization); `--app` sets the
+ * application of every test; give each test and step a new id and the same `created_at`; put each test
+ * (a new id never overwrites anything); then add each `run_on_preview` test to its application's
+ * `previewTestIds` (what `startPreviewRuns` reads when an environment of it becomes ready).
  * @param file the parsed JSON of the file
  * @returns the new ids and names, in file order
  */
 export async function importTests(
   orgId: string,
   file: unknown,
+  opts: { applicationId?: string } = {},
 ): Promise<{ tests: { id: string; name: string }[] }> {
   const parsed = parseTestsFile(file);
+  if (opts.applicationId !== undefined) {
+    if (!(await applicationOfOrg(orgId, opts.applicationId)))
+      throw new ValidationError(`--app: no application ${opts.applicationId} in this organization`);
+    for (const t of parsed) t.application_id = opts.applicationId;
+  } else {
+    const checked = new Map<string, boolean>();
+    for (const [i, t] of parsed.entries()) {
+      if (t.application_id === undefined) continue;
+      if (!checked.has(t.application_id))
+        checked.set(t.application_id, await applicationOfOrg(orgId, t.application_id));
+      if (!checked.get(t.application_id))
+        throw new ValidationError(
+          `invalid tests file: [${i}].application_id: no application ${t.application_id} in this organization`,
+        );
+    }
+  }
   const createdAt = new Date().toISOString();
   const items = parsed.map((t) => toTestItem(orgId, t, createdAt));
   items.forEach((item, i) => {
@@ -131,14 +184,35 @@ export async function importTests(
     if (Buffer.byteLength(JSON.stringify(item)) > MAX_TEST_BYTES)
       throw new ValidationError(`invalid tests file: [${i}]: test is larger than ${MAX_TEST_BYTES} bytes`);
   });
-  for (const Item of items) {
+  for (const item of items) {
     await ddb().send(
       new PutCommand({
         TableName: table('tests'),
-        Item,
+        // A Map, so a variable named `constructor` is stored as data (see shared/validation.ts).
+        Item: { ...item, variables: new Map(Object.entries(item.variables)) },
         ConditionExpression: 'attribute_not_exists(testId)',
       }),
     );
+  }
+  const onPreview = new Map<string, string[]>();
+  for (const item of items)
+    if (item.runOnPreview && item.applicationId)
+      onPreview.set(item.applicationId, [...(onPreview.get(item.applicationId) ?? []), item.testId]);
+  for (const [applicationId, testIds] of onPreview) {
+    try {
+      await ddb().send(
+        new UpdateCommand({
+          TableName: table('applications'),
+          Key: { applicationId },
+          UpdateExpression: 'ADD previewTestIds :ids',
+          ConditionExpression: 'attribute_exists(applicationId) AND orgId = :org',
+          ExpressionAttributeValues: { ':ids': new Set(testIds), ':org': orgId },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      // Deleted since it was checked: its tests simply never run on a preview.
+    }
   }
   return { tests: items.map((t) => ({ id: t.testId, name: t.name })) };
 }
@@ -159,6 +233,8 @@ export function toTestView(test: TestItem, opts: { steps: boolean }): TestView {
     name: test.name,
     created_at: test.createdAt,
     folder: { id: test.folder.id, name: test.folder.name },
+    ...(test.applicationId !== undefined ? { application_id: test.applicationId } : {}),
+    ...(test.runOnPreview ? { run_on_preview: true as const } : {}),
     application_version: { name: test.applicationVersion.name, path: test.applicationVersion.path },
     ...(opts.steps
       ? {

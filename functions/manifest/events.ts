@@ -14,8 +14,12 @@ export interface EventTargetDef {
 
 export interface EventRuleDef {
   description: string;
-  /** `default`: the account's default bus (AWS service events). */
-  bus: 'default';
+  /**
+   * `default`: the account's default bus (AWS service events). `service`: the service's own bus
+   * (EVENT_BUS_NAME), which takes events only from its own account; the local server's in-process bus
+   * delivers these rules to the same targets.
+   */
+  bus: 'default' | 'service';
   /** The rule's event pattern, less what CDK adds from the stack (`detail.project-name` below). */
   pattern: { source: string[]; 'detail-type': string[]; detail?: Record<string, unknown> };
   /** Match only the stack's own image-build project (CDK adds `detail.project-name`). */
@@ -23,10 +27,25 @@ export interface EventRuleDef {
   target: EventTargetDef;
 }
 
+/**
+ * The events of the service's own bus. GitHub webhooks become `preview.github` events, one per
+ * organization the delivery acts for; `Preview Redeploy Requested` is the documented custom event any
+ * system of the account may put (source `preview.redeploy`, detail `{orgId, repoFullName, prNumber,
+ * app?, mode?}`).
+ */
+export const GITHUB_EVENT_SOURCE = 'preview.github';
+export const REDEPLOY_EVENT_SOURCE = 'preview.redeploy';
+export const DETAIL_TYPES = {
+  pullRequestUpdated: 'Pull Request Updated',
+  pullRequestClosed: 'Pull Request Closed',
+  defaultBranchPushed: 'Default Branch Pushed',
+  redeployRequested: 'Preview Redeploy Requested',
+} as const;
+
 /** CodeBuild's terminal build states (a build in any other state is still running). */
 export const TERMINAL_BUILD_STATES = ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'] as const;
 
-export const eventRules = {
+const rules = {
   imageBuildFinished: {
     description: 'An image build reached a terminal state: end the BuildImages task waiting on it',
     bus: 'default',
@@ -41,6 +60,75 @@ export const eventRules = {
       access: { tables: { builds: 'RW' }, imageBuilds: true, runtime: true },
     },
   },
+  pullRequestUpdated: {
+    description: 'A pull request was opened, reopened, pushed to or marked ready: deploy its head',
+    bus: 'service',
+    pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestUpdated] },
+    target: {
+      entry: 'functions/events/pull-request-updated.ts',
+      access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'], prStatus: true },
+    },
+  },
+  pullRequestClosed: {
+    description: 'A pull request was closed or merged: tear its preview down',
+    bus: 'service',
+    pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestClosed] },
+    target: {
+      entry: 'functions/events/pull-request-closed.ts',
+      access: { tables: { environments: 'RW' }, starts: ['teardown'], prStatus: true },
+    },
+  },
+  defaultBranchPushed: {
+    description: "A push to the repository's default branch: redeploy the main-branch environment (0)",
+    bus: 'service',
+    pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.defaultBranchPushed] },
+    target: {
+      entry: 'functions/events/default-branch-pushed.ts',
+      access: {
+        tables: { applications: 'R', environments: 'RW' },
+        starts: ['deploy'],
+        sourceHost: true,
+        prStatus: true,
+      },
+    },
+  },
+  previewRedeployRequested: {
+    description: 'The documented custom event: redeploy a whole environment or one app',
+    bus: 'service',
+    pattern: { source: [REDEPLOY_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.redeployRequested] },
+    target: {
+      entry: 'functions/events/redeploy-requested.ts',
+      access: { tables: { environments: 'RW' }, starts: ['deploy', 'redeployApp'], prStatus: true },
+    },
+  },
 } as const satisfies Record<string, EventRuleDef>;
 
-export type EventRuleId = keyof typeof eventRules;
+export type EventRuleId = keyof typeof rules;
+/** Every rule, by id (typed as the definition, so code may read any of its optional fields). */
+export const eventRules: Record<EventRuleId, EventRuleDef> = rules;
+
+/** What a scheduled target runs on: a schedule, not a bus (EventBridge Scheduler or a scheduled rule). */
+export interface ScheduleDef {
+  description: string;
+  /** EventBridge schedule expression. */
+  schedule: string;
+  /** How often the local server runs the target (its timer), in seconds, unless configured otherwise. */
+  localEverySeconds: number;
+  target: EventTargetDef;
+}
+
+/** The scheduled targets of the service. */
+export const schedules = {
+  expirySweep: {
+    description:
+      "Tear down preview environments that went longer than their application's ttl without a deploy",
+    schedule: 'rate(15 minutes)',
+    localEverySeconds: 60,
+    target: {
+      entry: 'functions/events/expiry-sweep.ts',
+      access: { tables: { environments: 'RW', applications: 'R' }, starts: ['teardown'], prStatus: true },
+    },
+  },
+} as const satisfies Record<string, ScheduleDef>;
+
+export type ScheduleId = keyof typeof schedules;

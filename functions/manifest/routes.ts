@@ -8,8 +8,12 @@ import type { TableName } from './tables.js';
 import type { WorkflowName } from './workflows.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-/** `apiKey`: `Authorization: Bearer <API key>`. `client`: `svc-client-id` + `svc-client-secret` headers. */
-export type AuthKind = 'apiKey' | 'client';
+/**
+ * `apiKey`: `Authorization: Bearer <API key>`. `client`: `svc-client-id` + `svc-client-secret` headers.
+ * `githubWebhook`: `X-Hub-Signature-256`, the HMAC-SHA256 of the raw body under the GitHub App's webhook
+ * secret (the sender is GitHub, acting for no one organization).
+ */
+export type AuthKind = 'apiKey' | 'client' | 'githubWebhook';
 
 export interface RouteAccess {
   /** Tables the handler reads (`R`) or reads and writes (`RW`). Tenancy is always readable (auth). */
@@ -32,6 +36,27 @@ export interface RouteAccess {
    * (states:SendTaskSuccess / SendTaskFailure).
    */
   runtime?: true;
+  /**
+   * The handler puts events on the service's own event bus (in AWS: events:PutEvents on that bus;
+   * EVENT_BUS_NAME).
+   */
+  publishes?: true;
+  /**
+   * The handler reports an environment's status on its pull request (in AWS: reads the GitHub App
+   * secret; GITHUB_* env vars; the App needs Deployments and Pull requests write).
+   */
+  prStatus?: true;
+  /**
+   * Test-run media (screenshots, videos) and run-report links: `R` mints URLs and links (in AWS: presigned
+   * GETs of the media bucket, MEDIA_BUCKET, and the link-signing secret, RUN_LINK_SECRET_ARN), `RW` also
+   * stores media.
+   */
+  media?: 'R' | 'RW';
+  /**
+   * The function drives a headless browser (in AWS: x86_64, at least 2 GB, a 15-minute timeout,
+   * @sparticuz/chromium and an ffmpeg binary at PREVIEW_FFMPEG_PATH, by default /opt/bin/ffmpeg).
+   */
+  browser?: true;
 }
 
 export interface RouteDef {
@@ -57,6 +82,8 @@ export interface RouteDef {
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 /** Secret upserts: 4 × the 64 KB bundle limit, room for JSON escapes and formatting of a full bundle. */
 const SECRET_BODY_BYTES = 256 * 1024;
+/** GitHub webhook payloads: GitHub caps them at 25 MB; API Gateway's 10 MB applies first. */
+const GITHUB_WEBHOOK_BODY_BYTES = 10 * 1024 * 1024;
 
 const envPath = '/v1/preview/environments/{owner}/{repo}/{pr}';
 const secretsPath = '/v1/preview/secrets/{applicationId}/{app}';
@@ -147,21 +174,21 @@ export const routes = {
     path: '/test/{test_id}/run',
     entry: 'functions/api/runs/start.ts',
     auth: 'client',
-    access: { tables: { tests: 'R', runs: 'RW' } },
+    access: { tables: { tests: 'R', runs: 'RW' }, starts: ['testRun'], media: 'R' },
   },
   listRuns: {
     method: 'GET',
     path: '/run',
     entry: 'functions/api/runs/list.ts',
     auth: 'client',
-    access: { tables: { runs: 'R' } },
+    access: { tables: { runs: 'R' }, media: 'R' },
   },
   getRun: {
     method: 'GET',
     path: '/run/{run_id}',
     entry: 'functions/api/runs/get.ts',
     auth: 'client',
-    access: { tables: { runs: 'R' } },
+    access: { tables: { runs: 'R' }, media: 'R' },
   },
   getTest: {
     method: 'GET',
@@ -169,6 +196,15 @@ export const routes = {
     entry: 'functions/api/tests/get.ts',
     auth: 'client',
     access: { tables: { tests: 'R' } },
+  },
+  githubWebhook: {
+    method: 'POST',
+    path: '/v1/github/webhooks',
+    entry: 'functions/api/github/webhooks.ts',
+    auth: 'githubWebhook',
+    // Reads the webhook secret (GitHub App secret), checks installations, publishes to the service bus.
+    access: { tables: { applications: 'R', deliveries: 'RW' }, sourceHost: true, publishes: true },
+    maxBodyBytes: GITHUB_WEBHOOK_BODY_BYTES,
   },
 } as const satisfies Record<string, RouteDef>;
 

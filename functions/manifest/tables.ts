@@ -27,7 +27,11 @@ const S = (name: string): KeyDef => ({ name, type: 'S' });
 const N = (name: string): KeyDef => ({ name, type: 'N' });
 
 export const tables = {
-  /** Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind). */
+  /**
+   * Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind); and
+   * `REPO#owner/repo` (lower-cased): the organizations whose applications link a repository (`orgIds`, a
+   * string set), which a GitHub webhook acts for.
+   */
   tenancy: { envVar: 'TABLE_TENANCY', partitionKey: S('pk'), indexes: [] },
   /** Applications by id; `byRepo` finds the application an org linked to `owner/repo`. */
   applications: {
@@ -56,6 +60,16 @@ export const tables = {
    * build itself (CodeBuild events echo a build's environment). Items expire a day after the build starts.
    */
   builds: { envVar: 'TABLE_BUILDS', partitionKey: S('buildId'), indexes: [], ttlAttribute: 'expiresAt' },
+  /**
+   * GitHub webhook deliveries acted on, by `X-GitHub-Delivery` (a redelivery finds its id and changes
+   * nothing). Items expire a week after receipt (GitHub offers redelivery for three days).
+   */
+  deliveries: {
+    envVar: 'TABLE_DELIVERIES',
+    partitionKey: S('deliveryId'),
+    indexes: [],
+    ttlAttribute: 'expiresAt',
+  },
   /** Tests by id. */
   tests: { envVar: 'TABLE_TESTS', partitionKey: S('testId'), indexes: [] },
   /**
@@ -87,6 +101,12 @@ export const keys = {
     org: (orgId: string) => `ORG#${orgId}`,
     apiKey: (keyId: string) => `APIKEY#${keyId}`,
     client: (clientId: string) => `CLIENT#${clientId}`,
+    /** The organizations linking a repository (GitHub webhooks act for them). */
+    repo: (repoFullName: string) => `REPO#${repoKey(repoFullName)}`,
+  },
+  deliveries: {
+    /** A GitHub webhook delivery (its `X-GitHub-Delivery` GUID). */
+    github: (deliveryId: string) => `github#${deliveryId.toLowerCase()}`,
   },
   applications: {
     /** `byRepo` partition: the org's applications linked to one repository. */
@@ -109,6 +129,16 @@ export const keys = {
     created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
   },
 } as const;
+
+/** Where source archives live in the artifacts store (the image-build role may read only this prefix). */
+export const SOURCES_PREFIX = 'sources/';
+
+/** Object keys in the artifacts store (an S3 bucket in AWS, files locally). */
+export const artifactKeys = {
+  /** The gzipped tarball of a repository at a commit: shared by every environment that builds it. */
+  source: (orgId: string, repoFullName: string, sha: string) =>
+    `${SOURCES_PREFIX}${orgId}/${repoKey(repoFullName)}/${sha.toLowerCase()}.tar.gz`,
+};
 
 /** Canonical storage form of a repository name: GitHub names are case-insensitive. */
 export function repoKey(repoFullName: string): string {

@@ -6,12 +6,13 @@
 import type { RouteAccess } from './routes.js';
 
 /** The state machines of the service. */
-export type WorkflowName = 'deploy' | 'teardown' | 'redeployApp';
+export type WorkflowName = 'deploy' | 'teardown' | 'redeployApp' | 'testRun';
 
 export interface TaskDef {
   /** Step handler module, relative to the repository root; it exports `handler`. */
   entry: string;
-  access: Omit<RouteAccess, 'starts'>;
+  /** What the step may touch; `starts` names workflows it starts (MarkReady starts preview test runs). */
+  access: RouteAccess;
 }
 export interface WorkflowDef {
   /** ASL file, relative to the repository root. */
@@ -20,13 +21,14 @@ export interface WorkflowDef {
   tasks: Record<string, TaskDef>;
 }
 
+// The steps that settle an environment report it on the pull request (prStatus), with its latest runs.
 const markFailed: TaskDef = {
   entry: 'functions/steps/mark-failed.ts',
-  access: { tables: { environments: 'RW' } },
+  access: { tables: { environments: 'RW', runs: 'R' }, prStatus: true },
 };
 const buildImages: TaskDef = {
   entry: 'functions/steps/build-images.ts',
-  access: { tables: { environments: 'RW' }, sourceHost: true, runtime: true },
+  access: { tables: { environments: 'RW', builds: 'RW' }, artifacts: 'R', imageBuilds: true, runtime: true },
 };
 const deployApps: TaskDef = {
   entry: 'functions/steps/deploy-apps.ts',
@@ -34,7 +36,12 @@ const deployApps: TaskDef = {
 };
 const markReady: TaskDef = {
   entry: 'functions/steps/mark-ready.ts',
-  access: { tables: { environments: 'RW' } },
+  // prStatus: the status on the pull request; starts testRun: the app's `run_on_preview` tests.
+  access: {
+    tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW' },
+    prStatus: true,
+    starts: ['testRun'],
+  },
 };
 
 export const workflows = {
@@ -43,7 +50,7 @@ export const workflows = {
     tasks: {
       FetchSourceFunctionArn: {
         entry: 'functions/steps/fetch-source.ts',
-        access: { tables: { environments: 'RW' }, sourceHost: true },
+        access: { tables: { environments: 'RW' }, sourceHost: true, artifacts: 'RW' },
       },
       ReadConfigFunctionArn: {
         entry: 'functions/steps/read-config.ts',
@@ -60,7 +67,7 @@ export const workflows = {
     tasks: {
       TearDownFunctionArn: {
         entry: 'functions/steps/tear-down.ts',
-        access: { tables: { environments: 'RW' }, runtime: true },
+        access: { tables: { environments: 'RW', runs: 'R' }, runtime: true, prStatus: true },
       },
       MarkFailedFunctionArn: markFailed,
     },
@@ -72,6 +79,24 @@ export const workflows = {
       DeployAppsFunctionArn: deployApps,
       MarkReadyFunctionArn: markReady,
       MarkFailedFunctionArn: markFailed,
+    },
+  },
+  testRun: {
+    definition: 'statemachines/test-run.asl.json',
+    tasks: {
+      RunPrepareFunctionArn: {
+        entry: 'functions/steps/run-prepare.ts',
+        access: { tables: { runs: 'RW', applications: 'R', environments: 'R' } },
+      },
+      RunExecuteFunctionArn: {
+        entry: 'functions/steps/run-execute.ts',
+        // The browser Lambda: x86_64, >= 2 GB, 15 min, @sparticuz/chromium and ffmpeg (see `browser`).
+        access: { tables: { runs: 'RW' }, secrets: 'R', media: 'RW', browser: true },
+      },
+      RunMarkFailedFunctionArn: {
+        entry: 'functions/steps/run-mark-failed.ts',
+        access: { tables: { runs: 'RW' } },
+      },
     },
   },
 } as const satisfies Record<WorkflowName, WorkflowDef>;

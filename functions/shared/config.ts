@@ -8,12 +8,14 @@ import { issuePath } from './validation.js';
  * The same variables drive Lambda (set by CDK) and local mode (set by the local server): local mode
  * differs only in `PREVIEW_MODE=local`, the DynamoDB endpoint and the data directory.
  */
-const optionalUrl = z.string().url().optional();
 const schema = z
   .object({
     PREVIEW_MODE: z.enum(['aws', 'local']).default('aws'),
     AWS_REGION: z.string().min(1).optional(),
-    DYNAMODB_ENDPOINT: optionalUrl,
+    DYNAMODB_ENDPOINT: z
+      .string()
+      .regex(/^(https?:\/\/\S+|unix:\/\S+)$/, 'must be http(s)://host:port or unix:/path/to/socket')
+      .optional(),
     PREVIEW_DATA_DIR: z.string().min(1).optional(),
     PREVIEW_GIT_ROOT: z.string().min(1).optional(),
     PREVIEW_WORK_DIR: z.string().min(1).optional(),
@@ -22,12 +24,24 @@ const schema = z
     STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
     STATE_MACHINE_TEARDOWN_ARN: z.string().min(1).optional(),
     STATE_MACHINE_REDEPLOY_APP_ARN: z.string().min(1).optional(),
+    STATE_MACHINE_TEST_RUN_ARN: z.string().min(1).optional(),
     ARTIFACTS_BUCKET: z.string().min(1).optional(),
     IMAGE_BUILD_PROJECT: z.string().min(1).optional(),
     IMAGE_REPOSITORY_URI: z.string().min(1).optional(),
     IMAGE_BUILD_LOG_GROUP: z.string().min(1).optional(),
     GITHUB_APP_SECRET_ARN: z.string().min(1).optional(),
+    EKS_CLUSTER_NAME: z.string().min(1).optional(),
+    ROLLOUT_WATCHER_FUNCTION: z.string().min(1).optional(),
     GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+    EVENT_BUS_NAME: z.string().min(1).optional(),
+    PREVIEW_GITHUB_WEBHOOK_SECRET: z.string().min(1).optional(),
+    PREVIEW_EXPIRY_SWEEP_SECONDS: z.coerce.number().int().min(1).max(86_400).optional(),
+    MEDIA_BUCKET: z.string().min(1).optional(),
+    RUN_LINK_SECRET_ARN: z.string().min(1).optional(),
+    PREVIEW_BROWSER_PATH: z.string().min(1).optional(),
+    PREVIEW_FFMPEG_PATH: z.string().min(1).optional(),
+    PREVIEW_RUN_STEP_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(15),
+    PREVIEW_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(840).default(600),
     ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, z.string().min(1)])),
   })
   .superRefine((env, ctx) => {
@@ -50,13 +64,37 @@ export interface Config {
   secretNamePrefix: string;
   /** Local runtime: how long an app may take to answer its readiness check. */
   readyTimeoutSeconds: number;
-  stateMachines: { deploy?: string; teardown?: string; redeployApp?: string };
+  stateMachines: { deploy?: string; teardown?: string; redeployApp?: string; testRun?: string };
   /** AWS mode: where source archives are staged (S3 bucket name). */
   artifactsBucket?: string;
   /** AWS mode: the CodeBuild project that builds app images, its log group and the ECR repository URI. */
   imageBuilds: { project?: string; repositoryUri?: string; logGroup?: string };
   /** AWS mode: the GitHub App (its secret's ARN) and the REST API base URL (GitHub Enterprise, tests). */
   github: { appSecretArn?: string; apiUrl: string };
+  /**
+   * AWS mode: the EKS cluster previews run on (its name; the ingress and the rest are read by
+   * `eksClusterFromEnv`, EKS_*), and the rollout watcher Lambda the deploy step invokes.
+   */
+  eks: { clusterName?: string; watcherFunction?: string };
+  /**
+   * Previews that follow the pull request: the service's own event bus (AWS mode: its name, which the
+   * stack sets), the webhook secret in local mode (PREVIEW_GITHUB_WEBHOOK_SECRET; when unset the local
+   * server generates one into the data dir), and how often the local expiry sweep runs.
+   */
+  events: { busName?: string; localWebhookSecret?: string; expirySweepSeconds?: number };
+  /**
+   * Test runs: the media bucket and the secret that signs report links (AWS mode), the browser and
+   * ffmpeg binaries (default: Debian's /usr/bin/chromium and ffmpeg on PATH locally; @sparticuz/chromium
+   * and /opt/bin/ffmpeg in Lambda), and the default timeouts per step and per run (15 s, 10 min).
+   */
+  runs: {
+    mediaBucket?: string;
+    linkSecretArn?: string;
+    browserPath?: string;
+    ffmpegPath?: string;
+    stepTimeoutSeconds: number;
+    runTimeoutSeconds: number;
+  };
   tableNames: Record<TableName, string>;
 }
 
@@ -81,6 +119,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       deploy: e.STATE_MACHINE_DEPLOY_ARN,
       teardown: e.STATE_MACHINE_TEARDOWN_ARN,
       redeployApp: e.STATE_MACHINE_REDEPLOY_APP_ARN,
+      testRun: e.STATE_MACHINE_TEST_RUN_ARN,
     },
     artifactsBucket: e.ARTIFACTS_BUCKET,
     imageBuilds: {
@@ -88,7 +127,21 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       repositoryUri: e.IMAGE_REPOSITORY_URI,
       logGroup: e.IMAGE_BUILD_LOG_GROUP,
     },
+    eks: { clusterName: e.EKS_CLUSTER_NAME, watcherFunction: e.ROLLOUT_WATCHER_FUNCTION },
     github: { appSecretArn: e.GITHUB_APP_SECRET_ARN, apiUrl: e.GITHUB_API_URL.replace(/\/+$/, '') },
+    events: {
+      busName: e.EVENT_BUS_NAME,
+      localWebhookSecret: e.PREVIEW_GITHUB_WEBHOOK_SECRET,
+      expirySweepSeconds: e.PREVIEW_EXPIRY_SWEEP_SECONDS,
+    },
+    runs: {
+      mediaBucket: e.MEDIA_BUCKET,
+      linkSecretArn: e.RUN_LINK_SECRET_ARN,
+      browserPath: e.PREVIEW_BROWSER_PATH,
+      ffmpegPath: e.PREVIEW_FFMPEG_PATH,
+      stepTimeoutSeconds: e.PREVIEW_RUN_STEP_TIMEOUT_SECONDS,
+      runTimeoutSeconds: e.PREVIEW_RUN_TIMEOUT_SECONDS,
+    },
     tableNames: Object.fromEntries(tableNames.map((t) => [t, e[tables[t].envVar] as string])) as Record<
       TableName,
       string

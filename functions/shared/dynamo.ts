@@ -1,5 +1,8 @@
+import { Agent } from 'node:http';
+import { connect } from 'node:net';
 import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
 import { config } from './config.js';
 
@@ -14,12 +17,30 @@ export function ddb(): DynamoDBDocumentClient {
   const c = config();
   const base = new DynamoDBClient({
     region: c.region,
-    ...(c.dynamodbEndpoint
-      ? { endpoint: c.dynamodbEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-      : {}),
+    ...(c.dynamodbEndpoint ? localDynamoClientConfig(c.dynamodbEndpoint) : {}),
   });
   client = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
   return client;
+}
+
+/**
+ * Client settings for a local DynamoDB (dynalite): `http://host:port`, or `unix:<socket path>` (what the
+ * local server uses, so sandboxed builds and apps, which share the host's loopback network but not its
+ * files, cannot reach the database). Placeholder credentials: dynalite checks none.
+ */
+export function localDynamoClientConfig(endpoint: string) {
+  const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+  if (!endpoint.startsWith('unix:')) return { endpoint, credentials };
+  const socketPath = endpoint.slice('unix:'.length);
+  const agent = new Agent({ keepAlive: true });
+  // Every connection of this agent goes to the socket, whatever host the request names.
+  (agent as unknown as { createConnection: () => ReturnType<typeof connect> }).createConnection = () =>
+    connect(socketPath);
+  return {
+    endpoint: 'http://dynalite.local',
+    credentials,
+    requestHandler: new NodeHttpHandler({ httpAgent: agent }),
+  };
 }
 
 /** Physical name of a table. */

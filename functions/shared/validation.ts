@@ -25,9 +25,69 @@ export const prPath = z
   .transform(Number)
   .refine((n) => n <= MAX_PR, 'pr must be a non-negative integer');
 
+/*
+ * Keys a caller chooses (secret keys, test variable names, runtime_metadata names, JSON member names,
+ * query and header names) that are Object property names. The rule (issue 8, finding 4):
+ * - `__proto__` is refused with a 400 wherever a caller names a key: a secret key (`envVarKey`, and again
+ *   in core/secrets.ts), a JSON object member anywhere in a request body (api/route.ts, so also a
+ *   runtime_metadata name) or in a tests file (core/tests.ts). Nothing is stored. It is the one name a
+ *   plain object cannot hold as data: assigning it sets the prototype, so zod records skip it silently,
+ *   the DynamoDB document client drops it on write and read, and a bundle could never round-trip it.
+ * - Every other name, `constructor`, `toString`, `hasOwnProperty`, `valueOf` included, is an ordinary key:
+ *   stored, listed, counted, overridden and deleted like any other. User-keyed maps are built as `Map`s or
+ *   null-prototype objects, read with own-property checks only (`Object.hasOwn`, `Object.entries`), and
+ *   written to DynamoDB as `Map`s (the document client refuses a plain object whose own `constructor`
+ *   member is data). Query and header names are gathered in `Map`s (lib/local/http-bridge.ts) and
+ *   null-prototype objects (api/route.ts): a query key `__proto__` matches no parameter, like any unknown one.
+ */
+/** The one key name refused wherever a caller chooses a key (see above). */
+export const RESERVED_KEY = '__proto__';
+export const isReservedKey = (key: string): boolean => key === RESERVED_KEY;
+/** The zod `refine` arguments of the rule, for a string that becomes a key: `.refine(...notReserved)`. */
+const notReserved = [(key: string) => !isReservedKey(key), `must not be ${RESERVED_KEY}`] as const;
+
+/**
+ * Where the first own `__proto__` member of a parsed JSON value is (its path), or undefined. A JSON
+ * document is checked with this before any schema: zod records skip such a member silently. Iterative,
+ * so depth costs no stack.
+ */
+export function reservedMemberPath(value: unknown): PropertyKey[] | undefined {
+  interface Visit {
+    value: object;
+    key?: PropertyKey;
+    parent?: Visit;
+  }
+  const pathOf = (v: Visit | undefined): PropertyKey[] => {
+    const out: PropertyKey[] = [];
+    for (let at = v; at?.parent; at = at.parent) out.unshift(at.key!);
+    return out;
+  };
+  const pending: Visit[] = [];
+  if (typeof value === 'object' && value !== null) pending.push({ value });
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const isArray = Array.isArray(next.value);
+    if (!isArray && Object.hasOwn(next.value, RESERVED_KEY)) return [...pathOf(next), RESERVED_KEY];
+    for (const [k, child] of Object.entries(next.value))
+      if (typeof child === 'object' && child !== null)
+        pending.push({ value: child, key: isArray ? Number(k) : k, parent: next });
+  }
+  return undefined;
+}
+
 export const appName = z.string().regex(APP_NAME_RE, 'must be an app name (lower-case DNS label)');
-export const envVarKey = z.string().max(256).regex(ENV_VAR_RE, 'must be an environment variable name');
+export const envVarKey = z
+  .string()
+  .max(256)
+  .regex(ENV_VAR_RE, 'must be an environment variable name')
+  .refine(...notReserved);
 export const rowId = z.string().regex(ID_RE, 'must be an id of letters, digits, - or _');
+
+/**
+ * A `Host` header value: a DNS name or IPv4 address, or a bracketed IPv6 address, with an optional port.
+ * Anything else (`a b`, `[::`, `x/y`, `u@h`) is refused with 400 before it reaches an address we build.
+ */
+export const HOST_RE =
+  /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252}[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
 
 // Query-string fields shared by the run and test routes.
 

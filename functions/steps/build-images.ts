@@ -12,5 +12,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
   const env = await loadCurrent(input);
   const apps = appsInScope(env, input);
   await transition(input, { status: 'building', phase: 'building-images' });
-  await runtime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken);
+  await runtime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken, {
+    rebuild: input.mode === 'rebuild',
+  });
 }

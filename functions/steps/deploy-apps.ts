@@ -7,7 +7,9 @@ import type { AppLaunch, AppSpec } from '../ports/runtime/port.js';
  * Deploy step (deploying / applying → waiting-ready), a callback task: start every app in scope from its
  * latest build with its environment (preview.yaml `env`, then its secret bundle, which wins on a clash),
  * then hand the runtime the token to end once every app of the environment answers its readiness check,
- * with their URLs. A whole deploy also removes apps the preview config no longer declares.
+ * with their URLs. A whole deploy also removes apps the preview config no longer declares. Runtimes
+ * that run images get each app's image: the one BuildImages just reported, else the one it runs now
+ * (a restart builds nothing); the environment remembers them.
  */
 export async function handler(event: CallbackEvent): Promise<void> {
   const { input, taskToken } = event;
@@ -15,16 +17,30 @@ export async function handler(event: CallbackEvent): Promise<void> {
   const apps = appsInScope(env, input);
   await transition(input, { status: 'deploying', phase: 'applying' });
   const target = runtimeTarget(env, input);
-  const application = await findApplicationByRepo(env.orgId, env.repoFullName);
+  // A pull request from a fork runs without the application's secret bundles (the trust boundary).
+  const application = env.inputs?.fork ? undefined : await findApplicationByRepo(env.orgId, env.repoFullName);
+  const images: Record<string, string> = { ...env.images, ...input.built?.images };
   const launches: AppLaunch[] = await Promise.all(
     Object.entries(apps).map(async ([name, spec]) => {
       const secrets = application
         ? await secretStore().read({ applicationId: application.applicationId, app: name })
         : undefined;
-      return { name, spec, vars: { ...spec.env, ...secrets }, secretKeys: Object.keys(secrets ?? {}) };
+      return {
+        name,
+        spec,
+        vars: { ...spec.env, ...secrets },
+        secretKeys: Object.keys(secrets ?? {}),
+        ...(images[name] ? { image: images[name] } : {}),
+      };
     }),
   );
-  await runtime().deploy(target, launches, { prune: input.mode === undefined });
-  await transition(input, { phase: 'waiting-ready' });
+  await runtime().deploy(target, launches, {
+    prune: input.mode === undefined,
+    restart: input.mode === 'restart',
+  });
+  await transition(input, {
+    phase: 'waiting-ready',
+    ...(Object.keys(images).length ? { images: { ...env.images, ...images } } : {}),
+  });
   await runtime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
 }

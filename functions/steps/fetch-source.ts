@@ -1,7 +1,10 @@
-import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
-import { sourceHost } from '../ports/registry.js';
+import { DeployFailed, loadCurrent, type StepInput, stageSource, transition } from '../core/pipeline.js';
+import { artifacts, sourceHost } from '../ports/registry.js';
 
-/** Deploy step 1 (building / fetching-source): the head commit must exist at the source host. */
+/**
+ * Deploy step 1 (building / fetching-source): the head commit must exist at the source host; its tree is
+ * staged as an archive for the image builds (once per repository and commit).
+ */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
   await transition(input, { status: 'building', phase: 'fetching-source' });
@@ -13,5 +16,6 @@ export async function handler(input: StepInput): Promise<StepInput> {
   if (!(await sourceHost().hasCommit(env.repoFullName, headSha))) {
     throw new DeployFailed(`commit ${headSha} not found in ${env.repoFullName}`);
   }
+  await stageSource({ sourceHost: sourceHost(), artifacts: artifacts() }, env, headSha);
   return input;
 }

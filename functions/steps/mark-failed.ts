@@ -1,4 +1,6 @@
 import { failureMessage, type StepInput, Superseded, transition } from '../core/pipeline.js';
+import { reportStatus } from '../core/pr-status.js';
+import { prStatus } from '../ports/registry.js';
 
 /** Catch target of every state machine: record `failed` with the cause, unless a newer request owns it. */
 export async function handler(input: StepInput): Promise<StepInput> {
@@ -9,5 +11,7 @@ export async function handler(input: StepInput): Promise<StepInput> {
   } catch (err) {
     if (!(err instanceof Superseded)) throw err;
   }
+  // Reports only while this generation is current (not after a Superseded).
+  await reportStatus({ prStatus: prStatus() }, input);
   return input;
 }

@@ -1,6 +1,12 @@
 import { loadCurrent, type StepInput, transition } from '../core/pipeline.js';
+import { reportStatus } from '../core/pr-status.js';
+import { startPreviewRuns } from '../core/runs.js';
+import { prStatus, workflows } from '../ports/registry.js';
 
-/** Last step: `ready` with every app's URL (from the readiness callback) and the SHA now deployed. */
+/**
+ * Last step: `ready` with every app's URL (from the readiness callback) and the SHA now deployed; the
+ * status goes to the pull request, and the application's `run_on_preview` tests start against it.
+ */
 export async function handler(input: StepInput & { ready: { urls: Record<string, string> } }) {
   const env = await loadCurrent(input);
   const { ready, ...rest } = input;
@@ -8,5 +14,7 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     'phase',
     'error',
   ]);
+  await reportStatus({ prStatus: prStatus() }, rest);
+  await startPreviewRuns({ workflows: workflows() }, env);
   return rest;
 }

@@ -1,5 +1,6 @@
 import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
-import { runtime } from '../ports/registry.js';
+import { reportStatus } from '../core/pr-status.js';
+import { prStatus, runtime } from '../ports/registry.js';
 
 /**
  * Teardown: stop and remove everything the runtime runs for the environment (which also refuses any
@@ -11,5 +12,6 @@ export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
   if (env.apps !== undefined) await runtime().teardown(runtimeTarget(env, input));
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error']);
+  await reportStatus({ prStatus: prStatus() }, input);
   return input;
 }

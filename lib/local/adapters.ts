@@ -1,15 +1,25 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { executionsSettled } from '../../functions/core/run-executor.js';
+import { LocalArtifacts } from '../../functions/ports/artifacts/local-files.js';
+import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
+import { LocalBus } from '../../functions/ports/events/local-bus.js';
+import { LocalMediaStore } from '../../functions/ports/media/local-files.js';
+import { LocalOutboxPrStatus } from '../../functions/ports/pr-status/local-outbox.js';
 import { provideLocalAdapters } from '../../functions/ports/registry.js';
 import { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
+import { bubblewrapUsable, type Isolation } from '../../functions/ports/runtime/local-sandbox.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
+import { LocalWebhookSecret } from '../../functions/ports/webhook-secret/local-file.js';
 import { LocalWorkflows } from '../../functions/ports/workflows/local-asl.js';
 import { config } from '../../functions/shared/config.js';
 import { sha256Hex } from '../../functions/shared/crypto.js';
 
 export interface LocalAdapterHandles {
   workflows: LocalWorkflows;
+  /** The in-process event bus: the service-bus rules of the event manifest (tests wait on `idle()`). */
+  bus: LocalBus;
   /** Created on first use (the CLI never runs apps). */
   runtime(): ProcessRuntime;
   stop(): Promise<void>;
@@ -19,11 +29,45 @@ export interface LocalAdapterHandles {
 export const defaultWorkDir = (dataDir: string): string =>
   join(tmpdir(), `preview-work-${sha256Hex(resolve(dataDir)).slice(0, 12)}`);
 
+/**
+ * How the local runtime confines builds and apps, from `PREVIEW_ISOLATION`: `auto` (the default) uses
+ * bubblewrap where it works here and runs plain processes otherwise; `bwrap` insists on it (throws when
+ * it is not usable, so a server meant to be multi-tenant never starts without it); `none` turns it off.
+ */
+export function decideIsolation(setting = process.env.PREVIEW_ISOLATION): Isolation {
+  const value = (setting ?? '').trim() || 'auto';
+  if (value === 'none') return 'none';
+  if (value === 'auto') return bubblewrapUsable() ? 'bwrap' : 'none';
+  if (value === 'bwrap') {
+    if (bubblewrapUsable()) return 'bwrap';
+    throw new Error(
+      'PREVIEW_ISOLATION=bwrap, but bubblewrap is not usable here (`bwrap` is missing, or this kernel or ' +
+        'its policy forbids the namespaces it needs); install it (apt-get install bubblewrap) or set ' +
+        'PREVIEW_ISOLATION=auto or none',
+    );
+  }
+  throw new Error(`PREVIEW_ISOLATION must be auto, bwrap or none (got ${JSON.stringify(value)})`);
+}
+
+/** One line for the operator: whether builds and apps are isolated, and what that means. */
+export function describeIsolation(isolation: Isolation): string {
+  return isolation === 'bwrap'
+    ? 'isolation: bubblewrap (each build and app in its own PID namespace, sees only its working copy)'
+    : 'isolation: none (builds and apps run as this user and can read each other and the data dir: ' +
+        'local mode is single-tenant; for isolation install bubblewrap (apt-get install bubblewrap) ' +
+        'and leave PREVIEW_ISOLATION unset or set it to bwrap)';
+}
+
 /** Install the local implementation of every port (configuration decides; handlers are unchanged). */
 export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const c = config();
   const workflows = new LocalWorkflows(repoRoot);
   const sourceHost = new GitSourceHost(c.gitRoot!);
+  const bus = new LocalBus({ repoRoot, dataDir: c.dataDir! });
+  const prStatus = new LocalOutboxPrStatus(c.dataDir!);
+  // Test runs: Debian's chromium driven by playwright-core, ffmpeg for the videos (PREVIEW_BROWSER_PATH,
+  // PREVIEW_FFMPEG_PATH override them).
+  const browser = new LocalChromium({ browserPath: c.runs.browserPath, ffmpegPath: c.runs.ffmpegPath });
   let runtime: ProcessRuntime | undefined;
   const getRuntime = () =>
     (runtime ??= new ProcessRuntime({
@@ -31,19 +75,33 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
       workDir: c.workDir ?? defaultWorkDir(c.dataDir!),
       sourceHost,
       complete: (token, outcome) => workflows.completeTask(token, outcome),
+      heartbeat: (token) => workflows.heartbeat(token),
       readyTimeoutMs: c.readyTimeoutSeconds * 1000,
+      isolation: decideIsolation(),
     }));
   provideLocalAdapters({
     secrets: () => new LocalSecretStore(c.dataDir!),
     sourceHost: () => sourceHost,
     workflows: () => workflows,
     runtime: getRuntime,
+    artifacts: () => new LocalArtifacts(c.dataDir!),
+    eventBus: () => bus,
+    prStatus: () => prStatus,
+    webhookSecret: () => new LocalWebhookSecret(c.dataDir!, c.events.localWebhookSecret),
+    browser: () => browser,
+    media: () => new LocalMediaStore(c.dataDir!),
   });
   return {
     workflows,
+    bus,
     runtime: getRuntime,
     stop: async () => {
-      // Executions first (so no step starts anything more), then the apps and builds.
+      // Event deliveries first (they start executions), then executions (so no step starts anything
+      // more), then the apps and builds.
+      await bus.stop();
+      // Browsers of runs in progress close first, so their executions end instead of waiting on them.
+      await browser.stop();
+      await executionsSettled();
       await workflows.stop();
       await runtime?.stop();
     },

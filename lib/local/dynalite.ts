@@ -1,5 +1,4 @@
-import { AbstractKeyIterator, AbstractValueIterator } from 'abstract-level';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import {
   type AttributeDefinition,
@@ -7,8 +6,10 @@ import {
   DynamoDBClient,
   ListTablesCommand,
 } from '@aws-sdk/client-dynamodb';
+import { AbstractKeyIterator, AbstractValueIterator } from 'abstract-level';
 import dynalite from 'dynalite';
 import { type TableDef, tables } from '../../functions/manifest/tables.js';
+import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
 
 export interface EmbeddedDynamo {
   endpoint: string;
@@ -34,19 +35,28 @@ for (const Iterator of [AbstractKeyIterator, AbstractValueIterator]) {
 }
 
 /**
- * Start dynalite in-process, persisted under `path` (LevelDB), on a loopback port. Table operations
- * complete at once (`createTableMs: 0`), as in Architect's sandbox.
+ * Start dynalite in-process, persisted under `path` (LevelDB). Table operations complete at once
+ * (`createTableMs: 0`), as in Architect's sandbox. It listens on a loopback port, or with `socket` on that
+ * Unix socket (endpoint `unix:<socket>`): the local server puts it in its private data dir, where builds
+ * and apps (sandboxed, but on the host's loopback network) cannot reach it.
  */
-export async function startDynalite(path: string, port = 0): Promise<EmbeddedDynamo> {
+export async function startDynalite(
+  path: string,
+  opts: { port?: number; socket?: string } = {},
+): Promise<EmbeddedDynamo> {
   mkdirSync(path, { recursive: true });
   const server = dynalite({ path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  if (opts.socket) rmSync(opts.socket, { force: true }); // a stale socket of a crashed run
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    if (opts.socket) server.listen(opts.socket, () => resolve());
+    else server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
-  const { port: actual } = server.address() as AddressInfo;
+  const endpoint = opts.socket
+    ? `unix:${opts.socket}`
+    : `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    endpoint: `http://127.0.0.1:${actual}`,
+    endpoint,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -84,11 +94,7 @@ function createTableInput(name: string, def: TableDef) {
 
 /** Create every table of `functions/manifest/tables.ts` that does not exist yet (idempotent). */
 export async function ensureTables(endpoint: string): Promise<Record<string, string>> {
-  const client = new DynamoDBClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const client = new DynamoDBClient({ region: 'local', ...localDynamoClientConfig(endpoint) });
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
   const env: Record<string, string> = {};
   for (const [name, def] of Object.entries(tables) as [string, TableDef][]) {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { RouteDef } from '../../functions/manifest/routes.js';
+import { HOST_RE } from '../../functions/shared/validation.js';
 
 /** A route of the manifest compiled for matching request paths. */
 export interface CompiledRoute<Id extends string = string> {
@@ -51,7 +52,26 @@ export function matchRoute<Id extends string>(
   return undefined;
 }
 
-/** Build the API Gateway REST (v1) proxy event that Lambda would receive for this request. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The body as API Gateway hands it to Lambda: text when it is UTF-8, else base64 with `isBase64Encoded`
+ * (the handler refuses it then, after authentication, instead of reading replacement characters).
+ */
+function eventBody(body: Buffer): { body: string | null; isBase64Encoded: boolean } {
+  if (!body.length) return { body: null, isBase64Encoded: false };
+  try {
+    return { body: utf8.decode(body), isBase64Encoded: false };
+  } catch {
+    return { body: body.toString('base64'), isBase64Encoded: true };
+  }
+}
+
+/**
+ * Build the API Gateway REST (v1) proxy event that Lambda would receive for this request. Header and
+ * query names are the caller's: they are gathered in `Map`s, so `constructor` or `__proto__` is a name
+ * like any other (the key rule is in functions/shared/validation.ts).
+ */
 export function toProxyEvent(
   req: IncomingMessage,
   url: URL,
@@ -59,50 +79,52 @@ export function toProxyEvent(
   params: Record<string, string>,
   body: Buffer,
 ): APIGatewayProxyEvent {
-  const headers: Record<string, string> = {};
-  const multiValueHeaders: Record<string, string[]> = {};
+  const headers = new Map<string, string>();
+  const multiValueHeaders = new Map<string, string[]>();
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const k = req.rawHeaders[i]!;
     const v = req.rawHeaders[i + 1]!;
-    headers[k] = v;
-    multiValueHeaders[k] = [...(multiValueHeaders[k] ?? []), v];
+    headers.set(k, v);
+    multiValueHeaders.set(k, [...(multiValueHeaders.get(k) ?? []), v]);
   }
   // API Gateway adds these to every proxy event; locally the scheme is plain http.
-  const forwarded: Record<string, string> = {
-    'X-Forwarded-For': req.socket.remoteAddress ?? '127.0.0.1',
-    'X-Forwarded-Port': String(req.socket.localPort ?? ''),
-    'X-Forwarded-Proto': 'http',
-  };
-  for (const [k, v] of Object.entries(forwarded)) {
-    if (Object.keys(headers).some((h) => h.toLowerCase() === k.toLowerCase())) continue;
-    headers[k] = v;
-    multiValueHeaders[k] = [v];
+  const forwarded: [string, string][] = [
+    ['X-Forwarded-For', req.socket.remoteAddress ?? '127.0.0.1'],
+    ['X-Forwarded-Port', String(req.socket.localPort ?? '')],
+    ['X-Forwarded-Proto', 'http'],
+  ];
+  const sent = new Set([...headers.keys()].map((h) => h.toLowerCase()));
+  for (const [k, v] of forwarded) {
+    if (sent.has(k.toLowerCase())) continue;
+    headers.set(k, v);
+    multiValueHeaders.set(k, [v]);
   }
-  const query: Record<string, string> = {};
-  const multiQuery: Record<string, string[]> = {};
+  const query = new Map<string, string>();
+  const multiQuery = new Map<string, string[]>();
   for (const [k, v] of url.searchParams) {
-    query[k] = v;
-    multiQuery[k] = [...(multiQuery[k] ?? []), v];
+    query.set(k, v);
+    multiQuery.set(k, [...(multiQuery.get(k) ?? []), v]);
   }
-  const hasQuery = Object.keys(query).length > 0;
+  const host = req.headers.host;
+  const hasQuery = query.size > 0;
   const requestId = randomUUID();
   return {
     resource: route.def.path,
     path: url.pathname,
     httpMethod: route.def.method,
-    headers,
-    multiValueHeaders,
-    queryStringParameters: hasQuery ? query : null,
-    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    // Object.fromEntries defines own data properties: a `__proto__` name stays a name.
+    headers: Object.fromEntries(headers),
+    multiValueHeaders: Object.fromEntries(multiValueHeaders),
+    queryStringParameters: hasQuery ? Object.fromEntries(query) : null,
+    multiValueQueryStringParameters: hasQuery ? Object.fromEntries(multiQuery) : null,
     pathParameters: route.names.length ? params : null,
     stageVariables: null,
-    body: body.length ? body.toString('utf8') : null,
-    isBase64Encoded: false,
+    ...eventBody(body),
     requestContext: {
       accountId: 'local',
       apiId: 'local',
       authorizer: null,
-      domainName: req.headers.host ?? 'localhost',
+      domainName: host && HOST_RE.test(host) ? host : 'localhost',
       httpMethod: route.def.method,
       identity: {
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',

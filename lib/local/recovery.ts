@@ -1,4 +1,5 @@
 import { liveEnvironments, type Resumption, resumeEnvironment } from '../../functions/core/environments.js';
+import { recoverRuns } from '../../functions/core/runs.js';
 import type { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { log } from '../../functions/shared/log.js';
@@ -22,6 +23,9 @@ export async function recoverEnvironments(
       log.error('could not resume environment', { envKey: env.envKey, error: (err as Error).message });
     }
   }
+  // Runs the previous run left pending or running end `failed` with the reason (their browser is gone).
+  const runs = await recoverRuns();
+  if (runs.failed > 0) log.info('local recovery: runs ended', runs);
   const { unchanged: _unchanged, ...changed } = tally;
   if (Object.values(changed).some((n) => n > 0)) log.info('local recovery', tally);
   return tally;

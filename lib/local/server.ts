@@ -1,17 +1,30 @@
 import '../../functions/shared/polyfills.js';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
+import { schedules } from '../../functions/manifest/events.js';
 import { type RouteId, routes } from '../../functions/manifest/routes.js';
+import {
+  ensureLocalWebhookSecret,
+  type LocalWebhookSecretSource,
+} from '../../functions/ports/webhook-secret/local-file.js';
+import { config } from '../../functions/shared/config.js';
 import { lambdaContext } from '../../functions/shared/lambda-context.js';
 import { log } from '../../functions/shared/log.js';
+import { ensurePrivateDir } from '../../functions/shared/private-dir.js';
+import { HOST_RE } from '../../functions/shared/validation.js';
+import { buildOpenApi } from '../openapi.js';
 import { installLocalAdapters, type LocalAdapterHandles } from './adapters.js';
+import { type Inbox, startInbox } from './bus.js';
 import { ensureTables, startDynalite } from './dynalite.js';
+import { type ExpiryTimer, startExpiryTimer } from './expiry-timer.js';
 import { compileRoutes, matchRoute, toProxyEvent } from './http-bridge.js';
+import { serveSigned } from './media-routes.js';
 import { recoverEnvironments } from './recovery.js';
 
 export const REPO_ROOT = resolve(new URL('../..', import.meta.url).pathname);
@@ -43,7 +56,25 @@ export interface LocalService {
   runtime: ReturnType<LocalAdapterHandles['runtime']>;
   /** What the start did with environments the previous run left (their work continues in the background). */
   recovered: Awaited<ReturnType<typeof recoverEnvironments>>;
+  /** The in-process event bus (tests wait on `idle()`), its inbox for `previewctl events put`. */
+  bus: LocalAdapterHandles['bus'];
+  inbox: Inbox;
+  /** The expiry sweep's timer (tests run a sweep with `runNow()`). */
+  expiry: ExpiryTimer & { everySeconds: number };
+  /** Where the GitHub webhook secret comes from (printed at start: `webhookStartupLines`). */
+  webhookSecret: LocalWebhookSecretSource;
   stop(): Promise<void>;
+}
+
+/**
+ * Where the local server's dynalite listens: a Unix socket in the private data dir (sandboxed builds and
+ * apps share the loopback network, not the data dir). Socket paths are limited to 107 bytes; a data dir
+ * too deep for that gets its socket in a private temp dir instead.
+ */
+function dynamoSocket(dataDir: string): string {
+  const inDataDir = join(dataDir, 'dynamodb.sock');
+  if (Buffer.byteLength(inDataDir) < 100) return inDataDir;
+  return join(mkdtempSync(join(tmpdir(), 'preview-db-')), 'dynamodb.sock');
 }
 
 /** The file the CLI reads to reach the running server's dynalite. */
@@ -60,12 +91,13 @@ export async function bootLocalRuntime(opts: {
   dynamodbEndpoint?: string;
 }) {
   const dataDir = resolve(opts.dataDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Private (0700, ours, not a symlink; a looser mode is tightened), before anything is written there.
+  ensurePrivateDir(dataDir, 'data dir');
   // Local mode runs on Node 20 by design; the lockfile pins SDK releases that support it (Lambda runs 22+).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const dynamo = opts.dynamodbEndpoint
     ? { endpoint: opts.dynamodbEndpoint, stop: async () => undefined }
-    : await startDynalite(join(dataDir, 'dynamodb'));
+    : await startDynalite(join(dataDir, 'dynamodb'), { socket: dynamoSocket(dataDir) });
   const tableEnv = await ensureTables(dynamo.endpoint);
   Object.assign(process.env, tableEnv, {
     PREVIEW_MODE: 'local',
@@ -88,7 +120,8 @@ async function firstStartCredentials(
   return { credentials, path };
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+/** The body, or `too-large` past the transport cap (read to its end), or `aborted` when the client left. */
+function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted'> {
   return new Promise((resolveBody, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -96,7 +129,10 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
       size += c.length;
       if (size <= MAX_BODY) chunks.push(c);
     });
-    req.on('end', () => resolveBody(size > MAX_BODY ? undefined : Buffer.concat(chunks)));
+    req.on('end', () => resolveBody(size > MAX_BODY ? 'too-large' : Buffer.concat(chunks)));
+    req.on('close', () => {
+      if (!req.complete) resolveBody('aborted');
+    });
     req.on('error', reject);
   });
 }
@@ -104,6 +140,34 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+/**
+ * The path and query of a request target. Origin form (`/path?query`) is read against a fixed origin, so
+ * neither the `Host` header nor a `//host/…` path can change what is parsed; absolute form
+ * (`http://host/path`) is accepted as HTTP allows. Anything else is undefined (→ 400).
+ */
+function targetOf(raw: string): URL | undefined {
+  try {
+    if (raw.startsWith('/')) return new URL(`http://localhost${raw}`);
+    const url = new URL(raw);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A raw JSON error answer on a socket Node's HTTP parser refused (no request object exists). */
+function socketError(status: number, reason: string, error: string): string {
+  const body = JSON.stringify({ error });
+  return [
+    `HTTP/1.1 ${status} ${reason}`,
+    'content-type: application/json',
+    `content-length: ${Buffer.byteLength(body)}`,
+    'connection: close',
+    '',
+    body,
+  ].join('\r\n');
 }
 
 /**
@@ -120,6 +184,9 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     handlers.set(id, mod.handler);
   }
   const compiled = compileRoutes(routes);
+  // The OpenAPI document of these very handlers (no credentials needed to read it).
+  const openApi = buildOpenApi();
+  openApi.catch(() => undefined);
   const { credentials, path: credentialsPath } = await firstStartCredentials(dataDir);
 
   // Before the first request: environments the previous run left in flight or running are claimed and
@@ -128,12 +195,32 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
   await adapters.workflows.preload();
   const recovered = await recoverEnvironments(adapters.workflows, adapters.runtime());
 
-  const server = createServer(async (req, res) => {
+  // Previews that follow the pull request: the webhook secret (generated on first start unless
+  // PREVIEW_GITHUB_WEBHOOK_SECRET is set), the inbox of `previewctl events put`, the expiry sweep.
+  const webhookSecret = ensureLocalWebhookSecret(dataDir, config().events.localWebhookSecret);
+  const inbox = startInbox(dataDir, adapters.bus);
+  const everySeconds = config().events.expirySweepSeconds ?? schedules.expirySweep.localEverySeconds;
+  const expiry = Object.assign(startExpiryTimer({ repoRoot: REPO_ROOT, everySeconds }), { everySeconds });
+
+  // Every answer is JSON `{ "error": ... }`, from the handlers and from the transport alike: the Host
+  // check is ours (not Node's bare 400), and so are the answers to requests Node's parser refuses.
+  const server = createServer({ requireHostHeader: false }, async (req, res) => {
     try {
-      const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+      const host = req.headers.host;
+      if (host === undefined && req.httpVersion === '1.1')
+        return send(res, 400, { error: 'missing Host header' });
+      // An http URI always has an authority, so an empty Host is as malformed as `a b` (RFC 9112 3.2).
+      if (host !== undefined && !HOST_RE.test(host.trim()))
+        return send(res, 400, { error: 'malformed Host header' });
+      const url = targetOf(req.url ?? '/');
+      if (!url) return send(res, 400, { error: 'malformed request target' });
       if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
+      if (req.method === 'GET' && url.pathname === '/openapi.json') return send(res, 200, await openApi);
+      // Test-run media and reports, at signed expiring URLs (no credentials): lib/local/media-routes.ts.
+      if (await serveSigned(req, res, url)) return;
       const body = await readBody(req);
-      if (!body) return send(res, 413, { error: 'request body too large' });
+      if (body === 'aborted') return res.destroy();
+      if (body === 'too-large') return send(res, 413, { error: 'request body too large' });
       const match = matchRoute(compiled, req.method ?? 'GET', url.pathname);
       if (!match) return send(res, 404, { error: 'route not found' });
       const event = toProxyEvent(req, url, match.route, match.params, body);
@@ -149,6 +236,17 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       else res.end();
     }
   });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+    const [status, reason, error] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'request headers too large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'request timeout']
+          : [400, 'Bad Request', 'malformed HTTP request'];
+    socket.end(socketError(status, reason, error));
+  });
+  server.on('checkExpectation', (_req, res) => send(res, 417, { error: 'unsupported Expect header' }));
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port ?? 3000, opts.host ?? '127.0.0.1', () => ok());
@@ -171,6 +269,10 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     workflows: adapters.workflows,
     runtime: adapters.runtime(),
     recovered,
+    bus: adapters.bus,
+    inbox,
+    expiry,
+    webhookSecret,
     stop: async () => {
       if (stopped) return;
       stopped = true;
@@ -178,9 +280,28 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
         server.close(() => done());
         server.closeAllConnections();
       });
+      await expiry.stop();
+      await inbox.stop();
       await adapters.stop();
       await dynamo.stop();
       rmSync(serverInfoPath(dataDir), { force: true });
     },
   };
+}
+
+/**
+ * The start banner's lines about previews that follow the pull request (bin/start.ts prints them): where
+ * GitHub (or a test) sends webhooks, where their secret is, how to put an event on the local bus.
+ */
+export function webhookStartupLines(
+  service: Pick<LocalService, 'url' | 'webhookSecret' | 'expiry'>,
+): string[] {
+  const secret =
+    service.webhookSecret.from === 'env'
+      ? 'PREVIEW_GITHUB_WEBHOOK_SECRET'
+      : `${service.webhookSecret.path} (mode 0600${service.webhookSecret.created ? ', generated now' : ''})`;
+  return [
+    `  webhooks:    POST ${service.url}/v1/github/webhooks (GitHub App webhook; secret: ${secret})`,
+    `  events:      previewctl events put --file EVENT.json (the local event bus); expiry sweep every ${service.expiry.everySeconds} s`,
+  ];
 }

@@ -53,6 +53,7 @@ describe('POST /v1/preview/environments', () => {
       repoFullName: 'acme/web',
       prNumber: 7,
       statusUrl: '/v1/preview/environments/acme/web/7',
+      environmentId: expect.stringMatching(/^[a-z0-9]{20,32}$/),
     });
     await settle();
     const status = await call(h, 'GET', res.body.statusUrl, { headers: auth });
@@ -65,7 +66,16 @@ describe('POST /v1/preview/environments', () => {
       urls: { web: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), api: expect.any(String) },
     });
     expect(Object.keys(status.body).sort()).toEqual(
-      ['createdAt', 'lastDeployedSha', 'prNumber', 'repoFullName', 'status', 'updatedAt', 'urls'].sort(),
+      [
+        'createdAt',
+        'environmentId',
+        'lastDeployedSha',
+        'prNumber',
+        'repoFullName',
+        'status',
+        'updatedAt',
+        'urls',
+      ].sort(),
     );
   });
 
@@ -319,6 +329,7 @@ describe('POST /v1/preview/applications/{applicationId}/0', () => {
       headSha: webSha,
       prNumber: 0,
       statusUrl: '/v1/preview/environments/acme/web/0',
+      environmentId: expect.stringMatching(/^[a-z0-9]{20,32}$/),
     });
     await settle();
     const status = await call(h, 'GET', '/v1/preview/environments/acme/web/0', { headers: auth });

@@ -1,9 +1,19 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
-import { alive, BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
+import {
+  alive,
+  BUILD_JS,
+  hit,
+  pidFileBuild,
+  pollUntil,
+  SERVER_JS,
+  type Status,
+  settled,
+  waitForBuildPid,
+} from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
@@ -316,18 +326,15 @@ describe('ordering', () => {
   });
 
   test('a teardown mid-build wins: torn_down, and no build or app process is left', async () => {
-    const pidFile = join(gitRoot, 'build.pid');
-    const yaml = oneApp({
-      build: `node -e "require('fs').writeFileSync(process.env.PID_FILE, String(process.pid)); setTimeout(()=>{},10000)"`,
-      command: 'node server.js',
-      env: `{ PID_FILE: "${pidFile}" }`,
-    });
+    // The build writes its pid into its own working copy (a sandboxed build sees nothing else).
+    const yaml = oneApp({ build: pidFileBuild('build.pid', 10_000), command: 'node server.js' });
     const sha = makeRepo(gitRoot, 'acme/doomed', appFiles(yaml));
     const path = await deploy('acme/doomed', 1, sha);
     await pollUntil(h, h.org, path, (s) => s.phase === 'building-images');
-    const deadline = Date.now() + 10_000;
-    while (!existsSync(pidFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const buildPid = Number(readFileSync(pidFile, 'utf8'));
+    const buildPid = await waitForBuildPid(
+      join(h.dataDir, 'work', h.org.orgId, 'acme', 'doomed', '1'),
+      'build.pid',
+    );
     expect(alive(buildPid)).toBe(true);
 
     expect((await call(h, 'DELETE', path, { headers: auth })).status).toBe(202);

@@ -225,6 +225,36 @@ describe('POST /v1/setup/setups/{setupId}/scenario-recipe-versions', () => {
     expect(theirs.body.version).toBe(1);
   });
 
+  test.each([
+    ['a __proto__ member in create', (f: any) => (f.recipes[0].create = JSON.parse('{"__proto__":[{}]}'))],
+    [
+      'a __proto__ member in a row',
+      (f: any) => (f.recipes[0].create.users[0] = JSON.parse('{"__proto__":{}}')),
+    ],
+  ])('400 for %s, and nothing stored', async (_label, edit) => {
+    const setupId = newSetupId();
+    // JSON.stringify writes an own __proto__ member as a member, as a hostile client would.
+    const res = await upload(setupId, JSON.stringify(withChange(edit)));
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'request body must not contain __proto__ members' });
+    expect(await stored(setupId, 0)).toBeUndefined();
+  });
+
+  test('400 for a file nested deeper than 64 levels, and nothing stored', async () => {
+    const setupId = newSetupId();
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 70; i++) deep = { d: deep };
+    const res = await upload(
+      setupId,
+      withChange((f) => (f.recipes[0].create.users[0].profile = deep)),
+    );
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: 'request body is nested too deeply: at most 64 levels of arrays and objects',
+    });
+    expect(await stored(setupId, 0)).toBeUndefined();
+  });
+
   test('413 for a body over 350 KB (measured in bytes), and nothing stored', async () => {
     // Prepare
     const setupId = newSetupId();
@@ -237,7 +267,8 @@ describe('POST /v1/setup/setups/{setupId}/scenario-recipe-versions', () => {
     const tooManyBytes = await upload(setupId, multiByte);
     const nearLimit = await upload(setupId, big('y'.repeat(340 * 1024)));
     // Assess
-    const error = { error: 'recipes file is too large: at most 358400 bytes (350 KB)' };
+    // The route's cap (manifest `maxBodyBytes`, enforced on the raw body before parsing) says it first.
+    const error = { error: 'request body is too large: at most 358400 bytes (350 KB)' };
     expect(tooBig.status).toBe(413);
     expect(tooBig.body).toEqual(error);
     expect(tooManyBytes.status).toBe(413);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
+import { closeSnapshots, scanTable, secretFiles } from '../fuzz/support.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 let h: Harness;
@@ -18,7 +19,13 @@ beforeAll(async () => {
   appId = (await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/web' })).applicationId;
   store = new LocalSecretStore(h.dataDir);
 });
-afterAll(() => h.stop());
+afterAll(async () => {
+  closeSnapshots();
+  await h.stop();
+});
+
+/** Everything the secrets routes store: the metadata table and the encrypted value files. */
+const stored = async () => ({ bundles: await scanTable('secretBundles'), files: secretFiles(h.dataDir) });
 
 describe('secret bundles', () => {
   test('an application with no bundle lists an empty array', async () => {
@@ -84,10 +91,35 @@ describe('secret bundles', () => {
     expect(again.body).toEqual({ error: 'secret key not found' });
   });
 
-  test('deleting from a bundle that was never written is 404', async () => {
-    const res = await call(h, 'DELETE', `/v1/preview/secrets/${appId}/worker/ANY`, { headers: auth });
+  // Issue 8, finding 7: the lease was taken by upsert before the not-found check, so each such DELETE
+  // left a bundle row behind and any caller could grow the table without bound.
+  test('deleting from a bundle that was never written is 404 and stores nothing', async () => {
+    const before = await stored();
+    for (let i = 0; i < 10; i++) {
+      const res = await call(h, 'DELETE', `/v1/preview/secrets/${appId}/worker-${i}/ANY`, { headers: auth });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'secret bundle not found' });
+    }
+    expect(await stored()).toEqual(before);
+  });
+
+  test('deleting a key a bundle does not hold is 404 and changes nothing', async () => {
+    const before = await stored();
+    const res = await call(h, 'DELETE', `${base()}/NEVER_SET`, { headers: auth });
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: 'secret bundle not found' });
+    expect(res.body).toEqual({ error: 'secret key not found' });
+    expect(await stored()).toEqual(before);
+  });
+
+  test('a refused first write (bundle over 64 KB) leaves no bundle row behind', async () => {
+    const before = await stored();
+    const res = await call(h, 'PUT', `/v1/preview/secrets/${appId}/too-big`, {
+      body: { items: [{ key: 'A', value: 'x'.repeat(65_536) }] },
+      headers: auth,
+    });
+    expect(res.status).toBe(400);
+    expect(await stored()).toEqual(before);
+    expect(await keysOf(`/v1/preview/secrets/${appId}/too-big`)).toEqual([]);
   });
 
   test('20 concurrent single-key upserts to one bundle lose none', async () => {
@@ -163,6 +195,79 @@ describe('secret bundles', () => {
     expect(res.status).toBe(400);
     expect(Object.keys(res.body)).toEqual(['error']);
     expect(await values()).toEqual(before);
+  });
+
+  // Issue 8, finding 4: PUT of key `__proto__` was accepted and set the prototype of the stored key map,
+  // so the listing showed phantom keys `maskedLength` and `updatedAt` that could not be deleted.
+  test('a secret key __proto__ is refused with 400 (single, batch, delete) and nothing is stored', async () => {
+    const before = await stored();
+    const beforeKeys = await keysOf();
+    const single = await call(h, 'PUT', `${base()}/__proto__`, { body: { value: 'x' }, headers: auth });
+    expect(single.status).toBe(400);
+    expect(single.body).toEqual({ error: 'invalid path: key: must not be __proto__' });
+    const batch = await call(h, 'PUT', base(), {
+      body: {
+        items: [
+          { key: 'FINE', value: 'y' },
+          { key: '__proto__', value: 'x' },
+        ],
+      },
+      headers: auth,
+    });
+    expect(batch.status).toBe(400);
+    expect(batch.body).toEqual({ error: 'invalid request body: items[1].key: must not be __proto__' });
+    const fresh = await call(h, 'PUT', `/v1/preview/secrets/${appId}/proto/__proto__`, {
+      body: { value: 'x' },
+      headers: auth,
+    });
+    expect(fresh.status).toBe(400);
+    const del = await call(h, 'DELETE', `${base()}/__proto__`, { headers: auth });
+    expect(del.status).toBe(400);
+    expect(await stored()).toEqual(before);
+    const listed = await keysOf();
+    expect(listed).toEqual(beforeKeys);
+    const names = listed.map((k: { key: string }) => k.key);
+    for (const phantom of ['maskedLength', 'updatedAt', '__proto__', 'FINE'])
+      expect(names).not.toContain(phantom);
+    expect(await keysOf(`/v1/preview/secrets/${appId}/proto`)).toEqual([]);
+  });
+
+  test('Object property names are ordinary secret keys: stored, listed, counted and deleted', async () => {
+    const names = ['constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'];
+    const path = `/v1/preview/secrets/${appId}/names`;
+    const one = await call(h, 'PUT', `${path}/constructor`, { body: { value: 'c-value' }, headers: auth });
+    expect(one.status).toBe(200);
+    const batch = await call(h, 'PUT', path, {
+      body: { items: names.slice(1).map((key) => ({ key, value: `${key}-value` })) },
+      headers: auth,
+    });
+    expect(batch.body).toMatchObject({ status: 'saved', count: 4 });
+    const listed = await keysOf(path);
+    expect(listed).toEqual(
+      [...names].sort().map((key) => ({
+        key,
+        maskedLength: key === 'constructor' ? 7 : `${key}-value`.length,
+        updatedAt: expect.any(String),
+      })),
+    );
+    expect(await values('names')).toEqual({
+      constructor: 'c-value',
+      ...Object.fromEntries(names.slice(1).map((k) => [k, `${k}-value`])),
+    });
+    for (const [i, key] of names.entries()) {
+      const del = await call(h, 'DELETE', `${path}/${key}`, { headers: auth });
+      expect(del.status).toBe(200);
+      expect((await keysOf(path)).map((k: { key: string }) => k.key)).toEqual(names.slice(i + 1).sort());
+      const again = await call(h, 'DELETE', `${path}/${key}`, { headers: auth });
+      expect(again.body).toEqual({ error: 'secret key not found' });
+    }
+    expect(await values('names')).toEqual({});
+  });
+
+  test('a key that an Object has (toString) is "not found" in a bundle that lacks it', async () => {
+    const res = await call(h, 'DELETE', `${base()}/toString`, { headers: auth });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'secret key not found' });
   });
 
   test('400 for an app name that is not a DNS label', async () => {

@@ -1,13 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { bearer, call, client } from '../support/harness.js';
-import { previewctl, ROOT, startProcess, stopProcess } from '../support/process.js';
+import { previewctl, startProcess, stopProcess } from '../support/process.js';
 
-const run = promisify(execFile);
 const dirs: string[] = [];
 const tempDir = () => {
   const d = mkdtempSync(join(tmpdir(), 'preview-start-'));
@@ -28,6 +25,9 @@ describe('npm start', () => {
     expect(Object.keys(creds).sort()).toEqual(['apiKey', 'clientId', 'clientSecret', 'orgId']);
     expect(first.stderr()).toContain(credsPath);
     expect((await call({ url: first.url }, 'GET', '/healthz')).status).toBe(200);
+    // The database is not on the loopback network sandboxed apps share: a socket in the private data dir.
+    const info = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8'));
+    expect(info.dynamodbEndpoint).toBe(`unix:${join(dataDir, 'dynamodb.sock')}`);
     expect(
       (await previewctl(dataDir, 'apps', 'create', '--org', creds.orgId, '--repo', 'acme/web')).code,
     ).toBe(0);

@@ -5,6 +5,7 @@ import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { ValidationError } from '../../functions/shared/errors.js';
+import { closeSnapshots, scanTable } from '../fuzz/support.js';
 import { bearer, call, client, type Harness, startHarness } from '../support/harness.js';
 
 /*
@@ -18,6 +19,7 @@ beforeAll(async () => {
   h = await startHarness();
 }, 60_000);
 afterAll(async () => {
+  closeSnapshots();
   await h.stop();
 });
 
@@ -58,7 +60,22 @@ async function storedRun(runId: string): Promise<Record<string, any> | undefined
   return Item;
 }
 
-/** What the executor will do one day: move a run to another status (and its status index key). */
+/** The error of a run whose test has no application: it ends failed at once (issue 11). */
+const NO_APPLICATION =
+  'the test has no application: set application_id in the tests file, or import it with `previewctl tests import --app ID`';
+
+/** Poll a run until it has ended (these tests have no application: each ends failed at once). */
+async function ended(org: OrgCredentials, runId: string): Promise<Record<string, any>> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await call(h, 'GET', `/run/${runId}?steps=true`, { headers: client(org) });
+    if (res.body?.status === 'passed' || res.body?.status === 'failed') return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not end: ${res.text}`);
+    await sleep(50);
+  }
+}
+
+/** Move a run to another status (and its status index key), as if it had ended that way. */
 async function setRunStatus(orgId: string, runId: string, status: RunStatus): Promise<void> {
   await ddb().send(
     new UpdateCommand({
@@ -132,6 +149,24 @@ describe('importTests (previewctl tests import)', () => {
     const result = importTests(h.org.orgId, file);
     await expect(result).rejects.toThrow(ValidationError);
     await expect(result).rejects.toThrow(message);
+  });
+
+  // Issue 8, finding 4: user-chosen variable names that are Object property names.
+  test('a variable named __proto__ is refused and nothing is stored', async () => {
+    const before = await scanTable('tests');
+    const file = [testDef({ variables: JSON.parse('{"EMAIL":"a","__proto__":"x"}') })];
+    const result = importTests(h.org.orgId, file);
+    await expect(result).rejects.toThrow(ValidationError);
+    await expect(result).rejects.toThrow(/^invalid tests file: \[0\]\.variables\.__proto__: /);
+    expect(await scanTable('tests')).toEqual(before);
+  });
+
+  test('variables named constructor, toString, hasOwnProperty are stored like any other', async () => {
+    const variables = { constructor: 'c', toString: 't', hasOwnProperty: 'h', valueOf: 'v', EMAIL: 'e' };
+    const id = await importOne(h.org, { variables });
+    const { Item } = await ddb().send(new GetCommand({ TableName: table('tests'), Key: { testId: id } }));
+    expect(Item?.variables).toEqual(variables);
+    expect(Object.keys(Item?.variables).sort()).toEqual(Object.keys(variables).sort());
   });
 
   test('rejects a test too large to store', async () => {
@@ -266,19 +301,24 @@ describe('POST /test/{test_id}/run', () => {
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       message: 'test run created',
-      url: `${h.url}/run/${res.body.run_id}`,
+      // The run's report page, at a signed link (issue 11).
+      url: expect.stringMatching(
+        new RegExp(`^${h.url}/report/${res.body.run_id}\\?expires=\\d+&sig=[\\w-]+$`),
+      ),
       run_id: expect.stringMatching(/^[a-z0-9]{20,}$/),
     });
 
-    const run = await call(h, 'GET', new URL(res.body.url).pathname, { headers: client(h.org) });
+    await ended(h.org, res.body.run_id);
+    const run = await call(h, 'GET', `/run/${res.body.run_id}`, { headers: client(h.org) });
     expect(run.status).toBe(200);
     expect(run.body).toEqual({
       id: res.body.run_id,
       name: 'Checkout works',
       test_id: testId,
-      status: 'pending',
+      status: 'failed',
+      error: NO_APPLICATION,
       created_at: expect.any(String),
-      ended_at: null,
+      ended_at: expect.any(String),
       folder_run_id: null,
       job_run_id: null,
       job_id: null,
@@ -286,7 +326,7 @@ describe('POST /test/{test_id}/run', () => {
       video_url: null,
       metadata: { source: 'api' },
     });
-    expect(Object.keys(run.body).sort()).toEqual(TEST_RUN_KEYS);
+    expect(Object.keys(run.body).sort()).toEqual([...TEST_RUN_KEYS, 'error'].sort());
   });
 
   test('{} is the same as no body', async () => {
@@ -315,6 +355,42 @@ describe('POST /test/{test_id}/run', () => {
     expect(run.text).not.toContain('saved-password');
   });
 
+  // Issue 8, finding 4: a run override named `constructor` of a saved `constructor` variable made the
+  // stored run a plain object whose own `constructor` was a string, which the DynamoDB client refused (500).
+  test('runtime_metadata named constructor/toString overrides saved variables of those names', async () => {
+    const saved = { constructor: 'saved-c', toString: 'saved-t', hasOwnProperty: 'saved-h', EMAIL: 'e' };
+    const id = await importOne(h.org, { variables: saved });
+    const res = await startRunOf(h.org, id, {
+      runtime_metadata: { constructor: 'run-c', toString: 'run-t', valueOf: 'ignored' },
+    });
+    expect(res.status).toBe(201);
+    expect((await storedRun(res.body.run_id))?.variables).toEqual({
+      constructor: 'run-c',
+      toString: 'run-t',
+      hasOwnProperty: 'saved-h',
+      EMAIL: 'e',
+    });
+  });
+
+  test('runtime_metadata with a __proto__ member is 400 and creates no run', async () => {
+    // Runs started above end on their own (failed: no application): compare once they have.
+    const deadline = Date.now() + 20_000;
+    while ((await scanTable('runs')).some((r) => /"status":\{"S":"(pending|running)"\}/.test(r))) {
+      if (Date.now() > deadline) throw new Error('runs did not end');
+      await sleep(50);
+    }
+    const before = await scanTable('runs');
+    for (const body of [
+      '{"runtime_metadata":{"__proto__":{"EMAIL":"polluted"}}}',
+      '{"runtime_metadata":{"__proto__":"x"}}',
+    ]) {
+      const res = await startRunOf(h.org, testId, body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'request body must not contain __proto__ members' });
+    }
+    expect(await scanTable('runs')).toEqual(before);
+  });
+
   test('without runtime_metadata the run keeps the saved variables', async () => {
     const res = await startRunOf(h.org, testId);
     expect((await storedRun(res.body.run_id))?.variables).toEqual({
@@ -331,7 +407,7 @@ describe('POST /test/{test_id}/run', () => {
       orgId: h.org.orgId,
       testKey: `${h.org.orgId}#${testId}`,
       folderKey: `${h.org.orgId}#folder-checkout`,
-      statusKey: `${h.org.orgId}#pending`,
+      statusKey: `${h.org.orgId}#${item?.status}`,
       createdKey: `${item?.createdAt}#${res.body.run_id}`,
     });
   });
@@ -386,18 +462,19 @@ describe('GET /run/{run_id}', () => {
     runId = (await startRunOf(h.org, testId)).body.run_id;
   });
 
-  test('steps=true adds pending copies of the test steps', async () => {
+  test('steps=true adds copies of the test steps (skipped: a run without an application never ran)', async () => {
     const testRes = await call(h, 'GET', `/test/${testId}?steps=true`, { headers: client(h.org) });
+    await ended(h.org, runId);
     const res = await call(h, 'GET', `/run/${runId}?steps=true`, { headers: client(h.org) });
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual([...TEST_RUN_KEYS, 'steps'].sort());
+    expect(Object.keys(res.body).sort()).toEqual([...TEST_RUN_KEYS, 'error', 'steps'].sort());
     expect(res.body.steps).toEqual(
       testRes.body.steps.map((s: any) => ({
         id: s.id,
         instruction: s.instruction,
         interaction: s.interaction,
         output: '',
-        status: 'pending',
+        status: 'skipped',
         url: s.url,
         element: s.element,
         image: null,
@@ -502,23 +579,29 @@ describe('GET /run', () => {
         await sleep(2); // distinct created_at, so "newest first" is the creation order reversed
       }
     }
+    // Each ends failed at once (no application); then a few are moved to the other statuses.
+    for (const id of created) await ended(org, id);
     await setRunStatus(org.orgId, runsOf[testB]![0]!, 'passed');
     await setRunStatus(org.orgId, runsOf[testC]![0]!, 'passed');
-    await setRunStatus(org.orgId, runsOf[testA]![3]!, 'failed');
+    await setRunStatus(org.orgId, runsOf[testA]![3]!, 'pending');
     await setRunStatus(org.orgId, runsOf[testB]![1]!, 'running');
-  }, 60_000);
+  }, 90_000);
 
   test('default: the 20 newest runs of the org, each a TestRun without steps', async () => {
     const runs = await list('');
     expect(runs.map((r) => r.id)).toEqual(newestFirst(created).slice(0, 20));
-    for (const r of runs) expect(Object.keys(r).sort()).toEqual(TEST_RUN_KEYS);
+    for (const r of runs)
+      expect(Object.keys(r).sort()).toEqual(
+        r.status === 'failed' ? [...TEST_RUN_KEYS, 'error'].sort() : TEST_RUN_KEYS,
+      );
     expect(runs[0]).toEqual({
       id: runsOf[testC]![1],
       name: 'C',
       test_id: testC,
-      status: 'pending',
+      status: 'failed',
+      error: NO_APPLICATION,
       created_at: expect.any(String),
-      ended_at: null,
+      ended_at: expect.any(String),
       folder_run_id: null,
       job_run_id: null,
       job_id: null,
@@ -549,8 +632,8 @@ describe('GET /run', () => {
     for (const r of runs) {
       expect(r.video_url).toBeNull();
       expect(r.steps.map((s: any) => [s.instruction, s.status, s.output, s.image])).toEqual([
-        [loginStep.instruction, 'pending', '', null],
-        [clickStep.instruction, 'pending', '', null],
+        [loginStep.instruction, 'skipped', '', null],
+        [clickStep.instruction, 'skipped', '', null],
       ]);
     }
   });
@@ -571,23 +654,23 @@ describe('GET /run', () => {
 
   test('filter by status', async () => {
     expect(await ids('?status=passed')).toEqual([runsOf[testC]![0], runsOf[testB]![0]]);
-    expect(await ids('?status=failed')).toEqual([runsOf[testA]![3]]);
+    expect(await ids('?status=pending')).toEqual([runsOf[testA]![3]]);
     expect(await ids('?status=running')).toEqual([runsOf[testB]![1]]);
     const changed = [runsOf[testB]![0]!, runsOf[testC]![0]!, runsOf[testA]![3]!, runsOf[testB]![1]!];
-    const pending = created.filter((id) => !changed.includes(id));
-    expect(await ids('?status=pending&limit=100')).toEqual(newestFirst(pending));
+    const failed = created.filter((id) => !changed.includes(id));
+    expect(await ids('?status=failed&limit=100')).toEqual(newestFirst(failed));
     const passed = await list('?status=passed');
     expect(passed.map((r) => r.status)).toEqual(['passed', 'passed']);
   });
 
   test('filters combine', async () => {
     expect(await ids('?folder=f1&status=passed')).toEqual([runsOf[testB]![0]]);
-    expect(await ids(`?test=${testA}&status=failed`)).toEqual([runsOf[testA]![3]]);
+    expect(await ids(`?test=${testA}&status=pending`)).toEqual([runsOf[testA]![3]]);
     expect(await ids(`?test=${testA}&folder=f2`)).toEqual([]);
     expect(await ids(`?test=${testC}&folder=f2&status=passed`)).toEqual([runsOf[testC]![0]]);
-    const pendingA = runsOf[testA]!.filter((id) => id !== runsOf[testA]![3]);
-    expect(await ids(`?test=${testA}&folder=f1&status=pending&limit=5&offset=20`)).toEqual(
-      newestFirst(pendingA).slice(20, 25),
+    const failedA = runsOf[testA]!.filter((id) => id !== runsOf[testA]![3]);
+    expect(await ids(`?test=${testA}&folder=f1&status=failed&limit=5&offset=20`)).toEqual(
+      newestFirst(failedA).slice(20, 25),
     );
   });
 

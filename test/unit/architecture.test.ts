@@ -19,7 +19,7 @@ function floorOf(file: string): { floor: number; name: string } | undefined {
     [/^functions\/shared\//, 1, 'shared'],
     [/^functions\/ports\//, 2, 'ports'],
     [/^functions\/core\//, 3, 'core'],
-    [/^functions\/(api|steps|events)\//, 4, 'handlers'],
+    [/^functions\/(api|steps|events|watchers)\//, 4, 'handlers'],
     [/^lib\//, 5, 'lib'],
     [/^bin\//, 6, 'bin'],
   ];
@@ -75,8 +75,8 @@ describe('import direction', () => {
   test('HTTP handlers, state-machine steps and event handlers do not import each other', () => {
     const crossing = edges.filter(
       ({ from, to }) =>
-        /^functions\/(api|steps|events)\//.test(from) &&
-        /^functions\/(api|steps|events)\//.test(to) &&
+        /^functions\/(api|steps|events|watchers)\//.test(from) &&
+        /^functions\/(api|steps|events|watchers)\//.test(to) &&
         from.split('/')[1] !== to.split('/')[1],
     );
     expect(crossing.map((e) => `${e.from} → ${e.to}`)).toEqual([]);

@@ -1,11 +1,13 @@
 import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { route } from '../../functions/api/route.js';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, route } from '../../functions/api/route.js';
+import { MAX_RECIPES_FILE_BYTES } from '../../functions/core/recipes.js';
+import { routes } from '../../functions/manifest/routes.js';
 import { ConflictError, ValidationError } from '../../functions/shared/errors.js';
 import { lambdaContext } from '../../functions/shared/lambda-context.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { describeIssues } from '../../functions/shared/validation.js';
+import { describeIssues, reservedMemberPath } from '../../functions/shared/validation.js';
 
 // The middleware stack without a database: the routes below fail before or without authentication.
 const event = (over: Partial<APIGatewayProxyEvent> = {}): APIGatewayProxyEvent =>
@@ -42,19 +44,26 @@ describe('route() middleware stack', () => {
     });
   });
 
-  test('a required body that is empty or malformed is a 400 before authentication', async () => {
+  // Issue 8, finding 5: the body was parsed (and its __proto__ guard recursed) before authentication, so
+  // a deep body overflowed the stack (500) and a malformed one was a 400, to callers without credentials.
+  test.each([
+    ['empty', '  '],
+    ['malformed', '{"a":'],
+    ['100,000 levels deep', `${'['.repeat(100_000)}${']'.repeat(100_000)}`],
+    [
+      '10,000 levels deep around a __proto__',
+      `${'{"a":'.repeat(10_000)}{"__proto__":1}${'}'.repeat(10_000)}`,
+    ],
+    ['with a __proto__ member', '{"a":[{"__proto__":{"x":1}}]}'],
+    ['over the cap', JSON.stringify({ a: 'x'.repeat(300 * 1024) })],
+  ])('without credentials a body %s is a 401: the body is read after authentication', async (_l, body) => {
     const { handler } = route('putSecrets', { body: z.object({}), bodyRequired: true }, async () => ({
       statusCode: 200,
       body: {},
     }));
-    const empty = await handler(event({ body: '  ' }), lambdaContext('t', 'r'));
-    expect(JSON.parse(empty.body)).toEqual({ error: 'request body is required' });
-    const broken = await handler(event({ body: '{"a":' }), lambdaContext('t', 'r'));
-    expect(broken.statusCode).toBe(400);
-    expect(JSON.parse(broken.body)).toEqual({ error: 'request body is not valid JSON' });
-    const proto = await handler(event({ body: '{"a":[{"__proto__":{"x":1}}]}' }), lambdaContext('t', 'r'));
-    expect(proto.statusCode).toBe(400);
-    expect(JSON.parse(proto.body)).toEqual({ error: 'request body must not contain __proto__ members' });
+    const res = await handler(event({ body }), lambdaContext('t', 'r'));
+    expect(res.statusCode).toBe(401);
+    expect(JSON.parse(res.body)).toEqual({ error: 'missing or invalid credentials' });
   });
 
   test('the raw main function is exported for tests', async () => {
@@ -62,6 +71,37 @@ describe('route() middleware stack', () => {
       throw new ConflictError('nope');
     });
     await expect(main({} as never)).rejects.toBeInstanceOf(ConflictError);
+  });
+});
+
+describe('body guards', () => {
+  test('jsonDepthExceeds counts arrays and objects, not brackets inside strings', () => {
+    expect(jsonDepthExceeds('{"a":[1,{"b":[]}]}', 4)).toBe(false);
+    expect(jsonDepthExceeds('{"a":[1,{"b":[]}]}', 3)).toBe(true);
+    expect(jsonDepthExceeds(`{"s":"${'['.repeat(1000)}\\"${'{'.repeat(1000)}"}`, 1)).toBe(false);
+    expect(jsonDepthExceeds('['.repeat(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).toBe(false);
+    expect(jsonDepthExceeds('['.repeat(MAX_JSON_DEPTH + 1), MAX_JSON_DEPTH)).toBe(true);
+    expect(jsonDepthExceeds('['.repeat(1_000_000), MAX_JSON_DEPTH)).toBe(true);
+  });
+
+  test('reservedMemberPath finds an own __proto__ member at any depth, without recursion', () => {
+    let deep: unknown = JSON.parse('{"__proto__":1}');
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    expect(reservedMemberPath(deep)).toHaveLength(200_001);
+    let clean: unknown = { constructor: 1, toString: 2 };
+    for (let i = 0; i < 200_000; i++) clean = { a: clean };
+    expect(reservedMemberPath(clean)).toBeUndefined();
+    expect(reservedMemberPath({ a: '__proto__', b: ['__proto__'] })).toBeUndefined();
+    expect(reservedMemberPath(JSON.parse('{"a":[{"b":1},{"c":{"__proto__":{}}}]}'))).toEqual([
+      'a',
+      1,
+      'c',
+      '__proto__',
+    ]);
+  });
+
+  test("the recipe route's body cap is the recipe file limit of the use case", () => {
+    expect(routes.createRecipeVersion.maxBodyBytes).toBe(MAX_RECIPES_FILE_BYTES);
   });
 });
 

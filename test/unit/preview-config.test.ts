@@ -34,6 +34,10 @@ apps:
       'apps:\n  web:\n    port: 3000\n    health: healthz',
       /^preview\.yaml: apps\.web\.health: must be a path/,
     ],
+    [
+      'apps:\n  web:\n    port: 3000\n    env: { __proto__: x }',
+      /^preview\.yaml: apps\.web\.env\.__proto__: must not be __proto__/,
+    ],
     ['apps:\n  web:\n    port: 3000\n    env: { 1BAD: x }', /^preview\.yaml: apps\.web\.env\["1BAD"\]: /],
   ])('%j is rejected saying what and where', (text, message) => {
     expect(() => parsePreviewConfig(text)).toThrow(message);

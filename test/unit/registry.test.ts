@@ -1,12 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { tableNames, tables } from '../../functions/manifest/tables.js';
-import { runtime, sourceHost } from '../../functions/ports/registry.js';
-import { publicMessage, ServiceUnavailableError, statusOf } from '../../functions/shared/errors.js';
+import { runtime } from '../../functions/ports/registry.js';
+import { CloudRuntime } from '../../functions/ports/runtime/cloud.js';
 
-// AWS mode with the adapters that are not built yet: a caller gets a clear 503, never a 500.
+// AWS mode: the runtime is images on CodeBuild plus a cluster; until the cluster adapter exists, a deploy
+// fails saying so (a clear error, never a 500) and a teardown has nothing to remove.
 const vars: Record<string, string> = {
   PREVIEW_MODE: 'aws',
   AWS_REGION: 'eu-west-1',
+  ARTIFACTS_BUCKET: 'b',
+  IMAGE_BUILD_PROJECT: 'p',
+  IMAGE_REPOSITORY_URI: '000000000000.dkr.ecr.eu-west-1.amazonaws.com/r',
   ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
 };
 const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
@@ -20,19 +24,19 @@ afterAll(() => {
   }
 });
 
-describe('the registry in aws mode, for an adapter that is not built', () => {
-  test.each([
-    ['sourceHost', sourceHost, /GitHub source-host adapter is not built yet/],
-    ['runtime', runtime, /EKS runtime adapter is not built yet/],
-  ] as const)('%s() is a 503 that says so', (_name, getter, message) => {
-    let thrown: unknown;
-    try {
-      getter();
-    } catch (err) {
-      thrown = err;
-    }
-    expect(thrown).toBeInstanceOf(ServiceUnavailableError);
-    expect(statusOf(thrown)).toBe(503);
-    expect(publicMessage(thrown)).toMatch(message);
+describe('the registry in aws mode', () => {
+  const target = { orgId: 'o', envKey: 'acme/shop#1', repoFullName: 'acme/shop', prNumber: 1, generation: 1 };
+
+  test('the runtime is the cloud runtime, built once per container', () => {
+    expect(runtime()).toBeInstanceOf(CloudRuntime);
+    expect(runtime()).toBe(runtime());
+  });
+
+  test('without a cluster adapter a deploy fails saying so, and a teardown has nothing to do', async () => {
+    await expect(runtime().deploy(target, [])).rejects.toMatchObject({
+      name: 'DeployFailed',
+      message: expect.stringMatching(/no EKS cluster is configured to run them/),
+    });
+    await expect(runtime().teardown(target)).resolves.toBeUndefined();
   });
 });

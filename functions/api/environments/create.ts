@@ -30,6 +30,12 @@ export const { main, handler } = route('createEnvironment', { body, bodyRequired
   const repo = env.repoFullName;
   return {
     statusCode: 202,
-    body: { accepted: true, repoFullName: repo, prNumber, statusUrl: statusPath(repo, prNumber) },
+    body: {
+      accepted: true,
+      repoFullName: repo,
+      prNumber,
+      statusUrl: statusPath(repo, prNumber),
+      environmentId: env.environmentId,
+    },
   };
 });

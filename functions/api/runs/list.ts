@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { listRuns, RUN_STATUSES } from '../../core/runs.js';
+import { mediaStore } from '../../ports/registry.js';
 import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
@@ -23,6 +24,7 @@ export const { main, handler } = route('listRuns', { query }, async (req) => {
       { testId: test, folderId: folder, status },
       { limit, offset },
       { media, steps },
+      (key) => mediaStore().url(key, req.baseUrl),
     ),
   };
 });

@@ -1,5 +1,7 @@
 import * as z from 'zod';
+import { reportLink } from '../../core/run-report.js';
 import { startRun } from '../../core/runs.js';
+import { mediaStore, workflows } from '../../ports/registry.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
@@ -8,19 +10,28 @@ const body = z
   .object({
     application_version_id: z.string().min(1, 'must not be empty').max(256).optional(),
     source: z.string().min(1, 'must not be empty').max(256).optional(),
+    // Overrides by variable name; unknown names are ignored. Any name is data: `constructor` overrides a
+    // variable of that name, and `__proto__` never gets here (route.ts refuses such members).
     runtime_metadata: z.record(z.string(), z.string().max(10_000)).optional(),
   })
   .optional();
 
-/** POST /test/{test_id}/run: start a run of the test (201); it stays `pending` until runs execute. */
+/**
+ * POST /test/{test_id}/run: start a run of the test (201). The `testRun` state machine runs it in a
+ * browser; `url` is a signed link to its report page (no credentials needed, valid 7 days).
+ */
 export const { main, handler } = route('startRun', { params, body }, async (req) => {
-  const runId = await startRun(req.principal.orgId, req.params.test_id, {
+  const runId = await startRun({ workflows: workflows() }, req.principal.orgId, req.params.test_id, {
     applicationVersionId: req.body?.application_version_id,
     source: req.body?.source ?? 'api',
     runtimeMetadata: req.body?.runtime_metadata ?? {},
   });
   return {
     statusCode: 201,
-    body: { message: 'test run created', url: `${req.baseUrl}/run/${runId}`, run_id: runId },
+    body: {
+      message: 'test run created',
+      url: await reportLink(mediaStore(), req.baseUrl, runId),
+      run_id: runId,
+    },
   };
 });

@@ -7,19 +7,23 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { keys } from '../../manifest/tables.js';
 import { newId } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
-import { DeployFailed, Superseded } from '../../shared/step-errors.js';
+import { maskSecrets } from '../../shared/mask.js';
+import { ensurePrivateDir } from '../../shared/private-dir.js';
+import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
 import type { SourceHost } from '../source-host/port.js';
 import type { TaskOutcome } from '../workflows/port.js';
+import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './local-sandbox.js';
 import type { AppLaunch, AppSpec, Runtime, RuntimeTarget } from './port.js';
 
 /** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
@@ -27,6 +31,8 @@ const INHERITED_VARS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ', 'NODE_EXTRA_CA_C
 /** Marks a process as ours (and which app it is), so recovery never kills a stranger that reused a pid. */
 const OWNER_VAR = 'PREVIEW_RUNTIME_APP';
 const POLL_MS = 50;
+/** How often a readiness wait heartbeats its task (well under the DeployApps state's HeartbeatSeconds). */
+const HEARTBEAT_MS = 60_000;
 const STOP_GRACE_MS = 5_000;
 const LOG_TAIL_BYTES = 2_000;
 
@@ -59,6 +65,12 @@ interface StateFile {
   envs: Record<string, EnvState>;
 }
 
+/**
+ * A source host whose checkout may be cancelled (the local git one can: `signal` kills the clone, and the
+ * call settles once git has exited). Any SourceHost fits; one without the option is waited for instead.
+ */
+type CheckoutHost = SourceHost;
+
 export interface ProcessRuntimeOptions {
   /** State and logs (`<dataDir>/runtime`). */
   dataDir: string;
@@ -68,17 +80,29 @@ export interface ProcessRuntimeOptions {
    * own package.json ("type": "module") and node_modules, and behave unlike its own clone.
    */
   workDir: string;
-  sourceHost: SourceHost;
+  sourceHost: CheckoutHost;
   /** Ends a callback task (`Workflows.completeTask`). */
   complete: (token: string, outcome: TaskOutcome) => Promise<void>;
+  /** Tells a waiting callback task its work is alive (`Workflows.heartbeat`), while readiness is awaited. */
+  heartbeat?: (token: string) => Promise<unknown>;
   /** How long an app may take to answer its readiness check. */
   readyTimeoutMs: number;
+  /**
+   * How builds and apps are confined (see local-sandbox.ts): `bwrap`, each in a bubblewrap sandbox that
+   * sees only its own working copy and processes; `none`, plain processes of this user (single-tenant).
+   * @default 'none'
+   */
+  isolation?: Isolation;
 }
 
 interface ActiveBuild {
   generation: number;
   cancelled: boolean;
   children: Set<ChildProcess>;
+  /** Aborts the checkouts in progress. */
+  abort: AbortController;
+  /** Checkouts in progress: a cancel waits for them before anything removes their working copies. */
+  checkouts: Set<Promise<unknown>>;
 }
 
 /** `org/owner/repo/pr`: the environment's folder (for logs, state and working copies). */
@@ -110,10 +134,26 @@ export class ProcessRuntime implements Runtime {
   /** Per app (`envId/app`): the secret values it was started with, masked in what we quote of its output. */
   private readonly secretValues = new Map<string, string[]>();
   private stopping = false;
+  /** How builds and apps are confined (fixed for the runtime's life). */
+  readonly isolation: Isolation;
+  /** Server paths, replaced in what a caller is shown (`scrub`). */
+  private readonly hiddenPaths: [string, string][];
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
+    this.isolation = opts.isolation ?? 'none';
     this.root = join(opts.dataDir, 'runtime');
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
+    // Working copies hold apps' sources and builds: no other user may read them or plant anything there.
+    ensurePrivateDir(opts.workDir, 'work dir');
+    // Longest first: the work dir may sit inside the data dir.
+    this.hiddenPaths = (
+      [
+        [resolve(opts.workDir), '<work dir>'],
+        [realpathOr(opts.workDir), '<work dir>'],
+        [resolve(opts.dataDir), '<data dir>'],
+        [realpathOr(opts.dataDir), '<data dir>'],
+      ] as [string, string][]
+    ).sort((a, b) => b[0].length - a[0].length);
     this.statePath = join(this.root, 'state.json');
     this.state = existsSync(this.statePath)
       ? (JSON.parse(readFileSync(this.statePath, 'utf8')) as StateFile)
@@ -129,7 +169,13 @@ export class ProcessRuntime implements Runtime {
       if (!apps[name]!.command)
         throw new DeployFailed(`app ${name}: preview.yaml has no command; the local runtime needs one`);
     }
-    const active: ActiveBuild = { generation: target.generation, cancelled: false, children: new Set() };
+    const active: ActiveBuild = {
+      generation: target.generation,
+      cancelled: false,
+      children: new Set(),
+      abort: new AbortController(),
+      checkouts: new Set(),
+    };
     await this.locked(id, async () => {
       this.admit(target);
       const current = this.builds.get(id) ?? new Map<string, ActiveBuild>();
@@ -171,7 +217,7 @@ export class ProcessRuntime implements Runtime {
   async awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string) {
     const id = envId(target);
     await this.locked(id, async () => this.admit(target));
-    void this.waitForApps(target, apps)
+    void this.waitForApps(target, apps, token)
       .then((outcome) => this.opts.complete(token, outcome))
       .catch((err: Error) =>
         log.error('local readiness bookkeeping failed', { env: id, error: err.message }),
@@ -188,7 +234,7 @@ export class ProcessRuntime implements Runtime {
       for (const app of Object.values(env.apps)) await this.stopApp(app);
       env.apps = {};
       env.buildPids = [];
-      rmSync(this.workDir(target), { recursive: true, force: true });
+      removeTree(this.workDir(target));
       this.save();
     });
   }
@@ -285,11 +331,15 @@ export class ProcessRuntime implements Runtime {
     return env;
   }
 
-  /** Cancel a build: kill its processes; resolves once they have exited. */
+  /**
+   * Cancel a build: abort its checkouts and kill its processes; resolves once all of them have exited
+   * (so the caller may remove the working copies: nothing writes there any more).
+   */
   private cancel(build: ActiveBuild): Promise<unknown> {
     build.cancelled = true;
+    build.abort.abort();
     for (const child of build.children) killGroup(child.pid, 'SIGKILL');
-    return Promise.all([...build.children].map(exitOf));
+    return Promise.all([...[...build.children].map(exitOf), ...build.checkouts]);
   }
 
   private async runBuild(
@@ -302,6 +352,9 @@ export class ProcessRuntime implements Runtime {
     const work = this.workDir(target);
     const made: Record<string, BuildRecord> = {};
     const buildOne = async (name: string, spec: AppSpec) => {
+      // Cancelled before it began (a teardown got in first): nothing is created, nothing to wait for. From
+      // here to the checkout's start nothing awaits, so a cancel sees either this or the checkout.
+      if (active.cancelled) return;
       const buildId = newId();
       const dir = join(work, `${name}-${buildId}`);
       made[name] = { buildId, dir, sha, generation: target.generation };
@@ -311,22 +364,38 @@ export class ProcessRuntime implements Runtime {
         name,
         `build ${sha.slice(0, 12)} (generation ${target.generation})`,
       );
+      const checkout = this.opts.sourceHost.checkout(target.repoFullName, sha, dir, {
+        signal: active.abort.signal,
+      });
+      const settled = checkout.then(
+        () => undefined,
+        () => undefined,
+      );
+      active.checkouts.add(settled);
+      let checkedOut = false;
       try {
-        await this.opts.sourceHost.checkout(target.repoFullName, sha, dir);
+        await checkout;
+        checkedOut = true;
       } catch (err) {
+        if (active.cancelled) return;
         throw new DeployFailed(
           `app ${name}: checkout of ${sha.slice(0, 12)} failed: ${(err as Error).message}`,
         );
       } finally {
-        if (!spec.build) closeSync(logFile);
+        active.checkouts.delete(settled);
+        if (!checkedOut || !spec.build || active.cancelled) closeSync(logFile);
       }
       if (!spec.build || active.cancelled) return;
-      const child = spawn('/bin/sh', ['-c', spec.build], {
-        cwd: dir,
-        env: { ...inherited(), ...spec.env, [OWNER_VAR]: `${id}/${name}` },
-        stdio: ['ignore', logFile, logFile],
-        detached: true,
-      });
+      const child = this.spawnCommand(
+        spec.build,
+        dir,
+        logFile,
+        { build: true },
+        {
+          ...spec.env,
+          [OWNER_VAR]: `${id}/${name}`,
+        },
+      );
       closeSync(logFile);
       active.children.add(child);
       this.trackBuildPid(id, child.pid, true);
@@ -342,7 +411,13 @@ export class ProcessRuntime implements Runtime {
     };
     const results = await Promise.allSettled(Object.entries(apps).map(([n, s]) => buildOne(n, s)));
     const discard = () => {
-      for (const b of Object.values(made)) rmSync(b.dir, { recursive: true, force: true });
+      for (const b of Object.values(made)) {
+        try {
+          removeTree(b.dir);
+        } catch {
+          // Logged; a teardown or the next recovery removes what is left. The token must still end.
+        }
+      }
     };
     if (active.cancelled || this.stopping) {
       this.forget(id, active);
@@ -354,7 +429,7 @@ export class ProcessRuntime implements Runtime {
       this.forget(id, active);
       discard();
       const err = failed.reason as Error;
-      return failure('DeployFailed', err.message);
+      return failure('DeployFailed', this.scrub(err.message));
     }
     return this.locked(id, async () => {
       const env = this.state.envs[id];
@@ -396,19 +471,22 @@ export class ProcessRuntime implements Runtime {
     }
     const port = await freePort(app.port);
     const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
-    const child = spawn('/bin/sh', ['-c', launch.spec.command!], {
-      cwd: build.dir,
-      env: {
-        ...inherited(),
+    const child = this.spawnCommand(
+      launch.spec.command!,
+      build.dir,
+      logFile,
+      { build: false },
+      {
         ...launch.vars,
         PORT: String(port),
         [OWNER_VAR]: `${envId(target)}/${launch.name}`,
       },
-      stdio: ['ignore', logFile, logFile],
-      detached: true,
-    });
+    );
     closeSync(logFile);
-    if (child.pid === undefined) throw new DeployFailed(`app ${launch.name}: could not start /bin/sh`);
+    if (child.pid === undefined) {
+      const how = this.isolation === 'bwrap' ? 'bwrap' : '/bin/sh';
+      throw new DeployFailed(`app ${launch.name}: could not start ${how}`);
+    }
     const pid = child.pid;
     this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
@@ -434,20 +512,79 @@ export class ProcessRuntime implements Runtime {
       return;
     }
     const exited = exitOf(child);
+    // Who gets the SIGTERM: the processes of the group now. Not bwrap's own ones: the sandbox's init
+    // ignores a SIGTERM from outside and ends with the command, and the one outside ends at once.
+    const signalled = new Set(
+      liveGroupMembers(running.pid)
+        .filter((m) => m.comm !== 'bwrap')
+        .map((m) => m.pid),
+    );
     killGroup(running.pid, 'SIGTERM');
     const timer = setTimeout(() => killGroup(running.pid, 'SIGKILL'), STOP_GRACE_MS);
     await exited;
+    // The group's leader (the shell, or bwrap) may be gone while the app it started, which got the
+    // SIGTERM too, is still shutting down: give those the grace period (Linux: seen in /proc; elsewhere
+    // not waited for). A process that was not there yet when the SIGTERM went out (an app stopped as it
+    // starts) never got it: it is not waited for, the SIGKILL below takes it.
+    const deadline = Date.now() + STOP_GRACE_MS;
+    const stillStopping = () => liveGroupMembers(running.pid).some((m) => signalled.has(m.pid));
+    while (signalled.size > 0 && stillStopping() && Date.now() < deadline) await sleep(POLL_MS);
     clearTimeout(timer);
-    // The shell is gone; make sure nothing it started outlives it.
+    // Make sure nothing it started outlives it.
     killGroup(running.pid, 'SIGKILL');
   }
 
-  private async waitForApps(target: RuntimeTarget, apps: Record<string, AppSpec>): Promise<TaskOutcome> {
+  /**
+   * Start `command` with `/bin/sh -c` in `dir`, in its own process group, output to `logFile`, with the
+   * inherited variables plus `vars`; inside a bubblewrap sandbox when isolation is on.
+   */
+  private spawnCommand(
+    command: string,
+    dir: string,
+    logFile: number,
+    opts: { build: boolean },
+    vars: Record<string, string>,
+  ): ChildProcess {
+    const stdio: ['ignore', number, number] = ['ignore', logFile, logFile];
+    if (this.isolation === 'bwrap') {
+      // Variables go through bwrap's own environment (not --setenv), so the sandbox leader's
+      // /proc/<pid>/environ carries the owner marker recovery looks for.
+      const env = { ...inherited(), HOME: SANDBOX_HOME, TMPDIR: '/tmp', ...vars };
+      const hidden = [...new Set(this.hiddenPaths.map(([path]) => path))];
+      const args = bubblewrapArgs(command, dir, { ...opts, hidden });
+      return spawn('bwrap', args, { cwd: dir, env, stdio, detached: true });
+    }
+    return spawn('/bin/sh', ['-c', command], {
+      cwd: dir,
+      env: { ...inherited(), ...vars },
+      stdio,
+      detached: true,
+    });
+  }
+
+  /** `text` with this machine's data and work dir paths replaced by placeholders (callers see it). */
+  private scrub(text: string): string {
+    let out = text;
+    for (const [path, name] of this.hiddenPaths) if (path.length > 1) out = out.split(path).join(name);
+    return out;
+  }
+
+  private async waitForApps(
+    target: RuntimeTarget,
+    apps: Record<string, AppSpec>,
+    token: string,
+  ): Promise<TaskOutcome> {
     const id = envId(target);
     const deadline = Date.now() + this.opts.readyTimeoutMs;
+    // DeployApps has HeartbeatSeconds: a readiness wait longer than that must say it is alive.
+    let beatAt = Date.now() + HEARTBEAT_MS;
     const pending = new Set(Object.keys(apps));
     const lastSeen = new Map<string, string>();
     while (pending.size > 0) {
+      if (Date.now() >= beatAt) {
+        beatAt = Date.now() + HEARTBEAT_MS;
+        await this.opts.heartbeat?.(token);
+      }
       const env = this.state.envs[id];
       if (this.stopping || !env || target.generation < env.fence)
         return failure('Superseded', 'a newer request or a teardown replaced this one');
@@ -458,7 +595,9 @@ export class ProcessRuntime implements Runtime {
         if (exit) {
           return failure(
             'DeployFailed',
-            `app ${name} exited (${exit}) before it was ready; last output: ${this.logTail(target, name)}`,
+            this.scrub(
+              `app ${name} exited (${exit}) before it was ready; last output: ${this.logTail(target, name)}`,
+            ),
           );
         }
         const probe = await probeReady(running.port, apps[name]!.health);
@@ -503,18 +642,14 @@ export class ProcessRuntime implements Runtime {
     } finally {
       closeSync(fd);
     }
-    const text = buf.toString('utf8');
+    const raw = buf.toString('utf8');
     // Read from mid-file, the first line may be a fragment (of a secret, say): drop it.
-    const lines = (size > buf.length ? text.slice(text.indexOf('\n') + 1) : text)
-      .split('\n')
-      .filter((l) => l.trim() && !l.startsWith('--- '));
-    let tail = lines.slice(-5).join(' | ');
-    // An app may print its own secrets (a stack trace with a connection string): never quote them.
-    const secrets = (this.secretValues.get(`${envId(target)}/${app}`) ?? []).sort(
-      (a, b) => b.length - a.length,
-    );
-    for (const value of secrets) tail = tail.split(value).join('[secret]');
-    return tail.slice(-500) || '(no output)';
+    const text = size > buf.length ? raw.slice(raw.indexOf('\n') + 1) : raw;
+    // An app may print its own secrets (a stack trace with a connection string, a PEM key): never quote
+    // them. Masked before anything splits the text, so a multi-line value is caught whole.
+    const masked = maskSecrets(text, this.secretValues.get(`${envId(target)}/${app}`) ?? []);
+    const lines = masked.split('\n').filter((l) => l.trim() && !l.startsWith('--- '));
+    return lines.slice(-5).join(' | ').slice(-500) || '(no output)';
   }
 
   private trackBuildPid(id: string, pid: number | undefined, add: boolean) {
@@ -537,6 +672,29 @@ function inherited(): Record<string, string> {
   const vars: Record<string, string> = {};
   for (const k of INHERITED_VARS) if (process.env[k] !== undefined) vars[k] = process.env[k]!;
   return vars;
+}
+
+function realpathOr(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/**
+ * `rm -rf`, retried a few times (a directory may be busy a moment after its last writer was killed); a
+ * failure names no path (the error reaches API callers as the environment's `error`) and is retried by
+ * the state machine.
+ */
+function removeTree(path: string) {
+  try {
+    rmSync(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    log.error('could not remove a working copy', { path, code });
+    throw new TransientError(`could not remove the working copies (${code})`);
+  }
 }
 
 function readSyncAt(fd: number, buf: Buffer, position: number) {

@@ -40,21 +40,44 @@ export interface AppLaunch {
   vars: Record<string, string>;
   /** Which of `vars` come from the secret bundle: a runtime never repeats their values (in errors, logs). */
   secretKeys: string[];
+  /** The image to run (`uri@sha256:…`), for runtimes that run images; what `build` reported for the app. */
+  image?: string;
+}
+
+export interface BuildOptions {
+  /**
+   * Build again even where an image of that app at that commit exists (an app redeploy in `rebuild`
+   * mode). Without it a runtime may reuse what it built before for the same app and commit.
+   */
+  rebuild?: boolean;
+}
+
+export interface DeployOptions {
+  /** A whole-environment deploy: remove apps no longer declared. */
+  prune?: boolean;
+  /** An app redeploy in `restart` mode: same image, new processes (and the current secret bundle). */
+  restart?: boolean;
 }
 
 export interface Runtime {
   /**
    * Start building `apps` at `sha` and return. Completes `token` with `{}` once every app is built, or
    * fails it with `DeployFailed` naming the app and the cause (`Superseded` when a newer build of the same
-   * app or a teardown replaced it).
+   * app or a teardown replaced it). The output may carry `{ images: { app: reference } }`.
    */
-  build(target: RuntimeTarget, sha: string, apps: Record<string, AppSpec>, token: string): Promise<void>;
+  build(
+    target: RuntimeTarget,
+    sha: string,
+    apps: Record<string, AppSpec>,
+    token: string,
+    opts?: BuildOptions,
+  ): Promise<void>;
   /**
    * Replace the running instances of `apps` with their latest builds, started with `vars`; siblings not
    * listed are untouched unless `prune` (a whole-environment deploy) removes apps no longer declared.
    * Returns once applied; readiness is `awaitReady`'s.
    */
-  deploy(target: RuntimeTarget, apps: AppLaunch[], opts?: { prune?: boolean }): Promise<void>;
+  deploy(target: RuntimeTarget, apps: AppLaunch[], opts?: DeployOptions): Promise<void>;
   /**
    * Complete `token` with `{ urls }` (app name → URL) once every named app answers its readiness check,
    * or fail it with `DeployFailed` naming the app and what it answered.

@@ -80,7 +80,8 @@ export class GitSourceHost implements SourceHost {
 
   async archive(repoFullName: string, sha: string): Promise<Readable> {
     const dir = this.dir(repoFullName);
-    if (!dir || !SHA_RE.test(sha)) throw new Error(`commit ${sha} not found in ${repoFullName}`);
+    if (!dir || !SHA_RE.test(sha) || !(await this.hasCommit(repoFullName, sha)))
+      throw new Error(`commit ${sha} not found in ${repoFullName}`);
     // The same layout as GitHub's tarballs: every file under one top-level folder.
     const child = spawn(
       'git',

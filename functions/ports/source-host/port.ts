@@ -23,8 +23,11 @@ export interface SourceHost {
   hasCommit(repoFullName: string, sha: string): Promise<boolean>;
   /** A file's text at a commit, or undefined when the commit has no such file. */
   readFile(repoFullName: string, sha: string, path: string): Promise<string | undefined>;
-  /** Materialize the tree of a commit into an empty directory. */
-  checkout(repoFullName: string, sha: string, dir: string): Promise<void>;
+  /**
+   * Materialize the tree of a commit into an empty directory. `signal` cancels it: the promise settles
+   * only once nothing writes into `dir` any more (so a caller may then remove it).
+   */
+  checkout(repoFullName: string, sha: string, dir: string, opts?: { signal?: AbortSignal }): Promise<void>;
   /**
    * The tree of a commit as a gzipped tarball, streamed (what image builds start from). Every file sits
    * under one top-level folder, as in GitHub's tarballs.

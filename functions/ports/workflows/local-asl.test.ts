@@ -115,17 +115,21 @@ describe('LocalWorkflows: callback tasks', () => {
     expect(record(wf, id).status).toBe('running');
     expect(callsOf('DeployApps')).toHaveLength(0); // waiting on the callback, not on the Lambda
 
-    await wf.completeTask(build.event.taskToken, { ok: true, output: { ignoredByResultPath: true } });
+    const images = { web: 'registry/app@sha256:1' };
+    await wf.completeTask(build.event.taskToken, { ok: true, output: { images } });
     const deploy = await called('DeployApps');
-    // BuildImages has `ResultPath: null`: its output is dropped, the input passes on.
-    expect(deploy.event).toEqual({ input: INPUT, taskToken: expect.stringMatching(/^local-task-.+/) });
+    // BuildImages has `ResultPath: $.built`: its output (the images) joins the input for DeployApps.
+    expect(deploy.event).toEqual({
+      input: { ...INPUT, built: { images } },
+      taskToken: expect.stringMatching(/^local-task-.+/),
+    });
     expect(deploy.event.taskToken).not.toBe(build.event.taskToken); // one token per task invocation
 
     const urls = { web: 'http://127.0.0.1:4000' };
     await wf.completeTask(deploy.event.taskToken, { ok: true, output: { urls } });
     const done = await settledRecord(wf, id);
     expect(done.status).toBe('succeeded');
-    expect((await called('MarkReady')).event).toEqual({ ...INPUT, ready: { urls } });
+    expect((await called('MarkReady')).event).toEqual({ ...INPUT, built: { images }, ready: { urls } });
     expect(callsOf('MarkFailed')).toHaveLength(0);
     expect(done.endedAt).toBeGreaterThanOrEqual(done.startedAt);
   });
@@ -172,6 +176,7 @@ describe('LocalWorkflows: callback tasks', () => {
     expect((await settledRecord(wf, id)).status).toBe('failed');
     expect((await called('MarkFailed')).event).toEqual({
       ...INPUT,
+      built: {},
       failure: { Error: 'DeployFailed', Cause: 'app web did not become ready within 3 s' },
     });
     expect(callsOf('MarkReady')).toHaveLength(0);
@@ -304,6 +309,50 @@ describe('LocalWorkflows: callback tasks', () => {
     await sleep(50);
     expect(callsOf('MarkFailed')).toHaveLength(1);
     expect(record(wf, executionId).status).toBe('succeeded');
+  }, 10_000);
+});
+
+describe('LocalWorkflows: HeartbeatSeconds', () => {
+  const heartbeatOnly = {
+    StartAt: 'Wait',
+    States: {
+      Wait: {
+        Type: 'Task',
+        Resource: 'arn:aws:states:::lambda:invoke.waitForTaskToken',
+        Parameters: {
+          FunctionName: placeholder('TearDownFunctionArn'),
+          Payload: { 'input.$': '$', 'taskToken.$': '$$.Task.Token' },
+        },
+        TimeoutSeconds: 30,
+        HeartbeatSeconds: 1,
+        Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.failure', Next: 'MarkFailed' }],
+        End: true,
+      },
+      MarkFailed: { Type: 'Task', Resource: placeholder('MarkFailedFunctionArn'), End: true },
+    },
+  };
+
+  test('a callback task without a heartbeat for HeartbeatSeconds fails (States.HeartbeatTimeout)', async () => {
+    const wf = newWorkflows(repoRoot({ 'statemachines/teardown.asl.json': heartbeatOnly }));
+    const started = Date.now();
+    const { executionId } = await wf.start('teardown', INPUT, 'no-heartbeat');
+    await called('Wait');
+    expect((await settledRecord(wf, executionId)).status).toBe('succeeded');
+    expect((await called('MarkFailed')).event.failure).toMatchObject({ Error: 'States.HeartbeatTimeout' });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 10_000);
+
+  test('heartbeats keep it waiting past HeartbeatSeconds until it completes', async () => {
+    const wf = newWorkflows(repoRoot({ 'statemachines/teardown.asl.json': heartbeatOnly }));
+    const { executionId } = await wf.start('teardown', INPUT, 'heartbeats');
+    const token = (await called('Wait')).event.taskToken;
+    for (let i = 0; i < 5; i++) {
+      await sleep(400);
+      await wf.heartbeat(token);
+    }
+    await wf.completeTask(token, { ok: true, output: { done: true } });
+    expect((await settledRecord(wf, executionId)).status).toBe('succeeded');
+    expect(callsOf('MarkFailed')).toHaveLength(0);
   }, 10_000);
 });
 

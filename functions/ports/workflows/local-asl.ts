@@ -25,6 +25,8 @@ interface TaskState {
   callback: boolean;
   /** The state's TimeoutSeconds (60 when absent: aws-local-stepfunctions' default). */
   timeoutSeconds: number;
+  /** The state's HeartbeatSeconds, if any: a callback task without a heartbeat for that long fails. */
+  heartbeatSeconds?: number;
 }
 
 /** Walk an ASL document (including Parallel branches and Map processors) and yield every Task state. */
@@ -38,6 +40,7 @@ function* taskStates(states: Record<string, Record<string, unknown>>): Generator
         functionArn: String(callback ? params?.FunctionName : state.Resource),
         callback,
         timeoutSeconds: typeof state.TimeoutSeconds === 'number' ? state.TimeoutSeconds : 60,
+        heartbeatSeconds: typeof state.HeartbeatSeconds === 'number' ? state.HeartbeatSeconds : undefined,
       };
     }
     for (const branch of (state.Branches as { States: never }[] | undefined) ?? [])
@@ -74,7 +77,7 @@ export class LocalWorkflows implements Workflows {
   private readonly running = new Map<string, { abort: () => void; done: Promise<unknown> }>();
   private readonly waiting = new Map<
     string,
-    { resolve: (v: JsonValue) => void; reject: (e: Error) => void }
+    { resolve: (v: JsonValue) => void; reject: (e: Error) => void; heartbeat: () => void }
   >();
   /** Executions by id, newest last (bounded). */
   readonly executions = new Map<string, ExecutionRecord>();
@@ -93,7 +96,9 @@ export class LocalWorkflows implements Workflows {
       byArn.set(arns[placeholder]!, mod.handler);
     }
     const handlers: Loaded['handlers'] = {};
-    for (const { name: stateName, functionArn, callback, timeoutSeconds } of taskStates(asl.States)) {
+    for (const { name: stateName, functionArn, callback, timeoutSeconds, heartbeatSeconds } of taskStates(
+      asl.States,
+    )) {
       const fn = byArn.get(functionArn);
       if (!fn)
         throw new Error(`${def.definition}: state ${stateName} has no local handler for ${functionArn}`);
@@ -101,7 +106,12 @@ export class LocalWorkflows implements Workflows {
         (await fn(payload, lambdaContext(stateName, newId(), 15 * 60_000))) as JsonValue;
       handlers[stateName] = callback
         ? (input) =>
-            this.invokeWithCallback(invoke, input as { Payload?: Record<string, JsonValue> }, timeoutSeconds)
+            this.invokeWithCallback(
+              invoke,
+              input as { Payload?: Record<string, JsonValue> },
+              timeoutSeconds,
+              heartbeatSeconds,
+            )
         : invoke;
     }
     return { machine: new StateMachine(asl), handlers };
@@ -111,6 +121,7 @@ export class LocalWorkflows implements Workflows {
     invoke: (payload: unknown) => Promise<JsonValue>,
     params: { Payload?: Record<string, JsonValue> },
     timeoutSeconds: number,
+    heartbeatSeconds?: number,
   ): Promise<JsonValue> {
     const token = `local-task-${newId()}`;
     let resolve!: (v: JsonValue) => void;
@@ -119,7 +130,26 @@ export class LocalWorkflows implements Workflows {
       resolve = ok;
       reject = fail;
     });
-    this.waiting.set(token, { resolve, reject });
+    // Settled while the step is still being invoked (a stop, a fast callback), it is awaited just after.
+    promise.catch(() => undefined);
+    // HeartbeatSeconds: the task fails unless a heartbeat (or its completion) comes within that time.
+    let beat: NodeJS.Timeout | undefined;
+    const heartbeat = () => {
+      if (heartbeatSeconds === undefined) return;
+      clearTimeout(beat);
+      beat = setTimeout(
+        () =>
+          reject(
+            Object.assign(new Error('no heartbeat from the callback task'), {
+              name: 'States.HeartbeatTimeout',
+            }),
+          ),
+        heartbeatSeconds * 1000,
+      );
+      beat.unref();
+    };
+    heartbeat();
+    this.waiting.set(token, { resolve, reject, heartbeat });
     // The library times the task out on its own; this ends our side too, so the token is forgotten.
     const timer = setTimeout(
       () => reject(Object.assign(new Error('callback task timed out'), { name: 'States.Timeout' })),
@@ -131,8 +161,20 @@ export class LocalWorkflows implements Workflows {
       return await promise;
     } finally {
       clearTimeout(timer);
+      clearTimeout(beat);
       this.waiting.delete(token);
     }
+  }
+
+  /** Whether a callback task waits on `token` (Step Functions answers TaskDoesNotExist otherwise). */
+  isWaiting(token: string): boolean {
+    return this.waiting.has(token);
+  }
+
+  async heartbeat(token: string): Promise<boolean> {
+    const waiter = this.waiting.get(token);
+    waiter?.heartbeat();
+    return waiter !== undefined;
   }
 
   async completeTask(token: string, outcome: TaskOutcome): Promise<void> {

@@ -22,6 +22,11 @@ export interface Workflows {
    * A token whose task already ended (timed out, aborted, completed) is ignored.
    */
   completeTask(token: string, outcome: TaskOutcome): Promise<void>;
+  /**
+   * Tell a waiting callback task its work is still alive (states with `HeartbeatSeconds` fail without
+   * one). Resolves false when the task already ended (nobody waits on the token any more).
+   */
+  heartbeat(token: string): Promise<boolean>;
 }
 
 export type TaskOutcome =

@@ -2,6 +2,7 @@ import {
   ExecutionAlreadyExists,
   InvalidToken,
   SendTaskFailureCommand,
+  SendTaskHeartbeatCommand,
   SendTaskSuccessCommand,
   SFNClient,
   StartExecutionCommand,
@@ -29,6 +30,7 @@ workflowsContract('StepFunctionsWorkflows', () => {
   const gone = () => new TaskDoesNotExist({ message: 'Task does not exist anymore', $metadata: {} });
   sfn.on(SendTaskSuccessCommand).rejects(gone());
   sfn.on(SendTaskFailureCommand).rejects(gone());
+  sfn.on(SendTaskHeartbeatCommand).rejects(gone());
   const arn = (n: string) => `arn:aws:states:eu-west-1:123456789012:stateMachine:${n}`;
   return new StepFunctionsWorkflows(new SFNClient({ region: 'eu-west-1' }), {
     deploy: arn('deploy'),

@@ -2,6 +2,7 @@ import {
   ExecutionAlreadyExists,
   InvalidToken,
   SendTaskFailureCommand,
+  SendTaskHeartbeatCommand,
   SendTaskSuccessCommand,
   type SFNClient,
   StartExecutionCommand,
@@ -29,6 +30,17 @@ export class StepFunctionsWorkflows implements Workflows {
     } catch (err) {
       // Same name and input: a retried start of the same request. Treat as started.
       if (err instanceof ExecutionAlreadyExists) return { executionId: `${stateMachineArn}:${name}` };
+      throw err;
+    }
+  }
+
+  async heartbeat(token: string): Promise<boolean> {
+    try {
+      await this.client.send(new SendTaskHeartbeatCommand({ taskToken: token }));
+      return true;
+    } catch (err) {
+      if (err instanceof TaskDoesNotExist || err instanceof TaskTimedOut || err instanceof InvalidToken)
+        return false;
       throw err;
     }
   }

@@ -28,5 +28,9 @@ export function workflowsContract(name: string, make: () => Workflows): void {
         wf.completeTask('no-such-token', { ok: false, error: 'DeployFailed', cause: 'x' }),
       ).resolves.toBeUndefined();
     });
+
+    test('a heartbeat for a task nobody waits on says it is gone', async () => {
+      await expect(make().heartbeat('no-such-token')).resolves.toBe(false);
+    });
   });
 }

@@ -1,0 +1,401 @@
+import type { Browser, BrowserSession } from '../ports/browser/port.js';
+import type { MediaStore } from '../ports/media/port.js';
+import type { SecretStore } from '../ports/secret-store/port.js';
+import { log } from '../shared/log.js';
+import { maskSecrets } from '../shared/mask.js';
+import {
+  finishRun,
+  loadRun,
+  mediaKeys,
+  type RunItem,
+  RunNotOwned,
+  type RunStepItem,
+  type RunTarget,
+  saveRunStep,
+} from './runs.js';
+
+/*
+ * The steps of a test and what each does (README, "Tests and runs"). A run opens its first page, then
+ * performs the steps in order; after the first failure every later step is `skipped`. Each step that ran
+ * records its output, the page's URL after it and a PNG screenshot.
+ */
+
+export const INTERACTIONS = [
+  'navigate',
+  'click',
+  'input-text',
+  'assert-text',
+  'assert-visible',
+  'wait-for',
+  'press',
+] as const;
+export type Interaction = (typeof INTERACTIONS)[number];
+
+/** The viewport of every run (and so of its screenshots and video). */
+export const VIEWPORT = { width: 1280, height: 720 };
+
+/** A step's failure, with the output to record (already readable: no stack). */
+export class StepFailure extends Error {
+  override name = 'StepFailure';
+}
+
+const VARIABLE_RE = /\{\{\s*variable:([^}]*?)\s*\}\}/g;
+const QUOTED_RE = /"([^"]*)"|“([^”]*)”/;
+
+/** `input-text`, `Input_Text`, `input text` → `input-text`. */
+export const normalizeInteraction = (interaction: string): string =>
+  interaction
+    .trim()
+    .toLowerCase()
+    .replace(/[\s_]+/g, '-');
+
+/** Replace each `{{variable:NAME}}` by its value; an unknown name fails the step, naming it. */
+export function substituteVariables(text: string, variables: Record<string, string>): string {
+  return text.replace(VARIABLE_RE, (_whole, name: string) => {
+    if (!Object.hasOwn(variables, name)) throw new StepFailure(unknownVariable(name, variables));
+    return variables[name] as string;
+  });
+}
+
+function unknownVariable(name: string, variables: Record<string, string>): string {
+  const known = Object.keys(variables).sort();
+  return `unknown variable "${name}" (the test saves ${known.length ? known.join(', ') : 'no variables'})`;
+}
+
+/** The first quoted text of an instruction ("…" or “…”), variables substituted; undefined when none. */
+export function quotedText(instruction: string, variables: Record<string, string>): string | undefined {
+  const m = QUOTED_RE.exec(instruction);
+  if (!m) return undefined;
+  return substituteVariables(m[1] ?? m[2] ?? '', variables);
+}
+
+/**
+ * What `input-text` types: the quoted text of the instruction (variables substituted), else the value of
+ * the first `{{variable:NAME}}` in it.
+ */
+export function inputValue(instruction: string, variables: Record<string, string>): string {
+  const quoted = quotedText(instruction, variables);
+  if (quoted !== undefined) return quoted;
+  const m = new RegExp(VARIABLE_RE.source).exec(instruction);
+  if (!m)
+    throw new StepFailure('input-text needs a value in its instruction: {{variable:NAME}} or "quoted text"');
+  const name = m[1] ?? '';
+  if (!Object.hasOwn(variables, name)) throw new StepFailure(unknownVariable(name, variables));
+  return variables[name] as string;
+}
+
+/** The key `press` presses: the quoted text of the instruction, else its last word (`Press Enter`). */
+export function keyOf(instruction: string, variables: Record<string, string>): string {
+  const quoted = quotedText(instruction, variables);
+  if (quoted) return quoted;
+  const words = instruction.trim().split(/\s+/);
+  const last = words[words.length - 1];
+  if (!last) throw new StepFailure('press needs a key in its instruction ("Enter", or Press Tab)');
+  return last;
+}
+
+/** A navigate URL against the run's app: relative ones resolve against the app's URL; empty is the first page. */
+export function navigateUrl(url: string, target: Pick<RunTarget, 'url' | 'appUrl'>): string {
+  if (!url.trim()) return target.url;
+  return new URL(url.trim(), target.appUrl.replace(/\/*$/, '/')).href;
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
+/** The first lines of a browser error: what went wrong and what it was waiting for, without a stack. */
+export function browserError(err: unknown): string {
+  if (err instanceof StepFailure) return err.message;
+  const message = err instanceof Error ? err.message : String(err);
+  const lines = message
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colours of Playwright's call log
+    .replace(/\u001b\[[0-9;]*m/g, '')
+    .split('\n')
+    .map((l) => l.trim().replace(/^- /, ''))
+    .filter((l) => l && !/^=+/.test(l) && !/^at /.test(l) && l !== 'Call log:');
+  return lines.slice(0, 3).join(' | ').slice(0, 1000) || 'unknown browser error';
+}
+
+function requireSelector(step: RunStepItem, kind: string): string {
+  const selector = step.element?.selector?.trim();
+  if (!selector) throw new StepFailure(`${kind} needs element.selector`);
+  return selector;
+}
+
+/** Perform one step; its output on success (a StepFailure or the browser's error otherwise). */
+export async function performStep(
+  session: BrowserSession,
+  step: RunStepItem,
+  ctx: { variables: Record<string, string>; target: Pick<RunTarget, 'url' | 'appUrl'>; timeoutMs: number },
+): Promise<string> {
+  const kind = normalizeInteraction(step.interaction);
+  const selector = step.element?.selector?.trim() || undefined;
+  const t = ctx.timeoutMs;
+  switch (kind) {
+    case 'navigate': {
+      const url = navigateUrl(substituteVariables(step.url ?? '', ctx.variables), ctx.target);
+      await session.goto(url, t);
+      return `opened ${url}`;
+    }
+    case 'click': {
+      const sel = requireSelector(step, 'click');
+      await session.click(sel, t);
+      return `clicked ${sel}`;
+    }
+    case 'input-text': {
+      const sel = requireSelector(step, 'input-text');
+      const value = inputValue(step.instruction, ctx.variables);
+      await session.fill(sel, value, t);
+      return `typed ${value.length} character${value.length === 1 ? '' : 's'} into ${sel}`;
+    }
+    case 'assert-text': {
+      const text = quotedText(step.instruction, ctx.variables);
+      if (text === undefined || text === '')
+        throw new StepFailure('assert-text needs the expected text in its instruction, in double quotes');
+      const where = selector ?? 'the page';
+      if (!(await session.waitForText(text, selector, t)))
+        throw new StepFailure(`text "${text}" not found in ${where} within ${seconds(t)}`);
+      return `found "${text}" in ${where}`;
+    }
+    case 'assert-visible': {
+      const sel = requireSelector(step, 'assert-visible');
+      try {
+        await session.waitVisible(sel, t);
+      } catch (err) {
+        if ((err as Error).name === 'TimeoutError')
+          throw new StepFailure(`${sel} is not visible within ${seconds(t)}`);
+        throw err;
+      }
+      return `${sel} is visible`;
+    }
+    case 'wait-for': {
+      const sel = requireSelector(step, 'wait-for');
+      try {
+        await session.waitVisible(sel, t);
+      } catch (err) {
+        if ((err as Error).name === 'TimeoutError')
+          throw new StepFailure(`${sel} did not appear within ${seconds(t)}`);
+        throw err;
+      }
+      return `${sel} appeared`;
+    }
+    case 'press': {
+      const key = keyOf(step.instruction, ctx.variables);
+      await session.press(key, selector, t);
+      return `pressed ${key}${selector ? ` on ${selector}` : ''}`;
+    }
+    default:
+      throw new StepFailure(
+        `unknown interaction "${step.interaction}": a step is one of ${INTERACTIONS.join(', ')}`,
+      );
+  }
+}
+
+/** Reject with a StepFailure when `work` takes longer than `ms` (a step's or the run's limit). */
+async function within<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StepFailure(message)), ms);
+  });
+  try {
+    return await Promise.race([work, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface ExecuteDeps {
+  browser: Browser;
+  media: MediaStore;
+  secrets: SecretStore;
+  /** Defaults when the test sets none (config: 15 s and 600 s unless changed). */
+  stepTimeoutSeconds: number;
+  runTimeoutSeconds: number;
+  now?: () => number;
+}
+
+export interface ExecuteInput {
+  runId: string;
+  attempt: string;
+  target: RunTarget;
+}
+
+/** The values to mask in outputs: the run's variables and every secret of the environment's apps. */
+async function secretValues(deps: ExecuteDeps, run: RunItem, target: RunTarget): Promise<string[]> {
+  const values = Object.values(run.variables ?? {});
+  for (const app of target.apps) {
+    try {
+      const bundle = await deps.secrets.read({ applicationId: target.applicationId, app });
+      values.push(...Object.values(bundle ?? {}));
+    } catch (err) {
+      log.warn('could not read a secret bundle to mask run outputs', { app, error: (err as Error).name });
+    }
+  }
+  return values;
+}
+
+/**
+ * Execute a prepared run (the `Execute` state of `testRun`).
+ * Steps: load the run (a run no longer `running` under this attempt was ended meanwhile: RunNotOwned);
+ * a host without a browser or ffmpeg ends it `failed` saying what to install; open a browser session
+ * (recording a video) and the first page; perform each step within its timeout (the test's, else the
+ * default 15 s) and the run's (the test's, else 10 min), recording its output (secrets and variable
+ * values masked), the page's URL and a screenshot, and saving it as it ends; after a failure the rest
+ * are `skipped`; a browser that dies fails the run with that cause; store the video; end the run
+ * `passed` when every step passed, else `failed` with the first failure as its error.
+ */
+export async function executeRun(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed' | 'failed'> {
+  const work = execute(deps, input);
+  const settled = work.then(
+    () => undefined,
+    () => undefined,
+  );
+  executing.add(settled);
+  void settled.then(() => executing.delete(settled));
+  return work;
+}
+
+/** Executions in progress in this process (the local server waits for them when it stops). */
+const executing = new Set<Promise<void>>();
+
+/**
+ * Resolves once every execution in progress in this process has written its outcome (or after
+ * `timeoutMs`). The local server closes the browsers first, so each ends promptly, failed with the reason.
+ */
+export async function executionsSettled(timeoutMs = 30_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([...executing]),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed' | 'failed'> {
+  const now = deps.now ?? Date.now;
+  const run = await loadRun(input.runId);
+  if (run?.status !== 'running' || run.attempt !== input.attempt)
+    throw new RunNotOwned(`run ${input.runId} is no longer run by attempt ${input.attempt}`);
+  const steps: RunStepItem[] = run.steps.map((s) => ({ ...s }));
+  const skipRest = (from: number) => {
+    for (let i = from; i < steps.length; i++) steps[i] = { ...steps[i]!, status: 'skipped', output: '' };
+  };
+  const end = async (status: 'passed' | 'failed', error?: string, videoKey?: string) => {
+    await finishRun(run, input.attempt, { status, steps, error, videoKey });
+    return status;
+  };
+
+  const missing = deps.browser.missing();
+  if (missing) {
+    skipRest(0);
+    return end('failed', missing);
+  }
+  const masked = await secretValues(deps, run, input.target);
+  const mask = (text: string) => maskSecrets(text, masked);
+  const stepMs = (run.stepTimeoutSeconds ?? deps.stepTimeoutSeconds) * 1000;
+  const runMs = (run.runTimeoutSeconds ?? deps.runTimeoutSeconds) * 1000;
+  const deadline = now() + runMs;
+
+  let session: BrowserSession;
+  try {
+    session = await deps.browser.open({ viewport: VIEWPORT, video: true });
+  } catch (err) {
+    skipRest(0);
+    return end('failed', mask(`the browser could not start: ${browserError(err)}`));
+  }
+
+  let error: string | undefined;
+  let videoKey: string | undefined;
+  try {
+    try {
+      await within(
+        session.goto(input.target.url, Math.min(stepMs, deadline - now())),
+        Math.min(stepMs, deadline - now()) + 2_000,
+        `the first page did not load within ${seconds(stepMs)}`,
+      );
+    } catch (err) {
+      const crash = session.crashed();
+      error = crash
+        ? `the browser died while opening the first page: ${crash}`
+        : mask(`could not open the first page ${input.target.url}: ${browserError(err)}`);
+      skipRest(0);
+    }
+    for (let i = 0; i < steps.length && error === undefined; i++) {
+      const step = steps[i]!;
+      const remaining = deadline - now();
+      const timeoutMs = Math.min(stepMs, remaining);
+      let output: string;
+      let passed = false;
+      if (remaining <= 0) {
+        output = `not started: the run timed out after ${seconds(runMs)}`;
+        error = `the run timed out after ${seconds(runMs)} (its limit) before step ${i + 1} (${step.interaction})`;
+      } else {
+        try {
+          output = await within(
+            performStep(session, step, { variables: run.variables, target: input.target, timeoutMs }),
+            timeoutMs + 2_000,
+            timeoutMs < stepMs
+              ? `the run timed out after ${seconds(runMs)} (its limit)`
+              : `the step timed out after ${seconds(timeoutMs)}`,
+          );
+          passed = true;
+        } catch (err) {
+          output = browserError(err);
+        }
+      }
+      // The run's limit, not the step's, cut this step short.
+      const runOut = !passed && remaining > 0 && timeoutMs < stepMs && now() >= deadline - 100;
+      if (runOut) output = `${output} (the run reached its time limit, ${seconds(runMs)})`;
+      const crash = session.crashed();
+      if (crash) {
+        passed = false;
+        output = `${output} (the browser died: ${crash})`;
+      }
+      const done: RunStepItem = { ...step, status: passed ? 'passed' : 'failed', output: mask(output) };
+      if (!crash) {
+        try {
+          done.url = mask(session.url());
+          const png = await within(session.screenshot(5_000), 7_000, 'the screenshot timed out');
+          const key = mediaKeys.step(run, i, step.id);
+          await deps.media.put(key, png, 'image/png');
+          done.imageKey = key;
+        } catch (err) {
+          log.warn('no screenshot of a run step', {
+            runId: run.runId,
+            step: i + 1,
+            error: browserError(err),
+          });
+        }
+      }
+      steps[i] = done;
+      if (!passed) {
+        error ??= crash
+          ? `the browser died during step ${i + 1} (${step.interaction}): ${crash}`
+          : runOut
+            ? `the run timed out after ${seconds(runMs)} (its limit) during step ${i + 1} (${step.interaction})`
+            : mask(`step ${i + 1} (${step.interaction}) failed: ${output}`);
+        skipRest(i + 1);
+      }
+      await saveRunStep(run.runId, input.attempt, i, done);
+    }
+  } catch (err) {
+    if (err instanceof RunNotOwned) {
+      await session.close().catch(() => undefined);
+      throw err;
+    }
+    error ??= mask(`the run stopped: ${browserError(err)}`);
+  }
+  try {
+    const video = await session.close();
+    if (video) {
+      const key = mediaKeys.video(run, video.extension);
+      await deps.media.put(key, video.body, video.contentType);
+      videoKey = key;
+    }
+  } catch (err) {
+    log.warn('no video of a run', { runId: run.runId, error: browserError(err) });
+  }
+  return end(error === undefined ? 'passed' : 'failed', error, videoKey);
+}

@@ -1,0 +1,140 @@
+import { type LinkCheck, type MediaStore, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
+import { loadRun, type RunItem } from './runs.js';
+
+/*
+ * The run report: a page a person opens from the start-run response's `url` — the run's status, each
+ * step with its output and screenshot, the video. The link is signed and expires (no credentials needed
+ * to open it); the media URLs inside are minted when the page is served, valid one hour. While the run
+ * is pending or running the page reloads itself every 2 seconds.
+ */
+
+/** The path of a run's report (the service serves it at `<base URL><path>?expires=…&sig=…`). */
+export const reportPath = (runId: string): string => `/report/${encodeURIComponent(runId)}`;
+const REPORT_PATH_RE = /^\/report\/([A-Za-z0-9_-]{1,64})$/;
+
+/** A signed link to a run's report, valid `REPORT_LINK_TTL_SECONDS`. */
+export async function reportLink(media: MediaStore, baseUrl: string, runId: string): Promise<string> {
+  const path = reportPath(runId);
+  return `${baseUrl}${path}?${await media.signLink(path, REPORT_LINK_TTL_SECONDS)}`;
+}
+
+const escapeHtml = (text: string): string =>
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
+
+const STATUS_COLOURS: Record<string, string> = {
+  passed: '#1a7f37',
+  failed: '#cf222e',
+  skipped: '#6e7781',
+  pending: '#9a6700',
+  running: '#0969da',
+};
+
+function badge(status: string): string {
+  return `<span class="badge" style="background:${STATUS_COLOURS[status] ?? '#6e7781'}">${escapeHtml(status)}</span>`;
+}
+
+function duration(run: RunItem): string {
+  const from = Date.parse(run.startedAt ?? run.createdAt);
+  const to = run.endedAt ? Date.parse(run.endedAt) : undefined;
+  return to !== undefined ? `${((to - from) / 1000).toFixed(1)} s` : '';
+}
+
+/** The report's HTML. `urls` holds the minted URL of each media key. */
+export function renderRunReport(run: RunItem, urls: Map<string, string>): string {
+  const live = run.status === 'pending' || run.status === 'running';
+  const rows = run.steps
+    .map((s, i) => {
+      const image = s.imageKey && urls.get(s.imageKey);
+      return `<tr>
+  <td class="n">${i + 1}</td>
+  <td><div class="interaction">${escapeHtml(s.interaction)}</div><div>${escapeHtml(s.instruction)}</div>${
+    s.element?.selector ? `<code>${escapeHtml(s.element.selector)}</code>` : ''
+  }</td>
+  <td>${badge(s.status)}</td>
+  <td><div class="output">${escapeHtml(s.output || '')}</div>${
+    s.status !== 'pending' && s.status !== 'skipped' && s.url
+      ? `<div class="url">${escapeHtml(s.url)}</div>`
+      : ''
+  }</td>
+  <td>${image ? `<a href="${escapeHtml(image)}"><img src="${escapeHtml(image)}" alt="screenshot after step ${i + 1}"></a>` : ''}</td>
+</tr>`;
+    })
+    .join('\n');
+  const video = run.videoKey && urls.get(run.videoKey);
+  const passedCount = run.steps.filter((s) => s.status === 'passed').length;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+${live ? '<meta http-equiv="refresh" content="2">' : ''}
+<meta name="robots" content="noindex">
+<title>${escapeHtml(run.name)}: ${escapeHtml(run.status)}</title>
+<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1f2328;background:#f6f8fa}
+h1{font-size:22px;margin:0 0 4px}
+.card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px;margin-bottom:16px}
+.badge{color:#fff;border-radius:12px;padding:2px 10px;font-weight:600;font-size:12px;text-transform:uppercase}
+.meta{color:#57606a}.meta span{margin-right:16px}
+.error{color:#cf222e;font-weight:600;margin-top:8px;white-space:pre-wrap}
+table{border-collapse:collapse;width:100%}th,td{border-top:1px solid #d0d7de;padding:8px;vertical-align:top;text-align:left}
+th{font-size:12px;color:#57606a;text-transform:uppercase}
+td.n{color:#57606a;width:24px}.interaction{font-weight:600}
+.output{white-space:pre-wrap;word-break:break-word}.url{color:#57606a;font-size:12px;word-break:break-all}
+code{font-size:12px;background:#eff1f3;padding:1px 4px;border-radius:4px}
+img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:100%;border-radius:4px}
+</style></head>
+<body>
+<div class="card">
+<h1>${escapeHtml(run.name)} ${badge(run.status)}</h1>
+<div class="meta"><span>run ${escapeHtml(run.runId)}</span><span>folder ${escapeHtml(run.folder.name)}</span><span>source ${escapeHtml(run.source)}</span>
+<span>started ${escapeHtml(run.startedAt ?? run.createdAt)}</span>${run.endedAt ? `<span>took ${duration(run)}</span>` : ''}
+<span>${passedCount}/${run.steps.length} steps passed</span></div>
+${run.targetUrl ? `<div class="meta">against ${escapeHtml(run.targetUrl)}</div>` : ''}
+${run.status === 'failed' && run.error ? `<div class="error">${escapeHtml(run.error)}</div>` : ''}
+</div>
+<div class="card"><table>
+<thead><tr><th>#</th><th>Step</th><th>Status</th><th>Output</th><th>Screenshot</th></tr></thead>
+<tbody>
+${rows}
+</tbody></table></div>
+${video ? `<div class="card"><h2>Video</h2><video controls preload="metadata" src="${escapeHtml(video)}"></video></div>` : ''}
+</body></html>
+`;
+}
+
+/** What serving a report answers. */
+export interface ReportAnswer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+const errorPage = (status: number, message: string): ReportAnswer => ({
+  status,
+  contentType: 'text/html; charset=utf-8',
+  body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${status}</title></head><body><p>${escapeHtml(message)}</p></body></html>\n`,
+});
+
+/**
+ * Serve `GET /report/{run_id}?expires=…&sig=…` (no credentials: the signature is the authorization).
+ * Steps: a path that is not a report's is 404; check the link (403 for a bad or missing signature, 410
+ * once expired); load the run (404 when gone); mint its media URLs; render.
+ */
+export async function serveRunReport(
+  media: MediaStore,
+  req: { path: string; expires?: string; sig?: string; baseUrl: string },
+): Promise<ReportAnswer> {
+  const m = REPORT_PATH_RE.exec(req.path);
+  if (!m) return errorPage(404, 'not found');
+  const check: LinkCheck = await media.checkLink(req.path, req.expires, req.sig);
+  if (check === 'forbidden') return errorPage(403, 'this link is not valid');
+  if (check === 'expired') return errorPage(410, 'this link has expired: ask for a new one');
+  const run = await loadRun(m[1]!);
+  if (!run) return errorPage(404, 'run not found');
+  const urls = new Map<string, string>();
+  for (const key of [run.videoKey, ...run.steps.map((s) => s.imageKey)])
+    if (key && !urls.has(key)) urls.set(key, await media.url(key, req.baseUrl));
+  return { status: 200, contentType: 'text/html; charset=utf-8', body: renderRunReport(run, urls) };
+}

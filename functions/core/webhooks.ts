@@ -1,0 +1,441 @@
+import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import { DETAIL_TYPES, GITHUB_EVENT_SOURCE } from '../manifest/events.js';
+import { keys } from '../manifest/tables.js';
+import type { BusEvent, EventBus } from '../ports/events/port.js';
+import type { PrStatus } from '../ports/pr-status/port.js';
+import type { SourceHost } from '../ports/source-host/port.js';
+import type { Workflows } from '../ports/workflows/port.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ValidationError } from '../shared/errors.js';
+import { log } from '../shared/log.js';
+import { appName, describeIssues, MAX_PR, repoFullName, rowId } from '../shared/validation.js';
+import {
+  type EnvRef,
+  findEnvironment,
+  requestAppRedeploy,
+  requestMainBranchDeploy,
+  requestPrDeploy,
+  requestRedeploy,
+  requestTeardown,
+} from './environments.js';
+import { reportStatus } from './pr-status.js';
+import { type Application, findApplicationByRepo, orgsLinkingRepo } from './tenancy.js';
+
+/*
+ * Previews that follow the pull request. A GitHub webhook delivery is verified (its signature), read
+ * (`normalizeDelivery`), matched to the organizations it acts for (`receiveWebhook`) and turned into one
+ * event per organization on the service's own bus; the bus's rules hand those events to the consumers
+ * below, which call the same use cases as the API. The custom `Preview Redeploy Requested` event reaches
+ * `onRedeployRequested` the same way.
+ */
+
+// ---------------------------------------------------------------------------------------------------
+// What a delivery says
+// ---------------------------------------------------------------------------------------------------
+
+const sha = z.string().regex(/^[0-9a-f]{40}$/i, 'must be a 40-digit commit SHA');
+const repository = z.object({ full_name: repoFullName, default_branch: z.string().min(1).optional() });
+const installation = z.object({ id: z.number().int().positive() }).optional();
+
+const pullRequestPayload = z.object({
+  action: z.string().min(1),
+  number: z.number().int().min(1).max(MAX_PR),
+  pull_request: z.object({
+    draft: z.boolean().optional(),
+    merged: z.boolean().nullable().optional(),
+    updated_at: z.string().min(1),
+    head: z.object({
+      sha,
+      ref: z.string().min(1).max(255),
+      // null when the fork was deleted
+      repo: z.object({ full_name: z.string().min(1) }).nullable(),
+    }),
+    base: z.object({ sha, ref: z.string().min(1), repo: z.object({ full_name: repoFullName }) }),
+  }),
+  repository,
+  installation,
+});
+
+const pushPayload = z.object({
+  ref: z.string().min(1),
+  after: sha,
+  deleted: z.boolean().optional(),
+  repository: repository.extend({
+    default_branch: z.string().min(1),
+    // GitHub sends epoch seconds in push payloads.
+    pushed_at: z.union([z.number(), z.string()]).optional(),
+  }),
+  installation,
+});
+
+/** A delivery the service acts on, before it knows for whom. */
+export type Normalized =
+  | {
+      kind: 'pullRequestUpdated';
+      repoFullName: string;
+      installationId?: number;
+      prNumber: number;
+      action: string;
+      headSha: string;
+      headRef: string;
+      baseSha: string;
+      fork: boolean;
+      draft: boolean;
+      eventAt: string;
+    }
+  | {
+      kind: 'pullRequestClosed';
+      repoFullName: string;
+      installationId?: number;
+      prNumber: number;
+      merged: boolean;
+      eventAt: string;
+    }
+  | {
+      kind: 'defaultBranchPushed';
+      repoFullName: string;
+      installationId?: number;
+      branch: string;
+      headSha: string;
+    };
+
+const UPDATE_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review'];
+
+function parsePayload<T extends z.ZodType>(schema: T, payload: unknown, event: string): z.infer<T> {
+  const parsed = schema.safeParse(payload);
+  if (!parsed.success) throw new ValidationError(describeIssues(`${event} payload`, parsed.error));
+  return parsed.data;
+}
+
+/**
+ * What a delivery means for previews, or why it means nothing (`ignored`). Acted on: `pull_request`
+ * opened, reopened, synchronize and ready_for_review (deploy the head) and closed (tear down); `push` to
+ * the repository's default branch (redeploy environment 0). A payload of one of those that lacks what
+ * the service reads is a 400 naming the field.
+ */
+export function normalizeDelivery(event: string, payload: unknown): Normalized | { ignored: string } {
+  if (event === 'ping') return { ignored: 'ping' };
+  if (event === 'pull_request') {
+    const action = (payload as { action?: unknown } | null)?.action;
+    if (typeof action === 'string' && action !== 'closed' && !UPDATE_ACTIONS.includes(action))
+      return { ignored: `pull_request action "${action}" changes no preview` };
+    const p = parsePayload(pullRequestPayload, payload, 'pull_request');
+    const base = p.repository.full_name;
+    const common = {
+      repoFullName: base,
+      installationId: p.installation?.id,
+      prNumber: p.number,
+      eventAt: p.pull_request.updated_at,
+    };
+    if (p.action === 'closed')
+      return { kind: 'pullRequestClosed', ...common, merged: p.pull_request.merged === true };
+    const head = p.pull_request.head.repo?.full_name;
+    return {
+      kind: 'pullRequestUpdated',
+      ...common,
+      action: p.action,
+      headSha: p.pull_request.head.sha.toLowerCase(),
+      headRef: p.pull_request.head.ref,
+      baseSha: p.pull_request.base.sha.toLowerCase(),
+      fork: head === undefined || head.toLowerCase() !== base.toLowerCase(),
+      draft: p.pull_request.draft === true,
+    };
+  }
+  if (event === 'push') {
+    const p = parsePayload(pushPayload, payload, 'push');
+    if (!p.ref.startsWith('refs/heads/')) return { ignored: `push of ${p.ref}, not of a branch` };
+    const branch = p.ref.slice('refs/heads/'.length);
+    if (p.deleted) return { ignored: `branch ${branch} was deleted` };
+    if (branch !== p.repository.default_branch)
+      return { ignored: `push to ${branch}, not to the default branch ${p.repository.default_branch}` };
+    return {
+      kind: 'defaultBranchPushed',
+      repoFullName: p.repository.full_name,
+      installationId: p.installation?.id,
+      branch,
+      headSha: p.after.toLowerCase(),
+    };
+  }
+  return { ignored: `event "${event}" is not acted on` };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The service bus events (the details the consumers read)
+// ---------------------------------------------------------------------------------------------------
+
+const orgId = rowId;
+export const pullRequestUpdatedDetail = z.object({
+  orgId,
+  repoFullName,
+  prNumber: z.number().int().min(1).max(MAX_PR),
+  headSha: sha,
+  headRef: z.string().min(1).max(255),
+  baseSha: sha.optional(),
+  fork: z.boolean(),
+  eventAt: z.string().min(1),
+  deliveryId: z.string().optional(),
+});
+export const pullRequestClosedDetail = z.object({
+  orgId,
+  repoFullName,
+  prNumber: z.number().int().min(1).max(MAX_PR),
+  merged: z.boolean().optional(),
+  eventAt: z.string().min(1),
+  deliveryId: z.string().optional(),
+});
+export const defaultBranchPushedDetail = z.object({
+  orgId,
+  applicationId: rowId,
+  repoFullName,
+  branch: z.string().min(1).max(255),
+  headSha: sha,
+  deliveryId: z.string().optional(),
+});
+/** The documented custom event: `detail-type: "Preview Redeploy Requested"`. */
+export const redeployRequestedDetail = z
+  .object({
+    orgId,
+    repoFullName,
+    prNumber: z.number().int().min(0).max(MAX_PR),
+    app: appName.optional(),
+    mode: z.enum(['rebuild', 'restart']).optional(),
+  })
+  .refine((d) => d.mode === undefined || d.app !== undefined, {
+    message: 'mode applies to one app: name the app',
+    path: ['mode'],
+  });
+
+export type PullRequestUpdatedDetail = z.infer<typeof pullRequestUpdatedDetail>;
+export type PullRequestClosedDetail = z.infer<typeof pullRequestClosedDetail>;
+export type DefaultBranchPushedDetail = z.infer<typeof defaultBranchPushedDetail>;
+export type RedeployRequestedDetail = z.infer<typeof redeployRequestedDetail>;
+
+// ---------------------------------------------------------------------------------------------------
+// The webhook
+// ---------------------------------------------------------------------------------------------------
+
+export interface WebhookDeps {
+  bus: EventBus;
+  sourceHost: Pick<SourceHost, 'installation'>;
+  /** AWS: act only when the installation covering the repository is the event's. */
+  checkInstallation: boolean;
+}
+
+export interface WebhookDelivery {
+  /** `X-GitHub-Event`. */
+  event: string | undefined;
+  /** `X-GitHub-Delivery`. */
+  deliveryId: string | undefined;
+  payload: unknown;
+}
+
+export type WebhookOutcome = { accepted: true; deliveryId: string; events: number } | { ignored: string };
+
+const DELIVERY_RE = /^[A-Za-z0-9-]{1,100}$/;
+/** How long a delivery id is remembered (GitHub offers redelivery for three days). */
+const DELIVERY_TTL_SECONDS = 7 * 24 * 3600;
+
+/**
+ * The applications a delivery acts through, one per organization: each organization that linked the
+ * repository, through its application linked to it (the one a deploy of the API uses), unless that one
+ * is disabled or, where installations are checked, switched off.
+ */
+async function actingApplications(repo: string, deps: WebhookDeps): Promise<Application[]> {
+  const apps: Application[] = [];
+  for (const org of await orgsLinkingRepo(repo)) {
+    const app = await findApplicationByRepo(org, repo);
+    if (!app?.repoFullName || app.disabled) continue;
+    if (deps.checkInstallation && !app.installationActive) continue;
+    apps.push(app);
+  }
+  return apps;
+}
+
+/** The bus events of a delivery, one per acting application (organization). */
+function eventsOf(n: Normalized, apps: Application[], deliveryId: string): BusEvent[] {
+  const of = (app: Application): Pick<BusEvent, 'detailType' | 'detail'> => {
+    const common = { orgId: app.orgId, repoFullName: app.repoFullName!, deliveryId };
+    if (n.kind === 'pullRequestClosed')
+      return {
+        detailType: DETAIL_TYPES.pullRequestClosed,
+        detail: { ...common, prNumber: n.prNumber, merged: n.merged, eventAt: n.eventAt },
+      };
+    if (n.kind === 'defaultBranchPushed')
+      return {
+        detailType: DETAIL_TYPES.defaultBranchPushed,
+        detail: { ...common, applicationId: app.applicationId, branch: n.branch, headSha: n.headSha },
+      };
+    return {
+      detailType: DETAIL_TYPES.pullRequestUpdated,
+      detail: {
+        ...common,
+        prNumber: n.prNumber,
+        headSha: n.headSha,
+        headRef: n.headRef,
+        baseSha: n.baseSha,
+        fork: n.fork,
+        eventAt: n.eventAt,
+      },
+    };
+  };
+  return apps.map((app) => ({ source: GITHUB_EVENT_SOURCE, ...of(app) }));
+}
+
+/**
+ * A verified GitHub webhook delivery (POST /v1/github/webhooks; the signature was checked before the
+ * body was parsed). Answers fast: the deploys and teardowns run behind the bus.
+ * Steps: 400 without `X-GitHub-Event` or a well-formed `X-GitHub-Delivery`; read the delivery (ignored
+ * when it means nothing for previews); in AWS, ignored unless the installation covering the repository
+ * is the event's; find the organizations it acts for (ignored when none: no application links the
+ * repository, or every one is disabled; a draft only for those whose application deploys drafts);
+ * claim the delivery id (a redelivery is ignored: it changes nothing); put one event per organization on
+ * the bus (on failure the claim is released, so GitHub's redelivery can do it).
+ */
+export async function receiveWebhook(deps: WebhookDeps, delivery: WebhookDelivery): Promise<WebhookOutcome> {
+  if (!delivery.event) throw new ValidationError('X-GitHub-Event header is required');
+  const deliveryId = delivery.deliveryId?.trim();
+  if (!deliveryId || !DELIVERY_RE.test(deliveryId))
+    throw new ValidationError('X-GitHub-Delivery header is required (a delivery GUID)');
+  const n = normalizeDelivery(delivery.event, delivery.payload);
+  if ('ignored' in n) return n;
+
+  if (deps.checkInstallation) {
+    if (n.installationId === undefined) return { ignored: 'the payload names no installation' };
+    const found = await deps.sourceHost.installation(n.repoFullName);
+    if (found?.installationId !== String(n.installationId))
+      return { ignored: `installation ${n.installationId} does not cover ${n.repoFullName}` };
+  }
+
+  let apps = await actingApplications(n.repoFullName, deps);
+  if (apps.length === 0) return { ignored: `no application links ${n.repoFullName}` };
+  if (n.kind === 'pullRequestUpdated' && n.draft) {
+    apps = apps.filter((a) => a.deployDrafts === true);
+    if (apps.length === 0) return { ignored: 'draft pull request: it deploys once it is ready for review' };
+  }
+
+  const key = keys.deliveries.github(deliveryId);
+  const now = Math.floor(Date.now() / 1000);
+  try {
+    await ddb().send(
+      new PutCommand({
+        TableName: table('deliveries'),
+        Item: {
+          deliveryId: key,
+          event: delivery.event,
+          receivedAt: new Date().toISOString(),
+          expiresAt: now + DELIVERY_TTL_SECONDS,
+        },
+        ConditionExpression: 'attribute_not_exists(deliveryId)',
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) return { ignored: `delivery ${deliveryId} was already received` };
+    throw err;
+  }
+  try {
+    await deps.bus.put(eventsOf(n, apps, deliveryId));
+  } catch (err) {
+    await ddb()
+      .send(new DeleteCommand({ TableName: table('deliveries'), Key: { deliveryId: key } }))
+      .catch(() => undefined);
+    throw err;
+  }
+  log.info('webhook delivery accepted', { deliveryId, kind: n.kind, events: apps.length });
+  return { accepted: true, deliveryId, events: apps.length };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The consumers
+// ---------------------------------------------------------------------------------------------------
+
+export interface ConsumerDeps {
+  workflows: Workflows;
+  prStatus: PrStatus;
+}
+
+/**
+ * Ordering of source-host events per environment: EventBridge does not promise order, so an event older
+ * than the last one acted on is stale (a push that arrives after the close is ignored). Keys are the pull
+ * request's `updated_at`; a close sorts after an update of the same second (teardown wins a tie).
+ */
+const orderKey = (eventAt: string, closed: boolean) => (closed ? `${eventAt}|closed` : eventAt);
+
+async function isStale(ref: EnvRef, key: string): Promise<boolean> {
+  const env = await findEnvironment(ref.orgId, keys.environments.envKey(ref.repoFullName, ref.prNumber));
+  return env?.sourceEventAt !== undefined && env.sourceEventAt > key;
+}
+
+async function recordOrder(ref: EnvRef, key: string): Promise<void> {
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('environments'),
+        Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
+        UpdateExpression: 'SET sourceEventAt = :k',
+        ConditionExpression:
+          'attribute_exists(envKey) AND (attribute_not_exists(sourceEventAt) OR sourceEventAt < :k)',
+        ExpressionAttributeValues: { ':k': key },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+/**
+ * Pull Request Updated: deploy the head (the API's `requestPrDeploy`: a new generation supersedes any
+ * deploy in flight; a fork's head is marked so its apps get no secret bundles), then show it on the PR.
+ */
+export async function onPullRequestUpdated(deps: ConsumerDeps, d: PullRequestUpdatedDetail): Promise<string> {
+  const ref = { orgId: d.orgId, repoFullName: d.repoFullName, prNumber: d.prNumber };
+  const key = orderKey(d.eventAt, false);
+  if (await isStale(ref, key)) return 'stale';
+  const env = await requestPrDeploy(deps.workflows, d.orgId, d.repoFullName, d.prNumber, {
+    headSha: d.headSha,
+    headRef: d.headRef,
+    ...(d.baseSha ? { baseSha: d.baseSha } : {}),
+    ...(d.fork ? { fork: true } : {}),
+  });
+  await recordOrder({ ...ref, repoFullName: env.repoFullName }, key);
+  await reportStatus(deps, env);
+  return 'deploy requested';
+}
+
+/**
+ * Pull Request Closed: tear the preview down (the API's `requestTeardown`: a deploy in flight is
+ * superseded, so a close during a build ends `torn_down`). The teardown step reports it on the PR.
+ */
+export async function onPullRequestClosed(
+  deps: Pick<ConsumerDeps, 'workflows'>,
+  d: PullRequestClosedDetail,
+): Promise<string> {
+  const ref = { orgId: d.orgId, repoFullName: d.repoFullName, prNumber: d.prNumber };
+  const key = orderKey(d.eventAt, true);
+  if (await isStale(ref, key)) return 'stale';
+  await recordOrder(ref, key);
+  await requestTeardown(deps.workflows, ref);
+  return 'teardown requested';
+}
+
+/** Default Branch Pushed: redeploy the main-branch environment (the API's `requestMainBranchDeploy`). */
+export async function onDefaultBranchPushed(
+  deps: ConsumerDeps & { sourceHost: SourceHost },
+  d: DefaultBranchPushedDetail,
+): Promise<string> {
+  const out = await requestMainBranchDeploy(deps, d.orgId, d.applicationId, d.branch);
+  await reportStatus(deps, { orgId: d.orgId, envKey: keys.environments.envKey(out.repoFullName, 0) });
+  return `deploy of ${out.branch} at ${out.headSha.slice(0, 12)} requested`;
+}
+
+/**
+ * Preview Redeploy Requested: redeploy the whole environment (`requestRedeploy`) or one app
+ * (`requestAppRedeploy`, `mode` rebuild by default), with the API's 404s and 409s.
+ */
+export async function onRedeployRequested(deps: ConsumerDeps, d: RedeployRequestedDetail): Promise<string> {
+  const ref = { orgId: d.orgId, repoFullName: d.repoFullName, prNumber: d.prNumber };
+  if (d.app) await requestAppRedeploy(deps.workflows, ref, d.app, d.mode ?? 'rebuild');
+  else await requestRedeploy(deps.workflows, ref);
+  await reportStatus(deps, { orgId: d.orgId, envKey: keys.environments.envKey(d.repoFullName, d.prNumber) });
+  return d.app ? `redeploy of ${d.app} (${d.mode ?? 'rebuild'}) requested` : 'redeploy requested';
+}

@@ -1,0 +1,43 @@
+import type { EventBridgeEvent } from 'aws-lambda';
+import type * as z from 'zod';
+import { publicMessage } from '../shared/errors.js';
+import { log } from '../shared/log.js';
+import { describeIssues } from '../shared/validation.js';
+
+/** Raised for an event whose detail a consumer cannot read: it fails the invocation, toward the DLQ. */
+export class MalformedEvent extends Error {
+  override name = 'MalformedEvent';
+}
+
+type Event = EventBridgeEvent<string, unknown>;
+
+/**
+ * A service-bus rule's target: the detail is validated (a malformed one is logged with its reason and
+ * fails the invocation with MalformedEvent, so EventBridge's retries and the function's on-failure
+ * destination (locally: the dead-letter file) get it; nothing else happens), then `run` acts on it. A
+ * failure of `run` (a 404 or 409 of the use case, a store that is down) is logged and fails the
+ * invocation too: Lambda retries it twice, then it reaches the on-failure destination.
+ */
+export function consumer<S extends z.ZodType>(
+  rule: string,
+  schema: S,
+  run: (detail: z.infer<S>, event: Event) => Promise<string>,
+): (event: Event) => Promise<{ outcome: string }> {
+  return async (event) => {
+    const fields = { rule, eventId: event?.id, detailType: event?.['detail-type'] };
+    const parsed = schema.safeParse(event?.detail);
+    if (!parsed.success) {
+      const reason = describeIssues('detail', parsed.error);
+      log.error('malformed event', { ...fields, reason });
+      throw new MalformedEvent(`event ${event?.id ?? '?'} (${event?.['detail-type'] ?? '?'}): ${reason}`);
+    }
+    try {
+      const outcome = await run(parsed.data, event);
+      log.info('event handled', { ...fields, outcome });
+      return { outcome };
+    } catch (err) {
+      log.error('event failed', { ...fields, error: (err as Error).name, reason: publicMessage(err) });
+      throw err;
+    }
+  };
+}

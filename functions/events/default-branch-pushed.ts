@@ -1,0 +1,8 @@
+import { defaultBranchPushedDetail, onDefaultBranchPushed } from '../core/webhooks.js';
+import { prStatus, sourceHost, workflows } from '../ports/registry.js';
+import { consumer } from './consume.js';
+
+/** Target of the `defaultBranchPushed` rule: redeploy the main-branch environment (0). */
+export const handler = consumer('defaultBranchPushed', defaultBranchPushedDetail, (detail) =>
+  onDefaultBranchPushed({ workflows: workflows(), prStatus: prStatus(), sourceHost: sourceHost() }, detail),
+);

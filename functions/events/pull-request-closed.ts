@@ -1,0 +1,8 @@
+import { onPullRequestClosed, pullRequestClosedDetail } from '../core/webhooks.js';
+import { workflows } from '../ports/registry.js';
+import { consumer } from './consume.js';
+
+/** Target of the `pullRequestClosed` rule: tear the pull request's preview down for one organization. */
+export const handler = consumer('pullRequestClosed', pullRequestClosedDetail, (detail) =>
+  onPullRequestClosed({ workflows: workflows() }, detail),
+);

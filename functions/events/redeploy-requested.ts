@@ -1,0 +1,12 @@
+import { onRedeployRequested, redeployRequestedDetail } from '../core/webhooks.js';
+import { prStatus, workflows } from '../ports/registry.js';
+import { consumer } from './consume.js';
+
+/**
+ * Target of the `previewRedeployRequested` rule, the documented custom event (`source:
+ * "preview.redeploy"`, `detail-type: "Preview Redeploy Requested"`, detail `{orgId, repoFullName,
+ * prNumber, app?, mode?}`): redeploy a whole environment, or one app.
+ */
+export const handler = consumer('previewRedeployRequested', redeployRequestedDetail, (detail) =>
+  onRedeployRequested({ workflows: workflows(), prStatus: prStatus() }, detail),
+);

@@ -1,0 +1,55 @@
+/**
+ * The Browser port: a headless browser a test run drives, one session per run, recording a video of it.
+ * Adapters: `local-chromium.ts` (playwright-core driving Debian's chromium, ffmpeg from PATH) and
+ * `lambda-chromium.ts` (playwright-core driving @sparticuz/chromium in a Lambda, ffmpeg from a layer);
+ * both run `playwright.ts`. Selectors are Playwright's: CSS, or `text=…`, `xpath=…`, `role=…`.
+ */
+
+export interface SessionOptions {
+  viewport: { width: number; height: number };
+  /** Record a video of the whole session (returned by `close`). */
+  video: boolean;
+}
+
+/** A finished recording. */
+export interface Video {
+  body: Buffer;
+  contentType: string;
+  /** File extension for its key (`mp4`). */
+  extension: string;
+  durationMs: number;
+}
+
+/**
+ * One page in a fresh browser. Every action waits (up to `timeoutMs`) for its element to be there and
+ * actionable, and rejects with the browser's own error (`net::ERR_CONNECTION_REFUSED …`, a timeout naming
+ * the selector) otherwise.
+ */
+export interface BrowserSession {
+  goto(url: string, timeoutMs: number): Promise<void>;
+  click(selector: string, timeoutMs: number): Promise<void>;
+  fill(selector: string, value: string, timeoutMs: number): Promise<void>;
+  /** Press a key (`Enter`, `Control+A`): on the element when one is given, else on the page. */
+  press(key: string, selector: string | undefined, timeoutMs: number): Promise<void>;
+  /** Wait until an element matching `selector` is visible. */
+  waitVisible(selector: string, timeoutMs: number): Promise<void>;
+  /** Wait until the element's (or the page's) visible text contains `text`; whether it did in time. */
+  waitForText(text: string, selector: string | undefined, timeoutMs: number): Promise<boolean>;
+  /** A PNG of the viewport. */
+  screenshot(timeoutMs: number): Promise<Buffer>;
+  /** The page's current URL. */
+  url(): string;
+  /** The cause, once the browser died under the session (a crash, a kill); undefined while it lives. */
+  crashed(): string | undefined;
+  /** Close the browser; the video of the session when one was recorded (and any frame was painted). */
+  close(): Promise<Video | undefined>;
+}
+
+export interface Browser {
+  /**
+   * What this host lacks to run test runs (the browser, ffmpeg), as one line telling the operator what
+   * to install; undefined when nothing is missing.
+   */
+  missing(): string | undefined;
+  open(opts: SessionOptions): Promise<BrowserSession>;
+}

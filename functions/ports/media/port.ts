@@ -1,0 +1,31 @@
+/**
+ * The MediaStore port: screenshots and videos of test runs, and the signed links that open a run's report
+ * without credentials. Adapters: `s3.ts` (a private S3 bucket; presigned GET URLs), `local-files.ts`
+ * (files under the data dir, served by the local server at HMAC-signed URLs). Only keys are stored with a
+ * run; URLs are minted when a run is read, so each is valid for `MEDIA_URL_TTL_SECONDS` from then.
+ */
+
+/** How long a media URL stays valid once minted. */
+export const MEDIA_URL_TTL_SECONDS = 3600;
+/** How long a run-report link stays valid once minted (the start-run response's `url`). */
+export const REPORT_LINK_TTL_SECONDS = 7 * 24 * 3600;
+
+/** What checking a signed link found: `forbidden` (missing or wrong signature, 403), `expired` (410). */
+export type LinkCheck = 'ok' | 'forbidden' | 'expired';
+
+export interface MediaStore {
+  /** Store `body` under `key` (replacing what was there); resolves once it is durable. */
+  put(key: string, body: Buffer, contentType: string): Promise<void>;
+  /**
+   * A GET URL of the object under `key`, valid for `MEDIA_URL_TTL_SECONDS` from now. `baseUrl` is the
+   * service's public base URL as the caller reached it (an adapter that serves media itself uses it).
+   */
+  url(key: string, baseUrl: string): Promise<string>;
+  /**
+   * The query (`expires=<epoch seconds>&sig=<HMAC>`) that lets a browser open the service path `path`
+   * (a run report) without credentials until `ttlSeconds` from now.
+   */
+  signLink(path: string, ttlSeconds: number): Promise<string>;
+  /** Check the `expires` and `sig` a request for `path` carries. */
+  checkLink(path: string, expires: string | undefined, sig: string | undefined): Promise<LinkCheck>;
+}

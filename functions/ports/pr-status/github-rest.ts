@@ -1,0 +1,171 @@
+import type { PrReport, PublishOutcome } from './port.js';
+
+/*
+ * What reporting an environment on GitHub is, as REST calls (`{o}/{r}` the repository):
+ *   comment lookup   GET   /repos/{o}/{r}/issues/{pr}/comments?per_page=100&page=N   (until the marker)
+ *   deployment       GET   /repos/{o}/{r}/deployments?environment=E&sha=S&per_page=100
+ *                    POST  /repos/{o}/{r}/deployments   (none of ours for this commit yet)
+ *   its status       POST  /repos/{o}/{r}/deployments/{id}/statuses
+ *   the comment      PATCH /repos/{o}/{r}/issues/comments/{id}  or  POST /repos/{o}/{r}/issues/{pr}/comments
+ * The comment carries the report's version (generation, last change): a report older than the comment
+ * changes nothing, neither the deployment nor the comment, so a superseded deploy never overwrites a newer
+ * status. A teardown (`inactive`) of a commit that never got a deployment creates none.
+ */
+
+export interface RestResponse {
+  status: number;
+  data: unknown;
+}
+
+/** A GitHub REST transport: a call, and GitHub's answer (HTTP errors are answers, not throws). */
+export interface GitHubRest {
+  request(
+    method: 'GET' | 'POST' | 'PATCH',
+    path: string,
+    body?: Record<string, unknown>,
+  ): Promise<RestResponse>;
+}
+
+const MARKER = 'preview-control-plane';
+const PAGE = 100;
+/** The longest comment body GitHub takes is 65536 characters. */
+const MAX_COMMENT = 60_000;
+
+/** The marker that finds the comment of one environment. */
+export const commentMarker = (r: Pick<PrReport, 'ownerTag' | 'repoFullName' | 'prNumber'>): string =>
+  `<!-- ${MARKER}:${r.ownerTag}:${r.repoFullName.toLowerCase()}#${r.prNumber} -->`;
+
+const versionMarker = (v: PrReport['version']) => `<!-- ${MARKER}-version:${v.generation}:${v.at} -->`;
+
+/** The version a comment body carries, if any. */
+export function versionOf(body: string): PrReport['version'] | undefined {
+  const m = new RegExp(`<!-- ${MARKER}-version:(\\d+):([^ ]+) -->`).exec(body);
+  return m ? { generation: Number(m[1]), at: m[2]! } : undefined;
+}
+
+/** Whether `a` is older than `b`. */
+export function olderThan(a: PrReport['version'], b: PrReport['version']): boolean {
+  return a.generation < b.generation || (a.generation === b.generation && a.at < b.at);
+}
+
+/** The comment body as published: the markers, then the report's text. */
+export function commentBody(report: PrReport): string {
+  const text = report.comment ?? '';
+  const body = `${commentMarker(report)}\n${versionMarker(report.version)}\n${text}`;
+  return body.length > MAX_COMMENT ? `${body.slice(0, MAX_COMMENT)}\n\n…(truncated)` : body;
+}
+
+class GitHubCallFailed extends Error {
+  override name = 'GitHubCallFailed';
+}
+
+function expect(res: RestResponse, ok: number[], what: string): RestResponse {
+  if (ok.includes(res.status)) return res;
+  const message = (res.data as { message?: unknown } | undefined)?.message;
+  throw new GitHubCallFailed(
+    `GitHub answered ${res.status} to ${what}${typeof message === 'string' ? `: ${message}` : ''}`,
+  );
+}
+
+const enc = encodeURIComponent;
+
+/** Publish a report through a transport (the algorithm of the file comment). */
+export async function publishToGitHub(rest: GitHubRest, report: PrReport): Promise<PublishOutcome> {
+  const [owner, name] = report.repoFullName.split('/') as [string, string];
+  const repo = `/repos/${enc(owner)}/${enc(name)}`;
+
+  let comment: { id: number; body: string } | undefined;
+  if (report.prNumber > 0 && report.comment !== undefined) {
+    const marker = commentMarker(report);
+    for (let page = 1; page <= 50 && !comment; page++) {
+      const res = expect(
+        await rest.request('GET', `${repo}/issues/${report.prNumber}/comments?per_page=${PAGE}&page=${page}`),
+        [200],
+        'listing the pull request comments',
+      );
+      const list = (res.data ?? []) as { id: number; body?: string }[];
+      const found = list.find((c) => typeof c.body === 'string' && c.body.includes(marker));
+      if (found) comment = { id: found.id, body: found.body ?? '' };
+      if (list.length < PAGE) break;
+    }
+    const shown = comment && versionOf(comment.body);
+    if (shown && olderThan(report.version, shown))
+      return { published: false, reason: 'the pull request already shows a newer status' };
+  }
+
+  const deploymentId = await deployment(rest, repo, report);
+  if (deploymentId !== undefined) {
+    expect(
+      await rest.request('POST', `${repo}/deployments/${deploymentId}/statuses`, {
+        state: report.state,
+        description: report.description.slice(0, 140),
+        ...(report.environmentUrl ? { environment_url: report.environmentUrl } : {}),
+        environment: report.environment,
+      }),
+      [201],
+      'creating a deployment status',
+    );
+  }
+
+  let commentId: number | undefined;
+  if (report.prNumber > 0 && report.comment !== undefined) {
+    const body = commentBody(report);
+    if (comment) {
+      expect(
+        await rest.request('PATCH', `${repo}/issues/comments/${comment.id}`, { body }),
+        [200],
+        'updating the pull request comment',
+      );
+      commentId = comment.id;
+    } else {
+      const res = expect(
+        await rest.request('POST', `${repo}/issues/${report.prNumber}/comments`, { body }),
+        [201],
+        'commenting on the pull request',
+      );
+      commentId = (res.data as { id: number }).id;
+    }
+  }
+  return { published: true, deploymentId, commentId };
+}
+
+/** Our deployment of this environment at this commit: found, or created (never for a teardown). */
+async function deployment(rest: GitHubRest, repo: string, report: PrReport): Promise<number | undefined> {
+  const res = expect(
+    await rest.request(
+      'GET',
+      `${repo}/deployments?environment=${enc(report.environment)}&sha=${enc(report.sha)}&per_page=${PAGE}`,
+    ),
+    [200],
+    'listing deployments',
+  );
+  const ours = ((res.data ?? []) as { id: number; payload?: unknown }[]).find((d) => {
+    const payload = typeof d.payload === 'string' ? safeJson(d.payload) : d.payload;
+    return (payload as { previewOwner?: unknown } | undefined)?.previewOwner === report.ownerTag;
+  });
+  if (ours) return ours.id;
+  if (report.state === 'inactive') return undefined;
+  const created = expect(
+    await rest.request('POST', `${repo}/deployments`, {
+      ref: report.sha,
+      environment: report.environment,
+      description: `Preview of ${report.prNumber > 0 ? `pull request #${report.prNumber}` : 'the main branch'}`,
+      transient_environment: true,
+      production_environment: false,
+      auto_merge: false,
+      required_contexts: [],
+      payload: { previewOwner: report.ownerTag },
+    }),
+    [201],
+    'creating a deployment',
+  );
+  return (created.data as { id: number }).id;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

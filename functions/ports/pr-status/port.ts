@@ -1,0 +1,47 @@
+/**
+ * The PrStatus port: an environment's state where its pull request shows it. On GitHub that is a
+ * Deployment per environment and commit (`transient_environment`) with its statuses, and one comment on
+ * the pull request, found by a marker and updated in place. Adapters: `github-app.ts` (the REST API as the
+ * GitHub App's installation, in AWS mode), `local-outbox.ts` (the same calls, appended to
+ * `<dataDir>/github-outbox.jsonl` and answered from what was appended). Both run `publishToGitHub`
+ * (`github-rest.ts`), so the calls are the same.
+ */
+
+/** GitHub deployment states this service reports. */
+export type DeploymentState = 'in_progress' | 'success' | 'failure' | 'inactive';
+
+/** What to show for one environment. */
+export interface PrReport {
+  repoFullName: string;
+  /** The pull request; 0 is the main-branch environment (a deployment, no comment). */
+  prNumber: number;
+  /** The commit the environment deploys (the deployment's ref). */
+  sha: string;
+  /** The GitHub environment name (`preview/pr-7`, `preview/main`). */
+  environment: string;
+  state: DeploymentState;
+  /** The deployment status's description (GitHub keeps 140 characters). */
+  description: string;
+  /** The URL GitHub links from the deployment (a successful one). */
+  environmentUrl?: string;
+  /**
+   * Whose environment this is: a tag of the organization (a hash, never its id), in the comment's marker
+   * and the deployment's payload, so two organizations previewing one repository never share either.
+   */
+  ownerTag: string;
+  /** The comment's body (Markdown, markers added by the adapter); undefined for no comment. */
+  comment?: string;
+  /**
+   * The report's place in the environment's history: its generation, then its last change. A report
+   * older than the one the pull request shows changes nothing.
+   */
+  version: { generation: number; at: string };
+}
+
+export type PublishOutcome =
+  | { published: true; deploymentId?: number; commentId?: number }
+  | { published: false; reason: string };
+
+export interface PrStatus {
+  publish(report: PrReport): Promise<PublishOutcome>;
+}

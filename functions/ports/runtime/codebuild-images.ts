@@ -1,0 +1,272 @@
+import { createHash } from 'node:crypto';
+import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
+import { type CodeBuildClient, StartBuildCommand } from '@aws-sdk/client-codebuild';
+import { BatchGetImageCommand, type ECRClient } from '@aws-sdk/client-ecr';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { artifactKeys, repoKey } from '../../manifest/tables.js';
+import { newId } from '../../shared/crypto.js';
+import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
+import { log } from '../../shared/log.js';
+import { DeployFailed } from '../../shared/step-errors.js';
+import type { TaskOutcome } from '../workflows/port.js';
+import type { AppSpec, BuildOptions, RuntimeTarget } from './port.js';
+
+/** The env var through which a build names itself (echoed by CodeBuild's events; not a secret). */
+export const BUILD_REF_VAR = 'PREVIEW_BUILD_REF';
+/** How long a build's record is kept if no completion ever arrives (CodeBuild's own limit is 8 h). */
+const RECORD_TTL_SECONDS = 24 * 3600;
+const LOG_TAIL_LINES = 20;
+
+export interface CodeBuildImagesOptions {
+  codebuild: CodeBuildClient;
+  ecr: ECRClient;
+  logs: CloudWatchLogsClient;
+  /** The image-build project (CDK: the stack's project). */
+  project: string;
+  /** `<account>.dkr.ecr.<region>.amazonaws.com/<name>`: every app image is a tag of this repository. */
+  repositoryUri: string;
+  /** The bucket source archives are staged in (FetchSource put them there). */
+  artifactsBucket: string;
+  /** Ends a callback task (`Workflows.completeTask`). */
+  complete: (token: string, outcome: TaskOutcome) => Promise<void>;
+}
+
+/** A build record (table `builds`): what the completion event needs, keyed by the build's own name. */
+interface BuildRecord {
+  buildId: string;
+  taskToken: string;
+  orgId: string;
+  envKey: string;
+  generation: number;
+  /** App → image tag being built. */
+  tags: Record<string, string>;
+  /** Images reused rather than built: app → `uri@digest`. */
+  reused: Record<string, string>;
+  codebuildId?: string;
+  startedAt: string;
+  expiresAt: number;
+}
+
+/** The `detail` of a `CodeBuild Build State Change` event, as far as it is read here. */
+export interface BuildStateChange {
+  'build-status': string;
+  'build-id'?: string;
+  'project-name'?: string;
+  'additional-information'?: {
+    environment?: { 'environment-variables'?: { name: string; value: string; type?: string }[] };
+    logs?: { 'group-name'?: string; 'stream-name'?: string; 'deep-link'?: string };
+  };
+}
+
+/**
+ * Image builds on CodeBuild, the `build` half of the cloud runtime. One build per `build` call builds
+ * every app that needs it from the staged source archive (`artifactKeys.source`), each from its
+ * `dockerfile` in its `context`, and pushes it to the image repository under a tag unique per app and
+ * commit. An image that exists for that app and commit is reused, unless `rebuild`.
+ *
+ * The build does not get the task token: CodeBuild's events echo a build's environment. It gets its own
+ * name (`PREVIEW_BUILD_REF`); the token waits in the `builds` table under that name, written before the
+ * build starts, and `onBuildFinished` (the target of the EventBridge rule on the project's terminal
+ * states) ends the task: success with `{ images: { app: uri@digest } }`, or `DeployFailed` with the last
+ * lines of the build's log and where the full log is. So the state machine pays the same transitions for
+ * a one-minute and a thirty-minute build.
+ */
+export class CodeBuildImages {
+  constructor(private readonly opts: CodeBuildImagesOptions) {}
+
+  /** The tag of an app's image at a commit: unique per (organization, repository, app) and commit. */
+  tagOf(target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>, app: string, sha: string): string {
+    const scope = createHash('sha256')
+      .update(`${target.orgId}/${repoKey(target.repoFullName)}/${app}`)
+      .digest('hex')
+      .slice(0, 16);
+    return `${scope}-${sha.toLowerCase()}`;
+  }
+
+  async build(
+    target: RuntimeTarget,
+    sha: string,
+    apps: Record<string, AppSpec>,
+    token: string,
+    options: BuildOptions = {},
+  ): Promise<void> {
+    const tags = Object.fromEntries(Object.keys(apps).map((app) => [app, this.tagOf(target, app, sha)]));
+    const reused = options.rebuild ? {} : await this.existing(tags);
+    const toBuild = Object.keys(apps).filter((app) => !(app in reused));
+    if (toBuild.length === 0) {
+      await this.opts.complete(token, { ok: true, output: { images: reused } });
+      return;
+    }
+    const buildId = newId();
+    const now = Date.now();
+    const record: BuildRecord = {
+      buildId,
+      taskToken: token,
+      orgId: target.orgId,
+      envKey: target.envKey,
+      generation: target.generation,
+      tags: Object.fromEntries(toBuild.map((app) => [app, tags[app]!])),
+      reused,
+      startedAt: new Date(now).toISOString(),
+      expiresAt: Math.floor(now / 1000) + RECORD_TTL_SECONDS,
+    };
+    await ddb().send(new PutCommand({ TableName: table('builds'), Item: record }));
+    const builds = toBuild.map((app) => ({
+      app,
+      dockerfile: apps[app]!.dockerfile ?? 'Dockerfile',
+      context: apps[app]!.context ?? '.',
+      tag: tags[app]!,
+    }));
+    const out = await this.opts.codebuild.send(
+      new StartBuildCommand({
+        projectName: this.opts.project,
+        idempotencyToken: buildId,
+        environmentVariablesOverride: [
+          { name: BUILD_REF_VAR, value: buildId, type: 'PLAINTEXT' },
+          { name: 'SOURCE_BUCKET', value: this.opts.artifactsBucket, type: 'PLAINTEXT' },
+          {
+            name: 'SOURCE_KEY',
+            value: artifactKeys.source(target.orgId, target.repoFullName, sha),
+            type: 'PLAINTEXT',
+          },
+          { name: 'IMAGE_REPOSITORY_URI', value: this.opts.repositoryUri, type: 'PLAINTEXT' },
+          { name: 'BUILDS', value: JSON.stringify(builds), type: 'PLAINTEXT' },
+        ],
+      }),
+    );
+    await ddb()
+      .send(
+        new UpdateCommand({
+          TableName: table('builds'),
+          Key: { buildId },
+          UpdateExpression: 'SET codebuildId = :id',
+          ConditionExpression: 'attribute_exists(buildId)',
+          ExpressionAttributeValues: { ':id': out.build?.id ?? 'unknown' },
+        }),
+      )
+      .catch((err) => {
+        // The build already finished and its record is gone: nothing to note.
+        if (!isConditionFailure(err)) throw err;
+      });
+    log.info('image build started', { buildId, codebuildId: out.build?.id, apps: toBuild.join(',') });
+  }
+
+  /**
+   * End the task of a build that reached a terminal state. Idempotent: the record is deleted on the way
+   * (conditionally), so a redelivered event, or one for a build this service did not start, does nothing.
+   */
+  async onBuildFinished(detail: BuildStateChange): Promise<'completed' | 'ignored'> {
+    const vars = detail['additional-information']?.environment?.['environment-variables'] ?? [];
+    const buildId = vars.find((v) => v.name === BUILD_REF_VAR)?.value;
+    if (!buildId) return 'ignored';
+    const { Item } = await ddb().send(
+      new GetCommand({ TableName: table('builds'), Key: { buildId }, ConsistentRead: true }),
+    );
+    const record = Item as BuildRecord | undefined;
+    if (!record) return 'ignored';
+    try {
+      await ddb().send(
+        new DeleteCommand({
+          TableName: table('builds'),
+          Key: { buildId },
+          ConditionExpression: 'attribute_exists(buildId)',
+        }),
+      );
+    } catch (err) {
+      if (isConditionFailure(err)) return 'ignored'; // a concurrent delivery of the same event won
+      throw err;
+    }
+    const status = detail['build-status'];
+    if (status === 'SUCCEEDED') {
+      const built = await this.existing(record.tags);
+      const missing = Object.keys(record.tags).filter((app) => !(app in built));
+      if (missing.length > 0) {
+        await this.opts.complete(record.taskToken, {
+          ok: false,
+          error: 'DeployFailed',
+          cause: `image build ${detail['build-id'] ?? buildId} succeeded but pushed no image for ${missing.join(', ')}`,
+        });
+      } else {
+        await this.opts.complete(record.taskToken, {
+          ok: true,
+          output: { images: { ...record.reused, ...built } },
+        });
+      }
+      return 'completed';
+    }
+    await this.opts.complete(record.taskToken, {
+      ok: false,
+      error: 'DeployFailed',
+      cause: await this.failureCause(record, detail),
+    });
+    return 'completed';
+  }
+
+  /** App → `uri@digest` for the tags that exist in the repository. */
+  private async existing(tags: Record<string, string>): Promise<Record<string, string>> {
+    const entries = Object.entries(tags);
+    if (entries.length === 0) return {};
+    const repositoryName = this.opts.repositoryUri.slice(this.opts.repositoryUri.indexOf('/') + 1);
+    const out = await this.opts.ecr.send(
+      new BatchGetImageCommand({
+        repositoryName,
+        imageIds: entries.map(([, tag]) => ({ imageTag: tag })),
+        acceptedMediaTypes: [
+          'application/vnd.docker.distribution.manifest.v2+json',
+          'application/vnd.oci.image.manifest.v1+json',
+          'application/vnd.oci.image.index.v1+json',
+          'application/vnd.docker.distribution.manifest.list.v2+json',
+        ],
+      }),
+    );
+    const found: Record<string, string> = {};
+    for (const image of out.images ?? []) {
+      const app = entries.find(([, tag]) => tag === image.imageId?.imageTag)?.[0];
+      if (app && image.imageId?.imageDigest)
+        found[app] = `${this.opts.repositoryUri}@${image.imageId.imageDigest}`;
+    }
+    return found;
+  }
+
+  /** `image build FAILED for web, api: <last lines> (full log: …)`. */
+  private async failureCause(record: BuildRecord, detail: BuildStateChange): Promise<string> {
+    const logs = detail['additional-information']?.logs;
+    const where = logs?.['group-name']
+      ? `CloudWatch Logs ${logs['group-name']} / ${logs['stream-name'] ?? '?'}${logs['deep-link'] ? ` (${logs['deep-link']})` : ''}`
+      : `the CodeBuild console, build ${detail['build-id'] ?? record.codebuildId ?? record.buildId}`;
+    let tail = '';
+    if (logs?.['group-name'] && logs['stream-name']) {
+      try {
+        const out = await this.opts.logs.send(
+          new GetLogEventsCommand({
+            logGroupName: logs['group-name'],
+            logStreamName: logs['stream-name'],
+            limit: LOG_TAIL_LINES,
+            startFromHead: false,
+          }),
+        );
+        tail = (out.events ?? [])
+          .map((e) => (e.message ?? '').trimEnd())
+          .filter(Boolean)
+          .slice(-LOG_TAIL_LINES)
+          .join(' | ');
+      } catch (err) {
+        log.warn('could not read the build log', { buildId: record.buildId, error: (err as Error).name });
+      }
+    }
+    // Builds get no secret bundle (apps get theirs at run time), so a build log holds no secret values.
+    const apps = Object.keys(record.tags).join(', ');
+    // The buildspec's last word names the app that failed and why: lead with it.
+    const verdict = /PREVIEW-BUILD-FAILED app=(\S+): ([^|]*)/.exec(tail);
+    const cause = verdict ? `: app ${verdict[1]}: ${verdict[2]!.trim()}` : '';
+    const lastLines = tail ? `; last lines: ${tail.slice(-1500)}` : '';
+    return `image build ${detail['build-status'].toLowerCase()} for ${apps}${cause}${lastLines}; full log: ${where}`;
+  }
+}
+
+/** Why an environment cannot run: this deployment has no cluster configured. */
+export function clusterMissing(): DeployFailed {
+  return new DeployFailed(
+    'images are built, but no EKS cluster is configured to run them (the stack prop eksClusterName, EKS_CLUSTER_NAME)',
+  );
+}

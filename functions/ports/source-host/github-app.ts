@@ -1,0 +1,532 @@
+import { spawn } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import {
+  GetSecretValueCommand,
+  ResourceNotFoundException,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
+import { App } from '@octokit/app';
+import { Octokit } from '@octokit/core';
+import * as z from 'zod';
+import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
+import { log } from '../../shared/log.js';
+import { TransientError } from '../../shared/step-errors.js';
+import type { RefResolution, SourceHost } from './port.js';
+
+/*
+ * The GitHub App source host (AWS mode): the REST API at a configurable base URL (GitHub Enterprise
+ * Server, tests), authenticated as a GitHub App whose credentials live in one Secrets Manager secret.
+ *
+ * GitHub calls, per operation (`{o}/{r}` the repository; the first two only when not cached):
+ *   installation   GET  /repos/{o}/{r}/installation                       (App JWT; cached 5 min per repo)
+ *   (token)        POST /app/installations/{id}/access_tokens             (App JWT; cached until 5 min
+ *                                                                           before its expires_at)
+ *   resolveBranch  GET  /repos/{o}/{r}/git/ref/heads/{branch}, and on 404: GET /repos/{o}/{r}
+ *   hasCommit      GET  /repos/{o}/{r}/commits/{sha}        Accept: application/vnd.github.sha
+ *   readFile       GET  /repos/{o}/{r}/contents/{path}?ref={sha}   Accept: application/vnd.github.raw+json
+ *   archive        GET  /repos/{o}/{r}/tarball/{sha} → 302 → the gzipped tarball, streamed
+ *   checkout       archive, extracted with `tar -xz --strip-components=1`
+ * Every repository operation first looks up the installation (no installation → the port's
+ * "not accessible" outcome) and makes sure the installation token is fresh.
+ *
+ * Failures map in one place (`call`): 404 (and the statuses an operation names) → the port's not-found
+ * outcomes; 5xx, network errors and rate limits (403/429 with `retry-after`, or `x-ratelimit-remaining: 0`
+ * with `x-ratelimit-reset`) → retried with backoff honouring those headers, up to `maxAttempts` and never
+ * sleeping longer than `maxWaitMs` at once, then a TransientError (the state machine retries it later);
+ * 401 on an App JWT → a ServiceUnavailableError naming the secret to fix. Octokit here is @octokit/core
+ * without the retry and throttling plugins, so retries are only these. The private key is never logged or
+ * quoted in an error.
+ */
+
+/** The JSON an operator puts in the GitHub App secret (`GITHUB_APP_SECRET_ARN`). */
+export const GITHUB_APP_SECRET_SHAPE =
+  '{"appId": "123456", "privateKey": "-----BEGIN RSA PRIVATE KEY-----\\n...", "webhookSecret": "..."}';
+
+function isPrivateKey(pem: string): boolean {
+  if (!pem.includes('-----BEGIN')) return false;
+  try {
+    createPrivateKey(pem);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The secret's SecretString, validated. `privateKey` may have its newlines escaped as `\n`. */
+export const githubAppSecretSchema = z.object({
+  appId: z
+    .union(
+      [
+        z.string().regex(/^[1-9][0-9]*$/, { error: "must be the App's numeric id" }),
+        z.number().int().positive({ error: "must be the App's numeric id" }),
+      ],
+      { error: "must be the App's numeric id" },
+    )
+    .transform(String),
+  privateKey: z
+    .string({ error: 'must be a string' })
+    .transform((k) => k.replace(/\\n/g, '\n').trim())
+    .refine(isPrivateKey, {
+      message: "must be the App's private key in PEM (-----BEGIN RSA PRIVATE KEY----- ...)",
+    }),
+  webhookSecret: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }),
+});
+export type GitHubAppSecret = z.output<typeof githubAppSecretSchema>;
+
+/**
+ * Parse and validate the secret's SecretString. Throws a ServiceUnavailableError telling the operator
+ * what to put in the secret; messages name fields, never values.
+ */
+export function parseGitHubAppSecret(secretString: string | undefined, secretArn: string): GitHubAppSecret {
+  const fill = `the operator must fill secret ${secretArn} with JSON ${GITHUB_APP_SECRET_SHAPE}`;
+  if (!secretString?.trim()) throw new ServiceUnavailableError(`the GitHub App secret is empty: ${fill}`);
+  let json: unknown;
+  try {
+    json = JSON.parse(secretString);
+  } catch {
+    // JSON.parse's message quotes the input: leave it out.
+    throw new ServiceUnavailableError(`the GitHub App secret is not valid JSON: ${fill}`);
+  }
+  const placeholder = typeof json === 'object' && json !== null && Object.values(json).every((v) => v === '');
+  // The stack creates the secret with every field empty; it is the operator's to fill.
+  if (placeholder) throw new ServiceUnavailableError(`the GitHub App secret is not filled in: ${fill}`);
+  const parsed = githubAppSecretSchema.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(secret)'} ${i.message}`);
+    throw new ServiceUnavailableError(`the GitHub App secret is invalid (${problems.join('; ')}): ${fill}`);
+  }
+  return parsed.data;
+}
+
+/** Reads the GitHub App secret once per container; a failed read is not cached (the operator may fix it). */
+export class GitHubAppCredentials {
+  private cached: Promise<GitHubAppSecret> | undefined;
+
+  constructor(
+    private readonly client: SecretsManagerClient,
+    readonly secretArn: string | undefined,
+  ) {}
+
+  get(): Promise<GitHubAppSecret> {
+    this.cached ??= this.load().catch((err) => {
+      this.cached = undefined;
+      throw err;
+    });
+    return this.cached;
+  }
+
+  private async load(): Promise<GitHubAppSecret> {
+    const arn = this.secretArn;
+    if (!arn) {
+      throw new ServiceUnavailableError(
+        'the GitHub App is not configured: GITHUB_APP_SECRET_ARN is not set (the stack sets it to the ' +
+          'secret holding the App credentials)',
+      );
+    }
+    let secretString: string | undefined;
+    try {
+      secretString = (await this.client.send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
+    } catch (err) {
+      if (err instanceof ResourceNotFoundException) secretString = undefined;
+      else {
+        const e = err as { name?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
+        const status = e.$metadata?.httpStatusCode ?? 0;
+        const message = `could not read the GitHub App secret ${arn} (${e.name ?? 'error'})`;
+        if (e.$retryable || status >= 500 || e.name === 'ThrottlingException') {
+          throw new TransientError(message, { cause: err });
+        }
+        throw new ServiceUnavailableError(message, { cause: err });
+      }
+    }
+    return parseGitHubAppSecret(secretString, arn);
+  }
+}
+
+export interface GitHubAppSourceHostOptions {
+  credentials: Pick<GitHubAppCredentials, 'get' | 'secretArn'>;
+  /** The REST API base URL (`https://api.github.com`, `https://ghe.example.com/api/v3`). */
+  apiUrl: string;
+  /** The clock, in ms (tests move it to expire tokens and cached installations). */
+  now?: () => number;
+  /** Sleeps between retries (tests record them instead). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Attempts per call, the first included (default 4: three retries). */
+  maxAttempts?: number;
+  /** The longest single wait before a retry; a rate limit asking for more gives up at once (default 10 s). */
+  maxWaitMs?: number;
+  /** How long a found installation is remembered per repository (default 5 min). */
+  installationTtlMs?: number;
+  /** An installation token is replaced this long before its `expires_at` (default 5 min). */
+  tokenRefreshMarginMs?: number;
+}
+
+type Repo = { owner: string; repo: string };
+type AppClient = InstanceType<typeof App>;
+type Client = AppClient['octokit'];
+type Found<T> = { found: true; value: T } | { found: false };
+/** What @octokit/request throws for an HTTP error (or, with status 500 and no response, a network one). */
+type RequestFailure = {
+  status: number;
+  message: string;
+  request?: { headers?: Record<string, string | undefined> };
+  response?: { headers?: Record<string, string | undefined>; data?: unknown };
+};
+
+const REPO_RE = /^([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))\/([A-Za-z0-9._-]{1,100})$/;
+const SHA_RE = /^[0-9a-f]{7,40}$/i;
+const MINUTE = 60_000;
+
+function parseRepo(fullName: string): Repo | undefined {
+  const m = REPO_RE.exec(fullName);
+  if (!m || m[2] === '.' || m[2] === '..') return undefined;
+  return { owner: m[1]!, repo: m[2]! };
+}
+
+/** A repository path as URL path segments, or undefined when it is not a plain relative path. */
+function encodePath(path: string): string | undefined {
+  const segments = path.replace(/^\.?\/+/, '').split('/');
+  if (segments.some((s) => s === '' || s === '.' || s === '..')) return undefined;
+  return segments.map(encodeURIComponent).join('/');
+}
+
+function asFailure(err: unknown): RequestFailure | undefined {
+  const e = err as Partial<RequestFailure> | undefined;
+  return e && typeof e === 'object' && typeof e.status === 'number' ? (e as RequestFailure) : undefined;
+}
+
+function githubMessage(f: RequestFailure): string {
+  const data = f.response?.data as { message?: unknown } | undefined;
+  return typeof data?.message === 'string' ? data.message : f.message;
+}
+
+const octokitLog = {
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => log.warn(`octokit: ${message}`),
+  error: (message: string) => log.error(`octokit: ${message}`),
+};
+
+/** The SourceHost port on GitHub, through a GitHub App (see the file comment for the calls it makes). */
+export class GitHubAppSourceHost implements SourceHost {
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly maxAttempts: number;
+  private readonly maxWaitMs: number;
+  private readonly installationTtlMs: number;
+  private readonly tokenRefreshMarginMs: number;
+  private appPromise: Promise<AppClient> | undefined;
+  private readonly installations = new Map<string, { id: string; until: number }>();
+  private readonly clients = new Map<string, Promise<Client>>();
+  /** Installations whose token GitHub rejected: the next call mints a new one. */
+  private readonly staleTokens = new Set<string>();
+  /** The token last seen per installation (one not seen before was just minted: it is used as it is). */
+  private readonly seenTokens = new Map<string, string>();
+
+  constructor(private readonly opts: GitHubAppSourceHostOptions) {
+    this.now = opts.now ?? Date.now;
+    this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.maxAttempts = opts.maxAttempts ?? 4;
+    this.maxWaitMs = opts.maxWaitMs ?? 10_000;
+    this.installationTtlMs = opts.installationTtlMs ?? 5 * MINUTE;
+    this.tokenRefreshMarginMs = opts.tokenRefreshMarginMs ?? 5 * MINUTE;
+  }
+
+  async installation(repoFullName: string): Promise<{ installationId: string } | undefined> {
+    const where = parseRepo(repoFullName);
+    if (!where) return undefined;
+    const key = repoFullName.toLowerCase();
+    const hit = this.installations.get(key);
+    if (hit && hit.until > this.now()) return { installationId: hit.id };
+    const app = await this.app();
+    const r = await this.call(
+      `installation lookup for ${repoFullName}`,
+      () => app.octokit.request('GET /repos/{owner}/{repo}/installation', where),
+      [404],
+      'app',
+    );
+    if (!r.found) {
+      // Not remembered: an App installed a minute ago must work now.
+      this.installations.delete(key);
+      return undefined;
+    }
+    const id = String(r.value.data.id);
+    this.installations.set(key, { id, until: this.now() + this.installationTtlMs });
+    return { installationId: id };
+  }
+
+  async resolveBranch(repoFullName: string, branch: string): Promise<RefResolution> {
+    if (!parseRepo(repoFullName)) return { kind: 'repository-not-found' };
+    const c = await this.repoClient(repoFullName);
+    if (!c) return { kind: 'no-installation' };
+    const ref = encodePath(branch);
+    if (ref) {
+      // 409: the repository is empty.
+      const r = await this.call(
+        `resolving branch ${branch} of ${repoFullName}`,
+        () => c.octokit.request(`GET /repos/{owner}/{repo}/git/ref/heads/${ref}`, c.where),
+        [404, 409],
+      );
+      const object = r.found
+        ? (r.value.data as { object?: { sha?: string; type?: string } }).object
+        : undefined;
+      if (object?.type === 'commit' && object.sha) return { kind: 'found', sha: object.sha };
+    }
+    const repo = await this.call(`reading repository ${repoFullName}`, () =>
+      c.octokit.request('GET /repos/{owner}/{repo}', c.where),
+    );
+    return repo.found ? { kind: 'ref-not-found' } : { kind: 'repository-not-found' };
+  }
+
+  async hasCommit(repoFullName: string, sha: string): Promise<boolean> {
+    if (!SHA_RE.test(sha)) return false;
+    const c = await this.repoClient(repoFullName);
+    if (!c) return false;
+    // 422: "No commit found for SHA".
+    const r = await this.call(
+      `looking up commit ${sha} in ${repoFullName}`,
+      () =>
+        c.octokit.request('GET /repos/{owner}/{repo}/commits/{ref}', {
+          ...c.where,
+          ref: sha,
+          headers: { accept: 'application/vnd.github.sha' },
+        }),
+      [404, 422],
+    );
+    return r.found;
+  }
+
+  async readFile(repoFullName: string, sha: string, path: string): Promise<string | undefined> {
+    const encoded = encodePath(path);
+    if (!SHA_RE.test(sha) || !encoded) return undefined;
+    const c = await this.repoClient(repoFullName);
+    if (!c) return undefined;
+    const r = await this.call(
+      `reading ${path} at ${sha} in ${repoFullName}`,
+      () =>
+        c.octokit.request(`GET /repos/{owner}/{repo}/contents/${encoded}`, {
+          ...c.where,
+          ref: sha,
+          headers: { accept: 'application/vnd.github.raw+json' },
+          request: { parseSuccessResponseBody: false },
+        }),
+      [404, 422],
+    );
+    if (!r.found) return undefined;
+    const body = r.value.data as WebReadableStream | null;
+    // A directory answers its listing as JSON, whatever the Accept header: not a file.
+    if (/^application\/json\b/.test(r.value.headers['content-type'] ?? '')) {
+      await body?.cancel();
+      return undefined;
+    }
+    return body ? new Response(body as ReadableStream).text() : '';
+  }
+
+  async archive(repoFullName: string, sha: string): Promise<Readable> {
+    const missing = () => new NotFoundError(`commit ${sha} not found in ${repoFullName}`);
+    if (!SHA_RE.test(sha)) throw missing();
+    const c = await this.repoClient(repoFullName);
+    if (!c) {
+      throw new NotFoundError(
+        `repository ${repoFullName} not found, or no installation of the GitHub App covers it`,
+      );
+    }
+    // GitHub answers 302 to a short-lived URL (codeload); fetch follows it. The body is not buffered.
+    const r = await this.call(`downloading the tarball of ${sha} in ${repoFullName}`, () =>
+      c.octokit.request('GET /repos/{owner}/{repo}/tarball/{ref}', {
+        ...c.where,
+        ref: sha,
+        request: { parseSuccessResponseBody: false },
+      }),
+    );
+    if (!r.found) throw missing();
+    const body = r.value.data as unknown as WebReadableStream | null;
+    if (!body) throw new TransientError(`GitHub sent an empty tarball for ${sha} in ${repoFullName}`);
+    return Readable.fromWeb(body);
+  }
+
+  /** The archive extracted into `dir` (created if needed). `signal` cancels the download and `tar`. */
+  async checkout(
+    repoFullName: string,
+    sha: string,
+    dir: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    const tarball = await this.archive(repoFullName, sha);
+    await mkdir(dir, { recursive: true });
+    const tar = spawn('tar', ['-xz', '--strip-components=1', '-C', dir], {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    tar.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-2_000);
+    });
+    const kill = () => tar.kill('SIGKILL');
+    opts.signal?.addEventListener('abort', kill, { once: true });
+    const exited = new Promise<number | null>((resolve, reject) => {
+      tar.once('error', (err) => {
+        tarball.destroy();
+        reject(new Error(`tar could not be started (${(err as NodeJS.ErrnoException).code ?? err.message})`));
+      });
+      tar.once('close', resolve);
+    });
+    const piped = pipeline(tarball, tar.stdin, { signal: opts.signal }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    try {
+      const [code, pipeError] = await Promise.all([exited, piped]);
+      if (opts.signal?.aborted) throw Object.assign(new Error('checkout cancelled'), { name: 'AbortError' });
+      if (code === 0 && !pipeError) return;
+      // A failed download explains a failed extraction better than tar's "unexpected EOF"; EPIPE only
+      // says that tar stopped reading.
+      if (pipeError && !/EPIPE/.test(pipeError.message)) throw pipeError;
+      const last = stderr.trim().split('\n').pop() || `exit code ${code}`;
+      throw new Error(
+        `extracting the tarball of ${sha} in ${repoFullName} failed: ${last.split(dir).join('the working copy')}`,
+      );
+    } finally {
+      opts.signal?.removeEventListener('abort', kill);
+    }
+  }
+
+  /** The App (and its Octokit), built once from the secret; a failed build is retried on the next call. */
+  private app(): Promise<AppClient> {
+    this.appPromise ??= this.opts.credentials
+      .get()
+      .then(
+        (secret) =>
+          new App({
+            appId: Number(secret.appId),
+            privateKey: secret.privateKey,
+            Octokit: Octokit.defaults({
+              baseUrl: this.opts.apiUrl.replace(/\/+$/, ''),
+              userAgent: 'preview-control-plane',
+            }),
+            log: octokitLog,
+          }),
+      )
+      .catch((err) => {
+        this.appPromise = undefined;
+        throw err;
+      });
+    return this.appPromise;
+  }
+
+  /**
+   * An Octokit authenticated as the installation covering the repository, with a token valid for at
+   * least `tokenRefreshMarginMs`; undefined when no installation covers it (any more).
+   */
+  private async repoClient(repoFullName: string): Promise<{ octokit: Client; where: Repo } | undefined> {
+    const where = parseRepo(repoFullName);
+    const installation = where && (await this.installation(repoFullName));
+    if (!where || !installation) return undefined;
+    const id = installation.installationId;
+    let client = this.clients.get(id);
+    if (!client) {
+      client = this.app().then((app) => app.getInstallationOctokit(Number(id)));
+      this.clients.set(id, client);
+      client.catch(() => this.clients.delete(id));
+    }
+    const octokit = await client;
+    // @octokit/auth-app caches tokens for 59 minutes from when it got them; replace them ourselves
+    // `tokenRefreshMarginMs` before the expiry GitHub states.
+    type Token = { token: string; expiresAt: string };
+    const token = await this.call(
+      `minting an installation token for ${repoFullName}`,
+      async () => {
+        let auth = (await octokit.auth({ type: 'installation' })) as Token;
+        const seen = this.seenTokens.get(id) === auth.token;
+        const expiring = Date.parse(auth.expiresAt) - this.tokenRefreshMarginMs <= this.now();
+        if (seen && (this.staleTokens.has(id) || expiring)) {
+          auth = (await octokit.auth({ type: 'installation', refresh: true })) as Token;
+        }
+        this.staleTokens.delete(id);
+        this.seenTokens.set(id, auth.token);
+      },
+      [404],
+      'app',
+    );
+    if (!token.found) {
+      // The installation was removed since it was looked up.
+      this.installations.delete(repoFullName.toLowerCase());
+      return undefined;
+    }
+    return { octokit, where };
+  }
+
+  /**
+   * One GitHub call with the error mapping of this adapter: the statuses in `absent` → `{found: false}`;
+   * 5xx, network errors and rate limits → retried, then TransientError; anything else → thrown, mapped.
+   */
+  private async call<T>(
+    what: string,
+    fn: () => Promise<T>,
+    absent: number[] = [404],
+    as: 'app' | 'installation' = 'installation',
+  ): Promise<Found<T>> {
+    for (let attempt = 1; ; attempt++) {
+      let failure: RequestFailure | undefined;
+      try {
+        return { found: true, value: await fn() };
+      } catch (err) {
+        failure = asFailure(err);
+        if (!failure) throw err;
+        if (absent.includes(failure.status)) return { found: false };
+        const wait = this.retryWait(failure, attempt);
+        if (wait === undefined) throw this.permanent(what, failure, as);
+        const summary = `${failure.status} ${githubMessage(failure)}`;
+        if (wait > this.maxWaitMs) {
+          throw new TransientError(
+            `GitHub rate limit while ${what} (${summary}): retry in ${Math.ceil(wait / 1000)} s`,
+          );
+        }
+        if (attempt >= this.maxAttempts) {
+          throw new TransientError(`GitHub failed while ${what} (${summary}), ${attempt} attempts`);
+        }
+        log.warn('GitHub call failed; retrying', { what, status: failure.status, attempt, waitMs: wait });
+        await this.sleep(wait);
+      }
+    }
+  }
+
+  /** How long to wait before retrying this failure, or undefined when retrying cannot help. */
+  private retryWait(f: RequestFailure, attempt: number): number | undefined {
+    const headers = f.response?.headers ?? {};
+    const backoff = 1000 * 2 ** (attempt - 1);
+    if (f.status >= 500) return backoff;
+    const retryAfter = headers['retry-after'];
+    const exhausted = headers['x-ratelimit-remaining'] === '0' && headers['x-ratelimit-reset'];
+    if (f.status !== 429 && !(f.status === 403 && (retryAfter || exhausted))) return undefined;
+    if (retryAfter && Number.isFinite(Number(retryAfter))) return Math.max(0, Number(retryAfter) * 1000);
+    if (exhausted) return Math.max(0, Number(headers['x-ratelimit-reset']) * 1000 - this.now());
+    // GitHub: without either header, wait at least a minute.
+    return MINUTE;
+  }
+
+  /** `as`: whom the call authenticates as (the App with its JWT, or an installation with its token). */
+  private permanent(what: string, f: RequestFailure, as: 'app' | 'installation'): Error {
+    const summary = `${f.status} ${githubMessage(f)}`;
+    if (f.status === 401) {
+      // @octokit/auth-app sends the App JWT as `bearer …` and installation tokens as `token …`.
+      if (as === 'app' || /^bearer /i.test(f.request?.headers?.authorization ?? '')) {
+        return new ServiceUnavailableError(
+          `GitHub rejected the App's credentials (${summary}): check appId and privateKey in secret ` +
+            `${this.opts.credentials.secretArn}`,
+        );
+      }
+      // An installation token GitHub no longer accepts (revoked): every installation gets a new one.
+      for (const id of this.clients.keys()) this.staleTokens.add(id);
+      return new TransientError(`GitHub rejected the installation token while ${what} (${summary})`);
+    }
+    if (f.status === 403) {
+      return new ServiceUnavailableError(
+        `GitHub refused ${what} (${summary}): the App needs read access to contents and metadata`,
+      );
+    }
+    return new Error(`GitHub answered ${summary} while ${what}`);
+  }
+}

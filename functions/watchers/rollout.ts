@@ -1,0 +1,45 @@
+import type { Context } from 'aws-lambda';
+import * as z from 'zod';
+import { rolloutWatcher } from '../ports/registry.js';
+import type { RolloutWatchEvent } from '../ports/runtime/eks.js';
+import { log } from '../shared/log.js';
+
+const eventSchema = z.object({
+  target: z.object({
+    orgId: z.string().min(1),
+    envKey: z.string().min(1),
+    repoFullName: z.string().min(1),
+    prNumber: z.number().int().nonnegative(),
+    generation: z.number().int().nonnegative(),
+  }),
+  apps: z.array(z.string().min(1)).min(1),
+  token: z.string().min(1),
+  deadline: z.number(),
+  hop: z.number().int().nonnegative().default(0),
+  startedAt: z.number().optional(),
+});
+
+/** Raised for an event this handler cannot read: the invocation fails, so it reaches the on-failure destination. */
+export class MalformedEvent extends Error {
+  override name = 'MalformedEvent';
+}
+
+/**
+ * The rollout watcher (invoked asynchronously, by the EKS runtime's awaitReady and by itself): watch an
+ * environment's rollout for up to one slice of this invocation's time, completing the deploy's task token
+ * when it ends, or invoke itself again to go on watching (eks.ts `EksCluster.watch`). The event carries no
+ * secret values: masking reads them from the cluster.
+ */
+export async function handler(
+  event: unknown,
+  context?: Pick<Context, 'getRemainingTimeInMillis'>,
+): Promise<{ outcome: string; hop: number }> {
+  const parsed = eventSchema.safeParse(event);
+  if (!parsed.success) {
+    log.error('malformed rollout-watch event', { reason: parsed.error.issues[0]?.message });
+    throw new MalformedEvent(parsed.error.issues[0]?.message ?? 'unreadable');
+  }
+  const e = parsed.data;
+  const watchEvent: RolloutWatchEvent = { ...e, startedAt: e.startedAt ?? Date.now() };
+  return rolloutWatcher().watch(watchEvent, () => context?.getRemainingTimeInMillis() ?? 15 * 60_000);
+}

@@ -1,0 +1,209 @@
+/**
+ * The OpenAPI 3.1 document of the service, generated from the route manifest and the zod schemas each
+ * route validates with (the same ones the handlers run), so it cannot drift from the code. Served by the
+ * local server at `GET /openapi.json` and written to docs/openapi.json by `npm run openapi`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as z from 'zod';
+import { routeSchemas } from '../functions/api/route.js';
+import { type AuthKind, type RouteId, routes } from '../functions/manifest/routes.js';
+
+const ROOT = join(new URL('..', import.meta.url).pathname);
+
+/** Per route: what success answers, which errors it can answer, and what the spec leaves open. */
+const DOCS: Record<string, { summary: string; success: [number, string]; errors: number[]; notes?: string }> =
+  {
+    createEnvironment: {
+      summary: 'Create or redeploy a pull request environment',
+      success: [202, 'Accepted: the pipeline runs in the background; poll statusUrl'],
+      errors: [400, 401, 404, 409, 413],
+      notes:
+        "The repository must be linked to an application of the caller's organization (404 naming it otherwise; nothing is stored). The stored repoFullName is the one the application links.",
+    },
+    deployMainBranch: {
+      summary: "Deploy the application's linked repository main branch as environment 0",
+      success: [202, 'Accepted'],
+      errors: [401, 404, 409, 503],
+      notes:
+        '409 when the application is disabled, unlinked, or no installation of the source host covers it.',
+    },
+    getEnvironment: {
+      summary: 'Poll an environment status',
+      success: [200, 'PreviewStatus'],
+      errors: [400, 401, 404],
+    },
+    teardownEnvironment: {
+      summary: 'Tear an environment down',
+      success: [202, 'Accepted (also for an environment that does not exist: nothing happens)'],
+      errors: [400, 401],
+    },
+    redeployEnvironment: {
+      summary: 'Re-run the pipeline at the stored head SHA',
+      success: [202, 'Accepted'],
+      errors: [400, 401, 404, 409],
+    },
+    redeployApp: {
+      summary: 'Redeploy one app (rebuild or restart); siblings are untouched',
+      success: [202, 'Accepted'],
+      errors: [400, 401, 404, 409, 413],
+      notes: '409 while another deploy of the environment is in progress.',
+    },
+    listSecrets: {
+      summary: 'List secret keys (never values)',
+      success: [200, 'Key names and metadata'],
+      errors: [400, 401, 404],
+    },
+    putSecrets: {
+      summary: 'Batch upsert secrets',
+      success: [200, 'Saved'],
+      errors: [400, 401, 404, 409, 413],
+    },
+    putSecret: { summary: 'Upsert one secret', success: [200, 'Saved'], errors: [400, 401, 404, 409, 413] },
+    deleteSecret: {
+      summary: 'Delete one secret key',
+      success: [200, 'Deleted'],
+      errors: [400, 401, 404, 409],
+    },
+    createRecipeVersion: {
+      summary: 'Upload a scenario recipes file (a new version of the setup)',
+      success: [201, 'Created: the setup id and its new version'],
+      errors: [400, 401, 404, 413],
+      notes: 'Authenticated with the API key (the spec leaves it open).',
+    },
+    startRun: {
+      summary: 'Start a run of a test',
+      success: [201, 'Created: run_id and url'],
+      errors: [400, 401, 404, 413],
+    },
+    listRuns: {
+      summary: 'List test runs, newest first',
+      success: [200, 'TestRun array'],
+      errors: [400, 401],
+    },
+    getRun: { summary: 'Read one run', success: [200, 'TestRun'], errors: [400, 401, 404] },
+    getTest: { summary: 'Read one test', success: [200, 'Test'], errors: [400, 401, 404] },
+  };
+
+const ERRORS: Record<number, string> = {
+  400: 'Invalid input (the error names the field, e.g. `items[0].key`)',
+  401: 'Missing or invalid credentials',
+  404: "Not found, or not the caller's organization's",
+  409: 'The object is in a state that forbids the operation',
+  413: 'Request body too large for this route',
+  503: 'A capability this deployment cannot provide right now (the message says which)',
+};
+
+const SECURITY: Record<AuthKind, Record<string, string[]>[]> = {
+  apiKey: [{ apiKey: [] }],
+  client: [{ clientId: [], clientSecret: [] }],
+  githubWebhook: [{ githubSignature: [] }],
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON Schema documents are open-ended.
+type JsonSchema = Record<string, any>;
+const jsonSchema = (schema: z.ZodType) =>
+  z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+
+function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {
+  if (!schema) return [];
+  const s = jsonSchema(schema);
+  const required = new Set<string>(s.required ?? []);
+  return Object.entries((s.properties ?? {}) as Record<string, Record<string, unknown>>).map(
+    ([name, prop]) => {
+      const { $schema: _s, ...rest } = prop;
+      return { name, in: where, required: where === 'path' || required.has(name), schema: rest };
+    },
+  );
+}
+
+/** Load every route's handler (so its schemas register) and describe them all. */
+export async function buildOpenApi(): Promise<Record<string, unknown>> {
+  for (const def of Object.values(routes)) await import(pathToFileURL(join(ROOT, def.entry)).href);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    description: string;
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [id, def] of Object.entries(routes) as [RouteId, (typeof routes)[RouteId]][]) {
+    const schemas = routeSchemas.get(id);
+    const doc = DOCS[id] ?? { summary: id, success: [200, 'OK'] as [number, string], errors: [400, 401] };
+    const responses: Record<string, unknown> = {
+      [String(doc.success[0])]: {
+        description: doc.success[1],
+        content: { 'application/json': { schema: {} } },
+      },
+    };
+    for (const code of doc.errors) responses[String(code)] = { $ref: `#/components/responses/E${code}` };
+    const body = schemas?.body
+      ? {
+          required: schemas.bodyRequired ?? false,
+          content: {
+            'application/json': { schema: (({ $schema: _s, ...rest }) => rest)(jsonSchema(schemas.body)) },
+          },
+        }
+      : undefined;
+    paths[def.path] ??= {};
+    paths[def.path]![def.method.toLowerCase()] = {
+      operationId: id,
+      summary: doc.summary,
+      ...(doc.notes ? { description: doc.notes } : {}),
+      security: SECURITY[def.auth],
+      parameters: [...parameters(schemas?.params, 'path'), ...parameters(schemas?.query, 'query')],
+      ...(body ? { requestBody: body } : {}),
+      responses,
+      'x-max-body-bytes': (def as { maxBodyBytes?: number }).maxBodyBytes ?? 65_536,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Preview control plane',
+      version: pkg.version,
+      description:
+        `${pkg.description} The preview, secrets and recipe routes carry /v1; the test and run routes do not. ` +
+        'Every error answer is `{"error": "..."}`. Generated from the route manifest and the handlers\' zod schemas.',
+    },
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Authorization: Bearer pvk_<keyId>_<secret> (preview, secrets, recipes)',
+        },
+        clientId: { type: 'apiKey', in: 'header', name: 'svc-client-id', description: 'Test and run routes' },
+        clientSecret: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'svc-client-secret',
+          description: 'Test and run routes',
+        },
+        githubSignature: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Hub-Signature-256',
+          description: 'GitHub webhooks: HMAC-SHA256 of the raw body with the App webhook secret',
+        },
+      },
+      schemas: {
+        ErrorResponse: {
+          type: 'object',
+          required: ['error'],
+          properties: { error: { type: 'string' } },
+          additionalProperties: false,
+        },
+      },
+      responses: Object.fromEntries(
+        Object.entries(ERRORS).map(([code, description]) => [
+          `E${code}`,
+          {
+            description,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
+          },
+        ]),
+      ),
+    },
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * `npm run bench:runs`: what a test run costs, measured against the local server (the same handlers and
+ * `testRun` state machine as in AWS; Debian's chromium through playwright-core).
+ *
+ * A 5-step test (navigate, input-text, click, assert-text, assert-visible) against the fixture app of
+ * the run tests, deployed as an application's main-branch environment. After one unmeasured warm-up run:
+ * POST /test/{id}/run → `passed`, as a caller sees it (polling GET /run every 20 ms), median/min/max of 5,
+ * and the browser's share of it: the time spent inside the Browser port (launch, the steps and their
+ * screenshots, closing and encoding the video), measured by wrapping the port.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { importTests } from '../../functions/core/tests.js';
+import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
+import type { Browser, BrowserSession } from '../../functions/ports/browser/port.js';
+import { provideLocalAdapters } from '../../functions/ports/registry.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import { type LocalService, startLocal } from '../../lib/local/server.js';
+import { pollUntil } from '../support/apps.js';
+import { makeRepo } from '../support/git.js';
+import { bearer, call, client, linkRepo } from '../support/harness.js';
+import { RUNS_APP_JS, RUNS_APP_YAML, signUpSteps, step } from '../support/runs-app.js';
+
+const RUNS = 5;
+const POLL_MS = 20;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+const ms = (n: number) => `${n.toFixed(0)} ms`;
+
+/** Time spent in the Browser port, by phase, for the current run. */
+const spent = { launch: 0, steps: 0, close: 0 };
+function timed(inner: Browser): Browser {
+  const time = async <T>(phase: keyof typeof spent, work: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await work();
+    } finally {
+      spent[phase] += performance.now() - t0;
+    }
+  };
+  return {
+    missing: () => inner.missing(),
+    open: async (opts) => {
+      const s = await time('launch', () => inner.open(opts));
+      const wrapped: BrowserSession = {
+        goto: (...a) => time('steps', () => s.goto(...a)),
+        click: (...a) => time('steps', () => s.click(...a)),
+        fill: (...a) => time('steps', () => s.fill(...a)),
+        press: (...a) => time('steps', () => s.press(...a)),
+        waitVisible: (...a) => time('steps', () => s.waitVisible(...a)),
+        waitForText: (...a) => time('steps', () => s.waitForText(...a)),
+        screenshot: (...a) => time('steps', () => s.screenshot(...a)),
+        url: () => s.url(),
+        crashed: () => s.crashed(),
+        close: () => time('close', () => s.close()),
+      };
+      return wrapped;
+    },
+  };
+}
+
+setLogSink(() => {});
+const dataDir = mkdtempSync(join(tmpdir(), 'preview-bench-runs-'));
+const gitRoot = mkdtempSync(join(tmpdir(), 'preview-bench-runs-git-'));
+let service: LocalService | undefined;
+try {
+  service = await startLocal({ dataDir, gitRoot, port: 0 });
+  // The same local browser the server installs, wrapped to time it (installed before any run asks).
+  const local = new LocalChromium();
+  const missing = local.missing();
+  if (missing) throw new Error(missing);
+  provideLocalAdapters({ browser: () => timed(local) });
+
+  const org = service.credentials;
+  makeRepo(gitRoot, 'bench/runs', { 'preview.yaml': RUNS_APP_YAML, 'server.js': RUNS_APP_JS });
+  const applicationId = await linkRepo(org, 'bench/runs');
+  await call(service, 'POST', `/v1/preview/applications/${applicationId}/0`, { headers: bearer(org) });
+  await pollUntil(service, org, '/v1/preview/environments/bench/runs/0', (s) => s.status === 'ready', 60_000);
+  const { tests } = await importTests(org.orgId, [
+    {
+      name: 'Five steps',
+      folder: { id: 'bench', name: 'Bench' },
+      application_id: applicationId,
+      application_version: { name: 'web', path: '/' },
+      variables: { EMAIL: 'bench@example.com' },
+      steps: [...signUpSteps, step('assert-visible', 'The link back is visible', { selector: '#home' })],
+    },
+  ]);
+  const testId = tests[0]!.id;
+
+  const once = async () => {
+    spent.launch = spent.steps = spent.close = 0;
+    const t0 = performance.now();
+    const res = await call(service!, 'POST', `/test/${testId}/run`, { headers: client(org) });
+    const runId = res.body.run_id as string;
+    for (;;) {
+      const run = await call(service!, 'GET', `/run/${runId}`, { headers: client(org) });
+      if (run.body.status === 'passed') break;
+      if (run.body.status === 'failed') throw new Error(`run failed: ${run.body.error}`);
+      await sleep(POLL_MS);
+    }
+    const total = performance.now() - t0;
+    return { total, ...spent, browser: spent.launch + spent.steps + spent.close };
+  };
+
+  await once(); // warm-up (module loading, first chromium start)
+  const samples = [];
+  for (let i = 0; i < RUNS; i++) samples.push(await once());
+  const totals = samples.map((s) => s.total);
+  const m = median(totals);
+  const browserMedian = median(samples.map((s) => s.browser));
+  const row = (label: string, values: number[]) =>
+    `  ${label.padEnd(34)} median ${ms(median(values)).padStart(8)}   min ${ms(Math.min(...values)).padStart(8)}   max ${ms(Math.max(...values)).padStart(8)}`;
+  process.stdout.write(
+    [
+      `test runs: a 5-step test, POST → passed, ${RUNS} runs after a warm-up`,
+      row('POST → passed', totals),
+      row(
+        'in the browser (all of it)',
+        samples.map((s) => s.browser),
+      ),
+      row(
+        '  launching chromium',
+        samples.map((s) => s.launch),
+      ),
+      row(
+        '  steps and their screenshots',
+        samples.map((s) => s.steps),
+      ),
+      row(
+        '  closing and encoding the video',
+        samples.map((s) => s.close),
+      ),
+      row(
+        'the rest (API, state machine, DB)',
+        samples.map((s) => s.total - s.browser),
+      ),
+      `  the browser's share of POST → passed: ${((browserMedian / m) * 100).toFixed(0)}% (median browser time / median total)`,
+      '',
+    ].join('\n'),
+  );
+} finally {
+  await service?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(gitRoot, { recursive: true, force: true });
+}

@@ -1,0 +1,373 @@
+/**
+ * A loopback fake of the AWS APIs the cloud adapters call, for the cloud simulation tier. Test support code,
+ * not product: the real handlers run in `PREVIEW_MODE=aws` with their SDK clients pointed here through the
+ * standard `AWS_ENDPOINT_URL_<SERVICE>` variables (DynamoDB goes to dynalite instead).
+ *
+ * What it implements, and only that:
+ * - Secrets Manager (JSON 1.1): GetSecretValue, PutSecretValue, CreateSecret.
+ * - Step Functions (JSON 1.0): StartExecution, SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat — the
+ *   state machines are the project's ASL files run in-process by the local ASL runner (LocalWorkflows),
+ *   whose tasks invoke the real step handlers, as Lambda would.
+ * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event),
+ *   BatchGetBuilds.
+ * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`).
+ * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a finished build "logged").
+ * - S3 (REST, path-style): PutObject (plain or aws-chunked bodies), HeadObject, GetObject.
+ * - EventBridge (JSON 1.1): PutEvents (recorded).
+ * - EKS DescribeCluster and Lambda Invoke (REST-JSON): `kubernetes-aws.ts`, routed by SigV4 scope.
+ * What it does not: signatures (SigV4 is not checked), pagination, IAM, multipart uploads, anything else.
+ * An unknown operation answers 400 `UnknownOperationException`, so a test notices.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { WorkflowName } from '../../../functions/manifest/workflows.js';
+import { LocalWorkflows } from '../../../functions/ports/workflows/local-asl.js';
+import { FakeEksAndLambda } from './kubernetes-aws.js';
+
+export const ACCOUNT = '000000000000';
+export const REGION = 'eu-west-1';
+export const machineArn = (name: WorkflowName) => `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${name}`;
+
+export interface StartedBuild {
+  id: string;
+  projectName: string;
+  env: Record<string, string>;
+  status: 'IN_PROGRESS' | 'SUCCEEDED' | 'FAILED' | 'FAULT' | 'STOPPED' | 'TIMED_OUT';
+  logs: { groupName: string; streamName: string };
+}
+
+/** The event CodeBuild puts on the default bus when a build changes state (the fields the service reads). */
+export interface CodeBuildEvent {
+  version: '0';
+  id: string;
+  'detail-type': 'CodeBuild Build State Change';
+  source: 'aws.codebuild';
+  account: string;
+  time: string;
+  region: string;
+  resources: string[];
+  detail: Record<string, unknown>;
+}
+
+class AwsError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+export class FakeAws {
+  readonly secrets = new Map<string, string>();
+  readonly objects = new Map<string, { body: Buffer; contentType?: string }>();
+  readonly builds: StartedBuild[] = [];
+  /** `repository:tag` → digest. */
+  readonly images = new Map<string, string>();
+  readonly logEvents = new Map<string, string[]>();
+  readonly events: unknown[] = [];
+  /** Every call, as `Service.Operation` (or `S3.PUT /bucket/key`). */
+  readonly calls: string[] = [];
+  readonly workflows: LocalWorkflows;
+  /** EKS DescribeCluster and Lambda Invoke (REST-JSON), claimed by their SigV4 scope. */
+  readonly eksLambda = new FakeEksAndLambda(REGION);
+  private server?: Server;
+  url = '';
+
+  constructor(repoRoot: string) {
+    this.workflows = new LocalWorkflows(repoRoot);
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: Error) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ __type: 'InternalFailure', message: err.message }));
+      });
+    });
+    await new Promise<void>((ok) => this.server!.listen(0, '127.0.0.1', () => ok()));
+    this.url = `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.eksLambda.settled();
+    await this.workflows.stop();
+    await new Promise<void>((done) => {
+      this.server?.close(() => done());
+      this.server?.closeAllConnections();
+    });
+  }
+
+  /** The `AWS_ENDPOINT_URL_<SERVICE>` variables that send every client here. */
+  endpointEnv(): Record<string, string> {
+    const services = [
+      'SECRETS_MANAGER',
+      'SFN',
+      'CODEBUILD',
+      'ECR',
+      'CLOUDWATCH_LOGS',
+      'S3',
+      'EVENTBRIDGE',
+      'EKS',
+      'LAMBDA',
+    ];
+    return Object.fromEntries(services.map((s) => [`AWS_ENDPOINT_URL_${s}`, this.url]));
+  }
+
+  /** Put an image into the repository (as a build's `docker push` would); returns its digest. */
+  pushImage(repositoryName: string, tag: string): string {
+    const digest = `sha256:${createHash('sha256').update(`${repositoryName}:${tag}:${randomUUID()}`).digest('hex')}`;
+    this.images.set(`${repositoryName}:${tag}`, digest);
+    return digest;
+  }
+
+  /**
+   * Play a started build to its end: on success push an image for every entry of its `BUILDS`; record its
+   * log lines; return the EventBridge event CodeBuild would emit (the caller delivers it to the target).
+   */
+  finishBuild(id: string, status: Exclude<StartedBuild['status'], 'IN_PROGRESS'>, logLines: string[] = []) {
+    const build = this.builds.find((b) => b.id === id);
+    if (!build) throw new Error(`no build ${id}`);
+    build.status = status;
+    this.logEvents.set(`${build.logs.groupName}/${build.logs.streamName}`, logLines);
+    if (status === 'SUCCEEDED') {
+      const repositoryName = build.env.IMAGE_REPOSITORY_URI!.split('/').slice(1).join('/');
+      for (const b of JSON.parse(build.env.BUILDS ?? '[]') as { tag: string }[])
+        this.pushImage(repositoryName, b.tag);
+    }
+    const event: CodeBuildEvent = {
+      version: '0',
+      id: randomUUID(),
+      'detail-type': 'CodeBuild Build State Change',
+      source: 'aws.codebuild',
+      account: ACCOUNT,
+      time: new Date().toISOString(),
+      region: REGION,
+      resources: [`arn:aws:codebuild:${REGION}:${ACCOUNT}:build/${build.id}`],
+      detail: {
+        'build-status': status,
+        'project-name': build.projectName,
+        'build-id': `arn:aws:codebuild:${REGION}:${ACCOUNT}:build/${build.id}`,
+        'additional-information': {
+          environment: {
+            'environment-variables': Object.entries(build.env).map(([name, value]) => ({
+              name,
+              value,
+              type: 'PLAINTEXT',
+            })),
+          },
+          logs: {
+            'group-name': build.logs.groupName,
+            'stream-name': build.logs.streamName,
+            'deep-link': `https://console.aws.amazon.com/cloudwatch/home?region=${REGION}#logEvent:group=${build.logs.groupName}`,
+          },
+        },
+      },
+    };
+    return event;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readAll(req);
+    const target = req.headers['x-amz-target'];
+    if (typeof target === 'string') {
+      const [prefix, op] = target.split('.') as [string, string];
+      const service = SERVICES[prefix];
+      this.calls.push(`${service ?? prefix}.${op}`);
+      try {
+        const input = body.length ? (JSON.parse(body.toString('utf8')) as Record<string, any>) : {};
+        const out = await this.json(service, op, input);
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+        res.end(JSON.stringify(out ?? {}));
+      } catch (err) {
+        if (!(err instanceof AwsError)) throw err;
+        res.writeHead(err.status, {
+          'content-type': 'application/x-amz-json-1.1',
+          'x-amzn-errortype': err.type,
+        });
+        res.end(JSON.stringify({ __type: err.type, message: err.message }));
+      }
+      return;
+    }
+    if (this.eksLambda.handle(req, res, body)) return;
+    this.s3(req, res, body);
+  }
+
+  private async json(service: string | undefined, op: string, input: Record<string, any>): Promise<unknown> {
+    switch (`${service}.${op}`) {
+      case 'SecretsManager.GetSecretValue': {
+        const value = this.secrets.get(input.SecretId);
+        if (value === undefined)
+          throw new AwsError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+        return { ARN: input.SecretId, Name: input.SecretId, SecretString: value };
+      }
+      case 'SecretsManager.PutSecretValue':
+        if (!this.secrets.has(input.SecretId))
+          throw new AwsError('ResourceNotFoundException', 'no such secret');
+        this.secrets.set(input.SecretId, input.SecretString);
+        return { ARN: input.SecretId };
+      case 'SecretsManager.CreateSecret':
+        if (this.secrets.has(input.Name)) throw new AwsError('ResourceExistsException', 'secret exists');
+        this.secrets.set(input.Name, input.SecretString);
+        return { ARN: input.Name, Name: input.Name };
+      case 'SFN.StartExecution': {
+        const name = String(input.stateMachineArn).split(':').pop() as WorkflowName;
+        const { executionId } = await this.workflows.start(name, JSON.parse(input.input ?? '{}'), input.name);
+        return { executionArn: executionId, startDate: Date.now() / 1000 };
+      }
+      case 'SFN.SendTaskSuccess':
+      case 'SFN.SendTaskFailure': {
+        if (!this.workflows.isWaiting(input.taskToken))
+          throw new AwsError('TaskDoesNotExist', 'Task does not exist anymore');
+        await this.workflows.completeTask(
+          input.taskToken,
+          op === 'SendTaskSuccess'
+            ? { ok: true, output: JSON.parse(input.output) }
+            : { ok: false, error: input.error ?? 'States.TaskFailed', cause: input.cause ?? '' },
+        );
+        return {};
+      }
+      case 'SFN.SendTaskHeartbeat':
+        if (!this.workflows.isWaiting(input.taskToken))
+          throw new AwsError('TaskDoesNotExist', 'Task does not exist anymore');
+        await this.workflows.heartbeat(input.taskToken);
+        return {};
+      case 'CodeBuild.StartBuild': {
+        const id = `${input.projectName}:${randomUUID()}`;
+        const env = Object.fromEntries(
+          ((input.environmentVariablesOverride ?? []) as { name: string; value: string }[]).map((v) => [
+            v.name,
+            v.value,
+          ]),
+        );
+        const build: StartedBuild = {
+          id,
+          projectName: input.projectName,
+          env,
+          status: 'IN_PROGRESS',
+          logs: { groupName: `/aws/codebuild/${input.projectName}`, streamName: id.split(':')[1]! },
+        };
+        this.builds.push(build);
+        return {
+          build: {
+            id,
+            arn: `arn:aws:codebuild:${REGION}:${ACCOUNT}:build/${id}`,
+            buildStatus: 'IN_PROGRESS',
+          },
+        };
+      }
+      case 'CodeBuild.BatchGetBuilds':
+        return {
+          builds: this.builds
+            .filter((b) => (input.ids as string[]).includes(b.id))
+            .map((b) => ({ id: b.id, buildStatus: b.status })),
+        };
+      case 'ECR.BatchGetImage': {
+        const images: unknown[] = [];
+        const failures: unknown[] = [];
+        for (const imageId of input.imageIds as { imageTag: string }[]) {
+          const digest = this.images.get(`${input.repositoryName}:${imageId.imageTag}`);
+          if (digest)
+            images.push({
+              repositoryName: input.repositoryName,
+              imageId: { imageTag: imageId.imageTag, imageDigest: digest },
+            });
+          else
+            failures.push({
+              imageId,
+              failureCode: 'ImageNotFound',
+              failureReason: 'Requested image not found',
+            });
+        }
+        return { images, failures };
+      }
+      case 'Logs.GetLogEvents': {
+        const lines = this.logEvents.get(`${input.logGroupName}/${input.logStreamName}`);
+        if (!lines)
+          throw new AwsError('ResourceNotFoundException', 'The specified log stream does not exist.');
+        const limited = input.limit ? lines.slice(-input.limit) : lines;
+        return { events: limited.map((message, i) => ({ timestamp: Date.now() + i, message })) };
+      }
+      case 'EventBridge.PutEvents': {
+        const entries = input.Entries as unknown[];
+        this.events.push(...entries);
+        return { FailedEntryCount: 0, Entries: entries.map(() => ({ EventId: randomUUID() })) };
+      }
+      default:
+        throw new AwsError('UnknownOperationException', `the fake does not implement ${service}.${op}`);
+    }
+  }
+
+  private s3(req: IncomingMessage, res: ServerResponse, raw: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://s3');
+    const key = decodeURIComponent(url.pathname.slice(1));
+    this.calls.push(`S3.${req.method} /${key}`);
+    const object = this.objects.get(key);
+    if (req.method === 'PUT') {
+      const encoding = String(req.headers['content-encoding'] ?? '');
+      const body = encoding.includes('aws-chunked') ? decodeAwsChunked(raw) : raw;
+      const contentType = req.headers['content-type'];
+      this.objects.set(key, { body, contentType });
+      res.writeHead(200, { etag: `"${createHash('md5').update(body).digest('hex')}"` });
+      res.end();
+      return;
+    }
+    if (req.method === 'HEAD' || req.method === 'GET') {
+      if (!object) {
+        res.writeHead(404, { 'content-type': 'application/xml' });
+        res.end(
+          req.method === 'GET'
+            ? '<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>'
+            : undefined,
+        );
+        return;
+      }
+      res.writeHead(200, {
+        'content-length': String(object.body.length),
+        'content-type': object.contentType ?? 'application/octet-stream',
+        etag: `"${createHash('md5').update(object.body).digest('hex')}"`,
+      });
+      res.end(req.method === 'GET' ? object.body : undefined);
+      return;
+    }
+    res.writeHead(405, { 'content-type': 'application/xml' });
+    res.end('<Error><Code>MethodNotAllowed</Code></Error>');
+  }
+}
+
+/** JSON `X-Amz-Target` prefixes of the services above. */
+const SERVICES: Record<string, string> = {
+  secretsmanager: 'SecretsManager',
+  AWSStepFunctions: 'SFN',
+  CodeBuild_20161006: 'CodeBuild',
+  AmazonEC2ContainerRegistry_V20150921: 'ECR',
+  Logs_20140328: 'Logs',
+  AWSEvents: 'EventBridge',
+};
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** The payload of an `aws-chunked` body: `<hex size>[;ext]\r\n<data>\r\n` … `0\r\n<trailers>\r\n\r\n`. */
+function decodeAwsChunked(raw: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  while (at < raw.length) {
+    const eol = raw.indexOf('\r\n', at);
+    if (eol < 0) break;
+    const size = Number.parseInt(raw.subarray(at, eol).toString('latin1').split(';')[0]!, 16);
+    if (!size) break;
+    parts.push(raw.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
+  }
+  return Buffer.concat(parts);
+}

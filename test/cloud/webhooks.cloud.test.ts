@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import { bearer, call } from '../support/harness.js';
+import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
+import { ACCOUNT, REGION } from './fakes/aws.js';
+import { appKeyPair, FakeGitHub } from './fakes/github.js';
+import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './harness.js';
+
+/*
+ * Previews that follow the pull request, in the cloud simulation tier (issue 13): the webhook handler in
+ * PREVIEW_MODE=aws reads its secret from the GitHub App secret (Secrets Manager), checks the event's
+ * installation against GitHub's, and publishes to the service's bus through the EventBridge endpoint
+ * (the AWS fake records PutEvents). The recorded event, handed to the rule's target as EventBridge would,
+ * starts the deploy state machine.
+ */
+
+const APP_ID = '515151';
+const INSTALLATION = 7;
+const HOOK_SECRET = 'hook-secret';
+const BUS = 'preview-events';
+
+let cloud: Cloud;
+let github: FakeGitHub;
+let org: OrgCredentials;
+let sha: string;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  setLogSink((line) => logs.push(line));
+  github = await new FakeGitHub().start();
+  const keys = appKeyPair();
+  github.addApp(APP_ID, keys.publicKey);
+  github.addRepo('acme/shop');
+  github.addRepo('acme/other');
+  github.addInstallation(INSTALLATION, APP_ID, ['acme/shop']);
+  sha = github.addCommit('acme/shop', { 'preview.yaml': 'apps:\n  web:\n    port: 3000\n' }, 'main');
+  cloud = await startCloud({ GITHUB_API_URL: github.url, EVENT_BUS_NAME: BUS });
+  cloud.aws.secrets.set(
+    GITHUB_APP_SECRET_ARN,
+    JSON.stringify({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: HOOK_SECRET }),
+  );
+  const tenancy = await import('../../functions/core/tenancy.js');
+  org = await tenancy.createOrganization('cloud-hooks');
+  await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' });
+}, 60_000);
+afterAll(async () => {
+  await cloud?.stop();
+  await github?.stop();
+}, 30_000);
+
+type Entry = { EventBusName: string; Source: string; DetailType: string; Detail: string };
+const entries = () => cloud.aws.events as Entry[];
+/** A PutEvents entry as EventBridge delivers it to a rule's target. */
+const asDelivered = (e: Entry) => ({
+  version: '0',
+  id: 'evt-1',
+  'detail-type': e.DetailType,
+  source: e.Source,
+  account: ACCOUNT,
+  time: new Date().toISOString(),
+  region: REGION,
+  resources: [],
+  detail: JSON.parse(e.Detail),
+});
+
+describe('the webhook handler in AWS mode', () => {
+  let accepted: Awaited<ReturnType<typeof deliver>>;
+
+  test('a signed pull_request delivery is published to the service bus, one event per acting org', async () => {
+    accepted = await deliver(
+      cloud,
+      HOOK_SECRET,
+      'pull_request',
+      prPayload('opened', { number: 7, sha, installationId: INSTALLATION }),
+    );
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toEqual({ accepted: true, deliveryId: accepted.deliveryId, events: 1 });
+    expect(cloud.aws.calls).toContain('EventBridge.PutEvents');
+    expect(entries()).toEqual([
+      {
+        EventBusName: BUS,
+        Source: 'preview.github',
+        DetailType: 'Pull Request Updated',
+        Detail: expect.any(String),
+      },
+    ]);
+    expect(JSON.parse(entries()[0]!.Detail)).toEqual({
+      orgId: org.orgId,
+      repoFullName: 'acme/shop',
+      deliveryId: accepted.deliveryId,
+      prNumber: 7,
+      headSha: sha,
+      headRef: 'feature-7',
+      baseSha: sha,
+      fork: false,
+      eventAt: expect.any(String),
+    });
+    // The installation was checked against GitHub's.
+    expect(github.calls()).toContain('GET /repos/acme/shop/installation');
+  });
+
+  test('a redelivery publishes nothing', async () => {
+    const before = entries().length;
+    const again = await deliver(
+      cloud,
+      HOOK_SECRET,
+      'pull_request',
+      prPayload('opened', { number: 7, sha, installationId: INSTALLATION }),
+      { id: accepted.deliveryId },
+    );
+    expect(again.body).toEqual({ ignored: `delivery ${accepted.deliveryId} was already received` });
+    expect(entries()).toHaveLength(before);
+  });
+
+  test('a wrong signature: 401, nothing published', async () => {
+    const before = entries().length;
+    const res = await deliver(cloud, HOOK_SECRET, 'pull_request', prPayload('opened', { number: 8, sha }), {
+      secret: 'not-the-app-secret',
+    });
+    expect(res.status).toBe(401);
+    expect(entries()).toHaveLength(before);
+  });
+
+  test('an installation that is not the one covering the repository: ignored', async () => {
+    const res = await deliver(
+      cloud,
+      HOOK_SECRET,
+      'push',
+      pushPayload('main', sha, 'acme/shop', INSTALLATION + 1),
+    );
+    expect(res.body).toEqual({ ignored: `installation ${INSTALLATION + 1} does not cover acme/shop` });
+  });
+
+  test('a push to the default branch: Default Branch Pushed', async () => {
+    const res = await deliver(
+      cloud,
+      HOOK_SECRET,
+      'push',
+      pushPayload('main', sha, 'acme/shop', INSTALLATION),
+    );
+    expect(res.body).toMatchObject({ accepted: true, events: 1 });
+    expect(entries().at(-1)).toMatchObject({ DetailType: 'Default Branch Pushed', EventBusName: BUS });
+  });
+});
+
+describe('the rule targets in AWS mode', () => {
+  test('Pull Request Updated, as EventBridge delivers it, starts the deploy state machine', async () => {
+    const entry = entries().find((e) => e.DetailType === 'Pull Request Updated')!;
+    const out = await cloud.invoke<{ outcome: string }>(
+      'functions/events/pull-request-updated.ts',
+      asDelivered(entry),
+    );
+    expect(out).toEqual({ outcome: 'deploy requested' });
+    expect(cloud.aws.calls).toContain('SFN.StartExecution');
+    const res = await call(cloud, 'GET', '/v1/preview/environments/acme/shop/7', { headers: bearer(org) });
+    expect(res.status).toBe(200);
+    expect(res.body.repoFullName).toBe('acme/shop');
+  });
+
+  test('a malformed event fails the invocation (toward the on-failure destination), logged with its reason', async () => {
+    const entry = entries().find((e) => e.DetailType === 'Pull Request Updated')!;
+    const bad = asDelivered(entry);
+    delete (bad.detail as Record<string, unknown>).headSha;
+    const err = await cloud.invoke('functions/events/pull-request-updated.ts', bad).catch((e: Error) => e);
+    expect(err).toMatchObject({ name: 'MalformedEvent' });
+    expect(logs.some((l) => l.includes('"malformed event"') && l.includes('headSha'))).toBe(true);
+  });
+});

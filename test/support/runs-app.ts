@@ -1,0 +1,171 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { importTests } from '../../functions/core/tests.js';
+import { pollUntil, type Status } from './apps.js';
+import { makeRepo } from './git.js';
+import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js';
+
+/**
+ * The fixture app of the run tests: a form page and a result page (and a few pages that misbehave on
+ * purpose). Plain node, no dependencies; `preview.yaml` runs it as the app `web`.
+ *
+ * - `/`: a sign-up form (`#email`, `#submit`), POSTing to `/result`
+ * - `POST /result`: "Welcome, <email>" in `#greeting`, and a heading "Thanks for signing up"
+ * - `/late`: a button that appears after 1.5 s (`#late`; `?ms=N`: after N ms)
+ * - `/leak`: redirects to `/landing?token=<API_TOKEN>` (its secret), so the page URL carries a secret
+ * - `/exit`: answers, then the app exits (the target going down mid-run)
+ */
+export const RUNS_APP_JS = `
+const http = require('node:http');
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+const page = (title, body) => '<!doctype html><html><head><meta charset="utf-8"><title>' + title +
+  '</title><style>body{font:16px sans-serif;margin:40px}input,button{font-size:16px;padding:6px}</style></head><body>' +
+  body + '</body></html>';
+http.createServer((req, res) => {
+  const url = new URL(req.url, 'http://x');
+  const html = (status, title, body) => { res.writeHead(status, { 'content-type': 'text/html' }); res.end(page(title, body)); };
+  if (url.pathname === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  if (url.pathname === '/' && req.method === 'GET')
+    return html(200, 'Sign up', '<h1>Sign up</h1><form method="post" action="/result">' +
+      '<label>Email <input id="email" name="email" type="text"></label> ' +
+      '<button id="submit" type="submit">Sign up</button></form>');
+  if (url.pathname === '/result' && req.method === 'POST') {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    return req.on('end', () => {
+      const email = new URLSearchParams(body).get('email') || '';
+      html(200, 'Thanks', '<h1>Thanks for signing up</h1><p id="greeting">Welcome, ' + esc(email) + '</p>' +
+        '<a id="home" href="/">Back</a>');
+    });
+  }
+  if (url.pathname === '/late')
+    return html(200, 'Late', '<h1>Wait for it</h1><script>setTimeout(() => { const b = document.createElement("button");' +
+      ' b.id = "late"; b.textContent = "Here"; document.body.append(b); }, ' + (Number(url.searchParams.get('ms')) || 1500) + ');</script>');
+  if (url.pathname === '/leak') {
+    res.writeHead(302, { location: '/landing?token=' + encodeURIComponent(process.env.API_TOKEN || 'none') });
+    return res.end();
+  }
+  if (url.pathname === '/landing') return html(200, 'Landing', '<h1>Landed</h1>');
+  if (url.pathname === '/exit') {
+    html(200, 'Bye', '<h1>Going down</h1><a id="next" href="/">Next</a>');
+    return setTimeout(() => process.exit(0), 100);
+  }
+  html(404, 'Not found', '<h1>Not found</h1>');
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+export const RUNS_APP_YAML = `apps:
+  web:
+    port: 3000
+    command: node server.js
+    health: /healthz
+  api:
+    port: 4000
+    command: node server.js
+    health: /healthz
+`;
+
+/** A step of a tests file. */
+export const step = (
+  interaction: string,
+  instruction: string,
+  extra: { url?: string; selector?: string } = {},
+) => ({
+  interaction,
+  instruction,
+  ...(extra.url !== undefined ? { url: extra.url } : {}),
+  ...(extra.selector !== undefined ? { element: { html: '', selector: extra.selector } } : {}),
+});
+
+/** The passing test of issue 11: navigate, input-text with a variable, click, assert-text. */
+export const signUpSteps = [
+  step('navigate', 'Open the sign-up page', { url: '/' }),
+  step('input-text', 'Type {{variable:EMAIL}} into the email field', { selector: '#email' }),
+  step('click', 'Click Sign up', { selector: '#submit' }),
+  step('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', { selector: '#greeting' }),
+];
+
+export interface RunsWorld {
+  h: Harness;
+  gitRoot: string;
+  repo: string;
+  applicationId: string;
+  /** The main-branch environment (0), ready. */
+  main: Status & { environmentId?: string };
+  /** Import one test of the fixture's application; returns its id. */
+  importTest(over: Record<string, unknown>): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A local service with the fixture app deployed through the local pipeline as the main-branch
+ * environment (0) of an application, ready.
+ */
+export async function startRunsWorld(
+  opts: { repo?: string; secrets?: Record<string, string> } = {},
+): Promise<RunsWorld> {
+  const repo = opts.repo ?? 'acme/signup';
+  const gitRoot = mkdtempSync(join(tmpdir(), 'preview-runs-git-'));
+  const h = await startHarness({ gitRoot });
+  makeRepo(gitRoot, repo, { 'preview.yaml': RUNS_APP_YAML, 'server.js': RUNS_APP_JS });
+  const applicationId = await linkRepo(h.org, repo);
+  if (opts.secrets) {
+    const put = await call(h, 'PUT', `/v1/preview/secrets/${applicationId}/web`, {
+      headers: bearer(h.org),
+      body: { items: Object.entries(opts.secrets).map(([key, value]) => ({ key, value })) },
+    });
+    if (put.status !== 200) throw new Error(`secrets: ${put.status} ${put.text}`);
+  }
+  const res = await call(h, 'POST', `/v1/preview/applications/${applicationId}/0`, {
+    headers: bearer(h.org),
+  });
+  if (res.status !== 202) throw new Error(`main-branch deploy: ${res.status} ${res.text}`);
+  const main = await pollUntil(
+    h,
+    h.org,
+    `/v1/preview/environments/${repo}/0`,
+    (s) => s.status === 'ready' || s.status === 'failed',
+    60_000,
+  );
+  if (main.status !== 'ready') throw new Error(`main-branch environment: ${JSON.stringify(main)}`);
+  return {
+    h,
+    gitRoot,
+    repo,
+    applicationId,
+    main,
+    importTest: async (over) => {
+      const out = await importTests(h.org.orgId, [
+        {
+          name: 'Sign up works',
+          folder: { id: 'signup', name: 'Sign up' },
+          application_id: applicationId,
+          application_version: { name: 'web', path: '/' },
+          variables: { EMAIL: 'saved@example.com' },
+          steps: signUpSteps,
+          ...over,
+        },
+      ]);
+      return out.tests[0]!.id;
+    },
+    stop: async () => {
+      await h.stop();
+      rmSync(gitRoot, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Poll a run until it ends (passed or failed). */
+export async function runEnded(h: Harness, runId: string, timeoutMs = 90_000): Promise<any> {
+  const { client } = await import('./harness.js');
+  const deadline = Date.now() + timeoutMs;
+  let last: any;
+  while (Date.now() < deadline) {
+    const res = await call(h, 'GET', `/run/${runId}?steps=true&media=true`, { headers: client(h.org) });
+    last = res.body;
+    if (res.status === 200 && (last.status === 'passed' || last.status === 'failed')) return last;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`run ${runId} did not end; last ${JSON.stringify(last)}`);
+}
