@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuthKind } from '../manifest/routes.js';
 import { keys } from '../manifest/tables.js';
+import { config } from '../shared/config.js';
 import { matchesHash, sha256Hex } from '../shared/crypto.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { UnauthorizedError } from '../shared/errors.js';
@@ -33,12 +34,33 @@ export interface CredentialItem {
   createdAt: string;
 }
 
+/**
+ * Credentials found valid, per container, for a bounded time (`PREVIEW_AUTH_CACHE_SECONDS`, default 30,
+ * at most 60): a status poll then costs one read, not two. What is cached is the stored hash, so the
+ * presented secret is still compared every time; a revoked or rotated key stops working within the bound.
+ * Unknown credentials are never cached (a new key works at once). Bounded in size.
+ */
+const cache = new Map<string, { orgId: string; secretHash: string; until: number }>();
+const CACHE_MAX = 10_000;
+
 async function check(pk: string, secret: string): Promise<Principal> {
+  const now = Date.now();
+  const hit = cache.get(pk);
+  if (hit && hit.until > now) {
+    if (!matchesHash(secret, hit.secretHash)) throw new UnauthorizedError();
+    return { orgId: hit.orgId };
+  }
+  if (hit) cache.delete(pk);
   const { Item } = await ddb().send(new GetCommand({ TableName: table('tenancy'), Key: { pk } }));
   const item = Item as CredentialItem | undefined;
   // Compare even when the credential is unknown, so both paths cost the same.
   const ok = matchesHash(secret, item?.secretHash ?? DUMMY_HASH);
   if (!item || !ok) throw new UnauthorizedError();
+  const ttl = config().authCacheSeconds;
+  if (ttl > 0) {
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(pk, { orgId: item.orgId, secretHash: item.secretHash, until: now + ttl * 1000 });
+  }
   return { orgId: item.orgId };
 }
 

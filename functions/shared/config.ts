@@ -20,6 +20,7 @@ const schema = z
     PREVIEW_GIT_ROOT: z.string().min(1).optional(),
     PREVIEW_WORK_DIR: z.string().min(1).optional(),
     SECRET_NAME_PREFIX: z.string().min(1).default('preview'),
+    PREVIEW_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(30),
     PREVIEW_READY_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
     STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
     STATE_MACHINE_TEARDOWN_ARN: z.string().min(1).optional(),
@@ -62,6 +63,8 @@ export interface Config {
   /** Local runtime: where apps' working copies go (default: under the OS temp dir, per data dir). */
   workDir?: string;
   secretNamePrefix: string;
+  /** How long a container trusts credentials it found valid (a revoked key stops working within it). */
+  authCacheSeconds: number;
   /** Local runtime: how long an app may take to answer its readiness check. */
   readyTimeoutSeconds: number;
   stateMachines: { deploy?: string; teardown?: string; redeployApp?: string; testRun?: string };
@@ -114,6 +117,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     gitRoot: e.PREVIEW_GIT_ROOT,
     workDir: e.PREVIEW_WORK_DIR,
     secretNamePrefix: e.SECRET_NAME_PREFIX,
+    authCacheSeconds: e.PREVIEW_AUTH_CACHE_SECONDS,
     readyTimeoutSeconds: e.PREVIEW_READY_TIMEOUT_SECONDS,
     stateMachines: {
       deploy: e.STATE_MACHINE_DEPLOY_ARN,
