@@ -3,18 +3,33 @@
  * machines and local adapters. Env: PORT (3000), PREVIEW_DATA_DIR (./.preview-data), PREVIEW_GIT_ROOT,
  * PREVIEW_ISOLATION (auto | bwrap | none).
  */
+import { createServer } from 'node:net';
 import { describeIsolation } from '../lib/local/adapters.js';
 import { type LocalService, startLocal, webhookStartupLines } from '../lib/local/server.js';
 import { describeTestRunTools } from '../lib/local/test-runs.js';
 
+const port = process.env.PORT ? Number(process.env.PORT) : 3000;
+const portInUse = (p: number) =>
+  `port ${p} is in use; set PORT=… to another port (PORT=${p === 3000 ? 3001 : 3000} npm start), or stop what holds it\n`;
+
+// Before anything else (recovery of the data dir would stop the apps of a server already running there).
+if (port !== 0 && (await inUse(port))) {
+  process.stderr.write(portInUse(port));
+  process.exit(1);
+}
+
 let service: LocalService;
 try {
   service = await startLocal({
-    port: process.env.PORT ? Number(process.env.PORT) : 3000,
+    port,
     dataDir: process.env.PREVIEW_DATA_DIR ?? '.preview-data',
     gitRoot: process.env.PREVIEW_GIT_ROOT,
   });
 } catch (err) {
+  if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    process.stderr.write(portInUse(port));
+    process.exit(1);
+  }
   // A refused start (isolation required but unusable, a data or work dir that is not private) says why.
   process.stderr.write(`preview control plane did not start: ${(err as Error).message}\n`);
   process.exit(1);
@@ -43,3 +58,12 @@ process.stderr.write(
     `  ${describeTestRunTools()}\n` +
     `${webhookStartupLines(service).join('\n')}\n`,
 );
+
+/** Whether something listens on 127.0.0.1:`p` already (a listen there fails with EADDRINUSE). */
+function inUse(p: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE'));
+    probe.listen(p, '127.0.0.1', () => probe.close(() => resolve(false)));
+  });
+}

@@ -6,6 +6,7 @@ import type * as z from 'zod';
 import { authenticate, type Principal } from '../core/auth.js';
 import { DEFAULT_MAX_BODY_BYTES, type RouteDef, type RouteId, routes } from '../manifest/routes.js';
 import {
+  AlreadyExistsError,
   ConfigError,
   PayloadTooLargeError,
   publicMessage,
@@ -67,7 +68,8 @@ interface State extends Record<string, unknown> {
 export const json = (statusCode: number, body: unknown): APIGatewayProxyResult => ({
   statusCode,
   headers: { 'content-type': 'application/json' },
-  body: JSON.stringify(body),
+  // A trailing newline, so a body printed by curl does not run into the shell prompt.
+  body: `${JSON.stringify(body)}\n`,
 });
 
 /**
@@ -155,7 +157,11 @@ const errorHandler = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayPro
         stack: request.error?.stack?.split('\n').slice(1, 6).join(' | '),
       });
     }
-    request.response = json(status, { error: publicMessage(request.error) });
+    const existing = request.error instanceof AlreadyExistsError ? request.error.existingId : undefined;
+    request.response = json(status, {
+      error: publicMessage(request.error),
+      ...(existing ? { existingId: existing } : {}),
+    });
   },
 });
 

@@ -39,6 +39,8 @@ export interface Environment {
   apps?: string[];
   /** The apps as the preview config declares them (what restarts and rebuilds run). */
   appSpecs?: Record<string, AppSpec>;
+  /** preview.yaml `factory`: the Environment Factory of scenario runs (issue 12). */
+  factory?: { app: string; path: string };
   /** The image each app runs from (app → `uri@digest`), in runtimes that run images. */
   images?: Record<string, string>;
   /** Set when a teardown was requested: nothing but a new deploy may run after it. */
@@ -447,4 +449,26 @@ export async function requestMainBranchDeploy(
     prNumber: 0,
     environmentId: env.environmentId,
   };
+}
+
+/**
+ * Every environment of an organization (`previewctl envs list`), torn-down ones included: a query of the
+ * table's partition (`orgId`), paged to the end.
+ */
+export async function listEnvironments(orgId: string): Promise<PreviewStatus[]> {
+  const out: PreviewStatus[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('environments'),
+        KeyConditionExpression: 'orgId = :o',
+        ExpressionAttributeValues: { ':o': orgId },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of (res.Items ?? []) as Environment[]) out.push(toPreviewStatus(item));
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return out;
 }

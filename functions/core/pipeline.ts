@@ -57,6 +57,7 @@ export interface Transition {
   phase?: string;
   apps?: string[];
   appSpecs?: Record<string, AppSpec>;
+  factory?: { app: string; path: string };
   urls?: Record<string, string>;
   images?: Record<string, string>;
   lastDeployedSha?: string;

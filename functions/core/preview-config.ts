@@ -41,8 +41,24 @@ const configSchema = z
         }
       }
     }),
+    /** The Environment Factory of scenario runs (issue 12): an app of this file and a path on it. */
+    factory: z
+      .object({
+        app: z.string().regex(APP_NAME_RE, 'must be an app name'),
+        path: z.string().startsWith('/', 'must be a path starting with /').default('/'),
+      })
+      .strict()
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    if (config.factory && !Object.hasOwn(config.apps, config.factory.app))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['factory', 'app'],
+        message: `no app "${config.factory.app}" in apps`,
+      });
+  });
 
 /** The validated file: every app as the Runtime port takes it. */
 export type PreviewConfig = z.infer<typeof configSchema> & { apps: Record<string, AppSpec> };

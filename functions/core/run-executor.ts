@@ -13,6 +13,23 @@ import {
   type RunTarget,
   saveRunStep,
 } from './runs.js';
+import {
+  callFactory,
+  downPayload,
+  type FactoryClientOptions,
+  factorySecret,
+  factoryUrl,
+  loadScenarioRecipe,
+  noFactorySecret,
+  parseUpAnswer,
+  readScenarioState,
+  type ScenarioState,
+  saveScenarioState,
+  substituteTokens,
+  testRunShortId,
+  type UpAnswer,
+  upPayload,
+} from './scenarios.js';
 
 /*
  * The steps of a test and what each does (README, "Tests and runs"). A run opens its first page, then
@@ -211,6 +228,8 @@ export interface ExecuteDeps {
   stepTimeoutSeconds: number;
   runTimeoutSeconds: number;
   now?: () => number;
+  /** Retry and timeout limits of Environment Factory requests (30 s each unless changed: tests). */
+  factory?: FactoryClientOptions;
 }
 
 export interface ExecuteInput {
@@ -294,6 +313,38 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   }
   const masked = await secretValues(deps, run, input.target);
   const mask = (text: string) => maskSecrets(text, masked);
+
+  // Scenario data (issue 12): `up` before the browser opens; `down` once the steps ended.
+  let scenario: { state: ScenarioState; url: string; secret: string; up: UpAnswer } | undefined;
+  if (run.scenario) {
+    const provisioned = await provision(deps, run, input.target, masked, mask);
+    if ('error' in provisioned) {
+      skipRest(0);
+      return end('failed', provisioned.error);
+    }
+    scenario = provisioned;
+  }
+  const down = async () => {
+    if (scenario?.state.status !== 'up') return;
+    const { state } = scenario;
+    // A restart's recovery may have sent it already (the run was failed under this execution).
+    const stored = readScenarioState((await loadRun(run.runId).catch(() => undefined))?.scenarioState);
+    if (stored && stored.status !== 'up') return;
+    const started = now();
+    try {
+      await callFactory(scenario.url, scenario.secret, downPayload(state), mask, deps.factory);
+      state.status = 'down';
+    } catch (err) {
+      state.status = 'down_failed';
+      state.downError = mask((err as Error).message).slice(0, 1000);
+      log.warn('scenario down failed', { runId: run.runId, error: state.downError });
+    }
+    state.downMs = now() - started;
+    await saveScenarioState(run.runId, state).catch((err) =>
+      log.error('could not record a scenario down', { runId: run.runId, error: (err as Error).message }),
+    );
+  };
+
   const stepMs = (run.stepTimeoutSeconds ?? deps.stepTimeoutSeconds) * 1000;
   const runMs = (run.runTimeoutSeconds ?? deps.runTimeoutSeconds) * 1000;
   const deadline = now() + runMs;
@@ -303,19 +354,36 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
     session = await deps.browser.open({ viewport: VIEWPORT, video: true });
   } catch (err) {
     skipRest(0);
+    await down();
     return end('failed', mask(`the browser could not start: ${browserError(err)}`));
   }
 
   let error: string | undefined;
   let videoKey: string | undefined;
   try {
+    const auth = scenario?.up.auth;
     try {
+      if (auth?.headers && Object.keys(auth.headers).length) {
+        if (!session.setExtraHTTPHeaders) throw new Error('this browser cannot set request headers');
+        await session.setExtraHTTPHeaders(auth.headers);
+      }
+      if (auth?.cookies?.length) {
+        if (!session.addCookies) throw new Error('this browser cannot set cookies');
+        await session.addCookies(auth.cookies, input.target.appUrl);
+      }
+    } catch (err) {
+      error = mask(`the scenario's auth could not be applied to the browser: ${browserError(err)}`);
+      skipRest(0);
+    }
+    try {
+      if (error !== undefined) throw new SkipFirstPage();
       await within(
         session.goto(input.target.url, Math.min(stepMs, deadline - now())),
         Math.min(stepMs, deadline - now()) + 2_000,
         `the first page did not load within ${seconds(stepMs)}`,
       );
     } catch (err) {
+      if (err instanceof SkipFirstPage) throw err;
       const crash = session.crashed();
       error = crash
         ? `the browser died while opening the first page: ${crash}`
@@ -383,9 +451,12 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   } catch (err) {
     if (err instanceof RunNotOwned) {
       await session.close().catch(() => undefined);
+      await down();
       throw err;
     }
-    error ??= mask(`the run stopped: ${browserError(err)}`);
+    if (err instanceof SkipFirstPage && error !== undefined) {
+      // the auth could not be applied: nothing ran
+    } else error ??= mask(`the run stopped: ${browserError(err)}`);
   }
   try {
     const video = await session.close();
@@ -397,5 +468,73 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   } catch (err) {
     log.warn('no video of a run', { runId: run.runId, error: browserError(err) });
   }
+  await down();
   return end(error === undefined ? 'passed' : 'failed', error, videoKey);
+}
+
+/** Internal: the first page is not opened when the scenario's auth could not be applied. */
+class SkipFirstPage extends Error {}
+
+/**
+ * Provision a run's scenario (issue 12): the factory (preview.yaml `factory`, else the application's
+ * setting) must be configured and an app of the environment; load the recipe; send the signed `up` with
+ * the recipe's graph, tokens substituted; record it on the run. An error names what failed (masked).
+ */
+async function provision(
+  deps: ExecuteDeps,
+  run: RunItem,
+  target: RunTarget,
+  masked: string[],
+  mask: (text: string) => string,
+): Promise<{ state: ScenarioState; url: string; secret: string; up: UpAnswer } | { error: string }> {
+  const ref = run.scenario!;
+  const label = `scenario "${ref.recipe}" (setup ${ref.setupId})`;
+  const testRunId = run.runId;
+  const state: ScenarioState = {
+    setupId: ref.setupId,
+    name: ref.recipe,
+    ...(ref.version !== undefined ? { version: ref.version } : {}),
+    testRunId,
+    testRunShortId: testRunShortId(testRunId),
+    status: 'provisioning',
+  };
+  const fail = async (message: string) => {
+    state.status = 'up_failed';
+    state.error = mask(message).slice(0, 2000);
+    await saveScenarioState(run.runId, state);
+    return { error: mask(`${label} could not be provisioned: ${message}`) };
+  };
+  if (!target.factory)
+    return fail(
+      `no Environment Factory is configured for application ${target.applicationId}: set ` +
+        '`factory: {app, path}` in preview.yaml, or `previewctl apps update --factory-app APP --factory-path PATH`',
+    );
+  const url = factoryUrl(target.urls ?? {}, target.factory);
+  if (typeof url !== 'string') return fail(url.error);
+  state.factoryUrl = url;
+  const loaded = await loadScenarioRecipe(run.orgId, ref);
+  if ('error' in loaded) return fail(loaded.error);
+  state.version = loaded.recipe.version;
+  const secret = await factorySecret(deps.secrets, target.applicationId);
+  if (!secret) return fail(noFactorySecret(target.applicationId));
+  masked.push(secret);
+  await saveScenarioState(run.runId, state);
+  const started = Date.now();
+  try {
+    const create = substituteTokens(loaded.recipe.create, {
+      testRunId,
+      testRunShortId: state.testRunShortId,
+    });
+    const answer = parseUpAnswer(
+      await callFactory(url, secret, upPayload(state, create), mask, deps.factory),
+    );
+    state.upMs = Date.now() - started;
+    state.status = 'up';
+    if (answer.refs !== undefined) state.refs = answer.refs;
+    await saveScenarioState(run.runId, state);
+    return { state, url, secret, up: answer };
+  } catch (err) {
+    state.upMs = Date.now() - started;
+    return fail((err as Error).message);
+  }
 }

@@ -1,5 +1,6 @@
 import { type LinkCheck, type MediaStore, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
 import { loadRun, type RunItem } from './runs.js';
+import { readScenarioState } from './scenarios.js';
 
 /*
  * The run report: a page a person opens from the start-run response's `url` — the run's status, each
@@ -92,6 +93,7 @@ img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:1
 <span>started ${escapeHtml(run.startedAt ?? run.createdAt)}</span>${run.endedAt ? `<span>took ${duration(run)}</span>` : ''}
 <span>${passedCount}/${run.steps.length} steps passed</span></div>
 ${run.targetUrl ? `<div class="meta">against ${escapeHtml(run.targetUrl)}</div>` : ''}
+${scenarioLine(run)}
 ${run.status === 'failed' && run.error ? `<div class="error">${escapeHtml(run.error)}</div>` : ''}
 </div>
 <div class="card"><table>
@@ -137,4 +139,21 @@ export async function serveRunReport(
   for (const key of [run.videoKey, ...run.steps.map((s) => s.imageKey)])
     if (key && !urls.has(key)) urls.set(key, await media.url(key, req.baseUrl));
   return { status: 200, contentType: 'text/html; charset=utf-8', body: renderRunReport(run, urls) };
+}
+
+/** The run's scenario provisioning (issue 12), one line: recipe, status, durations, errors. */
+function scenarioLine(run: RunItem): string {
+  const s = readScenarioState(run.scenarioState);
+  if (!s) return '';
+  const parts = [
+    `scenario ${s.name} (setup ${s.setupId}${s.version !== undefined ? ` v${s.version}` : ''})`,
+    s.status,
+    `testRunId ${s.testRunId} / ${s.testRunShortId}`,
+    ...(s.upMs !== undefined ? [`up ${s.upMs} ms`] : []),
+    ...(s.downMs !== undefined ? [`down ${s.downMs} ms`] : []),
+  ];
+  const errors = [s.error, s.downError ? `down: ${s.downError}` : undefined].filter(Boolean) as string[];
+  return `<div class="meta" id="scenario">${parts.map((p) => `<span>${escapeHtml(p)}</span>`).join('')}</div>${errors
+    .map((e) => `<div class="error">${escapeHtml(e)}</div>`)
+    .join('')}`;
 }

@@ -1,11 +1,19 @@
 import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
+import type { SecretStore } from '../ports/secret-store/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import type { Environment } from './environments.js';
+import {
+  type FactoryLocation,
+  readScenarioState,
+  type ScenarioRef,
+  scenarioMetadata,
+  sendOwedDown,
+} from './scenarios.js';
 import { type ApplicationVersion, copyStep, type Folder, findTest, type StepElement } from './tests.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
@@ -59,6 +67,9 @@ export interface RunItem {
   steps: RunStepItem[];
   /** Storage key of the run's video (media store), once stored. */
   videoKey?: string;
+  /** The test's scenario when the run started (issue 12), and what its provisioning did. */
+  scenario?: ScenarioRef;
+  scenarioState?: unknown;
   /** `<createdAt>#<runId>`: the sort key of every index (newest first when read backwards). */
   createdKey: string;
   testKey: string;
@@ -90,7 +101,7 @@ export interface TestRunView {
   job_id: string | null;
   folder: Folder;
   video_url: string | null;
-  metadata: { source: string; application_version_id?: string };
+  metadata: { source: string; application_version_id?: string } & Record<string, unknown>;
   error?: string;
   steps?: RunStepView[];
 }
@@ -169,6 +180,7 @@ export async function startRun(
     applicationVersion: { name: test.applicationVersion.name, path: test.applicationVersion.path },
     ...(test.stepTimeoutSeconds !== undefined ? { stepTimeoutSeconds: test.stepTimeoutSeconds } : {}),
     ...(test.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: test.runTimeoutSeconds } : {}),
+    ...(test.scenario ? { scenario: test.scenario } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
     steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
     createdKey: keys.runs.created(createdAt, runId),
@@ -257,6 +269,9 @@ export interface RunTarget {
   environmentId?: string;
   /** Every app of the environment (their secret bundles are masked in outputs). */
   apps: string[];
+  /** Every app's URL in the environment, and the Environment Factory (preview.yaml, else the application). */
+  urls?: Record<string, string>;
+  factory?: FactoryLocation;
 }
 
 /** The app URL plus a path, as written (`/form` → `http://host:port/form`). */
@@ -308,7 +323,9 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
   const { Item } = await ddb().send(
     new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
   );
-  const app = Item as { orgId: string; repoFullName?: string; disabled?: boolean } | undefined;
+  const app = Item as
+    | { orgId: string; repoFullName?: string; disabled?: boolean; factoryApp?: string; factoryPath?: string }
+    | undefined;
   if (!app || app.orgId !== run.orgId) return { error: `application ${applicationId} not found` };
   if (!app.repoFullName)
     return { error: `application ${applicationId} is not linked to a repository, so it has no environments` };
@@ -354,6 +371,12 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       applicationId,
       ...(env.environmentId ? { environmentId: env.environmentId } : {}),
       apps: Object.keys(env.urls ?? {}).sort(),
+      urls: { ...env.urls },
+      ...(env.factory
+        ? { factory: env.factory }
+        : app.factoryApp
+          ? { factory: { app: app.factoryApp, path: app.factoryPath ?? '/' } }
+          : {}),
     },
   };
 }
@@ -490,7 +513,7 @@ export const mediaKeys = {
  * environment restarting too (recovery restarts ready environments), so starting it again would only fail
  * it as "not ready". Reads each organization's `byStatus` index (the tenancy table lists organizations).
  */
-export async function recoverRuns(): Promise<{ failed: number }> {
+export async function recoverRuns(deps: { secrets?: SecretStore } = {}): Promise<{ failed: number }> {
   let failed = 0;
   const orgIds: string[] = [];
   let ExclusiveStartKey: Record<string, unknown> | undefined;
@@ -527,6 +550,8 @@ export async function recoverRuns(): Promise<{ failed: number }> {
         for (const item of (page.Items ?? []) as RunItem[]) {
           try {
             if (await failRun(item.runId, reasons[status])) failed++;
+            // A run abandoned after its scenario came up still owes the factory its `down` (issue 12).
+            if (deps.secrets && item.scenarioState) await sendOwedDown({ secrets: deps.secrets }, item);
           } catch (err) {
             log.error('could not recover a test run', { runId: item.runId, error: (err as Error).message });
           }
@@ -602,6 +627,7 @@ export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = n
     metadata: {
       source: run.source,
       ...(run.applicationVersionId !== undefined ? { application_version_id: run.applicationVersionId } : {}),
+      ...scenarioMetadata(readScenarioState(run.scenarioState)),
     },
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
     ...(view.steps

@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/li
 import { keys } from '../manifest/tables.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { NotFoundError } from '../shared/errors.js';
+import { AlreadyExistsError, NotFoundError } from '../shared/errors.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
 export interface OrgCredentials {
@@ -58,6 +58,9 @@ export interface Application {
   deployDrafts?: boolean;
   /** Hours without a deploy after which a PR environment is torn down; 0 = never. @default 72 */
   ttlHours?: number;
+  /** The Environment Factory of scenario runs (issue 12; preview.yaml `factory` wins over these). */
+  factoryApp?: string;
+  factoryPath?: string;
 }
 
 /** The settings an application may change after it is created (`updateApplication`). */
@@ -66,6 +69,8 @@ export interface ApplicationSettings {
   ttlHours?: number;
   disabled?: boolean;
   installationActive?: boolean;
+  factoryApp?: string;
+  factoryPath?: string;
 }
 
 /** Default `ttlHours` of an application. */
@@ -73,6 +78,10 @@ export const DEFAULT_TTL_HOURS = 72;
 /** The longest `ttlHours` (a year). */
 export const MAX_TTL_HOURS = 24 * 366;
 
+/**
+ * Create an application. A repository has at most one application per organization: a second answers
+ * 409 (`AlreadyExistsError`) with the existing id, to be changed with `apps update` instead.
+ */
 export async function createApplication(input: {
   orgId: string;
   name?: string;
@@ -82,6 +91,15 @@ export async function createApplication(input: {
   deployDrafts?: boolean;
   ttlHours?: number;
 }): Promise<Application> {
+  // One application per repository in an organization: a second would have its secrets ignored.
+  if (input.repoFullName) {
+    const existing = await findApplicationByRepo(input.orgId, input.repoFullName);
+    if (existing)
+      throw new AlreadyExistsError(
+        `${input.repoFullName} already has an application in this organization: ${existing.applicationId}`,
+        existing.applicationId,
+      );
+  }
   const applicationId = newId();
   const app: Application = {
     applicationId,

@@ -4,6 +4,7 @@ import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { describeIssues, issuePath, RESERVED_KEY, reservedMemberPath, rowId } from '../shared/validation.js';
+import { checkScenarioRefs, type ScenarioRef } from './scenarios.js';
 
 /** A folder that groups tests (and so runs); its id comes from the imported file. */
 export interface Folder {
@@ -54,6 +55,8 @@ export interface TestItem {
   applicationVersion: ApplicationVersion;
   variables: Record<string, string>;
   steps: TestStepItem[];
+  /** The scenario provisioned through the Environment Factory before each run (issue 12). */
+  scenario?: ScenarioRef;
 }
 
 /** What callers see (Test); `steps` only when asked for. */
@@ -67,6 +70,8 @@ export interface TestView {
   /** Present (true) when the test runs on every preview of its application. */
   run_on_preview?: true;
   application_version: ApplicationVersion;
+  /** Present when the test names a scenario. */
+  scenario?: { setup_id: string; recipe: string; version?: number };
   steps?: TestStepItem[];
 }
 
@@ -93,6 +98,14 @@ const testSchema = z.object({
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z.record(nonEmpty(256), text(10_000)).default({}),
   steps: z.array(stepSchema).max(500, 'must have at most 500 steps'),
+  scenario: z
+    .object({
+      setup_id: rowId,
+      recipe: nonEmpty(512),
+      version: z.number().int().min(1).optional(),
+    })
+    .strict()
+    .optional(),
 });
 
 /** The file `previewctl tests import` reads: a JSON array of tests. */
@@ -123,6 +136,15 @@ export function toTestItem(orgId: string, test: TestsFile[number], createdAt: st
     ...(test.step_timeout_seconds !== undefined ? { stepTimeoutSeconds: test.step_timeout_seconds } : {}),
     ...(test.run_timeout_seconds !== undefined ? { runTimeoutSeconds: test.run_timeout_seconds } : {}),
     applicationVersion: { name: test.application_version.name, path: test.application_version.path },
+    ...(test.scenario
+      ? {
+          scenario: {
+            setupId: test.scenario.setup_id,
+            recipe: test.scenario.recipe,
+            ...(test.scenario.version !== undefined ? { version: test.scenario.version } : {}),
+          },
+        }
+      : {}),
     variables: Object.assign(Object.create(null), test.variables) as Record<string, string>,
     steps: test.steps.map((s) => ({
       id: newId(),
@@ -177,6 +199,19 @@ export async function importTests(
         );
     }
   }
+  await checkScenarioRefs(
+    orgId,
+    parsed.flatMap((t, index) =>
+      t.scenario
+        ? [
+            {
+              index,
+              ref: { setupId: t.scenario.setup_id, recipe: t.scenario.recipe, version: t.scenario.version },
+            },
+          ]
+        : [],
+    ),
+  );
   const createdAt = new Date().toISOString();
   const items = parsed.map((t) => toTestItem(orgId, t, createdAt));
   items.forEach((item, i) => {
@@ -236,6 +271,15 @@ export function toTestView(test: TestItem, opts: { steps: boolean }): TestView {
     ...(test.applicationId !== undefined ? { application_id: test.applicationId } : {}),
     ...(test.runOnPreview ? { run_on_preview: true as const } : {}),
     application_version: { name: test.applicationVersion.name, path: test.applicationVersion.path },
+    ...(test.scenario
+      ? {
+          scenario: {
+            setup_id: test.scenario.setupId,
+            recipe: test.scenario.recipe,
+            ...(test.scenario.version !== undefined ? { version: test.scenario.version } : {}),
+          },
+        }
+      : {}),
     ...(opts.steps
       ? {
           steps: test.steps.map(copyStep),

@@ -210,3 +210,25 @@ export const routes = {
 
 export type RouteId = keyof typeof routes;
 export const routeIds = Object.keys(routes) as RouteId[];
+
+/**
+ * Pages: HTML for a person's browser, with no credentials: the signed, expiring link is the authorization
+ * (403 for a bad signature, 410 once expired), checked by the handler. Not JSON routes, so outside the
+ * middleware stack. CDK serves each as an API Gateway route with its own function; the local server
+ * serves the same paths (lib/local/media-routes.ts).
+ */
+export interface PageDef {
+  method: 'GET';
+  path: string;
+  entry: string;
+  access: RouteAccess;
+}
+
+export const pages = {
+  runReport: {
+    method: 'GET',
+    path: '/report/{run_id}',
+    entry: 'functions/api/runs/report.ts',
+    access: { tables: { runs: 'R' }, media: 'R' },
+  },
+} as const satisfies Record<string, PageDef>;

@@ -91,7 +91,8 @@ export const workflows = {
       RunExecuteFunctionArn: {
         entry: 'functions/steps/run-execute.ts',
         // The browser Lambda: x86_64, >= 2 GB, 15 min, @sparticuz/chromium and ffmpeg (see `browser`).
-        access: { tables: { runs: 'RW' }, secrets: 'R', media: 'RW', browser: true },
+        // recipes: the scenario a test names (issue 12).
+        access: { tables: { runs: 'RW', recipes: 'R' }, secrets: 'R', media: 'RW', browser: true },
       },
       RunMarkFailedFunctionArn: {
         entry: 'functions/steps/run-mark-failed.ts',

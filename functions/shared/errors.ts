@@ -30,6 +30,15 @@ export class NotFoundError extends AppError {
 export class ConflictError extends AppError {
   readonly statusCode = 409;
 }
+/** 409: the object to create exists already; `existingId` names it (callers get it in the answer). */
+export class AlreadyExistsError extends ConflictError {
+  constructor(
+    message: string,
+    readonly existingId: string,
+  ) {
+    super(message);
+  }
+}
 /** 413: the request body is larger than the service accepts. */
 export class PayloadTooLargeError extends AppError {
   readonly statusCode = 413;

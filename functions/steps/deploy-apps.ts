@@ -1,4 +1,5 @@
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
+import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
 import { runtime, secretStore } from '../ports/registry.js';
 import type { AppLaunch, AppSpec } from '../ports/runtime/port.js';
@@ -20,16 +21,24 @@ export async function handler(event: CallbackEvent): Promise<void> {
   // A pull request from a fork runs without the application's secret bundles (the trust boundary).
   const application = env.inputs?.fork ? undefined : await findApplicationByRepo(env.orgId, env.repoFullName);
   const images: Record<string, string> = { ...env.images, ...input.built?.images };
+  // The Environment Factory app gets the application's factory signing secret (issue 12).
+  const factoryApp = env.factory?.app ?? application?.factoryApp;
+  const secret =
+    application && factoryApp && apps[factoryApp]
+      ? await factorySecret(secretStore(), application.applicationId)
+      : undefined;
+  const factory = secret ? { [FACTORY_SECRET_VAR]: secret } : undefined;
   const launches: AppLaunch[] = await Promise.all(
     Object.entries(apps).map(async ([name, spec]) => {
       const secrets = application
         ? await secretStore().read({ applicationId: application.applicationId, app: name })
         : undefined;
+      const mounted = name === factoryApp ? { ...secrets, ...factory } : secrets;
       return {
         name,
         spec,
-        vars: { ...spec.env, ...secrets },
-        secretKeys: Object.keys(secrets ?? {}),
+        vars: { ...spec.env, ...mounted },
+        secretKeys: Object.keys(mounted ?? {}),
         ...(images[name] ? { image: images[name] } : {}),
       };
     }),
@@ -37,6 +46,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
   await runtime().deploy(target, launches, {
     prune: input.mode === undefined,
     restart: input.mode === 'restart',
+    apps: Object.keys(env.appSpecs ?? apps),
   });
   await transition(input, {
     phase: 'waiting-ready',

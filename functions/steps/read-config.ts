@@ -18,6 +18,14 @@ export async function handler(input: StepInput): Promise<StepInput> {
   } catch (err) {
     throw new DeployFailed(`${(err as Error).message} (in ${env.repoFullName}@${sha.slice(0, 12)})`);
   }
-  await transition(input, { apps: Object.keys(config.apps).sort(), appSpecs: config.apps });
+  await transition(
+    input,
+    {
+      apps: Object.keys(config.apps).sort(),
+      appSpecs: config.apps,
+      ...(config.factory ? { factory: config.factory } : {}),
+    },
+    config.factory ? [] : ['factory'],
+  );
   return input;
 }

@@ -1,17 +1,25 @@
-import { dirname, isAbsolute, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, type Size, Stack } from 'aws-cdk-lib';
+import type * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as ecr from 'aws-cdk-lib/aws-ecr';
+import * as eks from 'aws-cdk-lib/aws-eks';
+import type * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { RouteAccess } from '../../functions/manifest/routes.js';
-import { type TableName, tableNames, tables } from '../../functions/manifest/tables.js';
+import { SOURCES_PREFIX, type TableName, tableNames, tables } from '../../functions/manifest/tables.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { lambdaBundling } from './bundling.js';
+import { acknowledge, acknowledgeWildcardResource } from './nag.js';
 
 /** The repository root (entries in the route and workflow manifests are relative to it). */
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -21,13 +29,165 @@ export const stateMachineArnEnv: Record<WorkflowName, string> = {
   deploy: 'STATE_MACHINE_DEPLOY_ARN',
   teardown: 'STATE_MACHINE_TEARDOWN_ARN',
   redeployApp: 'STATE_MACHINE_REDEPLOY_APP_ARN',
+  testRun: 'STATE_MACHINE_TEST_RUN_ARN',
 };
 
-/** What the function is: an API route handler or a state machine step. */
-export type FunctionKind = 'api' | 'step';
+/**
+ * What the function is: an API route handler, a state machine step, an EventBridge rule's target or a
+ * worker (functions/manifest/workers.ts: invoked asynchronously by the service itself).
+ */
+export type FunctionKind = 'api' | 'step' | 'event' | 'worker';
 
 /** Every table of the stateful stack, by manifest name. */
 export type Tables = Record<TableName, dynamodb.ITable>;
+
+/**
+ * Where staged source archives live in the artifacts bucket (`artifactKeys.source` in
+ * functions/manifest/tables.ts builds every key under it; an infra test holds the two equal). Functions
+ * and the image build reach only this prefix.
+ */
+export const sourcesPrefix = SOURCES_PREFIX;
+
+/** The DynamoDB calls of `R` access (item reads, queries, scans, and DescribeTable: metadata only). */
+export const tableReadActions = [
+  'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:Query',
+  'dynamodb:Scan',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:DescribeTable',
+];
+/** What `RW` adds (transactions need no action of their own: each item needs its Put/Update/Delete). */
+export const tableWriteActions = [
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:BatchWriteItem',
+];
+/** `R` on the artifacts bucket; ListBucket makes a HeadObject of a missing key a 404 rather than a 403. */
+export const artifactReadActions = ['s3:GetObject'];
+/** What `RW` adds: single and multipart uploads (lib-storage), and aborting a failed multipart upload. */
+export const artifactWriteActions = ['s3:PutObject', 's3:AbortMultipartUpload'];
+/** `imageBuilds`: start builds and read them, read the pushed images, read the build logs. */
+export const imageBuildActions = {
+  project: ['codebuild:StartBuild', 'codebuild:BatchGetBuilds'],
+  repository: ['ecr:DescribeImages', 'ecr:BatchGetImage'],
+  logs: ['logs:GetLogEvents', 'logs:FilterLogEvents'],
+};
+
+/** What a function that calls the cluster may do in AWS (the rest is Kubernetes RBAC). */
+export const clusterDescribeActions = ['eks:DescribeCluster'];
+
+/** The ARN of an EKS cluster of the stack's account and region, by name. */
+export function clusterArn(scope: Construct, name: string): string {
+  return Stack.of(scope).formatArn({ service: 'eks', resource: 'cluster', resourceName: name });
+}
+
+/** The image build, as the functions with `imageBuilds` access see it. */
+export interface ImageBuildResources {
+  project: codebuild.IProject;
+  repository: ecr.IRepository;
+  logGroup: logs.ILogGroup;
+}
+
+/** The GitHub App (source host), as the functions with `sourceHost` access see it. */
+export interface SourceHostResources {
+  /** `{"appId","privateKey","webhookSecret"}`, filled by the operator. */
+  secret: secretsmanager.ISecret;
+  /** REST API base URL (GITHUB_API_URL). */
+  apiUrl: string;
+}
+
+/** Test-run media and report links, as the functions with `media` access see them. */
+export interface MediaResources {
+  /** Screenshots and videos (MEDIA_BUCKET), under `runs/` (`mediaPrefix`). */
+  bucket: s3.IBucket;
+  /** The key report links are HMAC-signed with (RUN_LINK_SECRET_ARN): a generated random string. */
+  linkSecret: secretsmanager.ISecret;
+}
+
+/** The headless browser, as the functions with `browser` access see it. */
+export interface BrowserResources {
+  /** Where ffmpeg is in the function (PREVIEW_FFMPEG_PATH). */
+  ffmpegPath: string;
+  /** The layer that puts it there, if the deployment has one. */
+  ffmpegLayer?: lambda.ILayerVersion;
+}
+
+/**
+ * Where test-run media live in the media bucket: `mediaKeys` (functions/core/runs.ts) builds every key
+ * under it (an infra test holds the two equal). Functions reach only this prefix.
+ */
+export const mediaPrefix = 'runs/';
+/** `media: 'R'`: presigned GETs are authorized by the signing role's s3:GetObject. */
+export const mediaReadActions = ['s3:GetObject'];
+/** What `RW` adds: the executor stores each screenshot and the video with a single PutObject. */
+export const mediaWriteActions = ['s3:PutObject'];
+/** `publishes`: put events on the service's own bus (and nothing else: no rule or bus management). */
+export const publishActions = ['events:PutEvents'];
+
+/**
+ * What a function that drives a headless browser needs (`browser` access): @sparticuz/chromium ships an
+ * x86_64 Chromium only, which unpacks into /tmp and wants at least 2 GB of memory.
+ */
+export const browserRequirements = {
+  architecture: lambda.Architecture.X86_64,
+  minMemorySize: 2048,
+  /** Left out of the bundle and shipped in the function's node_modules (the browser is files beside it). */
+  modules: ['@sparticuz/chromium'],
+} as const;
+
+/**
+ * The Kubernetes group every role that calls the cluster's API is mapped to (by its EKS access entry, or
+ * the aws-auth ConfigMap), and which deploy/rbac.yaml binds to the `preview-runtime` ClusterRole.
+ */
+export const clusterGroup = 'preview-runtime';
+
+/**
+ * The EKS cluster previews run on, and how their Ingresses look (functions/ports/runtime/eks.ts reads these
+ * as EKS_* variables, `eksClusterFromEnv`).
+ */
+export interface ClusterSettings {
+  /** The cluster's name (EKS_CLUSTER_NAME), in the stack's account and region. */
+  name: string;
+  /** Create an EKS access entry for each role that calls the cluster (else: the aws-auth ConfigMap). */
+  accessEntries: boolean;
+  /** EKS_INGRESS_CLASS */
+  ingressClassName: string;
+  /** EKS_INGRESS_DOMAIN: app hosts are `<app>-<namespace>.<domain>`. */
+  ingressDomain: string;
+  /** EKS_INGRESS_NAMESPACE: the ingress controller's namespace, admitted by every NetworkPolicy. */
+  ingressNamespace: string;
+  /** EKS_INGRESS_ANNOTATIONS (as JSON) */
+  ingressAnnotations?: Record<string, string>;
+  /** EKS_TLS_SECRET_NAME */
+  tlsSecretName?: string;
+  /** EKS_ALLOW_FROM_CIDRS (comma-separated) */
+  allowFromCidrs?: string[];
+}
+
+/** The runtime, as the functions with `runtime` access see it. */
+export interface RuntimeResources {
+  /** Unset: no cluster (images build; deploys fail saying no cluster is configured). */
+  cluster?: ClusterSettings;
+  /** The rollout watcher (functions/manifest/workers.ts), which the runtime invokes asynchronously. */
+  watcher: lambda.IFunction;
+}
+
+/** What a manifest entry's `access` may refer to; a kind it declares must be here, or binding throws. */
+export interface AccessResources {
+  tables: Tables;
+  stateMachines?: Partial<Record<WorkflowName, sfn.IStateMachine>>;
+  /** The GitHub App: for `sourceHost` and `prStatus` (and the webhook route's signature check). */
+  sourceHost?: SourceHostResources;
+  /** The service's own event bus, for `publishes`. */
+  eventBus?: events.IEventBus;
+  media?: MediaResources;
+  browser?: BrowserResources;
+  artifacts?: s3.IBucket;
+  imageBuilds?: ImageBuildResources;
+  runtime?: RuntimeResources;
+}
 
 export interface ApiFunctionProps {
   /** Handler module, relative to the repository root (as in functions/manifest/routes.ts and workflows.ts). */
@@ -38,25 +198,41 @@ export interface ApiFunctionProps {
   /** Prefix of the secret-bundle names (`<prefix>/<applicationId>/<app>`); passed as SECRET_NAME_PREFIX. */
   secretNamePrefix: string;
   /**
-   * @default 28 seconds for `api` (API Gateway gives up at 29 s), 15 minutes for `step`
+   * @default 28 seconds for `api` (API Gateway gives up at 29 s), 15 minutes otherwise
    */
   timeout?: Duration;
   /** @default 512 */
   memorySize?: number;
+  /** @default lambda.Architecture.ARM_64 */
+  architecture?: lambda.Architecture;
+  /** @default - Lambda's default, 512 MiB of /tmp */
+  ephemeralStorageSize?: Size;
+  /**
+   * Packages left out of the bundle and copied, with every package they depend on, from the repository's
+   * node_modules into the function's (offline: no install at synth). For a package that must stay files
+   * on disk, such as @sparticuz/chromium, whose browser binaries sit beside its code.
+   * @default - none: everything is bundled
+   */
+  copiedModules?: readonly string[];
   /** @default logs.RetentionDays.ONE_MONTH */
   logRetention?: logs.RetentionDays;
   description?: string;
 }
 
 /**
- * Every Lambda of the service (route handlers and workflow steps): Node.js 22 on arm64, X-Ray tracing,
- * its own log group with a retention, an esbuild ESM bundle (minified, source maps, AWS SDK v3 bundled
- * and tree-shaken rather than taken from the runtime) and the environment config.ts validates.
- * It starts with no permissions beyond its logs and traces; the `bind*` methods grant least privilege.
+ * Every Lambda of the service (route handlers, workflow steps, event targets): Node.js 22 on arm64, X-Ray
+ * tracing, its own log group with a retention, an esbuild ESM bundle (minified, source maps, AWS SDK v3
+ * bundled and tree-shaken rather than taken from the runtime) and the environment config.ts validates.
+ * It starts with no permissions beyond writing its own log group and sending traces (its own role, no AWS
+ * managed policy); the `bind*` methods grant least privilege.
  */
 export class ApiFunction extends NodejsFunction {
   readonly kind: FunctionKind;
+  /** The function's memory in MB (as configured). */
+  readonly memorySize: number;
   private readonly secretNamePrefix: string;
+  /** The GitHub App secret is granted once, whichever access kinds need it. */
+  private githubAppBound = false;
 
   constructor(scope: Construct, id: string, props: ApiFunctionProps) {
     const entry = isAbsolute(props.entry) ? props.entry : join(repoRoot, props.entry);
@@ -64,13 +240,24 @@ export class ApiFunction extends NodejsFunction {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    // Its own role rather than CDK's default one, whose AWSLambdaBasicExecutionRole managed policy lets it
+    // write any log group of the account: this one writes only its own.
+    const role = new iam.Role(scope, `${id}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of ${id}`,
+    });
+    logGroup.grantWrite(role);
+    const copiedModules = [...(props.copiedModules ?? [])];
+    const memorySize = props.memorySize ?? 512;
     super(scope, id, {
+      role,
       entry,
       handler: 'handler',
       description: props.description,
       runtime: lambda.Runtime.NODEJS_22_X,
-      architecture: lambda.Architecture.ARM_64,
-      memorySize: props.memorySize ?? 512,
+      architecture: props.architecture ?? lambda.Architecture.ARM_64,
+      memorySize,
+      ephemeralStorageSize: props.ephemeralStorageSize,
       timeout: props.timeout ?? (props.kind === 'api' ? Duration.seconds(28) : Duration.minutes(15)),
       tracing: lambda.Tracing.ACTIVE,
       logGroup,
@@ -89,18 +276,171 @@ export class ApiFunction extends NodejsFunction {
         sourcesContent: false,
         mainFields: [...lambdaBundling.mainFields],
         banner: lambdaBundling.banner,
-        // Nothing external: the AWS SDK v3 clients are bundled and tree-shaken, pinned by our lock file.
-        externalModules: [],
+        // Nothing external but the copied modules: the AWS SDK v3 clients are bundled and tree-shaken,
+        // pinned by our lock file.
+        externalModules: copiedModules,
+        ...(copiedModules.length > 0 ? { commandHooks: copyModulesHooks(moduleClosure(copiedModules)) } : {}),
       },
     });
     this.kind = props.kind;
+    this.memorySize = memorySize;
     this.secretNamePrefix = props.secretNamePrefix;
+    acknowledge(
+      role,
+      'AwsSolutions-IAM5[Resource::*]',
+      'X-Ray tracing (tracing: ACTIVE): xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level ' +
+        'permissions, so IAM requires Resource "*". The infra tests hold every other statement of the role to ' +
+        'named resources.',
+    );
+    acknowledge(
+      this,
+      'AwsSolutions-L1',
+      'Node.js 22 (maintained until April 2027) is pinned on purpose: the bundles target node22 ' +
+        '(lib/cdk/bundling.ts) and the test tiers run the handlers on Node 20/22. A runtime upgrade is a change ' +
+        'of its own, made with its tests, not one that a newer aws-cdk-lib makes silently.',
+    );
   }
 
-  /** Read (`R`: GetItem, Query, Scan, BatchGet…) or read-write (`RW`) access to a table and its indexes. */
-  bindTable(table: dynamodb.ITable, mode: 'R' | 'RW'): this {
-    if (mode === 'RW') table.grantReadWriteData(this);
-    else table.grantReadData(this);
+  /**
+   * Read (`R`: GetItem, BatchGetItem, Query, Scan, ConditionCheckItem, DescribeTable) or read-write (`RW`:
+   * also PutItem, UpdateItem, DeleteItem, BatchWriteItem) access to a table and to each of the named
+   * indexes (ARNs naming each index, not `index/*`).
+   */
+  bindTable(table: dynamodb.ITable, mode: 'R' | 'RW', indexes: readonly string[] = []): this {
+    this.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: mode === 'RW' ? [...tableReadActions, ...tableWriteActions] : tableReadActions,
+        resources: [table.tableArn, ...indexes.map((index) => `${table.tableArn}/index/${index}`)],
+      }),
+    );
+    return this;
+  }
+
+  /**
+   * The GitHub App (the source host, PR status, the webhook signature): read its secret (GetSecretValue
+   * and DescribeSecret on that one secret), and learn where it is and where the API is
+   * (GITHUB_APP_SECRET_ARN, GITHUB_API_URL). Granted once, however many access kinds need it.
+   */
+  bindSourceHost(sourceHost: SourceHostResources): this {
+    if (this.githubAppBound) return this;
+    this.githubAppBound = true;
+    sourceHost.secret.grantRead(this);
+    this.addEnvironment('GITHUB_APP_SECRET_ARN', sourceHost.secret.secretArn);
+    this.addEnvironment('GITHUB_API_URL', sourceHost.apiUrl);
+    return this;
+  }
+
+  /**
+   * Report an environment's status on its pull request (GitHub Deployments and the PR comment, as the
+   * GitHub App): the App's secret and API URL, exactly as `bindSourceHost`.
+   */
+  bindPrStatus(sourceHost: SourceHostResources): this {
+    return this.bindSourceHost(sourceHost);
+  }
+
+  /**
+   * Put events on the service's own bus: events:PutEvents on that bus only, its name as EVENT_BUS_NAME.
+   */
+  bindEventBus(bus: events.IEventBus): this {
+    this.addToRolePolicy(new iam.PolicyStatement({ actions: publishActions, resources: [bus.eventBusArn] }));
+    this.addEnvironment('EVENT_BUS_NAME', bus.eventBusName);
+    return this;
+  }
+
+  /**
+   * Test-run media and report links. `R`: s3:GetObject on `runs/*` of the media bucket (the presigned GET
+   * URLs it mints are authorized by this role) and the link-signing secret (GetSecretValue,
+   * DescribeSecret); `RW` also s3:PutObject there (screenshots, videos). MEDIA_BUCKET and
+   * RUN_LINK_SECRET_ARN name them. No ListBucket: nothing lists media.
+   */
+  bindMedia(media: MediaResources, mode: 'R' | 'RW'): this {
+    const objects = media.bucket.arnForObjects(`${mediaPrefix}*`);
+    this.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: mode === 'RW' ? [...mediaReadActions, ...mediaWriteActions] : mediaReadActions,
+        resources: [objects],
+      }),
+    );
+    media.linkSecret.grantRead(this);
+    this.addEnvironment('MEDIA_BUCKET', media.bucket.bucketName);
+    this.addEnvironment('RUN_LINK_SECRET_ARN', media.linkSecret.secretArn);
+    if (this.role) {
+      acknowledgeWildcardResource(
+        this.role,
+        objects,
+        'Test-run media are keyed runs/<orgId>/<runId>/<file>, known only at run time; the grant is limited ' +
+          `to that prefix of the media bucket (${mode === 'RW' ? 'read and write: the run executor' : 'read: presigned GETs'}).`,
+      );
+    }
+    return this;
+  }
+
+  /**
+   * Drive the headless browser: the function must have been built for it (x86_64, at least 2 GB; see
+   * `browserRequirements`), or this throws. Adds the ffmpeg layer when there is one, and PREVIEW_FFMPEG_PATH.
+   */
+  bindBrowser(browser: BrowserResources): this {
+    if (
+      this.architecture !== browserRequirements.architecture ||
+      this.memorySize < browserRequirements.minMemorySize
+    ) {
+      throw new Error(
+        `${this.node.path}: "browser" access needs an x86_64 function with at least ` +
+          `${browserRequirements.minMemorySize} MB (build it with browserFunctionProps)`,
+      );
+    }
+    if (browser.ffmpegLayer) this.addLayers(browser.ffmpegLayer);
+    this.addEnvironment('PREVIEW_FFMPEG_PATH', browser.ffmpegPath);
+    return this;
+  }
+
+  /**
+   * Staged source archives: objects under `sources/` of the artifacts bucket only. `R` reads them, `RW`
+   * also writes them (single and multipart uploads). Both may list the bucket, so that a HeadObject of a
+   * key not staged yet answers 404 (without s3:ListBucket, S3 answers 403 for a missing key). The bucket's
+   * name is passed as ARTIFACTS_BUCKET.
+   */
+  bindArtifacts(bucket: s3.IBucket, mode: 'R' | 'RW'): this {
+    const objects = bucket.arnForObjects(`${sourcesPrefix}*`);
+    this.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: mode === 'RW' ? [...artifactReadActions, ...artifactWriteActions] : artifactReadActions,
+        resources: [objects],
+      }),
+    );
+    this.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }),
+    );
+    this.addEnvironment('ARTIFACTS_BUCKET', bucket.bucketName);
+    if (this.role) {
+      acknowledgeWildcardResource(
+        this.role,
+        objects,
+        `Source archives are keyed sources/<orgId>/<owner>/<repo>/<sha>.tar.gz, known only at run time; the ` +
+          `grant is limited to that prefix of the artifacts bucket (${mode === 'RW' ? 'read and write' : 'read'}).`,
+      );
+    }
+    return this;
+  }
+
+  /**
+   * Image builds: start and read builds of the image-build project (StartBuild, BatchGetBuilds), read the
+   * images it pushed (DescribeImages, BatchGetImage on the image repository) and its log (GetLogEvents,
+   * FilterLogEvents on its log group). IMAGE_BUILD_PROJECT, IMAGE_REPOSITORY_URI and IMAGE_BUILD_LOG_GROUP
+   * name them. The task token is never passed to a build: CodeBuild's events echo a build's environment.
+   */
+  bindImageBuilds(imageBuilds: ImageBuildResources): this {
+    this.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: imageBuildActions.project,
+        resources: [imageBuilds.project.projectArn],
+      }),
+    );
+    imageBuilds.repository.grant(this, ...imageBuildActions.repository);
+    imageBuilds.logGroup.grant(this, ...imageBuildActions.logs);
+    this.addEnvironment('IMAGE_BUILD_PROJECT', imageBuilds.project.projectName);
+    this.addEnvironment('IMAGE_REPOSITORY_URI', imageBuilds.repository.repositoryUri);
+    this.addEnvironment('IMAGE_BUILD_LOG_GROUP', imageBuilds.logGroup.logGroupName);
     return this;
   }
 
@@ -132,6 +472,14 @@ export class ApiFunction extends NodejsFunction {
     this.addToRolePolicy(
       new iam.PolicyStatement({ actions: mode === 'RW' ? [...read, ...write] : read, resources: [resource] }),
     );
+    if (this.role) {
+      acknowledgeWildcardResource(
+        this.role,
+        resource,
+        'Secret bundles are named <secretNamePrefix>/<applicationId>/<app>, known only at run time; the grant is ' +
+          "limited to this stage's prefix and to the calls the Secrets Manager adapter makes.",
+      );
+    }
     return this;
   }
 
@@ -143,8 +491,7 @@ export class ApiFunction extends NodejsFunction {
    * dependency cycle (function → policy → machine → function). Nothing depends on this policy; it is in
    * place before any execution can start, since it is created with the machines.
    *
-   * The EKS runtime adapter (not built yet) will also need eks:DescribeCluster on its cluster (and a
-   * Kubernetes RBAC mapping for this role); grant it here, with the cluster as a stack prop, when it lands.
+   * What the cluster itself allows is `bindClusterAccess` (only for the functions that call its API).
    */
   bindRuntime(stateMachines: sfn.IStateMachine[]): this {
     if (stateMachines.length === 0 || !this.role) {
@@ -163,16 +510,91 @@ export class ApiFunction extends NodejsFunction {
   }
 
   /**
-   * Grant what a manifest entry declares: its tables, the workflows it starts, secret bundles, and for
-   * `runtime` the callback tasks of every state machine in `deps.stateMachines` (so bind after they exist).
-   * `sourceHost` grants nothing yet: the GitHub App adapter (and its credentials) is not built.
+   * The cluster's settings, as the EKS_* variables `eksClusterFromEnv` (functions/ports/runtime/eks.ts)
+   * reads. Every runtime function gets them, not only those that call the cluster: the cloud runtime
+   * builds its cluster adapter whenever EKS_CLUSTER_NAME is set, and that needs the ingress settings.
+   * Grants nothing: see `bindClusterAccess`.
    */
-  bindAccess(
-    access: RouteAccess,
-    deps: { tables: Tables; stateMachines?: Partial<Record<WorkflowName, sfn.IStateMachine>> },
-  ): this {
+  bindClusterSettings(cluster: ClusterSettings): this {
+    const env: Record<string, string | undefined> = {
+      EKS_CLUSTER_NAME: cluster.name,
+      EKS_INGRESS_CLASS: cluster.ingressClassName,
+      EKS_INGRESS_DOMAIN: cluster.ingressDomain,
+      EKS_INGRESS_NAMESPACE: cluster.ingressNamespace,
+      EKS_INGRESS_ANNOTATIONS: cluster.ingressAnnotations && JSON.stringify(cluster.ingressAnnotations),
+      EKS_TLS_SECRET_NAME: cluster.tlsSecretName,
+      EKS_ALLOW_FROM_CIDRS: cluster.allowFromCidrs?.length ? cluster.allowFromCidrs.join(',') : undefined,
+    };
+    for (const [name, value] of Object.entries(env))
+      if (value !== undefined) this.addEnvironment(name, value);
+    return this;
+  }
+
+  /**
+   * Invoke the rollout watcher (lambda:InvokeFunction on its unqualified ARN; the runtime invokes it by
+   * name, asynchronously) and learn its name (ROLLOUT_WATCHER_FUNCTION). The watcher itself, which invokes
+   * itself to go on watching, gets neither the variable nor a default-policy statement: a function cannot
+   * name itself in its own environment, and it depends on its default policy (either would be a
+   * dependency cycle). It finds its name in AWS_LAMBDA_FUNCTION_NAME, and the grant is a policy of its own
+   * (as in `bindRuntime`), which nothing depends on.
+   */
+  bindWatcher(watcher: lambda.IFunction): this {
+    const invoke = new iam.PolicyStatement({
+      actions: ['lambda:InvokeFunction'],
+      resources: [watcher.functionArn],
+    });
+    if (watcher === this) {
+      if (!this.role) throw new Error(`${this.node.path}: the watcher needs a role`);
+      new iam.Policy(this, 'InvokeSelf', { roles: [this.role], statements: [invoke] });
+      return this;
+    }
+    this.addToRolePolicy(invoke);
+    this.addEnvironment('ROLLOUT_WATCHER_FUNCTION', watcher.functionName);
+    return this;
+  }
+
+  /**
+   * Call the cluster's API: eks:DescribeCluster on that cluster only (its endpoint and CA), and, unless the
+   * operator maps roles in the aws-auth ConfigMap instead, an EKS access entry (STANDARD, no access
+   * policy) putting this function's role in the Kubernetes group `preview-runtime`, whose rights are
+   * deploy/rbac.yaml's. Only for the functions that talk to the cluster (deploy, teardown, the rollout
+   * watcher), not every runtime function: the image builds never reach it.
+   */
+  bindClusterAccess(cluster: ClusterSettings): this {
+    if (!this.role) throw new Error(`${this.node.path}: cluster access needs a role`);
+    this.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: clusterDescribeActions,
+        resources: [clusterArn(this, cluster.name)],
+      }),
+    );
+    if (cluster.accessEntries) {
+      new eks.CfnAccessEntry(this, 'ClusterAccess', {
+        clusterName: cluster.name,
+        principalArn: this.role.roleArn,
+        type: 'STANDARD',
+        kubernetesGroups: [clusterGroup],
+      });
+    }
+    return this;
+  }
+
+  /**
+   * Grant what a manifest entry declares, by kind: its tables (and their indexes, from
+   * functions/manifest/tables.ts), the workflows it starts, secret bundles, the source host and PR status
+   * (the GitHub App), publishing on the service bus, test-run media, the browser, the artifacts
+   * bucket, image builds, and for `runtime` the callback tasks of every state machine in
+   * `deps.stateMachines` (so bind after they exist), the cluster's settings and invoking the rollout
+   * watcher. A declared kind whose resources `deps` lacks throws. Calling the cluster's API is granted
+   * apart (`bindClusterAccess`), to the functions that do.
+   */
+  bindAccess(access: RouteAccess, deps: AccessResources): this {
     for (const [name, mode] of Object.entries(access.tables) as [TableName, 'R' | 'RW'][]) {
-      this.bindTable(deps.tables[name], mode);
+      this.bindTable(
+        deps.tables[name],
+        mode,
+        tables[name].indexes.map((index) => index.name),
+      );
     }
     for (const workflow of access.starts ?? []) {
       const machine = deps.stateMachines?.[workflow];
@@ -180,9 +602,100 @@ export class ApiFunction extends NodejsFunction {
       this.bindWorkflow(workflow, machine);
     }
     if (access.secrets) this.bindSecrets(access.secrets);
+    if (access.sourceHost) this.bindSourceHost(this.required(deps.sourceHost, 'sourceHost'));
+    if (access.prStatus) this.bindPrStatus(this.required(deps.sourceHost, 'prStatus'));
+    if (access.publishes) this.bindEventBus(this.required(deps.eventBus, 'publishes'));
+    if (access.media) this.bindMedia(this.required(deps.media, 'media'), access.media);
+    if (access.browser) this.bindBrowser(this.required(deps.browser, 'browser'));
+    if (access.artifacts) this.bindArtifacts(this.required(deps.artifacts, 'artifacts'), access.artifacts);
+    if (access.imageBuilds) this.bindImageBuilds(this.required(deps.imageBuilds, 'imageBuilds'));
     if (access.runtime) {
       this.bindRuntime(Object.values(deps.stateMachines ?? {}).filter((m) => m !== undefined));
+      const runtime = this.required(deps.runtime, 'runtime');
+      if (runtime.cluster) this.bindClusterSettings(runtime.cluster);
+      this.bindWatcher(runtime.watcher);
     }
     return this;
   }
+
+  private required<T>(resources: T | undefined, kind: string): T {
+    if (resources === undefined)
+      throw new Error(`${this.node.path}: "${kind}" access, but no ${kind} resources`);
+    return resources;
+  }
+}
+
+/**
+ * The props that make a function able to drive the headless browser (`browser` access): x86_64 (the only
+ * architecture @sparticuz/chromium ships), `memorySize` (at least 2048 MB), room in /tmp for the unpacked
+ * Chromium and the video's frames, and @sparticuz/chromium shipped as files beside the bundle.
+ */
+export function browserFunctionProps(settings: {
+  memorySize: number;
+  ephemeralStorageSize: Size;
+}): Pick<ApiFunctionProps, 'architecture' | 'memorySize' | 'ephemeralStorageSize' | 'copiedModules'> {
+  if (
+    !Number.isInteger(settings.memorySize) ||
+    settings.memorySize < browserRequirements.minMemorySize ||
+    settings.memorySize > 10240
+  ) {
+    throw new Error(
+      `browserMemorySize must be a whole number of MB from ${browserRequirements.minMemorySize} to 10240 (got ${settings.memorySize})`,
+    );
+  }
+  return {
+    architecture: browserRequirements.architecture,
+    memorySize: settings.memorySize,
+    ephemeralStorageSize: settings.ephemeralStorageSize,
+    copiedModules: browserRequirements.modules,
+  };
+}
+
+/**
+ * The packages `names` and everything they depend on (optional dependencies when installed), as
+ * directories relative to the repository root, resolved the way Node resolves them (a package's own
+ * node_modules first, then its parents'). A directory inside another of the list is left out (copying the
+ * outer one brings it). Throws when a required package is not installed.
+ */
+export function moduleClosure(names: readonly string[], root: string = repoRoot): string[] {
+  const found = new Set<string>();
+  const resolveFrom = (fromDir: string, name: string): string | undefined => {
+    for (let dir = fromDir; ; dir = dirname(dir)) {
+      const candidate = join(dir, 'node_modules', name);
+      if (existsSync(join(candidate, 'package.json'))) return candidate;
+      if (dir === root || dir === dirname(dir)) return undefined;
+    }
+  };
+  const visit = (fromDir: string, name: string, optional: boolean): void => {
+    const dir = resolveFrom(fromDir, name);
+    if (!dir) {
+      if (optional) return;
+      throw new Error(`${name} is not installed under ${fromDir} (npm ci first)`);
+    }
+    if (found.has(dir)) return;
+    found.add(dir);
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+    };
+    for (const dep of Object.keys(pkg.dependencies ?? {})) visit(dir, dep, false);
+    for (const dep of Object.keys(pkg.optionalDependencies ?? {})) visit(dir, dep, true);
+  };
+  for (const name of names) visit(root, name, false);
+  const dirs = [...found].map((dir) => relative(root, dir)).sort();
+  return dirs.filter((dir) => !dirs.some((outer) => outer !== dir && dir.startsWith(`${outer}/`)));
+}
+
+/** Bundling hooks that copy `dirs` (relative to the project root) into the bundle, at the same paths. */
+export function copyModulesHooks(dirs: readonly string[]) {
+  const quote = (path: string) => `'${path.replace(/'/g, "'\\''")}'`;
+  return {
+    beforeBundling: (): string[] => [],
+    beforeInstall: (): string[] => [],
+    afterBundling: (inputDir: string, outputDir: string): string[] =>
+      dirs.map(
+        (dir) =>
+          `mkdir -p ${quote(join(outputDir, dirname(dir)))} && cp -R ${quote(join(inputDir, dir))} ${quote(join(outputDir, dirname(dir)))}/`,
+      ),
+  };
 }

@@ -1,4 +1,5 @@
 import { type App, Tags } from 'aws-cdk-lib';
+import { type ImageBuildArchitecture, imageBuildArchitectures } from './image-build.js';
 import { StatefulStack } from './stateful-stack.js';
 import { StatelessStack } from './stateless-stack.js';
 
@@ -15,8 +16,25 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `stage` (default `dev`): prefixes the stack names, so several stages coexist in one account;
  * - `secretNamePrefix` (default `preview/<stage>`): where this stage's secret bundles live;
  * - `apiGatewayCloudWatchRole` (default true): set to false when the account already has the
- *   API Gateway logging role.
- * Env-agnostic (no account or region, no lookups): synthesis never calls AWS.
+ *   API Gateway logging role;
+ * - `githubAppSecretArn` (default: the stateful stack creates an empty secret to fill): the complete ARN of
+ *   an existing secret holding the GitHub App's `{"appId","privateKey","webhookSecret"}`;
+ * - `githubApiUrl` (default `https://api.github.com`): GitHub's REST API (GitHub Enterprise Server:
+ *   `https://<host>/api/v3`);
+ * - `imageBuildArchitecture` (default `x86_64`, or `arm64`): what image builds run on and produce;
+ * - `eksClusterName` (default: none, the stack deploys without a cluster: images build, deploys fail
+ *   saying no cluster is configured): the EKS cluster previews run on, in the stack's account and region;
+ * - `eksAccessEntries` (default true): false when the cluster maps IAM roles in aws-auth instead;
+ * - `ingressDomain` (required with a cluster): the wildcard domain apps answer under, without `*.`;
+ * - `ingressClassName` (default `nginx`), `ingressNamespace` (default `ingress-nginx`);
+ * - `ingressAnnotations` (default none): a JSON object of strings, put on every Ingress;
+ * - `tlsSecretName` (default none: the controller's default certificate);
+ * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
+ * - `ffmpegLayerArn` (default none): an existing x86_64 layer with ffmpeg at bin/ffmpeg, for test-run videos;
+ * - `ffmpegLayerPath` (default none): or a local directory (or .zip) with bin/ffmpeg, published as a layer.
+ *   Without either, test runs end failed saying ffmpeg is missing.
+ * Env-agnostic (no account or region, no lookups): synthesis never calls AWS. The other settings are
+ * stack props (StatefulStackProps, StatelessStackProps), with their defaults documented there.
  */
 export function addPreviewStacks(app: App): PreviewStacks {
   const stage = String(app.node.tryGetContext('stage') ?? 'dev');
@@ -25,19 +43,88 @@ export function addPreviewStacks(app: App): PreviewStacks {
   }
   const secretNamePrefix = String(app.node.tryGetContext('secretNamePrefix') ?? `preview/${stage}`);
   const cloudWatchRole = app.node.tryGetContext('apiGatewayCloudWatchRole');
+  const optional = (key: string): string | undefined => {
+    const value = app.node.tryGetContext(key);
+    return value === undefined || value === '' ? undefined : String(value);
+  };
+  const architecture = optional('imageBuildArchitecture');
+  if (
+    architecture !== undefined &&
+    !imageBuildArchitectures.includes(architecture as ImageBuildArchitecture)
+  ) {
+    throw new Error(
+      `context "imageBuildArchitecture" must be one of ${imageBuildArchitectures.join(', ')} (got "${architecture}")`,
+    );
+  }
+
+  const accessEntries = optional('eksAccessEntries');
+  if (accessEntries !== undefined && !['true', 'false'].includes(accessEntries)) {
+    throw new Error(`context "eksAccessEntries" must be true or false (got "${accessEntries}")`);
+  }
 
   const stateful = new StatefulStack(app, `preview-${stage}-stateful`, {
-    description: `Preview control plane (${stage}): tables, retained`,
+    description: `Preview control plane (${stage}): tables, GitHub App secret, image repository; retained`,
+    githubAppSecretArn: optional('githubAppSecretArn'),
   });
   const stateless = new StatelessStack(app, `preview-${stage}-stateless`, {
-    description: `Preview control plane (${stage}): functions, state machines and API`,
+    description: `Preview control plane (${stage}): functions, state machines, API, image builds, event bus, test runs`,
     tables: stateful.tables,
     secretNamePrefix,
     apiGatewayCloudWatchRole: cloudWatchRole === undefined ? true : String(cloudWatchRole) !== 'false',
+    githubAppSecret: stateful.githubAppSecret,
+    githubApiUrl: optional('githubApiUrl'),
+    imageRepository: stateful.imageRepository,
+    imageBuildArchitecture: architecture as ImageBuildArchitecture | undefined,
+    eksClusterName: optional('eksClusterName'),
+    eksAccessEntries: accessEntries === undefined ? undefined : accessEntries === 'true',
+    ingressClassName: optional('ingressClassName'),
+    ingressDomain: optional('ingressDomain'),
+    ingressNamespace: optional('ingressNamespace'),
+    ingressAnnotations: annotationsContext(app.node.tryGetContext('ingressAnnotations')),
+    tlsSecretName: optional('tlsSecretName'),
+    allowFromCidrs: listContext(app.node.tryGetContext('allowFromCidrs')),
+    ffmpegLayerArn: optional('ffmpegLayerArn'),
+    ffmpegLayerPath: optional('ffmpegLayerPath'),
   });
   for (const stack of [stateful, stateless]) {
     Tags.of(stack).add('project', 'preview-control-plane');
     Tags.of(stack).add('stage', stage);
   }
   return { stage, stateful, stateless };
+}
+
+/**
+ * `ingressAnnotations` as given: a JSON object of strings on the command line (`-c 'ingressAnnotations={…}'`)
+ * or an object in cdk.json.
+ */
+function annotationsContext(value: unknown): Record<string, string> | undefined {
+  if (value === undefined || value === '') return undefined;
+  let parsed = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      throw new Error(`context "ingressAnnotations" must be a JSON object of strings (got ${value})`);
+    }
+  }
+  if (
+    !parsed ||
+    typeof parsed !== 'object' ||
+    Array.isArray(parsed) ||
+    Object.values(parsed).some((v) => typeof v !== 'string')
+  ) {
+    throw new Error(
+      `context "ingressAnnotations" must be a JSON object of strings (got ${JSON.stringify(value)})`,
+    );
+  }
+  return parsed as Record<string, string>;
+}
+
+/** A list context value: comma-separated on the command line, or an array in cdk.json. */
+function listContext(value: unknown): string[] | undefined {
+  if (value === undefined || value === '') return undefined;
+  const items = (Array.isArray(value) ? value.map(String) : String(value).split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return items.length > 0 ? items : undefined;
 }

@@ -1,20 +1,24 @@
 import '../../functions/shared/polyfills.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
 import {
   createApplication,
   createOrganization,
+  getApplication,
   MAX_TTL_HOURS,
   organizationExists,
   updateApplication,
 } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
-import { eventBus } from '../../functions/ports/registry.js';
+import { eventBus, secretStore } from '../../functions/ports/registry.js';
 import { config } from '../../functions/shared/config.js';
+import { AlreadyExistsError } from '../../functions/shared/errors.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { repoFullName } from '../../functions/shared/validation.js';
+import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
 import { EventFileError, parseEventFile, queueLocalEvents } from './bus.js';
+import { helpFor, isOpsCommand, OPS_USAGE, runOps, UsageError } from './cli-ops.js';
 import { bootLocalRuntime, serverInfoPath } from './server.js';
 
 const USAGE = `usage: previewctl <command> [options] [--json]
@@ -26,6 +30,11 @@ const USAGE = `usage: previewctl <command> [options] [--json]
   apps update --org ORG --app ID [--ttl-hours N] [--deploy-drafts | --no-deploy-drafts]
       change an application's settings: hours without a deploy before a PR preview is torn down
       (default 72, 0 = never), whether draft pull requests deploy → the application's settings
+      [--factory-app APP --factory-path /PATH]: the Environment Factory of scenario runs (preview.yaml
+      \`factory\` wins when both are set)
+  apps rotate-factory-secret --org ORG --app ID
+      replace the application's factory signing secret (PREVIEW_FACTORY_SECRET; apps get the new one on
+      their next deploy) → {"applicationId","rotated":true}
   tests import --org ORG [--app ID] FILE
       import a JSON array of tests → {"tests":[{"id","name"}]}; --app sets every test's application
       (the one whose environments its runs target), whatever application_id the file gives
@@ -33,11 +42,13 @@ const USAGE = `usage: previewctl <command> [options] [--json]
       put events on the service's event bus (locally: the running server's, through its inbox; with
       PREVIEW_MODE=aws: EventBridge, EVENT_BUS_NAME) → {"put": N, ...}. EVENT.json: an EventBridge
       event ({"source","detail-type","detail"}), a PutEvents entry, a list of them, or {"Entries":[...]}
+${OPS_USAGE}
+  help [COMMAND]
+      this text, or a command's (as \`previewctl COMMAND --help\`)
 
+Exit codes: 0 done, 1 failed (an \`envs wait\` or \`runs wait\` that ended failed, too), 2 usage errors.
 Local mode (default) acts on PREVIEW_DATA_DIR (./.preview-data), through the running server's database
 when \`npm start\` is up. With PREVIEW_MODE=aws it uses the deployed tables named by the TABLE_* variables.`;
-
-class UsageError extends Error {}
 
 /** Reach the data: the running local server's dynalite, our own on the data dir, or AWS. */
 async function connect(): Promise<() => Promise<void>> {
@@ -46,6 +57,12 @@ async function connect(): Promise<() => Promise<void>> {
     return async () => undefined;
   }
   const dataDir = resolve(process.env.PREVIEW_DATA_DIR ?? '.preview-data');
+  // Run from another directory, the default points nowhere useful: say where it looked, create nothing.
+  if (!existsSync(dataDir))
+    throw new Error(
+      `no data dir at ${dataDir} (PREVIEW_DATA_DIR, default ./.preview-data of the current directory): ` +
+        'run previewctl where `npm start` runs, or set PREVIEW_DATA_DIR to its data dir',
+    );
   const infoPath = serverInfoPath(dataDir);
   if (existsSync(infoPath)) {
     const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { pid: number; dynamodbEndpoint: string };
@@ -92,6 +109,8 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'ttl-hours': { type: 'string' },
       'deploy-drafts': { type: 'boolean' },
       'no-deploy-drafts': { type: 'boolean' },
+      'factory-app': { type: 'string' },
+      'factory-path': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -99,7 +118,16 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
   const [noun, verb, ...rest] = positionals;
   const command = `${noun ?? ''} ${verb ?? ''}`.trim();
   if (values.help || !noun) throw new UsageError(USAGE);
-  if (!['orgs create', 'apps create', 'apps update', 'tests import', 'events put'].includes(command)) {
+  if (
+    ![
+      'orgs create',
+      'apps create',
+      'apps update',
+      'apps rotate-factory-secret',
+      'tests import',
+      'events put',
+    ].includes(command)
+  ) {
     throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
   }
   if (values.repo !== undefined && !repoFullName.safeParse(values.repo).success) {
@@ -125,25 +153,37 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
           disabled: values.disabled,
           installationActive: !values['no-installation'],
         });
+        // Its Environment Factory signing secret (issue 12), mounted into the factory app on deploy.
+        await ensureFactorySecret(secretStore(), app.applicationId);
         return { applicationId: app.applicationId };
       }
       case 'apps update': {
         const orgId = await requireOrg(values.org);
         if (!values.app) throw new UsageError('--app is required');
         const app = await updateApplication(orgId, values.app, settings!);
+        if (settings?.factoryApp) await ensureFactorySecret(secretStore(), app.applicationId);
         return {
           applicationId: app.applicationId,
           repoFullName: app.repoFullName ?? null,
           ttlHours: app.ttlHours ?? 72,
           deployDrafts: app.deployDrafts ?? false,
           disabled: app.disabled,
+          factoryApp: app.factoryApp ?? null,
+          factoryPath: app.factoryPath ?? null,
         };
+      }
+      case 'apps rotate-factory-secret': {
+        const orgId = await requireOrg(values.org);
+        if (!values.app) throw new UsageError('--app is required');
+        const app = await getApplication(orgId, values.app);
+        await rotateFactorySecret(secretStore(), app.applicationId);
+        return { applicationId: app.applicationId, rotated: true };
       }
       default: {
         const orgId = await requireOrg(values.org);
         let doc: unknown;
         try {
-          doc = JSON.parse(readFileSync(join(process.cwd(), file!), 'utf8'));
+          doc = JSON.parse(readFileSync(resolve(process.cwd(), file!), 'utf8'));
         } catch (err) {
           throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
         }
@@ -160,8 +200,22 @@ function appSettings(values: {
   'ttl-hours'?: string;
   'deploy-drafts'?: boolean;
   'no-deploy-drafts'?: boolean;
-}): { ttlHours?: number; deployDrafts?: boolean } {
-  const out: { ttlHours?: number; deployDrafts?: boolean } = {};
+  'factory-app'?: string;
+  'factory-path'?: string;
+}): { ttlHours?: number; deployDrafts?: boolean; factoryApp?: string; factoryPath?: string } {
+  const out: { ttlHours?: number; deployDrafts?: boolean; factoryApp?: string; factoryPath?: string } = {};
+  const factoryApp = values['factory-app'];
+  const factoryPath = values['factory-path'];
+  if (factoryApp !== undefined) {
+    if (!APP_NAME_RE.test(factoryApp))
+      throw new UsageError('--factory-app must be an app name of preview.yaml');
+    out.factoryApp = factoryApp;
+    out.factoryPath = factoryPath ?? '/';
+  }
+  if (factoryPath !== undefined) {
+    if (!factoryPath.startsWith('/')) throw new UsageError('--factory-path must be a path starting with /');
+    if (factoryApp === undefined) throw new UsageError('--factory-path needs --factory-app');
+  }
   const ttl = values['ttl-hours'];
   if (ttl !== undefined) {
     const n = Number(ttl);
@@ -174,7 +228,9 @@ function appSettings(values: {
   if (values['deploy-drafts']) out.deployDrafts = true;
   if (values['no-deploy-drafts']) out.deployDrafts = false;
   if (Object.keys(out).length === 0)
-    throw new UsageError('apps update needs --ttl-hours N, --deploy-drafts or --no-deploy-drafts');
+    throw new UsageError(
+      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts or --factory-app APP',
+    );
   return out;
 }
 
@@ -216,16 +272,27 @@ async function putEvents(file: string | undefined): Promise<Record<string, unkno
 /** Run the CLI; returns the exit code. Output is one JSON object on stdout with `--json`. */
 export async function main(args: string[]): Promise<number> {
   const json = args.includes('--json');
+  const help = helpFor(args, USAGE);
+  if (help !== undefined) {
+    process.stdout.write(`${help}\n`);
+    return 0;
+  }
   setLogSink(() => undefined);
   try {
-    const result = await run(args);
+    const { result, code } = isOpsCommand(args)
+      ? await runOps(args, { connect, requireOrg, progress: (line) => process.stderr.write(`${line}\n`) })
+      : { result: await run(args), code: 0 };
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
-    return 0;
+    return code;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    if (json) process.stdout.write(`${JSON.stringify({ error: message.split('\n')[0] })}\n`);
+    // A second application for a repository: the existing one's id, to act on instead.
+    const existing = err instanceof AlreadyExistsError ? { applicationId: err.existingId } : {};
+    if (json) process.stdout.write(`${JSON.stringify({ error: message.split('\n')[0], ...existing })}\n`);
     else process.stderr.write(`previewctl: ${message}\n`);
-    return err instanceof UsageError ? 2 : 1;
+    // parseArgs refusing an option or a value is a usage error too.
+    const badArgs = String((err as NodeJS.ErrnoException).code ?? '').startsWith('ERR_PARSE_ARGS');
+    return err instanceof UsageError || badArgs ? 2 : 1;
   }
 }
 

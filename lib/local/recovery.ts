@@ -1,5 +1,6 @@
 import { liveEnvironments, type Resumption, resumeEnvironment } from '../../functions/core/environments.js';
 import { recoverRuns } from '../../functions/core/runs.js';
+import { secretStore } from '../../functions/ports/registry.js';
 import type { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { log } from '../../functions/shared/log.js';
@@ -23,8 +24,9 @@ export async function recoverEnvironments(
       log.error('could not resume environment', { envKey: env.envKey, error: (err as Error).message });
     }
   }
-  // Runs the previous run left pending or running end `failed` with the reason (their browser is gone).
-  const runs = await recoverRuns();
+  // Runs the previous run left pending or running end `failed` with the reason (their browser is gone);
+  // one whose scenario came up sends the factory its owed `down` (issue 12).
+  const runs = await recoverRuns({ secrets: secretStore() });
   if (runs.failed > 0) log.info('local recovery: runs ended', runs);
   const { unchanged: _unchanged, ...changed } = tally;
   if (Object.values(changed).some((n) => n > 0)) log.info('local recovery', tally);

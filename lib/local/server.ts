@@ -139,7 +139,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  res.end(typeof body === 'string' ? body : `${JSON.stringify(body)}\n`);
 }
 
 /**
@@ -159,7 +159,7 @@ function targetOf(raw: string): URL | undefined {
 
 /** A raw JSON error answer on a socket Node's HTTP parser refused (no request object exists). */
 function socketError(status: number, reason: string, error: string): string {
-  const body = JSON.stringify({ error });
+  const body = `${JSON.stringify({ error })}\n`;
   return [
     `HTTP/1.1 ${status} ${reason}`,
     'content-type: application/json',

@@ -52,6 +52,12 @@ describe('stateful stack', () => {
     else expect(props.TimeToLiveSpecification).toBeUndefined();
   });
 
+  test('builds expire by TTL on expiresAt (a build whose completion never arrives leaves no record)', () => {
+    const builds = cfnTables[logicalIdOf('builds')];
+    expect(tables.builds.ttlAttribute).toBe('expiresAt');
+    expect(builds.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
+  });
+
   test('is env-agnostic and named per stage, so a second stage coexists', () => {
     // Act
     const prod = synthesize({ stage: 'prod' });

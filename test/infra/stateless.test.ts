@@ -3,14 +3,35 @@ import { join } from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
-import { type RouteDef, type RouteId, routeIds, routes } from '../../functions/manifest/routes.js';
+import { eventRules, schedules } from '../../functions/manifest/events.js';
+import {
+  pages,
+  type RouteAccess,
+  type RouteDef,
+  type RouteId,
+  routeIds,
+  routes,
+} from '../../functions/manifest/routes.js';
 import { type TableName, tableNames, tables } from '../../functions/manifest/tables.js';
+import { workers } from '../../functions/manifest/workers.js';
 import { substitute, type TaskDef, workflows } from '../../functions/manifest/workflows.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { parseConfig } from '../../functions/shared/config.js';
 import { stateMachineArnEnv } from '../../lib/cdk/api-function.js';
 import { callbackStepSeconds, placeholders } from '../../lib/cdk/stateless-stack.js';
-import { asArray, type Json, mentions, repoRoot, resourcesOf, statementsOf, synthesize } from './synth.js';
+import {
+  asArray,
+  clusterContext,
+  cyclesOf,
+  declaredFunctions,
+  grantsOf,
+  type Json,
+  mentions,
+  repoRoot,
+  resourcesOf,
+  statementsOf,
+  synthesize,
+} from './synth.js';
 
 // Prepare: one synthesis for the whole file.
 const { stateful, stateless, statelessTemplate: template } = synthesize();
@@ -22,6 +43,8 @@ const tableLogicalId = (name: TableName) =>
   stateful.getLogicalId(stateful.tables[name].node.defaultChild as dynamodb.CfnTable);
 const routeFunctionId = (id: RouteId) => logicalId(stateless.routeFunctions[id]);
 const workflowNames = Object.keys(workflows) as WorkflowName[];
+const githubSecretId = stateful.getLogicalId(stateful.githubAppSecret.node.defaultChild as never);
+const linkSecretId = logicalId(stateless.runLinkSecret);
 const stepEntries = [
   ...new Set(workflowNames.flatMap((w) => Object.values(workflows[w].tasks).map((t: TaskDef) => t.entry))),
 ];
@@ -31,6 +54,12 @@ const writeActions = [
   'dynamodb:DeleteItem',
   'dynamodb:BatchWriteItem',
 ];
+/** The functions whose manifest entry declares `browser`. */
+const declaredBrowser = new Set(
+  declaredFunctions(stateless)
+    .filter(([, fn]) => fn.access.browser)
+    .map(([, fn]) => fn.id),
+);
 const tagValue = (fn: Json, key: string): string | undefined =>
   asArray<{ Key: string; Value: string }>(fn.Properties.Tags).find((t) => t.Key === key)?.Value;
 
@@ -57,10 +86,16 @@ const secretWriteActions = [
 ];
 const taskResponseActions = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
 
-/** A function reaches Secrets Manager exactly as declared: not at all, read-only or read-write, under the prefix. */
+/**
+ * A function reaches secret bundles exactly as declared: not at all, read-only or read-write, under the
+ * prefix. (The GitHub App secret, a single secret of the stateful stack, is checked in cloud-path.test.ts,
+ * the run-link secret in test-runs.test.ts; together the tests leave no other Secrets Manager statement.)
+ */
 function expectSecrets(functionId: string, mode: 'R' | 'RW' | undefined): void {
-  const statements = statementsOf(template, functionId).filter((s) =>
-    s.actions.some((a) => a.startsWith('secretsmanager:')),
+  const statements = grantsOf(template, functionId).filter(
+    (s) =>
+      s.actions.some((a) => a.startsWith('secretsmanager:')) &&
+      !s.resources.some((r) => mentions(r, githubSecretId) || mentions(r, linkSecretId)),
   );
   if (!mode) {
     expect(statements).toEqual([]);
@@ -127,6 +162,7 @@ const callbackPlaceholders: Record<WorkflowName, string[]> = {
   deploy: ['BuildImagesFunctionArn', 'DeployAppsFunctionArn'],
   teardown: [],
   redeployApp: ['BuildImagesFunctionArn', 'DeployAppsFunctionArn'],
+  testRun: [],
 };
 
 /** Full path of an API Gateway resource, from its logical id (or the root). */
@@ -137,23 +173,41 @@ function resourcePath(ref: Json): string {
 }
 
 describe('functions', () => {
-  test('one function per route and one per unique step entry, nothing else', () => {
+  test('one function per route, per page, per unique step entry, per event rule, per schedule and per worker, nothing else', () => {
     const byRoute = Object.values(functions).map((fn) => tagValue(fn, 'preview:route'));
+    const byPage = Object.values(functions).map((fn) => tagValue(fn, 'preview:page'));
+    expect(byPage.filter(Boolean).sort()).toEqual(Object.keys(pages).sort());
     const bySteps = Object.values(functions).map((fn) => tagValue(fn, 'preview:step'));
+    const byEvent = Object.values(functions).map((fn) => tagValue(fn, 'preview:event'));
+    const bySchedule = Object.values(functions).map((fn) => tagValue(fn, 'preview:schedule'));
+    const byWorker = Object.values(functions).map((fn) => tagValue(fn, 'preview:worker'));
     expect(byRoute.filter(Boolean).sort()).toEqual([...routeIds].sort());
     expect(bySteps.filter(Boolean).sort()).toEqual([...stepEntries].sort());
-    expect(Object.keys(functions)).toHaveLength(routeIds.length + stepEntries.length);
+    expect(byEvent.filter(Boolean).sort()).toEqual(Object.keys(eventRules).sort());
+    expect(bySchedule.filter(Boolean).sort()).toEqual(Object.keys(schedules).sort());
+    expect(byWorker.filter(Boolean).sort()).toEqual(Object.keys(workers).sort());
+    expect(Object.keys(functions)).toHaveLength(
+      routeIds.length +
+        Object.keys(pages).length +
+        stepEntries.length +
+        Object.keys(eventRules).length +
+        Object.keys(schedules).length +
+        Object.keys(workers).length,
+    );
   });
 
   test.each(Object.keys(functions))(
-    '%s runs Node.js >= 22 on arm64 with tracing and a retained log',
+    '%s runs Node.js >= 22 on arm64 (the browser on x86_64) with tracing and a retained log',
     (id) => {
       const props = functions[id].Properties;
       expect(props.Runtime).toMatch(/^nodejs\d+\.x$/);
       expect(Number(/^nodejs(\d+)/.exec(props.Runtime)?.[1])).toBeGreaterThanOrEqual(22);
-      expect(props.Architectures).toEqual(['arm64']);
+      // Only a function that drives the headless browser runs on x86_64 (test-runs.test.ts checks it).
+      const browser = declaredBrowser.has(id);
+      expect(props.Architectures).toEqual([browser ? 'x86_64' : 'arm64']);
       expect(props.TracingConfig).toEqual({ Mode: 'Active' });
-      expect(props.MemorySize).toBe(512);
+      if (browser) expect(props.MemorySize).toBeGreaterThanOrEqual(2048);
+      else expect(props.MemorySize).toBe(512);
       expect(props.Handler).toBe('index.handler');
       expect(props.FunctionName).toBeUndefined();
       const logGroup = resources[props.LoggingConfig.LogGroup.Ref];
@@ -185,9 +239,12 @@ describe('functions', () => {
 describe('routes', () => {
   const methods = Object.values(resourcesOf(template, 'AWS::ApiGateway::Method'));
 
-  test('the API has exactly the methods of the route manifest', () => {
+  test('the API has exactly the methods of the route manifest and its pages', () => {
     const actual = methods.map((m) => `${m.Properties.HttpMethod} ${resourcePath(m.Properties.ResourceId)}`);
-    const expected = routeIds.map((id) => `${routes[id].method} ${routes[id].path}`);
+    const expected = [
+      ...routeIds.map((id) => `${routes[id].method} ${routes[id].path}`),
+      ...Object.values(pages).map((p) => `${p.method} ${p.path}`),
+    ];
     expect(actual.sort()).toEqual(expected.sort());
   });
 
@@ -240,10 +297,13 @@ describe('routes', () => {
     expect(tableAccess(routeFunctionId('getEnvironment')).environments).toBe('R');
   });
 
-  test('listRuns cannot touch secret bundles, their metadata or any secret', () => {
+  test('listRuns cannot touch secret bundles, their metadata or any secret but the run-link key', () => {
     const fnId = routeFunctionId('listRuns');
     expect(tableAccess(fnId).secretBundles).toBeUndefined();
-    expect(actionsOf(fnId).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
+    const secrets = grantsOf(template, fnId).filter((g) =>
+      g.actions.some((a) => a.startsWith('secretsmanager:')),
+    );
+    expect(secrets.map((g) => g.resources)).toEqual([[{ Ref: linkSecretId }]]);
   });
 
   test.each(routeIds)('%s gets Secrets Manager only as declared (R or RW), under the stage prefix', (id) => {
@@ -350,10 +410,25 @@ describe('workflows', () => {
       expect(tableAccess(fnId)).toEqual(expected);
       const modes = declared.map((t) => t.access.secrets);
       expectSecrets(fnId, modes.includes('RW') ? 'RW' : modes.includes('R') ? 'R' : undefined);
-      // A step never starts, stops or describes executions; runtime steps may only end callback tasks.
+      // A step starts only the workflows it declares and never stops or describes executions; runtime
+      // steps may end callback tasks.
       const runtime = declared.some((t) => t.access.runtime);
+      const starts = [...new Set(declared.flatMap((t) => (t.access as RouteAccess).starts ?? []))];
       const states = actionsOf(fnId).filter((a) => a.startsWith('states:'));
-      expect(states.sort()).toEqual(runtime ? taskResponseActions : []);
+      expect(states.sort()).toEqual(
+        [
+          ...(starts.length > 0 ? ['states:StartExecution'] : []),
+          ...(runtime ? taskResponseActions : []),
+        ].sort(),
+      );
+      const variables = functions[fnId].Properties.Environment.Variables;
+      const started = statementsOf(template, fnId).filter((s) => s.actions.includes('states:StartExecution'));
+      for (const workflow of workflowNames) {
+        const machineId = logicalId(stateless.stateMachines[workflow]);
+        const declares = starts.includes(workflow);
+        expect(started.some((s) => s.resources.some((r) => mentions(r, machineId)))).toBe(declares);
+        expect(variables[stateMachineArnEnv[workflow]]).toEqual(declares ? { Ref: machineId } : undefined);
+      }
     },
   );
 
@@ -435,47 +510,15 @@ describe('workflows', () => {
 });
 
 describe('template', () => {
-  test('has no dependency cycle (step functions, their policies and the state machines that run them)', () => {
-    // Prepare: each resource's dependencies, from DependsOn, Ref, Fn::GetAtt and Fn::Sub.
-    const ids = new Set(Object.keys(resources));
-    const dependencies = (value: Json, out: Set<string>): Set<string> => {
-      if (Array.isArray(value)) for (const v of value) dependencies(v, out);
-      else if (value && typeof value === 'object') {
-        for (const [key, v] of Object.entries(value as Record<string, Json>)) {
-          if (key === 'Ref' && typeof v === 'string' && ids.has(v)) out.add(v);
-          else if (key === 'Fn::GetAtt') out.add(Array.isArray(v) ? v[0] : String(v).split('.')[0]);
-          else if (key === 'Fn::Sub') {
-            const text = Array.isArray(v) ? v[0] : v;
-            for (const m of String(text).matchAll(/\$\{([\w]+)[.}]/g)) if (ids.has(m[1]!)) out.add(m[1]!);
-            if (Array.isArray(v)) dependencies(v[1], out);
-          } else dependencies(v, out);
-        }
-      }
-      return out;
-    };
-    const graph = new Map(
-      Object.entries(resources).map(([id, r]) => [
-        id,
-        [...dependencies(r.Properties ?? {}, new Set(asArray<string>(r.DependsOn)))],
-      ]),
-    );
-    // Act: depth-first search for a back edge.
-    const state = new Map<string, 'visiting' | 'done'>();
-    const cycles: string[] = [];
-    const visit = (id: string, path: string[]): void => {
-      if (state.get(id) === 'done') return;
-      if (state.get(id) === 'visiting') {
-        cycles.push([...path.slice(path.indexOf(id)), id].join(' -> '));
-        return;
-      }
-      state.set(id, 'visiting');
-      for (const dep of graph.get(id) ?? []) visit(dep, [...path, id]);
-      state.set(id, 'done');
-    };
-    for (const id of graph.keys()) visit(id, []);
-    // Assess
-    expect(cycles).toEqual([]);
-  });
+  test.each([
+    ['without a cluster', template],
+    ['with a cluster', synthesize(clusterContext).statelessTemplate],
+  ])(
+    'has no dependency cycle %s (step functions, the rollout watcher, their policies and the state machines)',
+    (_, t) => {
+      expect(cyclesOf(t)).toEqual([]);
+    },
+  );
 });
 
 describe('REST API', () => {

@@ -318,7 +318,8 @@ describe('GET, DELETE and PATCH /v1/preview/environments/{owner}/{repo}/{pr}', (
 
 describe('POST /v1/preview/applications/{applicationId}/0', () => {
   test('deploys the linked repository main branch as environment 0', async () => {
-    const app = await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/web' });
+    // acme/web's application exists (linked above): a repository has one per organization.
+    const app = { applicationId: await linkRepo(h.org, 'acme/web') };
     const res = await call(h, 'POST', `/v1/preview/applications/${app.applicationId}/0`, { headers: auth });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({
@@ -338,11 +339,11 @@ describe('POST /v1/preview/applications/{applicationId}/0', () => {
   });
 
   test.each([
-    ['disabled', { repoFullName: 'acme/web', disabled: true }, 'application is disabled'],
+    ['disabled', { repoFullName: 'acme/web-disabled', disabled: true }, 'application is disabled'],
     ['unlinked', {}, 'application is not linked to a repository'],
     [
       'without an installation',
-      { repoFullName: 'acme/web', installationActive: false },
+      { repoFullName: 'acme/web-uninstalled', installationActive: false },
       'application has no active installation',
     ],
   ])('409 for an application that is %s', async (_name, props, error) => {
@@ -386,7 +387,7 @@ describe('organization scoping', () => {
     await settle();
     const after = await call(h, 'GET', '/v1/preview/environments/acme/web/7', { headers: auth });
     expect(after.body).toEqual(mine.body);
-    const app = await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/web' });
+    const app = { applicationId: await linkRepo(h.org, 'acme/web') };
     const main = await call(h, 'POST', `/v1/preview/applications/${app.applicationId}/0`, {
       headers: theirs,
     });

@@ -33,7 +33,7 @@ describe('route() middleware stack', () => {
     expect(res).toEqual({
       statusCode: 401,
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ error: 'missing or invalid credentials' }),
+      body: `${JSON.stringify({ error: 'missing or invalid credentials' })}\n`,
     });
     expect(logs).toHaveLength(1);
     expect(JSON.parse(logs[0]!)).toMatchObject({

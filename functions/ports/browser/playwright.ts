@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CDPSession, Page, Browser as PwBrowser } from 'playwright-core';
-import type { BrowserSession, SessionOptions, Video } from './port.js';
+import type { BrowserSession, SessionCookie, SessionOptions, Video } from './port.js';
 
 /** How a browser is launched: its binary and flags, and the ffmpeg that encodes its video. */
 export interface LaunchSpec {
@@ -163,6 +163,24 @@ class PlaywrightSession implements BrowserSession {
   /** Let a navigation an action started finish loading (bounded; a page that keeps loading is fine). */
   private async settle(timeoutMs: number): Promise<void> {
     await this.page.waitForLoadState('load', { timeout: Math.min(timeoutMs, 5_000) }).catch(() => undefined);
+  }
+
+  async setExtraHTTPHeaders(headers: Record<string, string>): Promise<void> {
+    await this.page.context().setExtraHTTPHeaders(headers);
+  }
+
+  async addCookies(cookies: SessionCookie[], url: string): Promise<void> {
+    await this.page
+      .context()
+      .addCookies(
+        cookies.map((c) =>
+          c.domain
+            ? { name: c.name, value: c.value, domain: c.domain, path: c.path ?? '/' }
+            : c.path
+              ? { name: c.name, value: c.value, domain: new URL(url).hostname, path: c.path }
+              : { name: c.name, value: c.value, url },
+        ),
+      );
   }
 
   async goto(url: string, timeoutMs: number): Promise<void> {

@@ -41,8 +41,20 @@ export interface BrowserSession {
   url(): string;
   /** The cause, once the browser died under the session (a crash, a kill); undefined while it lives. */
   crashed(): string | undefined;
+  /** Send these headers with every request of the session (scenario auth, issue 12). */
+  setExtraHTTPHeaders?(headers: Record<string, string>): Promise<void>;
+  /** Add cookies to the session; one without a domain is set for `url`'s host. */
+  addCookies?(cookies: SessionCookie[], url: string): Promise<void>;
   /** Close the browser; the video of the session when one was recorded (and any frame was painted). */
   close(): Promise<Video | undefined>;
+}
+
+/** A cookie to add to a session. */
+export interface SessionCookie {
+  name: string;
+  value: string;
+  domain?: string;
+  path?: string;
 }
 
 export interface Browser {

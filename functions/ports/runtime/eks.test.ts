@@ -295,6 +295,33 @@ describe('EksCluster', () => {
     expect(kube.requests.some((r) => r.startsWith('PATCH') && !r.endsWith('merge-patch+json'))).toBe(false);
   });
 
+  /** A preview.yaml sibling reference, `${apps.<app>.<field>}`. */
+  const ref = (app: string, field: string) => `\${apps.${app}.${field}}`;
+  test('sibling references resolve to the Service DNS name and the public URL; an unknown app fails naming it', async () => {
+    pr++;
+    const c = cluster();
+    const t = target(1);
+    const ns = namespaceName(t);
+    const web: AppSpec = {
+      ...WEB,
+      env: { API_URL: `${ref('api', 'internalUrl')}/v1`, API_PUBLIC: ref('api', 'url') },
+    };
+    await c.deploy(t, [launch('web', web), launch('api', API)], { apps: ['web', 'api'] });
+    const env = kube.get('deployments', ns, 'web')!.spec.template.spec.containers[0].env;
+    expect(env).toEqual(
+      expect.arrayContaining([
+        { name: 'API_URL', value: `${internalUrl(t, 'api')}/v1` },
+        { name: 'API_PUBLIC', value: c.urlOf(t, 'api') },
+      ]),
+    );
+    expect(internalUrl(t, 'api')).toBe(`http://api.${ns}.svc.cluster.local`);
+    const typo: AppSpec = { ...WEB, env: { API_URL: ref('backend', 'url') } };
+    await expect(c.deploy(at(t, 2), [launch('web', typo)], { apps: ['web', 'api'] })).rejects.toMatchObject({
+      name: 'DeployFailed',
+      message: 'app web: env API_URL references app backend, which preview.yaml does not declare',
+    });
+  });
+
   test('deploy then awaitReady completes the token with an https URL per app; a same deploy rolls nothing', async () => {
     pr++;
     const c = cluster();

@@ -43,6 +43,7 @@ import { log } from '../../shared/log.js';
 import { maskSecrets } from '../../shared/mask.js';
 import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
 import type { TaskOutcome } from '../workflows/port.js';
+import { type AppAddress, resolveAppRefs } from './app-refs.js';
 import type { Cluster } from './cloud.js';
 import { type CredentialProvider, EksTokens } from './eks-auth.js';
 import { connect, isCode, type Kube, KubeError, type Resource } from './eks-client.js';
@@ -54,6 +55,7 @@ import {
   fenceObject,
   generationOf,
   ingressObject,
+  internalUrl,
   LABELS,
   MANAGED_BY,
   NETWORK_POLICY_NAME,
@@ -200,9 +202,16 @@ export class EksCluster implements Cluster {
 
   // ---- deploy ----------------------------------------------------------------------------------------
 
-  async deploy(target: RuntimeTarget, apps: AppLaunch[], opts: DeployOptions = {}): Promise<void> {
+  async deploy(target: RuntimeTarget, launches: AppLaunch[], opts: DeployOptions = {}): Promise<void> {
     const ns = namespaceName(target);
     const gen = target.generation;
+    const addresses: Record<string, AppAddress> = {};
+    for (const name of opts.apps ?? launches.map((a) => a.name))
+      addresses[name] = {
+        url: publicUrl(ns, name, this.opts.domain),
+        internalUrl: internalUrl(target, name),
+      };
+    const apps = launches.map((a) => resolveAppRefs(a, addresses));
     const secrets = apps.flatMap((a) => Object.values(secretVars(a)));
     try {
       await this.ensureNamespace(target);

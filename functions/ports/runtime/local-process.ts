@@ -23,8 +23,9 @@ import { ensurePrivateDir } from '../../shared/private-dir.js';
 import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
 import type { SourceHost } from '../source-host/port.js';
 import type { TaskOutcome } from '../workflows/port.js';
+import { type AppAddress, resolveAppRefs } from './app-refs.js';
 import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './local-sandbox.js';
-import type { AppLaunch, AppSpec, Runtime, RuntimeTarget } from './port.js';
+import type { AppLaunch, AppSpec, DeployOptions, Runtime, RuntimeTarget } from './port.js';
 
 /** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
 const INHERITED_VARS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ', 'NODE_EXTRA_CA_CERTS', 'SHELL'];
@@ -191,7 +192,7 @@ export class ProcessRuntime implements Runtime {
       .catch((err: Error) => log.error('local build bookkeeping failed', { env: id, error: err.message }));
   }
 
-  async deploy(target: RuntimeTarget, launches: AppLaunch[], opts: { prune?: boolean } = {}) {
+  async deploy(target: RuntimeTarget, launches: AppLaunch[], opts: DeployOptions = {}) {
     const id = envId(target);
     await this.locked(id, async () => {
       const env = this.admit(target);
@@ -209,7 +210,23 @@ export class ProcessRuntime implements Runtime {
           delete env.apps[name];
         }
       }
-      for (const launch of launches) await this.launch(target, env, launch);
+      // Ports first (each app keeps the one it had), so sibling references resolve before anything starts;
+      // a reference to an unknown app fails before anything is stopped.
+      const declared = opts.apps ?? launches.map((l) => l.name);
+      const placeholder = { url: '', internalUrl: '' };
+      for (const l of launches) resolveAppRefs(l, Object.fromEntries(declared.map((n) => [n, placeholder])));
+      const ports = new Map<string, number>();
+      for (const launch of launches)
+        ports.set(launch.name, await this.pickPort(target, env, launch.name, ports));
+      const addresses: Record<string, AppAddress> = {};
+      for (const name of declared) {
+        const port = ports.get(name) ?? env.apps[name]?.port;
+        if (port === undefined) continue;
+        const url = `http://127.0.0.1:${port}`;
+        addresses[name] = { url, internalUrl: url };
+      }
+      const resolved = launches.map((l) => resolveAppRefs(l, addresses));
+      for (const launch of resolved) await this.launch(target, env, launch, ports.get(launch.name)!);
       this.save();
     });
   }
@@ -460,16 +477,36 @@ export class ProcessRuntime implements Runtime {
     if (builds.size === 0) this.builds.delete(id);
   }
 
-  private async launch(target: RuntimeTarget, env: EnvState, launch: AppLaunch) {
-    const app = env.apps[launch.name]!;
-    const build = app.build!;
+  /**
+   * Stop the app (if running) and choose its port: the one it had if it is free again, else a free one no
+   * other app of this deploy took.
+   */
+  private async pickPort(
+    target: RuntimeTarget,
+    env: EnvState,
+    name: string,
+    taken: Map<string, number>,
+  ): Promise<number> {
+    const app = env.apps[name]!;
     const previousBuild = app.running?.buildId;
     await this.stopApp(app);
-    if (previousBuild && previousBuild !== build.buildId) {
-      const old = join(this.workDir(target), `${launch.name}-${previousBuild}`);
+    if (previousBuild && previousBuild !== app.build!.buildId) {
+      const old = join(this.workDir(target), `${name}-${previousBuild}`);
       rmSync(old, { recursive: true, force: true });
     }
-    const port = await freePort(app.port);
+    const others = new Set([
+      ...taken.values(),
+      ...Object.entries(env.apps).flatMap(([n, a]) => (n !== name && a.port ? [a.port] : [])),
+    ]);
+    let port = await freePort(others.has(app.port ?? 0) ? undefined : app.port);
+    for (let attempt = 0; others.has(port) && attempt < 20; attempt++) port = await freePort();
+    app.port = port;
+    return port;
+  }
+
+  private async launch(target: RuntimeTarget, env: EnvState, launch: AppLaunch, port: number) {
+    const app = env.apps[launch.name]!;
+    const build = app.build!;
     const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
     const child = this.spawnCommand(
       launch.spec.command!,

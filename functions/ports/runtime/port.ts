@@ -57,6 +57,12 @@ export interface DeployOptions {
   prune?: boolean;
   /** An app redeploy in `restart` mode: same image, new processes (and the current secret bundle). */
   restart?: boolean;
+  /**
+   * Every app the environment declares: the names env values may reference as `${apps.<name>.url}` and
+   * `${apps.<name>.internalUrl}` (see app-refs.ts); the runtime resolves them before it starts an app and
+   * fails with `DeployFailed` naming an unknown one. Default: the apps launched.
+   */
+  apps?: string[];
 }
 
 export interface Runtime {

@@ -1,0 +1,435 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from '@jest/globals';
+import { type EventRuleId, eventRules } from '../../functions/manifest/events.js';
+import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
+import { type WorkerId, workers } from '../../functions/manifest/workers.js';
+import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
+import { eksClusterFromEnv, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks.js';
+import type { WorkflowName } from '../../functions/ports/workflows/port.js';
+import { parseConfig } from '../../functions/shared/config.js';
+import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/api-function.js';
+import { clusterStepEntries, taskTarget, workerInvocation } from '../../lib/cdk/stateless-stack.js';
+import {
+  asArray,
+  clusterContext,
+  type Json,
+  mentions,
+  repoRoot,
+  resourcesOf,
+  type Synthesized,
+  statementsOf,
+  synthesize,
+} from './synth.js';
+
+// Prepare: the stack without a cluster (the default), with every cluster setting, with only the required
+// ones, and with the roles mapped in aws-auth rather than by access entries.
+const none = synthesize();
+const full = synthesize(clusterContext);
+const minimal = synthesize({ eksClusterName: 'previews', ingressDomain: 'previews.example.com' });
+const awsAuth = synthesize({
+  eksClusterName: 'previews',
+  ingressDomain: 'previews.example.com',
+  eksAccessEntries: 'false',
+});
+
+const workflowNames = Object.keys(workflows) as WorkflowName[];
+const workerIds = Object.keys(workers) as WorkerId[];
+const idIn = (s: Synthesized, construct: { node: { defaultChild?: unknown } }) =>
+  s.stateless.getLogicalId(construct.node.defaultChild as never);
+const functionsOf = (s: Synthesized) => resourcesOf(s.statelessTemplate, 'AWS::Lambda::Function');
+const envOf = (s: Synthesized, id: string): Record<string, Json> =>
+  functionsOf(s)[id].Properties.Environment.Variables;
+const roleOf = (s: Synthesized, id: string): string => functionsOf(s)[id].Properties.Role['Fn::GetAtt'][0];
+
+/** Every function of a stack: whether its manifest entry declares `runtime`, and whether it calls the cluster. */
+interface Built {
+  id: string;
+  runtime: boolean;
+  callsCluster: boolean;
+  isWatcher: boolean;
+}
+function built(s: Synthesized): [string, Built][] {
+  const stepRuntime = (entry: string) =>
+    workflowNames.some((w) =>
+      Object.values(workflows[w].tasks as Record<string, TaskDef>).some(
+        (t) => t.entry === entry && t.access.runtime,
+      ),
+    );
+  return [
+    ...routeIds.map((r): [string, Built] => [
+      `route ${r}`,
+      {
+        id: idIn(s, s.stateless.routeFunctions[r]),
+        runtime: Boolean((routes[r].access as RouteAccess).runtime),
+        callsCluster: false,
+        isWatcher: false,
+      },
+    ]),
+    ...[...s.stateless.stepFunctions].map(([entry, fn]): [string, Built] => [
+      `step ${entry}`,
+      {
+        id: idIn(s, fn),
+        runtime: stepRuntime(entry),
+        callsCluster: clusterStepEntries.includes(entry),
+        isWatcher: false,
+      },
+    ]),
+    ...(Object.keys(eventRules) as EventRuleId[]).map((r): [string, Built] => [
+      `event target ${r}`,
+      {
+        id: idIn(s, s.stateless.eventRules[r].function),
+        runtime: Boolean((eventRules[r].target.access as RouteAccess).runtime),
+        callsCluster: false,
+        isWatcher: false,
+      },
+    ]),
+    ...workerIds.map((w): [string, Built] => [
+      `worker ${w}`,
+      {
+        id: idIn(s, s.stateless.workers[w].function),
+        runtime: Boolean((workers[w].access as RouteAccess).runtime),
+        callsCluster: true,
+        isWatcher: w === 'rolloutWatcher',
+      },
+    ]),
+  ];
+}
+
+const watcherId = (s: Synthesized) => idIn(s, s.stateless.workers.rolloutWatcher.function);
+const clusterArn = {
+  'Fn::Join': [
+    '',
+    [
+      'arn:',
+      { Ref: 'AWS::Partition' },
+      ':eks:',
+      { Ref: 'AWS::Region' },
+      ':',
+      { Ref: 'AWS::AccountId' },
+      ':cluster/previews',
+    ],
+  ],
+};
+const eksVars = [
+  'EKS_CLUSTER_NAME',
+  'EKS_INGRESS_CLASS',
+  'EKS_INGRESS_DOMAIN',
+  'EKS_INGRESS_NAMESPACE',
+  'EKS_INGRESS_ANNOTATIONS',
+  'EKS_TLS_SECRET_NAME',
+  'EKS_ALLOW_FROM_CIDRS',
+];
+const eksEnvOf = (s: Synthesized, id: string) =>
+  Object.fromEntries(Object.entries(envOf(s, id)).filter(([k]) => eksVars.includes(k)));
+
+describe('cluster settings reach every runtime function as the EKS_* variables', () => {
+  test.each(built(full))('%s: all of them, exactly when it declares runtime', (_, fn) => {
+    const expected = fn.runtime
+      ? {
+          EKS_CLUSTER_NAME: 'previews',
+          EKS_INGRESS_CLASS: 'alb',
+          EKS_INGRESS_DOMAIN: 'previews.example.com',
+          EKS_INGRESS_NAMESPACE: 'kube-system',
+          EKS_INGRESS_ANNOTATIONS: clusterContext.ingressAnnotations,
+          EKS_TLS_SECRET_NAME: 'previews-wildcard',
+          EKS_ALLOW_FROM_CIDRS: '10.0.0.0/16,10.1.0.0/16',
+        }
+      : {};
+    expect(eksEnvOf(full, fn.id)).toEqual(expected);
+  });
+
+  test.each(built(minimal))('%s: the defaults (nginx, ingress-nginx), nothing optional', (_, fn) => {
+    expect(eksEnvOf(minimal, fn.id)).toEqual(
+      fn.runtime
+        ? {
+            EKS_CLUSTER_NAME: 'previews',
+            EKS_INGRESS_CLASS: 'nginx',
+            EKS_INGRESS_DOMAIN: 'previews.example.com',
+            EKS_INGRESS_NAMESPACE: 'ingress-nginx',
+          }
+        : {},
+    );
+  });
+
+  test.each(built(none))('%s: none without a cluster (a deploy then fails saying so)', (_, fn) => {
+    expect(eksEnvOf(none, fn.id)).toEqual({});
+    // Without EKS_CLUSTER_NAME the cloud runtime has no cluster: config.ts reads no cluster name.
+    const env = Object.fromEntries(
+      Object.entries(envOf(none, fn.id)).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved:${k}`]),
+    );
+    expect(parseConfig({ ...env, AWS_REGION: 'eu-west-1' }).eks.clusterName).toBeUndefined();
+  });
+
+  test.each(built(full).filter(([, fn]) => fn.runtime))(
+    '%s: its environment builds the EKS cluster adapter (eksClusterFromEnv) with the apps’ https host',
+    (_, fn) => {
+      // Prepare: deploy-time references become placeholder strings; Lambda sets AWS_REGION and its name.
+      const env = Object.fromEntries(
+        Object.entries(envOf(full, fn.id)).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved:${k}`]),
+      );
+      const lambdaEnv = { ...env, AWS_REGION: 'eu-west-1', AWS_LAMBDA_FUNCTION_NAME: 'this-function' };
+      // Act
+      const config = parseConfig(lambdaEnv);
+      const cluster = eksClusterFromEnv({ complete: async () => undefined }, lambdaEnv);
+      // Assess
+      expect(config.eks.clusterName).toBe('previews');
+      expect(config.eks.watcherFunction).toBe(fn.isWatcher ? undefined : 'resolved:ROLLOUT_WATCHER_FUNCTION');
+      const target = { orgId: 'org', repoFullName: 'acme/shop', prNumber: 7 };
+      expect(cluster.urlOf(target, 'web')).toBe(
+        `https://web-${cluster.namespaceOf(target)}.previews.example.com`,
+      );
+    },
+  );
+});
+
+describe('the rollout watcher', () => {
+  const template = full.statelessTemplate;
+  const fns = functionsOf(full);
+
+  test.each(workerIds)('%s is one function of its own, with the manifest’s timeout and description', (w) => {
+    const tagged = Object.entries(fns).filter(([, fn]) =>
+      asArray<{ Key: string; Value: string }>(fn.Properties.Tags).some(
+        (t) => t.Key === 'preview:worker' && t.Value === w,
+      ),
+    );
+    expect(tagged.map(([id]) => id)).toEqual([idIn(full, full.stateless.workers[w].function)]);
+    const props = tagged[0]![1].Properties;
+    expect(props.Timeout).toBe(workers[w].timeoutSeconds);
+    expect(props.Timeout).toBe(900);
+    expect(props.Description).toBe(workers[w].description);
+    expect(props.FunctionName).toBeUndefined();
+  });
+
+  test.each(workerIds)(
+    '%s retries twice, then sends the invocation to its own encrypted, TLS-only queue',
+    (w) => {
+      const fnId = idIn(full, full.stateless.workers[w].function);
+      const queueId = idIn(full, full.stateless.workers[w].failureDlq);
+      const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')).filter(
+        (c) => c.Properties.FunctionName.Ref === fnId,
+      );
+      expect(configs.map((c) => c.Properties)).toEqual([
+        {
+          FunctionName: { Ref: fnId },
+          Qualifier: '$LATEST',
+          MaximumRetryAttempts: 2,
+          MaximumEventAgeInSeconds: workerInvocation.maxEventAge.toSeconds(),
+          DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
+        },
+      ]);
+      const queue = resourcesOf(template, 'AWS::SQS::Queue')[queueId];
+      expect(queue.Properties).toEqual(
+        expect.objectContaining({ SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 }),
+      );
+      const policy = Object.values(resourcesOf(template, 'AWS::SQS::QueuePolicy')).find((p) =>
+        asArray<Json>(p.Properties.Queues).some((q) => q.Ref === queueId),
+      );
+      expect(asArray<Json>(policy?.Properties.PolicyDocument.Statement)).toContainEqual(
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      );
+      const sends = statementsOf(template, fnId).filter((s) => s.actions.some((a) => a.startsWith('sqs:')));
+      expect(sends).toHaveLength(1);
+      expect(sends[0]?.resources).toEqual([{ 'Fn::GetAtt': [queueId, 'Arn'] }]);
+      const outputs = Object.values(template.toJSON().Outputs as Record<string, Json>).map((o) => o.Value);
+      expect(outputs).toContainEqual({ Ref: queueId });
+      expect(outputs).toContainEqual({ Ref: fnId });
+    },
+  );
+
+  test('ends (and heartbeats) the callback tasks of every state machine, from a policy of its own', () => {
+    const fnId = watcherId(full);
+    const statements = statementsOf(template, fnId).filter((s) =>
+      s.actions.some((a) => a.startsWith('states:')),
+    );
+    expect(statements).toHaveLength(1);
+    expect([...statements[0]!.actions].sort()).toEqual([
+      'states:SendTaskFailure',
+      'states:SendTaskHeartbeat',
+      'states:SendTaskSuccess',
+    ]);
+    for (const w of workflowNames) {
+      expect(statements[0]!.resources).toContainEqual({ Ref: idIn(full, full.stateless.stateMachines[w]) });
+    }
+  });
+
+  test('invokes itself through a policy the function does not depend on, and finds its own name itself', () => {
+    const fnId = watcherId(full);
+    const policies = Object.entries(resourcesOf(template, 'AWS::IAM::Policy')).filter(
+      ([, p]) =>
+        asArray<Json>(p.Properties.Roles).some((r) => r.Ref === roleOf(full, fnId)) &&
+        mentions(p.Properties.PolicyDocument, 'lambda:InvokeFunction'),
+    );
+    expect(policies).toHaveLength(1);
+    expect(asArray<string>(fns[fnId].DependsOn)).not.toContain(policies[0]![0]);
+    // A function cannot name itself in its environment: the code falls back to AWS_LAMBDA_FUNCTION_NAME.
+    expect(envOf(full, fnId).ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
+  });
+
+  test('hands over in time, outlives the rollout deadline in Lambda’s queue, and is missed within minutes', () => {
+    // A watcher watches one slice and re-invokes itself 15 s before its timeout.
+    expect(workers.rolloutWatcher.timeoutSeconds * 1000).toBeGreaterThanOrEqual(
+      TIMING_DEFAULTS.sliceMs + 15_000,
+    );
+    // Lambda keeps (and retries) an invocation at least until the rollout's deadline.
+    expect(workerInvocation.maxEventAge.toMilliseconds()).toBeGreaterThanOrEqual(
+      TIMING_DEFAULTS.readyTimeoutMs,
+    );
+    expect(workerInvocation.retryAttempts).toBe(2);
+    // Every callback task a cluster step waits in has a heartbeat timeout: a lost watcher fails it within
+    // minutes, and a live one (a heartbeat every heartbeatMs, and at the start of each invocation) never.
+    const waits = workflowNames.flatMap((w) => {
+      const asl = JSON.parse(readFileSync(join(repoRoot, workflows[w].definition), 'utf8'));
+      const tasks = workflows[w].tasks as Record<string, TaskDef>;
+      return Object.values(asl.States as Record<string, Json>).filter((state) => {
+        const t = taskTarget(state);
+        return t?.callback && clusterStepEntries.includes(tasks[t.placeholder]?.entry ?? '');
+      });
+    });
+    expect(waits.length).toBeGreaterThan(0);
+    for (const state of waits) {
+      expect(state.HeartbeatSeconds).toBeGreaterThanOrEqual((2 * TIMING_DEFAULTS.heartbeatMs) / 1000);
+      expect(state.HeartbeatSeconds).toBeLessThanOrEqual(600);
+      expect(state.TimeoutSeconds).toBeLessThanOrEqual(workerInvocation.maxEventAge.toSeconds());
+    }
+  });
+});
+
+describe('invoking the watcher', () => {
+  test.each(built(full))('%s may invoke it exactly when it declares runtime, and knows its name', (_, fn) => {
+    const invokes = statementsOf(full.statelessTemplate, fn.id).filter((s) =>
+      s.actions.includes('lambda:InvokeFunction'),
+    );
+    const env = envOf(full, fn.id);
+    if (!fn.runtime) {
+      expect(invokes).toEqual([]);
+      expect(env.ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
+      return;
+    }
+    expect(invokes.map((s) => [s.actions, s.resources])).toEqual([
+      [['lambda:InvokeFunction'], [{ 'Fn::GetAtt': [watcherId(full), 'Arn'] }]],
+    ]);
+    if (!fn.isWatcher) expect(env.ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(full) });
+  });
+
+  test.each(built(none).filter(([, fn]) => fn.runtime && !fn.isWatcher))(
+    '%s knows the watcher without a cluster too',
+    (_, fn) => {
+      expect(envOf(none, fn.id).ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(none) });
+    },
+  );
+});
+
+describe('cluster access', () => {
+  const eksStatements = (s: Synthesized, id: string) =>
+    statementsOf(s.statelessTemplate, id).filter((st) => st.actions.some((a) => a.startsWith('eks:')));
+
+  test('the steps that call the cluster are runtime steps of the workflow manifest', () => {
+    for (const entry of clusterStepEntries) {
+      const declared = workflowNames.flatMap((w) =>
+        Object.values(workflows[w].tasks as Record<string, TaskDef>).filter((t) => t.entry === entry),
+      );
+      expect({ entry, runtime: declared.length > 0 && declared.every((t) => t.access.runtime) }).toEqual({
+        entry,
+        runtime: true,
+      });
+    }
+  });
+
+  test.each(built(full))('%s may describe the cluster (only that one) exactly when it calls it', (_, fn) => {
+    const statements = eksStatements(full, fn.id);
+    if (!fn.callsCluster) {
+      expect(statements).toEqual([]);
+      return;
+    }
+    expect(statements.map((s) => [s.actions, s.resources])).toEqual([[clusterDescribeActions, [clusterArn]]]);
+    expect(clusterDescribeActions).toEqual(['eks:DescribeCluster']);
+  });
+
+  test('without a cluster nothing may call EKS', () => {
+    for (const [, fn] of built(none)) expect(eksStatements(none, fn.id)).toEqual([]);
+  });
+
+  test('an access entry per role that calls the cluster: STANDARD, group preview-runtime, no access policy', () => {
+    const entries = Object.values(resourcesOf(full.statelessTemplate, 'AWS::EKS::AccessEntry')).map(
+      (e) => e.Properties,
+    );
+    const callers = built(full).filter(([, fn]) => fn.callsCluster);
+    expect(callers.map(([label]) => label).sort()).toEqual(
+      [...clusterStepEntries.map((e) => `step ${e}`), ...workerIds.map((w) => `worker ${w}`)].sort(),
+    );
+    expect(entries).toHaveLength(callers.length);
+    for (const [, fn] of callers) {
+      const roleId = roleOf(full, fn.id);
+      const own = entries.filter((e) => mentions(e.PrincipalArn, roleId));
+      expect(own).toEqual([
+        {
+          ClusterName: 'previews',
+          PrincipalArn: { 'Fn::GetAtt': [roleId, 'Arn'] },
+          Type: 'STANDARD',
+          KubernetesGroups: [clusterGroup],
+          Tags: expect.any(Array),
+        },
+      ]);
+    }
+    expect(clusterGroup).toBe('preview-runtime');
+  });
+
+  test('none without a cluster, none when the roles are mapped in aws-auth (DescribeCluster still granted)', () => {
+    expect(resourcesOf(none.statelessTemplate, 'AWS::EKS::AccessEntry')).toEqual({});
+    expect(resourcesOf(awsAuth.statelessTemplate, 'AWS::EKS::AccessEntry')).toEqual({});
+    for (const [, fn] of built(awsAuth).filter(([, f]) => f.callsCluster)) {
+      expect(eksStatements(awsAuth, fn.id)).toHaveLength(1);
+    }
+  });
+
+  test('outputs the ARN of each role that calls the cluster (what aws-auth maps), with or without one', () => {
+    for (const s of [none, full]) {
+      const values = Object.values(s.statelessTemplate.toJSON().Outputs as Record<string, Json>).map(
+        (o) => o.Value,
+      );
+      for (const [, fn] of built(s).filter(([, f]) => f.callsCluster)) {
+        expect(values).toContainEqual({ 'Fn::GetAtt': [roleOf(s, fn.id), 'Arn'] });
+      }
+    }
+  });
+
+  test('no account or region is written into the template', () => {
+    const text = JSON.stringify(full.statelessTemplate.toJSON());
+    expect(text).not.toMatch(/:\d{12}:/);
+    expect(text).not.toMatch(/(us|eu|ap|sa|ca|me|af)-(east|west|north|south|central|northeast|southeast)-\d/);
+  });
+
+  test.each([
+    [{ eksClusterName: 'previews' }, /ingressDomain is required/],
+    [{ eksClusterName: 'previews', ingressDomain: '*.previews.example.com' }, /without "\*\."/],
+    [{ eksClusterName: 'previews', ingressDomain: 'Previews.Example.com' }, /lower-case DNS name/],
+    [{ eksClusterName: 'previews', ingressDomain: 'localhost' }, /lower-case DNS name/],
+    [{ eksClusterName: 'bad name', ingressDomain: 'previews.example.com' }, /EKS cluster name/],
+    [{ ...clusterContext, ingressNamespace: 'Ingress' }, /namespace name/],
+    [{ ...clusterContext, ingressClassName: 'ALB' }, /ingressClassName/],
+    [{ ...clusterContext, tlsSecretName: 'x_y' }, /tlsSecretName/],
+    [{ ...clusterContext, allowFromCidrs: '10.0.0.0' }, /not a CIDR block/],
+    [{ ...clusterContext, ingressAnnotations: '{"a":' }, /JSON object of strings/],
+    [{ ...clusterContext, ingressAnnotations: '{"a":1}' }, /JSON object of strings/],
+    [{ ...clusterContext, ingressAnnotations: '["a"]' }, /JSON object of strings/],
+    [{ ...clusterContext, ingressAnnotations: JSON.stringify({ a: 'x'.repeat(1100) }) }, /4 KB/],
+    [{ ...clusterContext, eksAccessEntries: 'no' }, /eksAccessEntries/],
+    [{ ingressDomain: 'previews.example.com' }, /ingressDomain set without eksClusterName/],
+  ])('rejects %j', (context, message) => {
+    expect(() => synthesize(context)).toThrow(message);
+  });
+
+  test('accepts IPv6 CIDRs and annotations as an object (cdk.json)', () => {
+    const s = synthesize({
+      ...clusterContext,
+      allowFromCidrs: ['10.0.0.0/8', 'fd00::/8'],
+      ingressAnnotations: { 'alb.ingress.kubernetes.io/scheme': 'internal' },
+    });
+    const env = envOf(s, watcherId(s));
+    expect(env.EKS_ALLOW_FROM_CIDRS).toBe('10.0.0.0/8,fd00::/8');
+    expect(JSON.parse(env.EKS_INGRESS_ANNOTATIONS)).toEqual({
+      'alb.ingress.kubernetes.io/scheme': 'internal',
+    });
+  });
+});
