@@ -96,7 +96,8 @@ export const workflows = {
       },
       RunMarkFailedFunctionArn: {
         entry: 'functions/steps/run-mark-failed.ts',
-        access: { tables: { runs: 'RW' } },
+        // secrets: R, the factory signing secret, for the `down` a dead executor still owes.
+        access: { tables: { runs: 'RW' }, secrets: 'R' },
       },
     },
   },

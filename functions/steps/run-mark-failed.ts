@@ -1,11 +1,24 @@
-import { failRun, runFailureMessage } from '../core/runs.js';
+import { failRun, loadRun, runFailureMessage } from '../core/runs.js';
+import { sendOwedDown } from '../core/scenarios.js';
+import { secretStore } from '../ports/registry.js';
+import { log } from '../shared/log.js';
 
-/** Catch target of `testRun`: end the run `failed` with the cause, unless it already ended. */
+/**
+ * Catch target of `testRun`: end the run `failed` with the cause, unless it already ended. A run whose
+ * executor died after its scenario came up (its Lambda timed out or crashed) still owes the Environment
+ * Factory its `down`: sent here, best effort and within this step's time (it is recorded on the run).
+ */
 export async function handler(input: {
   runId: string;
   prepared?: { attempt?: string };
   failure?: { Error?: string; Cause?: string };
 }): Promise<{ runId: string }> {
   await failRun(input.runId, runFailureMessage(input.failure), { attempt: input.prepared?.attempt });
+  try {
+    const run = await loadRun(input.runId);
+    if (run) await sendOwedDown({ secrets: secretStore() }, run, { retryMs: 20_000, timeoutMs: 15_000 });
+  } catch (err) {
+    log.warn('could not send an owed scenario down', { runId: input.runId, error: (err as Error).name });
+  }
   return { runId: input.runId };
 }

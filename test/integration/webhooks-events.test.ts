@@ -219,6 +219,8 @@ describe('expiry', () => {
         ttlHours: 0.0003,
         deployDrafts: false,
         disabled: false,
+        factoryApp: null,
+        factoryPath: null,
       },
     });
     expect((await getApplication(h.org.orgId, applicationId)).ttlHours).toBe(0.0003);
