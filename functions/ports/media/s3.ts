@@ -1,38 +1,8 @@
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { NodeSha256 } from '../../shared/sha256.js';
 import { type LinkCheck, MEDIA_URL_TTL_SECONDS, type MediaStore } from './port.js';
 import { checkSignedQuery, encodeKey, signedQuery } from './signing.js';
-
-/** SHA-256 and HMAC-SHA-256 for SigV4 on node:crypto (no hashing package needed). */
-class Sha256 {
-  private hash: Hash | Hmac;
-  constructor(private readonly secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = this.fresh();
-  }
-  private fresh(): Hash | Hmac {
-    if (this.secret === undefined) return createHash('sha256');
-    const key =
-      typeof this.secret === 'string'
-        ? this.secret
-        : ArrayBuffer.isView(this.secret)
-          ? Buffer.from(this.secret.buffer, this.secret.byteOffset, this.secret.byteLength)
-          : Buffer.from(this.secret);
-    return createHmac('sha256', key);
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    if (typeof data === 'string') this.hash.update(data, 'utf8');
-    else if (ArrayBuffer.isView(data))
-      this.hash.update(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-    else this.hash.update(Buffer.from(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-  reset(): void {
-    this.hash = this.fresh();
-  }
-}
 
 /**
  * S3 media: objects in the media bucket (private, encrypted, expiring by a lifecycle rule: see the stack),
@@ -86,7 +56,7 @@ export class S3MediaStore implements MediaStore {
       credentials: config.credentials,
       region,
       service: 's3',
-      sha256: Sha256,
+      sha256: NodeSha256,
       uriEscapePath: false,
       applyChecksum: false,
     });
