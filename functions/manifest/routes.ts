@@ -103,6 +103,13 @@ export const routes = {
     auth: 'apiKey',
     access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'], sourceHost: true },
   },
+  listEnvironments: {
+    method: 'GET',
+    path: '/v1/preview/environments',
+    entry: 'functions/api/environments/list.ts',
+    auth: 'apiKey',
+    access: { tables: { environments: 'R' } },
+  },
   getEnvironment: {
     method: 'GET',
     path: envPath,

@@ -21,6 +21,7 @@ import { HOST_RE } from '../../functions/shared/validation.js';
 import { buildOpenApi } from '../openapi.js';
 import { installLocalAdapters, type LocalAdapterHandles } from './adapters.js';
 import { type Inbox, startInbox } from './bus.js';
+import { dashboardHtml } from './dashboard.js';
 import { ensureTables, startDynalite } from './dynalite.js';
 import { type ExpiryTimer, startExpiryTimer } from './expiry-timer.js';
 import { compileRoutes, matchRoute, toProxyEvent } from './http-bridge.js';
@@ -216,6 +217,15 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       if (!url) return send(res, 400, { error: 'malformed request target' });
       if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
       if (req.method === 'GET' && url.pathname === '/openapi.json') return send(res, 200, await openApi);
+      if (req.method === 'GET' && url.pathname === '/') {
+        res.writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          'content-security-policy':
+            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self'",
+        });
+        return res.end(dashboardHtml());
+      }
       // Test-run media and reports, at signed expiring URLs (no credentials): lib/local/media-routes.ts.
       if (await serveSigned(req, res, url)) return;
       const body = await readBody(req);
