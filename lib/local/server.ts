@@ -217,7 +217,8 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       if (!url) return send(res, 400, { error: 'malformed request target' });
       if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
       if (req.method === 'GET' && url.pathname === '/openapi.json') return send(res, 200, await openApi);
-      if (req.method === 'GET' && url.pathname === '/') {
+      // Only for `/` as sent: a target like `/run/%2e%2e` also normalizes to `/`, and must stay a 404.
+      if (req.method === 'GET' && /^\/(\?.*)?$/.test(req.url ?? '')) {
         res.writeHead(200, {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',

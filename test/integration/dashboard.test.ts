@@ -60,6 +60,27 @@ describe('GET /v1/preview/environments (the dashboard source)', () => {
   });
 });
 
+describe('the dashboard path', () => {
+  test('only `/` as sent serves it: a target that normalizes to `/` (`/run/%2e%2e`, found by the fuzz tier) stays a JSON 404', async () => {
+    // node:http sends the target as written (fetch would normalize it to `/` before sending).
+    const { request } = await import('node:http');
+    const raw = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${h.url}/run/%2e%2e`, { method: 'GET', path: '/run/%2e%2e' }, (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(raw.status).toBe(404);
+    expect(JSON.parse(raw.body)).toEqual({ error: expect.any(String) });
+    expect((await fetch(`${h.url}/?x=1`)).headers.get('content-type')).toMatch(/^text\/html/);
+  });
+});
+
 describe('the dashboard in chromium', () => {
   (haveChromium ? test : test.skip)(
     'a pasted API key shows every environment with its status, URLs and failure cause',
