@@ -267,12 +267,11 @@ describe('what GitHub says, as the deploy reports it', () => {
 });
 
 describe('POST /v1/preview/applications/{id}/0 against GitHub', () => {
+  // The org's application for the repository (one per repository and organization).
   const mainDeploy = async (repoFullName: string) => {
-    const app = await tenancy.createApplication({
-      orgId: org.orgId,
-      name: `main-${repoFullName}`,
-      repoFullName,
-    });
+    const app =
+      (await tenancy.findApplicationByRepo(org.orgId, repoFullName)) ??
+      (await tenancy.createApplication({ orgId: org.orgId, repoFullName }));
     return call(cloud, 'POST', `/v1/preview/applications/${app.applicationId}/0`, { headers: bearer(org) });
   };
 

@@ -60,11 +60,7 @@ describe('a wrong private key in the GitHub App secret', () => {
 
   test('the main-branch deploy answers 503 saying so', async () => {
     const tenancy = await import('../../functions/core/tenancy.js');
-    const app = await tenancy.createApplication({
-      orgId: org.orgId,
-      name: 'main',
-      repoFullName: 'acme/shop',
-    });
+    const app = (await tenancy.findApplicationByRepo(org.orgId, 'acme/shop'))!;
     const res = await call(cloud, 'POST', `/v1/preview/applications/${app.applicationId}/0`, {
       headers: bearer(org),
     });
