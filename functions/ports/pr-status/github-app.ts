@@ -1,7 +1,4 @@
-import { App } from '@octokit/app';
-import { Octokit } from '@octokit/core';
-import { log } from '../../shared/log.js';
-import type { GitHubAppCredentials } from '../source-host/github-app.js';
+import { type AppClient, type GitHubAppCredentials, githubAppGetter } from '../source-host/github-app.js';
 import { type GitHubRest, publishToGitHub, type RestResponse } from './github-rest.js';
 import type { PrReport, PrStatus, PublishOutcome } from './port.js';
 
@@ -22,15 +19,7 @@ export interface GitHubAppPrStatusOptions {
   now?: () => number;
 }
 
-type AppClient = InstanceType<typeof App>;
 type Client = AppClient['octokit'];
-
-const octokitLog = {
-  debug: () => {},
-  info: () => {},
-  warn: (message: string) => log.warn(`octokit: ${message}`),
-  error: (message: string) => log.error(`octokit: ${message}`),
-};
 
 /** Turns an Octokit into a transport: HTTP errors come back as answers. */
 function transport(octokit: Client, timeoutMs: number): GitHubRest {
@@ -53,39 +42,19 @@ function transport(octokit: Client, timeoutMs: number): GitHubRest {
 }
 
 export class GitHubAppPrStatus implements PrStatus {
-  private appPromise: Promise<AppClient> | undefined;
+  private readonly app: () => Promise<AppClient>;
   private readonly installations = new Map<string, { id: number | undefined; until: number }>();
   private readonly clients = new Map<number, Promise<Client>>();
 
-  constructor(private readonly opts: GitHubAppPrStatusOptions) {}
+  constructor(private readonly opts: GitHubAppPrStatusOptions) {
+    this.app = githubAppGetter(opts.credentials, opts.apiUrl);
+  }
 
   async publish(report: PrReport): Promise<PublishOutcome> {
     const octokit = await this.installationClient(report.repoFullName);
     if (!octokit)
       return { published: false, reason: 'no installation of the GitHub App covers the repository' };
     return publishToGitHub(transport(octokit, this.opts.timeoutMs ?? 10_000), report);
-  }
-
-  private app(): Promise<AppClient> {
-    this.appPromise ??= this.opts.credentials
-      .get()
-      .then(
-        (secret) =>
-          new App({
-            appId: Number(secret.appId),
-            privateKey: secret.privateKey,
-            Octokit: Octokit.defaults({
-              baseUrl: this.opts.apiUrl.replace(/\/+$/, ''),
-              userAgent: 'preview-control-plane',
-            }),
-            log: octokitLog,
-          }),
-      )
-      .catch((err) => {
-        this.appPromise = undefined;
-        throw err;
-      });
-    return this.appPromise;
   }
 
   private async installationClient(repoFullName: string): Promise<Client | undefined> {

@@ -165,7 +165,7 @@ export interface GitHubAppSourceHostOptions {
 }
 
 type Repo = { owner: string; repo: string };
-type AppClient = InstanceType<typeof App>;
+export type AppClient = InstanceType<typeof App>;
 type Client = AppClient['octokit'];
 type Found<T> = { found: true; value: T } | { found: false };
 /** What @octokit/request throws for an HTTP error (or, with status 500 and no response, a network one). */
@@ -210,6 +210,38 @@ const octokitLog = {
   error: (message: string) => log.error(`octokit: ${message}`),
 };
 
+/**
+ * The GitHub App (and its Octokit, at `apiUrl`) built from the secret on first use and kept; a failed
+ * build (an unfilled secret, say) is retried on the next call. Shared by the source host and PR status.
+ */
+export function githubAppGetter(
+  credentials: Pick<GitHubAppCredentials, 'get'>,
+  apiUrl: string,
+): () => Promise<AppClient> {
+  let app: Promise<AppClient> | undefined;
+  return () => {
+    app ??= credentials
+      .get()
+      .then(
+        (secret) =>
+          new App({
+            appId: Number(secret.appId),
+            privateKey: secret.privateKey,
+            Octokit: Octokit.defaults({
+              baseUrl: apiUrl.replace(/\/+$/, ''),
+              userAgent: 'preview-control-plane',
+            }),
+            log: octokitLog,
+          }),
+      )
+      .catch((err) => {
+        app = undefined;
+        throw err;
+      });
+    return app;
+  };
+}
+
 /** The SourceHost port on GitHub, through a GitHub App (see the file comment for the calls it makes). */
 export class GitHubAppSourceHost implements SourceHost {
   private readonly now: () => number;
@@ -218,7 +250,8 @@ export class GitHubAppSourceHost implements SourceHost {
   private readonly maxWaitMs: number;
   private readonly installationTtlMs: number;
   private readonly tokenRefreshMarginMs: number;
-  private appPromise: Promise<AppClient> | undefined;
+  /** The App (and its Octokit), built once from the secret; a failed build is retried on the next call. */
+  private readonly app: () => Promise<AppClient>;
   private readonly installations = new Map<string, { id: string; until: number }>();
   private readonly clients = new Map<string, Promise<Client>>();
   /** Installations whose token GitHub rejected: the next call mints a new one. */
@@ -233,6 +266,7 @@ export class GitHubAppSourceHost implements SourceHost {
     this.maxWaitMs = opts.maxWaitMs ?? 10_000;
     this.installationTtlMs = opts.installationTtlMs ?? 5 * MINUTE;
     this.tokenRefreshMarginMs = opts.tokenRefreshMarginMs ?? 5 * MINUTE;
+    this.app = githubAppGetter(opts.credentials, opts.apiUrl);
   }
 
   async installation(repoFullName: string): Promise<{ installationId: string } | undefined> {
@@ -391,29 +425,6 @@ export class GitHubAppSourceHost implements SourceHost {
     } finally {
       opts.signal?.removeEventListener('abort', kill);
     }
-  }
-
-  /** The App (and its Octokit), built once from the secret; a failed build is retried on the next call. */
-  private app(): Promise<AppClient> {
-    this.appPromise ??= this.opts.credentials
-      .get()
-      .then(
-        (secret) =>
-          new App({
-            appId: Number(secret.appId),
-            privateKey: secret.privateKey,
-            Octokit: Octokit.defaults({
-              baseUrl: this.opts.apiUrl.replace(/\/+$/, ''),
-              userAgent: 'preview-control-plane',
-            }),
-            log: octokitLog,
-          }),
-      )
-      .catch((err) => {
-        this.appPromise = undefined;
-        throw err;
-      });
-    return this.appPromise;
   }
 
   /**
