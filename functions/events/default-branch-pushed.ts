@@ -1,5 +1,7 @@
 import { defaultBranchPushedDetail, onDefaultBranchPushed } from '../core/webhooks.js';
-import { prStatus, sourceHost, workflows } from '../ports/registry.js';
+import { prStatus } from '../ports/registry/pr-status.js';
+import { sourceHost } from '../ports/registry/source-host.js';
+import { workflows } from '../ports/registry/workflows.js';
 import { consumer } from './consume.js';
 
 /** Target of the `defaultBranchPushed` rule: redeploy the main-branch environment (0). */

@@ -1,5 +1,5 @@
 import { sweepExpired } from '../core/expiry.js';
-import { workflows } from '../ports/registry.js';
+import { workflows } from '../ports/registry/workflows.js';
 import { log } from '../shared/log.js';
 
 /**

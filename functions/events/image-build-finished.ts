@@ -1,6 +1,6 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { imageBuilds } from '../ports/registry.js';
+import { imageBuilds } from '../ports/registry/image-builds.js';
 import { log } from '../shared/log.js';
 
 const detail = z.object({

@@ -1,5 +1,5 @@
 import { onPullRequestClosed, pullRequestClosedDetail } from '../core/webhooks.js';
-import { workflows } from '../ports/registry.js';
+import { workflows } from '../ports/registry/workflows.js';
 import { consumer } from './consume.js';
 
 /** Target of the `pullRequestClosed` rule: tear the pull request's preview down for one organization. */

@@ -1,5 +1,6 @@
 import { onPullRequestUpdated, pullRequestUpdatedDetail } from '../core/webhooks.js';
-import { prStatus, workflows } from '../ports/registry.js';
+import { prStatus } from '../ports/registry/pr-status.js';
+import { workflows } from '../ports/registry/workflows.js';
 import { consumer } from './consume.js';
 
 /** Target of the `pullRequestUpdated` rule: deploy the pull request's head for one organization. */

@@ -1,8 +1,32 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createId } from '@paralleldrive/cuid2';
 
-/** A new CUID (row ids of applications, tests, runs, orgs). */
-export const newId = (): string => createId();
+/** Length of a row id: as @paralleldrive/cuid2's default ids, which rows created before this held. */
+export const ID_LENGTH = 24;
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+const BASE36 = `0123456789${LETTERS}`;
+
+/** `count` characters drawn uniformly from `alphabet` with node:crypto (bytes past the last multiple dropped). */
+function randomChars(count: number, alphabet: string): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = '';
+  while (out.length < count) {
+    for (const byte of randomBytes(count * 2)) {
+      if (byte >= limit) continue;
+      out += alphabet[byte % alphabet.length];
+      if (out.length === count) break;
+    }
+  }
+  return out;
+}
+
+/**
+ * A new row id (applications, tests, runs, orgs, environments), CUID-shaped as the spec says: 24 characters
+ * of lower-case base 36, the first a letter (never read as a number), the other 23 uniformly random from
+ * node:crypto (about 119 bits: collisions are out of reach). It replaced @paralleldrive/cuid2, whose SHA-3
+ * and big-number code weighed ~25 KB in every bundle; old and new ids have the same shape, and every
+ * validator (`rowId` in validation.ts) accepts both.
+ */
+export const newId = (): string => randomChars(1, LETTERS) + randomChars(ID_LENGTH - 1, BASE36);
 
 /** A high-entropy secret, base64url (256 bits by default). */
 export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString('base64url');

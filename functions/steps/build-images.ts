@@ -1,5 +1,5 @@
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
-import { runtime } from '../ports/registry.js';
+import { buildRuntime } from '../ports/registry/image-builds.js';
 
 /**
  * Build step (building / building-images), a callback task: start the runtime's build of every app (or
@@ -12,7 +12,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
   const env = await loadCurrent(input);
   const apps = appsInScope(env, input);
   await transition(input, { status: 'building', phase: 'building-images' });
-  await runtime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken, {
+  await buildRuntime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken, {
     rebuild: input.mode === 'rebuild',
   });
 }

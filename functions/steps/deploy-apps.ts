@@ -1,7 +1,8 @@
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
 import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
-import { runtime, secretStore } from '../ports/registry.js';
+import { runtime } from '../ports/registry/runtime.js';
+import { secretStore } from '../ports/registry/secret-store.js';
 import type { AppLaunch, AppSpec } from '../ports/runtime/port.js';
 
 /**

@@ -1,5 +1,6 @@
 import { DeployFailed, loadCurrent, type StepInput, stageSource, transition } from '../core/pipeline.js';
-import { artifacts, sourceHost } from '../ports/registry.js';
+import { artifacts } from '../ports/registry/artifacts.js';
+import { sourceHost } from '../ports/registry/source-host.js';
 
 /**
  * Deploy step 1 (building / fetching-source): the head commit must exist at the source host; its tree is

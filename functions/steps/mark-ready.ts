@@ -1,7 +1,8 @@
 import { loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
 import { startPreviewRuns } from '../core/runs.js';
-import { prStatus, workflows } from '../ports/registry.js';
+import { prStatus } from '../ports/registry/pr-status.js';
+import { workflows } from '../ports/registry/workflows.js';
 
 /**
  * Last step: `ready` with every app's URL (from the readiness callback) and the SHA now deployed; the

@@ -1,6 +1,6 @@
 import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import { PREVIEW_CONFIG_PATH, type PreviewConfig, parsePreviewConfig } from '../core/preview-config.js';
-import { sourceHost } from '../ports/registry.js';
+import { sourceHost } from '../ports/registry/source-host.js';
 
 /** Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps. */
 export async function handler(input: StepInput): Promise<StepInput> {

@@ -1,6 +1,8 @@
 import { executeRun } from '../core/run-executor.js';
 import { RunNotOwned, type RunTarget } from '../core/runs.js';
-import { browser, mediaStore, secretStore } from '../ports/registry.js';
+import { browser } from '../ports/registry/browser.js';
+import { mediaStore } from '../ports/registry/media.js';
+import { secretStore } from '../ports/registry/secret-store.js';
 import { config } from '../shared/config.js';
 import { Superseded } from '../shared/step-errors.js';
 

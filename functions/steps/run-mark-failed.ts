@@ -1,6 +1,6 @@
 import { failRun, loadRun, runFailureMessage } from '../core/runs.js';
 import { sendOwedDown } from '../core/scenarios.js';
-import { secretStore } from '../ports/registry.js';
+import { secretStore } from '../ports/registry/secret-store.js';
 import { log } from '../shared/log.js';
 
 /**

@@ -1,6 +1,7 @@
 import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
-import { prStatus, runtime } from '../ports/registry.js';
+import { prStatus } from '../ports/registry/pr-status.js';
+import { runtime } from '../ports/registry/runtime.js';
 
 /**
  * Teardown: stop and remove everything the runtime runs for the environment (which also refuses any

@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
-import { rolloutWatcher } from '../ports/registry.js';
+import { rolloutWatcher } from '../ports/registry/runtime.js';
 import type { RolloutWatchEvent } from '../ports/runtime/eks.js';
 import { log } from '../shared/log.js';
 

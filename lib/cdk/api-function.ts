@@ -18,7 +18,8 @@ import type { Construct } from 'constructs';
 import type { RouteAccess } from '../../functions/manifest/routes.js';
 import { SOURCES_PREFIX, type TableName, tableNames, tables } from '../../functions/manifest/tables.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
-import { lambdaBundling } from './bundling.js';
+import { aliasEsbuildArgs, browserModules, lambdaBundling, lambdaLayers, layersFor } from './bundling.js';
+import { sharedLayer } from './layers.js';
 import { acknowledge, acknowledgeWildcardResource } from './nag.js';
 
 /** The repository root (entries in the route and workflow manifests are relative to it). */
@@ -74,6 +75,9 @@ export const imageBuildActions = {
   repository: ['ecr:DescribeImages', 'ecr:BatchGetImage'],
   logs: ['logs:GetLogEvents', 'logs:FilterLogEvents'],
 };
+
+/** `logs` access (an app's and its build's output): the image-build log, read only. */
+export const logReadActions = ['logs:GetLogEvents'];
 
 /** What a function that calls the cluster may do in AWS (the rest is Kubernetes RBAC). */
 export const clusterDescribeActions = ['eks:DescribeCluster'];
@@ -133,8 +137,8 @@ export const publishActions = ['events:PutEvents'];
 export const browserRequirements = {
   architecture: lambda.Architecture.X86_64,
   minMemorySize: 2048,
-  /** Left out of the bundle and shipped in the function's node_modules (the browser is files beside it). */
-  modules: ['@sparticuz/chromium'],
+  /** Left out of the bundle and shipped in the function's node_modules (lib/cdk/bundling.ts). */
+  modules: browserModules,
 } as const;
 
 /**
@@ -228,6 +232,8 @@ export interface ApiFunctionProps {
  */
 export class ApiFunction extends NodejsFunction {
   readonly kind: FunctionKind;
+  /** The handler module, relative to the repository root (as in the manifests). */
+  readonly entry: string;
   /** The function's memory in MB (as configured). */
   readonly memorySize: number;
   private readonly secretNamePrefix: string;
@@ -248,6 +254,10 @@ export class ApiFunction extends NodejsFunction {
     });
     logGroup.grantWrite(role);
     const copiedModules = [...(props.copiedModules ?? [])];
+    const relativeEntry = relative(repoRoot, entry);
+    // Shared layers (lib/cdk/bundling.ts `lambdaLayers`): their packages stay out of the bundle.
+    const layerIds = layersFor(relativeEntry);
+    const layerPackages = layerIds.flatMap((id) => lambdaLayers[id].packages);
     const memorySize = props.memorySize ?? 512;
     super(scope, id, {
       role,
@@ -276,14 +286,17 @@ export class ApiFunction extends NodejsFunction {
         sourcesContent: false,
         mainFields: [...lambdaBundling.mainFields],
         banner: lambdaBundling.banner,
-        // Nothing external but the copied modules: the AWS SDK v3 clients are bundled and tree-shaken,
-        // pinned by our lock file.
-        externalModules: copiedModules,
+        esbuildArgs: aliasEsbuildArgs(),
+        // Nothing external but the copied modules and the layers' packages: the AWS SDK v3 clients are
+        // bundled and tree-shaken, pinned by our lock file.
+        externalModules: [...copiedModules, ...layerPackages],
         ...(copiedModules.length > 0 ? { commandHooks: copyModulesHooks(moduleClosure(copiedModules)) } : {}),
       },
     });
     this.kind = props.kind;
+    this.entry = relativeEntry;
     this.memorySize = memorySize;
+    for (const id of layerIds) this.addLayers(sharedLayer(this, id));
     this.secretNamePrefix = props.secretNamePrefix;
     acknowledge(
       role,
@@ -441,6 +454,23 @@ export class ApiFunction extends NodejsFunction {
     this.addEnvironment('IMAGE_BUILD_PROJECT', imageBuilds.project.projectName);
     this.addEnvironment('IMAGE_REPOSITORY_URI', imageBuilds.repository.repositoryUri);
     this.addEnvironment('IMAGE_BUILD_LOG_GROUP', imageBuilds.logGroup.logGroupName);
+    return this;
+  }
+
+  /**
+   * Reading apps' and builds' output (`logs` access): GetLogEvents on the image-build log group, nothing
+   * else of the image build (no StartBuild, no image reads). The cloud runtime is built from the image-build
+   * settings (IMAGE_BUILD_PROJECT, IMAGE_REPOSITORY_URI, IMAGE_BUILD_LOG_GROUP, ARTIFACTS_BUCKET), passed as
+   * names only, and the cluster's (EKS_*). Calling the cluster's API (pods list, pods/log, the app's Secret
+   * to mask with) is `bindClusterAccess`, which the stack gives the routes with `logs` access.
+   */
+  bindLogs(imageBuilds: ImageBuildResources, artifacts: s3.IBucket, cluster?: ClusterSettings): this {
+    imageBuilds.logGroup.grant(this, ...logReadActions);
+    this.addEnvironment('IMAGE_BUILD_PROJECT', imageBuilds.project.projectName);
+    this.addEnvironment('IMAGE_REPOSITORY_URI', imageBuilds.repository.repositoryUri);
+    this.addEnvironment('IMAGE_BUILD_LOG_GROUP', imageBuilds.logGroup.logGroupName);
+    this.addEnvironment('ARTIFACTS_BUCKET', artifacts.bucketName);
+    if (cluster) this.bindClusterSettings(cluster);
     return this;
   }
 
@@ -609,6 +639,12 @@ export class ApiFunction extends NodejsFunction {
     if (access.browser) this.bindBrowser(this.required(deps.browser, 'browser'));
     if (access.artifacts) this.bindArtifacts(this.required(deps.artifacts, 'artifacts'), access.artifacts);
     if (access.imageBuilds) this.bindImageBuilds(this.required(deps.imageBuilds, 'imageBuilds'));
+    if (access.logs)
+      this.bindLogs(
+        this.required(deps.imageBuilds, 'logs'),
+        this.required(deps.artifacts, 'logs'),
+        deps.runtime?.cluster,
+      );
     if (access.runtime) {
       this.bindRuntime(Object.values(deps.stateMachines ?? {}).filter((m) => m !== undefined));
       const runtime = this.required(deps.runtime, 'runtime');

@@ -12,4 +12,71 @@ export const lambdaBundling = {
    * `import.meta.url` keeps them working without marking anything external.
    */
   banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
+  /**
+   * Packages replaced in every bundle (esbuild `alias`; paths relative to the repository root, where CDK
+   * and the benchmark run esbuild). `@aws-sdk/credential-provider-node`, the SDK's default credential
+   * chain that every client imports, becomes functions/shared/lambda-credentials.ts: the environment
+   * credentials Lambda gives the function, and nothing else (profiles, SSO, IMDS don't exist there; see
+   * that file). About 130 KB less per bundle. Code run unbundled (local server, test tiers) keeps the chain.
+   */
+  alias: {
+    '@aws-sdk/credential-provider-node': './functions/shared/lambda-credentials.ts',
+  },
 } as const;
+
+/** `lambdaBundling.alias` as the esbuild CLI arguments CDK's `bundling.esbuildArgs` passes on. */
+export function aliasEsbuildArgs(): { '--alias': string[] } {
+  return { '--alias': Object.entries(lambdaBundling.alias).map(([from, to]) => `${from}=${to}`) };
+}
+
+/**
+ * Packages left out of the bundle of a function with `browser` access and copied, with their dependency
+ * closure, into its own node_modules (`copiedModules` of ApiFunction): @sparticuz/chromium must stay files
+ * (its brotli-compressed Chromium sits beside its code), and playwright-core (4 MB minified) would make
+ * the executor's bundle the largest by far. One function needs them, so a layer would share nothing: they
+ * ride in its asset, which Chromium already makes ~75 MB.
+ */
+export const browserModules = ['@sparticuz/chromium', 'playwright-core'] as const;
+
+/** The modules copied beside a function's bundle, by its manifest access. */
+export function copiedModulesFor(access: { browser?: boolean }): string[] {
+  return access.browser ? [...browserModules] : [];
+}
+
+/**
+ * Shared Lambda layers: a package several functions load that cannot be bundled small. The layer holds the
+ * package pre-bundled (one minified ESM file with its dependencies, built by esbuild at synth from the
+ * installed node_modules, offline: lib/cdk/layers.ts) at `nodejs/node_modules/<package>`, where Lambda's
+ * Node.js runtime resolves imports from layers; the functions of `entries` leave it out of their bundle
+ * (external) and get the layer. `npm run check:bundles` fails when a bundle without the layer contains the
+ * package or a function with it no longer imports it.
+ */
+export const lambdaLayers = {
+  /**
+   * @kubernetes/client-node (3.1 MB minified, with undici 0.7 MB): the EKS cluster adapter
+   * (functions/ports/runtime/eks*.ts). The functions that call the cluster: DeployApps, TearDown (
+   * `clusterStepEntries` of stateless-stack.ts), the rollout watcher (workers.ts), and the app-logs route
+   * (pod logs).
+   */
+  kubernetes: {
+    packages: ['@kubernetes/client-node'],
+    entries: [
+      'functions/steps/deploy-apps.ts',
+      'functions/steps/tear-down.ts',
+      'functions/watchers/rollout.ts',
+      'functions/api/environments/logs.ts',
+    ],
+  },
+} as const satisfies Record<string, { packages: readonly string[]; entries: readonly string[] }>;
+export type LayerId = keyof typeof lambdaLayers;
+export const layerIds = Object.keys(lambdaLayers) as LayerId[];
+
+/** The layers a function's entry (relative to the repository root) gets, whose packages it leaves out. */
+export function layersFor(entry: string): LayerId[] {
+  return layerIds.filter((id) => (lambdaLayers[id].entries as readonly string[]).includes(entry));
+}
+
+/** What a function's bundle leaves out: its copied modules and its layers' packages. */
+export function externalModulesFor(entry: string, access: { browser?: boolean }): string[] {
+  return [...copiedModulesFor(access), ...layersFor(entry).flatMap((id) => lambdaLayers[id].packages)];
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { tableNames, tables } from '../../functions/manifest/tables.js';
-import { runtime } from '../../functions/ports/registry.js';
+import { buildRuntime, imageBuilds, runtime } from '../../functions/ports/registry.js';
 import { CloudRuntime } from '../../functions/ports/runtime/cloud.js';
 
 // AWS mode: the runtime is images on CodeBuild plus a cluster; until the cluster adapter exists, a deploy
@@ -38,5 +38,13 @@ describe('the registry in aws mode', () => {
       message: expect.stringMatching(/no EKS cluster is configured to run them/),
     });
     await expect(runtime().teardown(target)).resolves.toBeUndefined();
+  });
+});
+
+describe('the per-port getters in aws mode', () => {
+  test('the build step and the build events use the cloud runtime’s own CodeBuild images (one per container)', () => {
+    const rt = runtime() as CloudRuntime;
+    expect(buildRuntime()).toBe(rt.images);
+    expect(imageBuilds()).toBe(rt.images);
   });
 });

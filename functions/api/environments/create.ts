@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { requestPrDeploy, statusPath } from '../../core/environments.js';
-import { workflows } from '../../ports/registry.js';
+import { workflows } from '../../ports/registry/workflows.js';
 import { jsonInteger } from '../../shared/json-literal.js';
 import { MAX_PR, repoFullName } from '../../shared/validation.js';
 import { route } from '../route.js';

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
-import { sourceHost, workflows } from '../../ports/registry.js';
+import { sourceHost } from '../../ports/registry/source-host.js';
+import { workflows } from '../../ports/registry/workflows.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { requestAppRedeploy } from '../../core/environments.js';
-import { workflows } from '../../ports/registry.js';
+import { workflows } from '../../ports/registry/workflows.js';
 import { appName } from '../../shared/validation.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';

@@ -1,5 +1,5 @@
 import { requestTeardown } from '../../core/environments.js';
-import { workflows } from '../../ports/registry.js';
+import { workflows } from '../../ports/registry/workflows.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 

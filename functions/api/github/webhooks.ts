@@ -1,6 +1,8 @@
 import * as z from 'zod';
 import { receiveWebhook } from '../../core/webhooks.js';
-import { eventBus, sourceHost, webhookSecret } from '../../ports/registry.js';
+import { eventBus } from '../../ports/registry/events.js';
+import { sourceHost } from '../../ports/registry/source-host.js';
+import { webhookSecret } from '../../ports/registry/webhook-secret.js';
 import { config } from '../../shared/config.js';
 import { route } from '../route.js';
 

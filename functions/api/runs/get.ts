@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { getRun } from '../../core/runs.js';
-import { mediaStore } from '../../ports/registry.js';
+import { mediaStore } from '../../ports/registry/media.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

@@ -1,7 +1,7 @@
 import '../../shared/polyfills.js';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { serveRunReport } from '../../core/run-report.js';
-import { mediaStore } from '../../ports/registry.js';
+import { mediaStore } from '../../ports/registry/media.js';
 import { log } from '../../shared/log.js';
 
 /**

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { reportLink } from '../../core/run-report.js';
 import { startRun } from '../../core/runs.js';
-import { mediaStore, workflows } from '../../ports/registry.js';
+import { mediaStore } from '../../ports/registry/media.js';
+import { workflows } from '../../ports/registry/workflows.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

@@ -1,5 +1,5 @@
 import { deleteSecret } from '../../core/secrets.js';
-import { secretStore } from '../../ports/registry.js';
+import { secretStore } from '../../ports/registry/secret-store.js';
 import { route } from '../route.js';
 import { keyPath } from './schemas.js';
 

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { upsertSecrets } from '../../core/secrets.js';
-import { secretStore } from '../../ports/registry.js';
+import { secretStore } from '../../ports/registry/secret-store.js';
 import { envVarKey } from '../../shared/validation.js';
 import { route } from '../route.js';
 import { bundlePath, secretValue } from './schemas.js';

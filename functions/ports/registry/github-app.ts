@@ -1,0 +1,13 @@
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { config } from '../../shared/config.js';
+import { GitHubAppCredentials } from '../source-host/github-app.js';
+import { once } from './adapters.js';
+
+/** The GitHub App's credentials (its secret), once per container, for the ports that act as the App. */
+export const githubAppCredentials = /* @__PURE__ */ once(
+  () =>
+    new GitHubAppCredentials(
+      new SecretsManagerClient({ region: config().region }),
+      config().github.appSecretArn,
+    ),
+);
