@@ -144,7 +144,7 @@ export async function latestTestRuns(env: Environment): Promise<TestRunLine[]> {
   const { Items } = await ddb().send(
     new QueryCommand({
       TableName: table('runs'),
-      IndexName: 'byOrg',
+      IndexName: 'listOrg',
       KeyConditionExpression: 'orgId = :org',
       ExpressionAttributeValues: { ':org': env.orgId },
       ScanIndexForward: false,

@@ -1,10 +1,18 @@
-import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { timingSafeEqual } from 'node:crypto';
+import {
+  BatchGetCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
-import { newId } from '../shared/crypto.js';
+import { newId, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { NotFoundError } from '../shared/errors.js';
+import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import type { Environment } from './environments.js';
 import {
@@ -37,7 +45,8 @@ export interface RunStepItem {
 
 /**
  * A run as stored (table `runs`, key `runId`). `variables` are the test's saved variables with this run's
- * overrides applied: internal, never in a response. The `*Key` attributes feed the four GSIs.
+ * overrides applied: internal, never in a response. The `*Key` attributes feed the listing GSIs
+ * (`keys.runs.indexKeys`); every write of `status` writes its three status keys too.
  */
 export interface RunItem {
   runId: string;
@@ -75,6 +84,9 @@ export interface RunItem {
   testKey: string;
   folderKey: string;
   statusKey: string;
+  /** Absent on runs stored before issue 14 until backfilled (the local server does at start). */
+  testStatusKey?: string;
+  folderStatusKey?: string;
 }
 
 export interface RunStepView {
@@ -144,6 +156,16 @@ export interface StartRunInput {
 
 const runKey = (runId: string) => ({ runId });
 
+/** The status keys of a run moving to `status`, as `:statusKey`, `:testStatusKey`, `:folderStatusKey`. */
+function statusKeyValues(run: Pick<RunItem, 'orgId' | 'testId' | 'folder'>, status: RunStatus) {
+  const k = keys.runs.statusKeys({ orgId: run.orgId, testId: run.testId, folderId: run.folder.id, status });
+  return {
+    ':statusKey': k.statusKey,
+    ':testStatusKey': k.testStatusKey,
+    ':folderStatusKey': k.folderStatusKey,
+  };
+}
+
 /** Execution name of a run's state machine: unique per start, readable in the console. */
 const executionName = (runId: string) => `run-${runId}-${newId()}`.slice(0, 80);
 
@@ -183,10 +205,7 @@ export async function startRun(
     ...(test.scenario ? { scenario: test.scenario } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
     steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
-    createdKey: keys.runs.created(createdAt, runId),
-    testKey: keys.runs.byTest(orgId, testId),
-    folderKey: keys.runs.byFolder(orgId, test.folder.id),
-    statusKey: keys.runs.byStatus(orgId, status),
+    ...keys.runs.indexKeys({ orgId, runId, testId, folderId: test.folder.id, status, createdAt }),
   };
   await ddb().send(
     new PutCommand({
@@ -236,13 +255,14 @@ export async function failRun(
         TableName: table('runs'),
         Key: runKey(runId),
         UpdateExpression:
-          'SET #status = :failed, statusKey = :statusKey, endedAt = :now, #error = :error, steps = :steps',
+          'SET #status = :failed, statusKey = :statusKey, testStatusKey = :testStatusKey, ' +
+          'folderStatusKey = :folderStatusKey, endedAt = :now, #error = :error, steps = :steps',
         ConditionExpression:
           opts.attempt !== undefined ? '#status = :was AND attempt = :attempt' : '#status = :was',
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
         ExpressionAttributeValues: {
           ':failed': 'failed',
-          ':statusKey': keys.runs.byStatus(run.orgId, 'failed'),
+          ...statusKeyValues(run, 'failed'),
           ':now': new Date().toISOString(),
           ':error': error.slice(0, 2000),
           ':steps': steps,
@@ -404,13 +424,14 @@ export async function prepareRun(runId: string): Promise<PreparedRun> {
         TableName: table('runs'),
         Key: runKey(runId),
         UpdateExpression:
-          'SET #status = :running, statusKey = :statusKey, startedAt = :now, attempt = :attempt, targetUrl = :url',
+          'SET #status = :running, statusKey = :statusKey, testStatusKey = :testStatusKey, ' +
+          'folderStatusKey = :folderStatusKey, startedAt = :now, attempt = :attempt, targetUrl = :url',
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
           ':running': 'running',
           ':pending': 'pending',
-          ':statusKey': keys.runs.byStatus(run.orgId, 'running'),
+          ...statusKeyValues(run, 'running'),
           ':now': new Date().toISOString(),
           ':attempt': attempt,
           ':url': resolved.target.url,
@@ -455,14 +476,21 @@ export async function saveRunStep(
 
 /** End a run `passed` or `failed` (only while `running` under `attempt`), with its steps and video. */
 export async function finishRun(
-  run: Pick<RunItem, 'runId' | 'orgId'>,
+  run: Pick<RunItem, 'runId' | 'orgId' | 'testId' | 'folder'>,
   attempt: string,
   outcome: { status: 'passed' | 'failed'; steps: RunStepItem[]; error?: string; videoKey?: string },
 ): Promise<void> {
-  const sets = ['#status = :status', 'statusKey = :statusKey', 'endedAt = :now', 'steps = :steps'];
+  const sets = [
+    '#status = :status',
+    'statusKey = :statusKey',
+    'testStatusKey = :testStatusKey',
+    'folderStatusKey = :folderStatusKey',
+    'endedAt = :now',
+    'steps = :steps',
+  ];
   const values: Record<string, unknown> = {
     ':status': outcome.status,
-    ':statusKey': keys.runs.byStatus(run.orgId, outcome.status),
+    ...statusKeyValues(run, outcome.status),
     ':now': new Date().toISOString(),
     ':steps': outcome.steps,
     ':running': 'running',
@@ -511,7 +539,7 @@ export const mediaKeys = {
  * which MarkFailed turns into `failed`). Each such run ends `failed` saying so: a `running` run's browser
  * is gone, and re-running its steps could repeat what they did to the app; a `pending` one would meet its
  * environment restarting too (recovery restarts ready environments), so starting it again would only fail
- * it as "not ready". Reads each organization's `byStatus` index (the tenancy table lists organizations).
+ * it as "not ready". Reads each organization's `listStatus` index (the tenancy table lists organizations).
  */
 export async function recoverRuns(deps: { secrets?: SecretStore } = {}): Promise<{ failed: number }> {
   let failed = 0;
@@ -541,19 +569,21 @@ export async function recoverRuns(deps: { secrets?: SecretStore } = {}): Promise
         const page = await ddb().send(
           new QueryCommand({
             TableName: table('runs'),
-            IndexName: 'byStatus',
+            IndexName: 'listStatus',
             KeyConditionExpression: 'statusKey = :k',
             ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
             ExclusiveStartKey: start,
           }),
         );
-        for (const item of (page.Items ?? []) as RunItem[]) {
+        // The index holds keys only: each run is read whole (failRun reads it anyway).
+        for (const { runId } of (page.Items ?? []) as Pick<RunItem, 'runId'>[]) {
           try {
-            if (await failRun(item.runId, reasons[status])) failed++;
+            if (await failRun(runId, reasons[status])) failed++;
             // A run abandoned after its scenario came up still owes the factory its `down` (issue 12).
-            if (deps.secrets && item.scenarioState) await sendOwedDown({ secrets: deps.secrets }, item);
+            const item = deps.secrets ? await loadRun(runId) : undefined;
+            if (deps.secrets && item?.scenarioState) await sendOwedDown({ secrets: deps.secrets }, item);
           } catch (err) {
-            log.error('could not recover a test run', { runId: item.runId, error: (err as Error).message });
+            log.error('could not recover a test run', { runId, error: (err as Error).message });
           }
         }
         start = page.LastEvaluatedKey;
@@ -679,39 +709,60 @@ export interface RunFilters {
   status?: RunStatus;
 }
 
-/** Which index to read for a list, and the filters its key does not cover (applied in code). */
+/** The runs indexes GET /run reads (functions/manifest/tables.ts). */
+export type RunIndexName =
+  | 'listOrg'
+  | 'listTest'
+  | 'listFolder'
+  | 'listStatus'
+  | 'listTestStatus'
+  | 'listFolderStatus';
+
+/** Which index partition holds exactly the runs a filter asks for. */
 export interface RunQueryPlan {
-  indexName: 'byTest' | 'byFolder' | 'byStatus' | 'byOrg';
-  keyName: 'testKey' | 'folderKey' | 'statusKey' | 'orgId';
+  indexName: RunIndexName;
+  keyName: 'orgId' | 'testKey' | 'folderKey' | 'statusKey' | 'testStatusKey' | 'folderStatusKey';
   keyValue: string;
-  residual: RunFilters;
+  /**
+   * With both test and folder: the folder the test's runs must be in. A test never changes folder (tests
+   * are immutable and a run copies its test's), so the test's partition is either all of the answer or
+   * none of it; the first fetched run says which.
+   */
+  folderId?: string;
 }
 
-/** The most selective index for the filters: test, then folder, then status, else the whole org. */
+/**
+ * The index whose partition is exactly the filtered set: (test, status), (folder, status), test, folder,
+ * status, or the whole org. Test and folder together read the test's partition (see `folderId`).
+ */
 export function planRunQuery(orgId: string, filters: RunFilters): RunQueryPlan {
   const { testId, folderId, status } = filters;
+  const folder = folderId !== undefined ? { folderId } : {};
+  if (testId !== undefined && status !== undefined)
+    return {
+      indexName: 'listTestStatus',
+      keyName: 'testStatusKey',
+      keyValue: keys.runs.byTestStatus(orgId, testId, status),
+      ...folder,
+    };
   if (testId !== undefined)
     return {
-      indexName: 'byTest',
+      indexName: 'listTest',
       keyName: 'testKey',
       keyValue: keys.runs.byTest(orgId, testId),
-      residual: { folderId, status },
+      ...folder,
+    };
+  if (folderId !== undefined && status !== undefined)
+    return {
+      indexName: 'listFolderStatus',
+      keyName: 'folderStatusKey',
+      keyValue: keys.runs.byFolderStatus(orgId, folderId, status),
     };
   if (folderId !== undefined)
-    return {
-      indexName: 'byFolder',
-      keyName: 'folderKey',
-      keyValue: keys.runs.byFolder(orgId, folderId),
-      residual: { status },
-    };
+    return { indexName: 'listFolder', keyName: 'folderKey', keyValue: keys.runs.byFolder(orgId, folderId) };
   if (status !== undefined)
-    return {
-      indexName: 'byStatus',
-      keyName: 'statusKey',
-      keyValue: keys.runs.byStatus(orgId, status),
-      residual: {},
-    };
-  return { indexName: 'byOrg', keyName: 'orgId', keyValue: orgId, residual: {} };
+    return { indexName: 'listStatus', keyName: 'statusKey', keyValue: keys.runs.byStatus(orgId, status) };
+  return { indexName: 'listOrg', keyName: 'orgId', keyValue: orgId };
 }
 
 /** Whether a run passes the filters (an absent filter passes everything). */
@@ -723,11 +774,148 @@ export function matchesFilters(run: Pick<RunItem, 'testId' | 'folder' | 'status'
   );
 }
 
+/** Longest `createdKey` a cursor may carry (an ISO time, `#`, a run id). */
+const MAX_CURSOR_KEY = 200;
+const CURSOR_KEY_RE = /^\d{4}-\d\d-\d\dT[\d:.]+Z#[A-Za-z0-9_-]+$/;
+
+/** What binds a cursor to the org and the filter it was issued for (not a secret: see `encodeRunCursor`). */
+function cursorBinding(orgId: string, filters: RunFilters, createdKey: string): string {
+  const f = [filters.testId ?? null, filters.folderId ?? null, filters.status ?? null];
+  return sha256Hex(JSON.stringify(['run-cursor-1', orgId, ...f, createdKey])).slice(0, 32);
+}
+
 /**
- * List the org's runs, newest first (GET /run). Never scans: it queries the most selective index
- * backwards, applies the remaining filters in code, and pages with ExclusiveStartKey until
- * `offset + limit` matching runs are seen or the index is exhausted.
+ * The opaque cursor of GET /run: base64url of `{k, b}`, the `createdKey` of the last run of the page and a
+ * digest binding it to the org and the filter. It only positions a read inside the partition the caller's
+ * own org and filter select (the partition key never comes from the cursor), so a forged one can reach
+ * nothing a caller could not list anyway; the digest makes a cursor of another org or filter, or an edited
+ * one, a 400 instead of a silent jump.
  */
+export function encodeRunCursor(orgId: string, filters: RunFilters, createdKey: string): string {
+  return Buffer.from(
+    JSON.stringify({ k: createdKey, b: cursorBinding(orgId, filters, createdKey) }),
+  ).toString('base64url');
+}
+
+/** The `createdKey` a cursor resumes after, or a ValidationError (400) naming `cursor`. */
+export function decodeRunCursor(orgId: string, filters: RunFilters, cursor: string): string {
+  const invalid = new ValidationError(
+    'invalid query: cursor: not a cursor of this listing (follow the Link header URL as it is)',
+  );
+  let parsed: unknown;
+  try {
+    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid;
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid;
+  }
+  const { k, b } = (parsed ?? {}) as { k?: unknown; b?: unknown };
+  if (typeof k !== 'string' || typeof b !== 'string' || k.length > MAX_CURSOR_KEY || !CURSOR_KEY_RE.test(k))
+    throw invalid;
+  const want = Buffer.from(cursorBinding(orgId, filters, k));
+  const got = Buffer.from(b);
+  if (got.length !== want.length || !timingSafeEqual(got, want)) throw invalid;
+  return k;
+}
+
+/** The run id at the end of a `createdKey` (`<created_at>#<id>`). */
+const runIdOfCreatedKey = (createdKey: string) => createdKey.slice(createdKey.lastIndexOf('#') + 1);
+
+/** Where a page starts: `offset` runs from the newest, or just after a cursor's run (not both). */
+export type RunPageStart = { offset: number; cursor?: undefined } | { offset?: 0; cursor: string };
+
+export interface RunPage {
+  runs: TestRunView[];
+  /** The cursor of the next page, when there is one. */
+  next?: string;
+}
+
+/**
+ * Read the runs of a page: ids from the plan's index (keys only, so the `offset` skipped runs cost a key
+ * each), then the page's runs themselves by id (BatchGetItem, at most 100 keys). Runs are checked against
+ * the filters again as fetched: a run whose status changed since the index was written is left out, and
+ * with test and folder a first run in another folder means the test's runs are none of the answer.
+ */
+async function readRunPage(
+  orgId: string,
+  filters: RunFilters,
+  plan: RunQueryPlan,
+  limit: number,
+  skip: number,
+  after: string | undefined,
+): Promise<{ runs: RunItem[]; lastKey?: string }> {
+  const pageKeys: string[] = [];
+  let skipped = 0;
+  let startKey: Record<string, unknown> | undefined = after
+    ? { runId: runIdOfCreatedKey(after), createdKey: after, [plan.keyName]: plan.keyValue }
+    : undefined;
+  // One more key than the page says whether a next page exists.
+  while (pageKeys.length <= limit) {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('runs'),
+        IndexName: plan.indexName,
+        KeyConditionExpression: '#k = :k',
+        ProjectionExpression: 'createdKey',
+        ExpressionAttributeNames: { '#k': plan.keyName },
+        ExpressionAttributeValues: { ':k': plan.keyValue },
+        ScanIndexForward: false,
+        Limit: skip - skipped + limit + 1 - pageKeys.length,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of res.Items ?? []) {
+      if (skipped < skip) skipped++;
+      else pageKeys.push(String(item.createdKey));
+    }
+    startKey = res.LastEvaluatedKey;
+    if (!startKey) break;
+  }
+  const more = pageKeys.length > limit;
+  const wanted = pageKeys.slice(0, limit);
+  const found = new Map<string, RunItem>();
+  let request: Record<string, unknown>[] = wanted.map((k) => runKey(runIdOfCreatedKey(k)));
+  while (request.length) {
+    const res = await ddb().send(
+      new BatchGetCommand({ RequestItems: { [table('runs')]: { Keys: request } } }),
+    );
+    for (const item of (res.Responses?.[table('runs')] ?? []) as RunItem[]) found.set(item.runId, item);
+    request = (res.UnprocessedKeys?.[table('runs')]?.Keys ?? []) as Record<string, unknown>[];
+  }
+  const runs: RunItem[] = [];
+  for (const k of wanted) {
+    const run = found.get(runIdOfCreatedKey(k));
+    if (!run || run.orgId !== orgId) continue;
+    if (plan.folderId !== undefined && run.folder.id !== plan.folderId) return { runs: [] };
+    if (matchesFilters(run, filters)) runs.push(run);
+  }
+  return { runs, ...(more ? { lastKey: wanted[wanted.length - 1] } : {}) };
+}
+
+/**
+ * List the org's runs, newest first (GET /run). One Query on the index whose partition is exactly the
+ * filtered set (`planRunQuery`): `offset` runs are skipped reading keys only, or a cursor resumes just
+ * after its run; then the page's `limit` runs are fetched by id. The cost is O(offset + limit) keys and
+ * `limit` runs, whatever the table holds; with a cursor, O(limit). `next` is the next page's cursor.
+ */
+export async function listRunPage(
+  orgId: string,
+  filters: RunFilters,
+  page: { limit: number } & RunPageStart,
+  view: RunView,
+  urls?: MediaUrls,
+): Promise<RunPage> {
+  const plan = planRunQuery(orgId, filters);
+  const after = page.cursor !== undefined ? decodeRunCursor(orgId, filters, page.cursor) : undefined;
+  const { runs, lastKey } = await readRunPage(orgId, filters, plan, page.limit, page.offset ?? 0, after);
+  const sign = await mintMediaUrls(runs, view, urls);
+  return {
+    runs: runs.map((run) => toTestRunView(run, view, sign)),
+    ...(lastKey ? { next: encodeRunCursor(orgId, filters, lastKey) } : {}),
+  };
+}
+
+/** List the org's runs, newest first, paged by limit/offset (`listRunPage` without the cursor). */
 export async function listRuns(
   orgId: string,
   filters: RunFilters,
@@ -735,36 +923,7 @@ export async function listRuns(
   view: RunView,
   urls?: MediaUrls,
 ): Promise<TestRunView[]> {
-  const plan = planRunQuery(orgId, filters);
-  const filtered = Object.values(plan.residual).some((v) => v !== undefined);
-  const out: RunItem[] = [];
-  let skipped = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const need = page.offset - skipped + page.limit - out.length;
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('runs'),
-        IndexName: plan.indexName,
-        KeyConditionExpression: '#k = :k',
-        ExpressionAttributeNames: { '#k': plan.keyName },
-        ExpressionAttributeValues: { ':k': plan.keyValue },
-        ScanIndexForward: false,
-        // Unfiltered, read what is still needed; filtered, read larger pages; never more than 1000 a page.
-        Limit: Math.min(filtered ? Math.max(need, 100) : need, 1000),
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of (res.Items ?? []) as RunItem[]) {
-      if (out.length >= page.limit) break;
-      if (!matchesFilters(item, plan.residual)) continue;
-      if (skipped < page.offset) skipped++;
-      else out.push(item);
-    }
-    startKey = res.LastEvaluatedKey;
-  } while (startKey && out.length < page.limit);
-  const sign = await mintMediaUrls(out, view, urls);
-  return out.map((run) => toTestRunView(run, view, sign));
+  return (await listRunPage(orgId, filters, page, view, urls)).runs;
 }
 
 /** The cause of a caught `testRun` failure, as the run's error. Lambda wraps errors as JSON; local runs do not. */

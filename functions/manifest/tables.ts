@@ -8,10 +8,17 @@ export interface KeyDef {
   name: string;
   type: KeyType;
 }
+/**
+ * What an index copies of each item besides the keys (the table's and its own): everything (`ALL`, the
+ * default), nothing (`KEYS_ONLY`), or the named attributes (`INCLUDE`).
+ */
+export type Projection = 'ALL' | 'KEYS_ONLY' | { include: readonly string[] };
 export interface IndexDef {
   name: string;
   partitionKey: KeyDef;
   sortKey?: KeyDef;
+  /** @default 'ALL' */
+  projection?: Projection;
 }
 export interface TableDef {
   /** Env var through which functions learn the physical table name. */
@@ -73,23 +80,82 @@ export const tables = {
   /** Tests by id. */
   tests: { envVar: 'TABLE_TESTS', partitionKey: S('testId'), indexes: [] },
   /**
-   * Runs by id, and newest first per org, per (org, test), per (org, folder) and per (org, status):
-   * every index sorts on `createdKey` = `<created_at>#<id>`.
+   * Runs by id, and one index per filter GET /run allows, each partitioned by exactly the filtered set and
+   * sorted by `createdKey` = `<created_at>#<id>` (newest first when read backwards): the org, (org, test),
+   * (org, folder), (org, status), (org, test, status), (org, folder, status). A test never changes folder,
+   * so (test, folder) is the test's partition or nothing. The indexes hold keys only (the org's also the
+   * few attributes the PR comment reads): skipping `offset` runs reads keys, and a page fetches its `limit`
+   * runs by id (docs/data-model.md).
    */
   runs: {
     envVar: 'TABLE_RUNS',
     partitionKey: S('runId'),
     indexes: [
-      { name: 'byOrg', partitionKey: S('orgId'), sortKey: S('createdKey') },
-      { name: 'byTest', partitionKey: S('testKey'), sortKey: S('createdKey') },
-      { name: 'byFolder', partitionKey: S('folderKey'), sortKey: S('createdKey') },
-      { name: 'byStatus', partitionKey: S('statusKey'), sortKey: S('createdKey') },
+      {
+        name: 'listOrg',
+        partitionKey: S('orgId'),
+        sortKey: S('createdKey'),
+        projection: { include: ['testId', 'name', 'status', 'createdAt', 'applicationVersionId'] },
+      },
+      { name: 'listTest', partitionKey: S('testKey'), sortKey: S('createdKey'), projection: 'KEYS_ONLY' },
+      { name: 'listFolder', partitionKey: S('folderKey'), sortKey: S('createdKey'), projection: 'KEYS_ONLY' },
+      { name: 'listStatus', partitionKey: S('statusKey'), sortKey: S('createdKey'), projection: 'KEYS_ONLY' },
+      {
+        name: 'listTestStatus',
+        partitionKey: S('testStatusKey'),
+        sortKey: S('createdKey'),
+        projection: 'KEYS_ONLY',
+      },
+      {
+        name: 'listFolderStatus',
+        partitionKey: S('folderStatusKey'),
+        sortKey: S('createdKey'),
+        projection: 'KEYS_ONLY',
+      },
     ],
   },
 } as const satisfies Record<string, TableDef>;
 
 export type TableName = keyof typeof tables;
 export const tableNames = Object.keys(tables) as TableName[];
+
+/** Key builders of the runs table (see `keys`). */
+const runKeys = {
+  byTest: (orgId: string, testId: string) => `${orgId}#${testId}`,
+  byFolder: (orgId: string, folderId: string) => `${orgId}#${folderId}`,
+  byStatus: (orgId: string, status: string) => `${orgId}#${status}`,
+  byTestStatus: (orgId: string, testId: string, status: string) => `${orgId}#${testId}#${status}`,
+  byFolderStatus: (orgId: string, folderId: string, status: string) => `${orgId}#${folderId}#${status}`,
+  /** Sort key of every runs index: newest first when read backwards. */
+  created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
+  /** The index attributes that change with a run's status: every status write sets all three. */
+  statusKeys(run: { orgId: string; testId: string; folderId: string; status: string }) {
+    return {
+      statusKey: runKeys.byStatus(run.orgId, run.status),
+      testStatusKey: runKeys.byTestStatus(run.orgId, run.testId, run.status),
+      folderStatusKey: runKeys.byFolderStatus(run.orgId, run.folderId, run.status),
+    };
+  },
+  /** Every index attribute of a run: what a put writes, and what a backfill adds to an older item. */
+  indexKeys(run: {
+    orgId: string;
+    runId: string;
+    testId: string;
+    folderId: string;
+    status: string;
+    createdAt: string;
+  }): Record<
+    'createdKey' | 'testKey' | 'folderKey' | 'statusKey' | 'testStatusKey' | 'folderStatusKey',
+    string
+  > {
+    return {
+      createdKey: runKeys.created(run.createdAt, run.runId),
+      testKey: runKeys.byTest(run.orgId, run.testId),
+      folderKey: runKeys.byFolder(run.orgId, run.folderId),
+      ...runKeys.statusKeys(run),
+    };
+  },
+};
 
 /**
  * Key builders: one function per key shape, used by the writer and every reader. No key is concatenated
@@ -103,6 +169,10 @@ export const keys = {
     client: (clientId: string) => `CLIENT#${clientId}`,
     /** The organizations linking a repository (GitHub webhooks act for them). */
     repo: (repoFullName: string) => `REPO#${repoKey(repoFullName)}`,
+  },
+  builds: {
+    /** Where an app's latest image build logged (CloudWatch Logs group and stream), per environment. */
+    latestLog: (orgId: string, envKey: string, app: string) => `log#${orgId}#${envKey}#${app}`,
   },
   deliveries: {
     /** A GitHub webhook delivery (its `X-GitHub-Delivery` GUID). */
@@ -121,13 +191,7 @@ export const keys = {
       return { repo: envKey.slice(0, at), prNumber: Number(envKey.slice(at + 1)) };
     },
   },
-  runs: {
-    byTest: (orgId: string, testId: string) => `${orgId}#${testId}`,
-    byFolder: (orgId: string, folderId: string) => `${orgId}#${folderId}`,
-    byStatus: (orgId: string, status: string) => `${orgId}#${status}`,
-    /** Sort key of every runs index: newest first when read backwards. */
-    created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
-  },
+  runs: runKeys,
 } as const;
 
 /** Where source archives live in the artifacts store (the image-build role may read only this prefix). */

@@ -5,6 +5,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import {
   type KeyDef,
+  type Projection,
   type TableDef,
   type TableName,
   tableNames,
@@ -151,9 +152,19 @@ export class StatefulStack extends Stack {
         indexName: index.name,
         partitionKey: attribute(index.partitionKey),
         sortKey: index.sortKey && attribute(index.sortKey),
-        projectionType: dynamodb.ProjectionType.ALL,
+        ...projectionOf(index.projection),
       });
     }
     return table;
   }
+}
+
+/** The CDK projection of a manifest index (`ALL` unless it says otherwise). */
+function projectionOf(projection: Projection = 'ALL'): {
+  projectionType: dynamodb.ProjectionType;
+  nonKeyAttributes?: string[];
+} {
+  if (projection === 'ALL') return { projectionType: dynamodb.ProjectionType.ALL };
+  if (projection === 'KEYS_ONLY') return { projectionType: dynamodb.ProjectionType.KEYS_ONLY };
+  return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: [...projection.include] };
 }

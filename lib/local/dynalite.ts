@@ -2,14 +2,27 @@ import { mkdirSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import {
   type AttributeDefinition,
+  type AttributeValue,
+  BatchWriteItemCommand,
   CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
   DynamoDBClient,
+  type Projection as DynamoProjection,
   ListTablesCommand,
+  ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { AbstractKeyIterator, AbstractValueIterator } from 'abstract-level';
 import dynalite from 'dynalite';
-import { type TableDef, tables } from '../../functions/manifest/tables.js';
+import {
+  keys,
+  type Projection,
+  type TableDef,
+  type TableName,
+  tables,
+} from '../../functions/manifest/tables.js';
 import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
+import { log } from '../../functions/shared/log.js';
 
 export interface EmbeddedDynamo {
   endpoint: string;
@@ -23,9 +36,12 @@ export const localTableName = (name: string): string => `preview-${name}`;
  * dynalite 4.0.0 ends the LevelDB iterator behind every query and scan stream with `iterator.return()`,
  * which abstract-level 3 iterators do not have (they have `close()`), so none was ever closed and the local
  * server's memory grew without bound under load (about +170 MB of RSS per 10 s of `GET /run`). Give them
- * the method dynalite calls. Chosen over a patch-package patch (an install step, and a patch to re-cut on
- * every dynalite release) and over another engine (dynalite is what Architect's sandbox uses); remove it
- * when dynalite closes its iterators itself.
+ * the method dynalite calls. No fixed dynalite exists (4.0.0 is the latest release). Chosen over a
+ * patch-package patch, which needs a postinstall script (skipped by `npm ci --ignore-scripts`, and a
+ * silent leak then) and a patch re-cut on every dynalite release, and over
+ * another engine (dynalite is what Architect's sandbox uses, and the rest of it holds up). It is applied
+ * wherever dynalite is started from this module, tests included. test/integration/dynalite-iterators.test.ts
+ * proves no iterator stays open, and fails once dynalite closes its iterators itself: then remove this.
  */
 for (const Iterator of [AbstractKeyIterator, AbstractValueIterator]) {
   const proto = Iterator.prototype as unknown as { return?: () => Promise<void>; close(): Promise<void> };
@@ -85,23 +101,156 @@ function createTableInput(name: string, def: TableDef) {
           GlobalSecondaryIndexes: def.indexes.map((ix) => ({
             IndexName: ix.name,
             KeySchema: keySchema(ix.partitionKey, ix.sortKey),
-            Projection: { ProjectionType: 'ALL' as const },
+            Projection: projectionOf(ix.projection),
           })),
         }
       : {}),
   };
 }
 
-/** Create every table of `functions/manifest/tables.ts` that does not exist yet (idempotent). */
+function projectionOf(projection: Projection = 'ALL'): DynamoProjection {
+  if (projection === 'ALL' || projection === 'KEYS_ONLY') return { ProjectionType: projection };
+  return { ProjectionType: 'INCLUDE', NonKeyAttributes: [...projection.include] };
+}
+
+/** The indexes of a table as a comparable string: names, keys and projections, sorted by name. */
+function indexSignature(
+  indexes: { IndexName?: string; KeySchema?: { AttributeName?: string }[]; Projection?: DynamoProjection }[],
+): string {
+  return JSON.stringify(
+    indexes
+      .map((ix) => [
+        ix.IndexName,
+        (ix.KeySchema ?? []).map((k) => k.AttributeName),
+        ix.Projection?.ProjectionType,
+        [...(ix.Projection?.NonKeyAttributes ?? [])].sort(),
+      ])
+      .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+  );
+}
+
+/**
+ * What an item of an older table lacks, added while it is copied into the new one (issue 14: runs written
+ * before the (test, status) and (folder, status) indexes lack their keys).
+ */
+const backfills: Partial<Record<TableName, (item: Record<string, AttributeValue>) => void>> = {
+  runs(item) {
+    const s = (name: string) => item[name]?.S;
+    const folderId = item.folder?.M?.id?.S;
+    const [orgId, runId, testId, status, createdAt] = ['orgId', 'runId', 'testId', 'status', 'createdAt'].map(
+      s,
+    );
+    if (!orgId || !runId || !testId || !status || !createdAt || folderId === undefined) return;
+    const wanted = keys.runs.indexKeys({ orgId, runId, testId, folderId, status, createdAt });
+    for (const [name, value] of Object.entries(wanted)) item[name] ??= { S: value };
+  },
+};
+
+/** Copy every item of `from` into `to` (BatchWrite, retrying what is unprocessed), transformed by `fix`. */
+async function copyItems(
+  client: DynamoDBClient,
+  from: string,
+  to: string,
+  fix?: (item: Record<string, AttributeValue>) => void,
+): Promise<number> {
+  let copied = 0;
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: from, ExclusiveStartKey: start }));
+    const items = page.Items ?? [];
+    for (let i = 0; i < items.length; i += 25) {
+      let requests = items.slice(i, i + 25).map((Item) => {
+        fix?.(Item);
+        return { PutRequest: { Item } };
+      });
+      while (requests.length) {
+        const res = await client.send(new BatchWriteItemCommand({ RequestItems: { [to]: requests } }));
+        requests = (res.UnprocessedItems?.[to] ?? []) as typeof requests;
+      }
+    }
+    copied += items.length;
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return copied;
+}
+
+/** Wait until a table is ACTIVE (`true`) or gone (`false`): dynalite changes them a tick after the call. */
+async function waitTable(client: DynamoDBClient, name: string, active: boolean): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const status = await client
+      .send(new DescribeTableCommand({ TableName: name }))
+      .then((r) => r.Table?.TableStatus)
+      .catch((err: Error) => {
+        if (err.name === 'ResourceNotFoundException') return undefined;
+        throw err;
+      });
+    if (active ? status === 'ACTIVE' : status === undefined) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`local table ${name} did not become ${active ? 'active' : 'deleted'}`);
+}
+
+/**
+ * Bring an existing table to its manifest definition when its indexes differ (dynalite cannot add an index
+ * to a table): copy its items into `<name>-migrating`, recreate the table, copy them back (adding what
+ * `backfills` says), drop the copy. Each step is safe to repeat, so a crash part-way resumes at the next
+ * start: the old table is dropped only once the copy holds all of it.
+ */
+async function migrateTable(
+  client: DynamoDBClient,
+  name: TableName,
+  physical: string,
+  existing: Set<string>,
+): Promise<void> {
+  const def: TableDef = tables[name];
+  const wanted = createTableInput(physical, def);
+  const temp = `${physical}-migrating`;
+  const target = indexSignature(wanted.GlobalSecondaryIndexes ?? []);
+  const current = existing.has(physical)
+    ? indexSignature(
+        (await client.send(new DescribeTableCommand({ TableName: physical }))).Table
+          ?.GlobalSecondaryIndexes ?? [],
+      )
+    : undefined;
+  if (current === target && !existing.has(temp)) return;
+  if (current !== undefined && current !== target) {
+    // The old table is still whole: (re)copy it, then drop it.
+    if (!existing.has(temp)) {
+      await client.send(new CreateTableCommand(createTableInput(temp, def)));
+      await waitTable(client, temp, true);
+    }
+    await copyItems(client, physical, temp);
+    await client.send(new DeleteTableCommand({ TableName: physical }));
+    await waitTable(client, physical, false);
+  }
+  if (current !== target) {
+    await client.send(new CreateTableCommand(wanted));
+    await waitTable(client, physical, true);
+  }
+  const copied = await copyItems(client, temp, physical, backfills[name]);
+  await client.send(new DeleteTableCommand({ TableName: temp }));
+  await waitTable(client, temp, false);
+  log.info('local table rebuilt with its new indexes', { table: physical, items: copied });
+}
+
+/**
+ * Create every table of `functions/manifest/tables.ts` that does not exist yet, and rebuild one whose
+ * indexes are not the manifest's any more (idempotent).
+ */
 export async function ensureTables(endpoint: string): Promise<Record<string, string>> {
   const client = new DynamoDBClient({ region: 'local', ...localDynamoClientConfig(endpoint) });
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
   const env: Record<string, string> = {};
-  for (const [name, def] of Object.entries(tables) as [string, TableDef][]) {
-    const physical = localTableName(name);
-    env[def.envVar] = physical;
-    if (!existing.has(physical)) await client.send(new CreateTableCommand(createTableInput(physical, def)));
-  }
+  // Tables are independent of each other: all at once (a first start creates them all).
+  await Promise.all(
+    (Object.entries(tables) as [TableName, TableDef][]).map(async ([name, def]) => {
+      const physical = localTableName(name);
+      env[def.envVar] = physical;
+      if (existing.has(physical) || existing.has(`${physical}-migrating`))
+        await migrateTable(client, name, physical, existing);
+      else await client.send(new CreateTableCommand(createTableInput(physical, def)));
+    }),
+  );
   client.destroy();
   return env;
 }

@@ -1,6 +1,12 @@
 import { describe, expect, test } from '@jest/globals';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import { type KeyDef, type TableDef, tableNames, tables } from '../../functions/manifest/tables.js';
+import {
+  type KeyDef,
+  type Projection,
+  type TableDef,
+  tableNames,
+  tables,
+} from '../../functions/manifest/tables.js';
 import { resourcesOf, synthesize } from './synth.js';
 
 const keySchema = (partitionKey: KeyDef, sortKey?: KeyDef) => [
@@ -17,6 +23,40 @@ describe('stateful stack', () => {
 
   test('has exactly one table per definition in functions/manifest/tables.ts', () => {
     expect(Object.keys(cfnTables).sort()).toEqual(tableNames.map(logicalIdOf).sort());
+  });
+
+  /** The CloudFormation projection of a manifest index (`ALL` unless it says otherwise). */
+  const projectionOf = (p: Projection = 'ALL') =>
+    p === 'ALL' || p === 'KEYS_ONLY'
+      ? { ProjectionType: p }
+      : { ProjectionType: 'INCLUDE', NonKeyAttributes: [...p.include] };
+
+  test('runs: one keys-only listing index per filter GET /run allows (issue 14)', () => {
+    const indexes = cfnTables[logicalIdOf('runs')].Properties.GlobalSecondaryIndexes as {
+      IndexName: string;
+      KeySchema: { AttributeName: string; KeyType: string }[];
+      Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
+    }[];
+    expect(indexes.length).toBeLessThanOrEqual(20);
+    expect(
+      Object.fromEntries(
+        indexes.map((ix) => [ix.IndexName, ix.KeySchema.map((k) => k.AttributeName).join(',')]),
+      ),
+    ).toEqual({
+      listOrg: 'orgId,createdKey',
+      listTest: 'testKey,createdKey',
+      listFolder: 'folderKey,createdKey',
+      listStatus: 'statusKey,createdKey',
+      listTestStatus: 'testStatusKey,createdKey',
+      listFolderStatus: 'folderStatusKey,createdKey',
+    });
+    for (const ix of indexes)
+      if (ix.IndexName === 'listOrg')
+        expect(ix.Projection).toEqual({
+          ProjectionType: 'INCLUDE',
+          NonKeyAttributes: ['testId', 'name', 'status', 'createdAt', 'applicationVersionId'],
+        });
+      else expect(ix.Projection).toEqual({ ProjectionType: 'KEYS_ONLY' });
   });
 
   test.each(tableNames)('table %s matches its definition', (name) => {
@@ -38,7 +78,7 @@ describe('stateful stack', () => {
       def.indexes.map((index) => ({
         IndexName: index.name,
         KeySchema: keySchema(index.partitionKey, index.sortKey),
-        Projection: { ProjectionType: 'ALL' },
+        Projection: projectionOf(index.projection),
       })),
     );
     const keys = [def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])];

@@ -1,12 +1,16 @@
 import { describe, expect, test } from '@jest/globals';
 import {
+  decodeRunCursor,
+  encodeRunCursor,
   matchesFilters,
   planRunQuery,
+  type RunFilters,
   type RunItem,
   resolveVariables,
   toTestRunView,
 } from '../../functions/core/runs.js';
 import { parseTestsFile, toTestItem } from '../../functions/core/tests.js';
+import { tables } from '../../functions/manifest/tables.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import { issuePath, queryBoolean, queryInteger } from '../../functions/shared/validation.js';
 
@@ -41,37 +45,87 @@ const run = (over: Partial<RunItem> = {}): RunItem => ({
 });
 
 describe('planRunQuery', () => {
-  test('test is the most selective key; folder and status stay as filters', () => {
-    expect(planRunQuery('o', { testId: 't', folderId: 'f', status: 'passed' })).toEqual({
-      indexName: 'byTest',
+  test.each([
+    [{ testId: 't', status: 'passed' }, 'listTestStatus', 'testStatusKey', 'o#t#passed'],
+    [{ testId: 't' }, 'listTest', 'testKey', 'o#t'],
+    [{ folderId: 'f', status: 'failed' }, 'listFolderStatus', 'folderStatusKey', 'o#f#failed'],
+    [{ folderId: 'f' }, 'listFolder', 'folderKey', 'o#f'],
+    [{ status: 'running' }, 'listStatus', 'statusKey', 'o#running'],
+    [{}, 'listOrg', 'orgId', 'o'],
+  ] as const)(
+    '%j reads the one partition of exactly those runs: %s',
+    (filters, indexName, keyName, keyValue) => {
+      expect(planRunQuery('o', filters)).toEqual({ indexName, keyName, keyValue });
+    },
+  );
+  test("test and folder read the test's partition, the folder checked on the runs fetched", () => {
+    expect(planRunQuery('o', { testId: 't', folderId: 'f' })).toEqual({
+      indexName: 'listTest',
       keyName: 'testKey',
       keyValue: 'o#t',
-      residual: { folderId: 'f', status: 'passed' },
+      folderId: 'f',
+    });
+    expect(planRunQuery('o', { testId: 't', folderId: 'f', status: 'pending' })).toEqual({
+      indexName: 'listTestStatus',
+      keyName: 'testStatusKey',
+      keyValue: 'o#t#pending',
+      folderId: 'f',
     });
   });
-  test('then folder, keeping status as a filter', () => {
-    expect(planRunQuery('o', { folderId: 'f', status: 'failed' })).toEqual({
-      indexName: 'byFolder',
-      keyName: 'folderKey',
-      keyValue: 'o#f',
-      residual: { status: 'failed' },
-    });
+  test('every index the planner names is in the manifest, keyed on the attribute it queries', () => {
+    const indexes = new Map<string, string>(tables.runs.indexes.map((ix) => [ix.name, ix.partitionKey.name]));
+    for (const f of [
+      { testId: 't', status: 'passed' },
+      { testId: 't' },
+      { folderId: 'f', status: 'failed' },
+      { folderId: 'f' },
+      { status: 'running' },
+      {},
+    ] as RunFilters[]) {
+      const plan = planRunQuery('o', f);
+      expect(indexes.get(plan.indexName)).toBe(plan.keyName);
+    }
   });
-  test('then status', () => {
-    expect(planRunQuery('o', { status: 'running' })).toEqual({
-      indexName: 'byStatus',
-      keyName: 'statusKey',
-      keyValue: 'o#running',
-      residual: {},
-    });
+});
+
+describe('run cursors', () => {
+  const key = '2026-01-02T03:04:05.000Z#run1';
+  const f: RunFilters = { testId: 't', status: 'failed' };
+  test('round-trips for the same org and filter, and is opaque', () => {
+    const cursor = encodeRunCursor('org1', f, key);
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(cursor).not.toContain('org1');
+    expect(decodeRunCursor('org1', { ...f }, cursor)).toBe(key);
   });
-  test('else the whole org', () => {
-    expect(planRunQuery('o', {})).toEqual({
-      indexName: 'byOrg',
-      keyName: 'orgId',
-      keyValue: 'o',
-      residual: {},
-    });
+  test.each([
+    ['another org', () => decodeRunCursor('org2', f, encodeRunCursor('org1', f, key))],
+    ['another filter', () => decodeRunCursor('org1', { testId: 't' }, encodeRunCursor('org1', f, key))],
+    [
+      'an added folder',
+      () => decodeRunCursor('org1', { ...f, folderId: 'x' }, encodeRunCursor('org1', f, key)),
+    ],
+    ['not base64url', () => decodeRunCursor('org1', f, 'a+b/c=')],
+    ['not JSON', () => decodeRunCursor('org1', f, Buffer.from('nope').toString('base64url'))],
+    ['JSON null', () => decodeRunCursor('org1', f, Buffer.from('null').toString('base64url'))],
+    ['empty', () => decodeRunCursor('org1', f, '')],
+    [
+      'an edited key',
+      () => {
+        const { b } = JSON.parse(Buffer.from(encodeRunCursor('org1', f, key), 'base64url').toString());
+        const edited = { k: '2027-01-02T03:04:05.000Z#run1', b };
+        return decodeRunCursor('org1', f, Buffer.from(JSON.stringify(edited)).toString('base64url'));
+      },
+    ],
+    [
+      'a key that is not a created key',
+      () => {
+        const k = 'x'.repeat(300);
+        return decodeRunCursor('org1', f, Buffer.from(JSON.stringify({ k, b: 'y' })).toString('base64url'));
+      },
+    ],
+  ])('%s is a ValidationError naming cursor', (_what, decode) => {
+    expect(decode).toThrow(ValidationError);
+    expect(decode).toThrow(/^invalid query: cursor: /);
   });
 });
 

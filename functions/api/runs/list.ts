@@ -1,6 +1,7 @@
 import * as z from 'zod';
-import { listRuns, RUN_STATUSES } from '../../core/runs.js';
+import { listRunPage, RUN_STATUSES } from '../../core/runs.js';
 import { mediaStore } from '../../ports/registry.js';
+import { ValidationError } from '../../shared/errors.js';
 import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
@@ -12,19 +13,43 @@ const query = z.object({
   status: z.enum(RUN_STATUSES, { message: 'must be pending, running, passed or failed' }).optional(),
   media: queryBoolean,
   steps: queryBoolean,
+  cursor: z
+    .string()
+    .max(512, 'must be a cursor from a Link header')
+    .optional()
+    .describe(
+      'Extension: an opaque cursor, taken from the `Link: <…>; rel="next"` header of the previous page, ' +
+        'which answers whenever a next page exists (also on an offset page). The next page starts just ' +
+        'after the previous one and costs O(limit) whatever the offset; runs started since do not shift ' +
+        'it. Only valid with the same filters and organization (else 400); not with offset > 0.',
+    ),
 });
 
-/** GET /run: the org's runs, newest first, filtered by test, folder and status, paged by limit/offset. */
+/**
+ * GET /run: the org's runs, newest first, filtered by test, folder and status, paged by limit/offset or by
+ * the cursor of the `Link: <…>; rel="next"` header (an extension to the spec's offset paging).
+ */
 export const { main, handler } = route('listRuns', { query }, async (req) => {
-  const { limit, offset, test, folder, status, media, steps } = req.query;
-  return {
-    statusCode: 200,
-    body: await listRuns(
-      req.principal.orgId,
-      { testId: test, folderId: folder, status },
-      { limit, offset },
-      { media, steps },
-      (key) => mediaStore().url(key, req.baseUrl),
-    ),
-  };
+  const { limit, offset, test, folder, status, media, steps, cursor } = req.query;
+  if (cursor !== undefined && offset > 0)
+    throw new ValidationError(
+      'invalid query: cursor: cannot be combined with offset (the cursor says where the page starts)',
+    );
+  const filters = { testId: test, folderId: folder, status };
+  const page = await listRunPage(
+    req.principal.orgId,
+    filters,
+    cursor !== undefined ? { limit, cursor } : { limit, offset },
+    { media, steps },
+    (key) => mediaStore().url(key, req.baseUrl),
+  );
+  if (page.next === undefined) return { statusCode: 200, body: page.runs };
+  const next = new URLSearchParams({ limit: String(limit) });
+  if (test !== undefined) next.set('test', test);
+  if (folder !== undefined) next.set('folder', folder);
+  if (status !== undefined) next.set('status', status);
+  if (media) next.set('media', 'true');
+  if (steps) next.set('steps', 'true');
+  next.set('cursor', page.next);
+  return { statusCode: 200, body: page.runs, headers: { link: `<${req.baseUrl}/run?${next}>; rel="next"` } };
 });
