@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BundleRef, SecretStore } from './port.js';
 
@@ -51,6 +51,6 @@ export class LocalSecretStore implements SecretStore {
     const target = this.file(ref);
     const tmp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     await writeFile(tmp, Buffer.concat([iv, cipher.getAuthTag(), body]), { mode: 0o600 });
-    renameSync(tmp, target);
+    await rename(tmp, target);
   }
 }

@@ -71,6 +71,24 @@ function secretStoreContract(name: string, make: () => SecretStore) {
       expect(await store.read({ applicationId: 'a2', app: 'api' })).toEqual({ X: 'api' });
     });
 
+    test('concurrent writes of 100 bundles are independent', async () => {
+      const store = make();
+      const refs = Array.from({ length: 100 }, (_, i) => ({ applicationId: 'many', app: `app-${i}` }));
+      await Promise.all(refs.map((ref) => store.write(ref, { APP: ref.app })));
+      const read = await Promise.all(refs.map((ref) => store.read(ref)));
+      expect(read).toEqual(refs.map((ref) => ({ APP: ref.app })));
+    });
+
+    test('a write replaces the bundle atomically: concurrent writes of one bundle leave one of them whole', async () => {
+      const store = make();
+      const ref = { applicationId: 'atomic', app: 'web' };
+      const versions = Array.from({ length: 20 }, (_, i) =>
+        Object.fromEntries(Array.from({ length: 50 }, (_, k) => [`K${k}`, `v${i}-${'x'.repeat(200)}`])),
+      );
+      await Promise.all(versions.map((values) => store.write(ref, values)));
+      expect(versions).toContainEqual(await store.read(ref));
+    });
+
     test('values round-trip exactly: unicode, newlines, empty strings, JSON-looking text', async () => {
       const store = make();
       const ref = { applicationId: 'a4', app: 'web' };

@@ -2,6 +2,7 @@ import {
   CreateSecretCommand,
   GetSecretValueCommand,
   PutSecretValueCommand,
+  ResourceExistsException,
   ResourceNotFoundException,
   type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
@@ -32,23 +33,35 @@ export class SecretsManagerStore implements SecretStore {
     }
   }
 
+  /**
+   * Put a new value; the first write of a bundle creates its secret. When the secret appears between the
+   * two calls (another writer created it), the value is put on it after all, so a write always leaves
+   * this bundle's value, whole.
+   */
   async write(ref: BundleRef, values: Record<string, string>): Promise<void> {
     const SecretString = JSON.stringify(values);
+    const put = () =>
+      this.client.send(new PutSecretValueCommand({ SecretId: this.secretName(ref), SecretString }));
     try {
-      await this.client.send(new PutSecretValueCommand({ SecretId: this.secretName(ref), SecretString }));
+      await put();
     } catch (err) {
       if (!(err instanceof ResourceNotFoundException)) throw err;
-      await this.client.send(
-        new CreateSecretCommand({
-          Name: this.secretName(ref),
-          SecretString,
-          Description: `Preview env vars of app ${ref.app} of application ${ref.applicationId}`,
-          Tags: [
-            { Key: 'preview:applicationId', Value: ref.applicationId },
-            { Key: 'preview:app', Value: ref.app },
-          ],
-        }),
-      );
+      try {
+        await this.client.send(
+          new CreateSecretCommand({
+            Name: this.secretName(ref),
+            SecretString,
+            Description: `Preview env vars of app ${ref.app} of application ${ref.applicationId}`,
+            Tags: [
+              { Key: 'preview:applicationId', Value: ref.applicationId },
+              { Key: 'preview:app', Value: ref.app },
+            ],
+          }),
+        );
+      } catch (createErr) {
+        if (!(createErr instanceof ResourceExistsException)) throw createErr;
+        await put();
+      }
     }
   }
 }
