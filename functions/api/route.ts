@@ -43,6 +43,10 @@ export interface RouteRequest<B, P, Q> {
 export interface Reply {
   statusCode: number;
   body: unknown;
+  /** Send `body` (a string) as is, with this content type, instead of as JSON (errors stay JSON). */
+  contentType?: string;
+  /** Extra response headers (e.g. `Link` on GET /run). */
+  headers?: Record<string, string>;
 }
 
 interface Schemas<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType> {
@@ -63,6 +67,8 @@ interface State extends Record<string, unknown> {
   /** The body as text (UTF-8 decoded), once `jsonBody` has read it. */
   rawBody?: string;
   principal?: Principal;
+  /** The request headers, names lower-cased (`headersOf`), read once by `authn` for the whole stack. */
+  headers?: Record<string, string>;
 }
 
 export const json = (statusCode: number, body: unknown): APIGatewayProxyResult => ({
@@ -175,9 +181,11 @@ const authn = (
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   before: async (request) => {
     const kind = routes[routeId].auth as RouteDef['auth'];
-    (request as Request).internal.principal = await authenticate(
+    const internal = (request as Request).internal;
+    internal.headers = headersOf(request.event);
+    internal.principal = await authenticate(
       kind,
-      headersOf(request.event),
+      internal.headers,
       kind === 'githubWebhook' && webhookSecret
         ? { rawBody: rawBytesOf(request.event), secret: webhookSecret }
         : undefined,
@@ -246,13 +254,23 @@ const jsonBody = (
   const parser = httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<
     typeof httpJsonBodyParser
   >[0]);
+  const capped = (event: APIGatewayProxyEvent) => {
+    const read = bodyOf(event);
+    if (read.bytes > max)
+      throw new PayloadTooLargeError(`request body is too large: at most ${max} bytes${kb(max)}`);
+    return read;
+  };
+  // A route without a body schema only caps the body: synchronously (no promise per request).
+  if (!wanted)
+    return {
+      before: (request) => {
+        capped(request.event);
+      },
+    };
   return {
     before: async (request) => {
       const internal = (request as Request).internal;
-      const { bytes, text } = bodyOf(request.event);
-      if (bytes > max)
-        throw new PayloadTooLargeError(`request body is too large: at most ${max} bytes${kb(max)}`);
-      if (!wanted) return;
+      const { bytes, text } = capped(request.event);
       if (bytes > 0 && text === undefined) throw new ValidationError('request body is not valid UTF-8');
       internal.rawBody = text;
       if (text === undefined || text.trim() === '') {
@@ -285,7 +303,7 @@ const validate = <B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>
   before: (request) => {
     const r = request as Request;
     const event = request.event;
-    const headers = headersOf(event);
+    const headers = r.internal.headers ?? headersOf(event);
     inputs.set(event, {
       params: parse(schemas.params, paramsOf(event.pathParameters), 'path'),
       query: parse(schemas.query, paramsOf(event.queryStringParameters), 'query'),
@@ -324,7 +342,15 @@ export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodT
       const input = inputs.get(event) as RouteRequest<z.infer<B>, z.infer<P>, z.infer<Q>>;
       inputs.delete(event);
       const reply = await main(input);
-      return json(reply.statusCode, reply.body);
+      if (reply.contentType !== undefined && typeof reply.body === 'string')
+        return {
+          statusCode: reply.statusCode,
+          headers: { 'content-type': reply.contentType },
+          body: reply.body,
+        };
+      const out = json(reply.statusCode, reply.body);
+      if (reply.headers) out.headers = { ...reply.headers, ...out.headers };
+      return out;
     });
   return { main, handler };
 }

@@ -12,9 +12,10 @@ export function setLogSink(next: (line: string) => void): void {
 }
 
 function emit(level: 'info' | 'warn' | 'error', message: string, fields: LogFields): void {
-  // The line's own keys cannot be overwritten by a field of the same name.
-  const { level: _l, time: _t, message: _m, ...rest } = fields;
-  sink(JSON.stringify({ level, time: new Date().toISOString(), message, ...rest }));
+  // The line's own keys come first and cannot be overwritten by a field of the same name (they are set
+  // again after the fields; a key keeps its first position). Cheaper than copying the fields less those.
+  const time = new Date().toISOString();
+  sink(JSON.stringify(Object.assign({ level, time, message }, fields, { level, time, message })));
 }
 
 export const log = {

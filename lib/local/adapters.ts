@@ -15,6 +15,7 @@ import { LocalWebhookSecret } from '../../functions/ports/webhook-secret/local-f
 import { LocalWorkflows } from '../../functions/ports/workflows/local-asl.js';
 import { config } from '../../functions/shared/config.js';
 import { sha256Hex } from '../../functions/shared/crypto.js';
+import { aslValidationCache } from './asl-cache.js';
 
 export interface LocalAdapterHandles {
   workflows: LocalWorkflows;
@@ -61,7 +62,7 @@ export function describeIsolation(isolation: Isolation): string {
 /** Install the local implementation of every port (configuration decides; handlers are unchanged). */
 export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const c = config();
-  const workflows = new LocalWorkflows(repoRoot);
+  const workflows = new LocalWorkflows(repoRoot, aslValidationCache(repoRoot));
   const sourceHost = new GitSourceHost(c.gitRoot!);
   const bus = new LocalBus({ repoRoot, dataDir: c.dataDir! });
   const prStatus = new LocalOutboxPrStatus(c.dataDir!);

@@ -85,26 +85,31 @@ export function toProxyEvent(
     const k = req.rawHeaders[i]!;
     const v = req.rawHeaders[i + 1]!;
     headers.set(k, v);
-    multiValueHeaders.set(k, [...(multiValueHeaders.get(k) ?? []), v]);
+    const values = multiValueHeaders.get(k);
+    if (values) values.push(v);
+    else multiValueHeaders.set(k, [v]);
   }
-  // API Gateway adds these to every proxy event; locally the scheme is plain http.
-  const forwarded: [string, string][] = [
-    ['X-Forwarded-For', req.socket.remoteAddress ?? '127.0.0.1'],
-    ['X-Forwarded-Port', String(req.socket.localPort ?? '')],
-    ['X-Forwarded-Proto', 'http'],
+  // API Gateway adds these to every proxy event (unless sent, under any case: `req.headers` has the
+  // names lower-cased); locally the scheme is plain http.
+  const forwarded: [string, string, string][] = [
+    ['X-Forwarded-For', 'x-forwarded-for', req.socket.remoteAddress ?? '127.0.0.1'],
+    ['X-Forwarded-Port', 'x-forwarded-port', String(req.socket.localPort ?? '')],
+    ['X-Forwarded-Proto', 'x-forwarded-proto', 'http'],
   ];
-  const sent = new Set([...headers.keys()].map((h) => h.toLowerCase()));
-  for (const [k, v] of forwarded) {
-    if (sent.has(k.toLowerCase())) continue;
+  for (const [k, lower, v] of forwarded) {
+    if (req.headers[lower] !== undefined) continue;
     headers.set(k, v);
     multiValueHeaders.set(k, [v]);
   }
   const query = new Map<string, string>();
   const multiQuery = new Map<string, string[]>();
-  for (const [k, v] of url.searchParams) {
-    query.set(k, v);
-    multiQuery.set(k, [...(multiQuery.get(k) ?? []), v]);
-  }
+  if (url.search)
+    for (const [k, v] of url.searchParams) {
+      query.set(k, v);
+      const values = multiQuery.get(k);
+      if (values) values.push(v);
+      else multiQuery.set(k, [v]);
+    }
   const host = req.headers.host;
   const hasQuery = query.size > 0;
   const requestId = randomUUID();

@@ -18,7 +18,6 @@ import { lambdaContext } from '../../functions/shared/lambda-context.js';
 import { log } from '../../functions/shared/log.js';
 import { ensurePrivateDir } from '../../functions/shared/private-dir.js';
 import { HOST_RE } from '../../functions/shared/validation.js';
-import { buildOpenApi } from '../openapi.js';
 import { installLocalAdapters, type LocalAdapterHandles } from './adapters.js';
 import { type Inbox, startInbox } from './bus.js';
 import { dashboardHtml } from './dashboard.js';
@@ -121,8 +120,17 @@ async function firstStartCredentials(
   return { credentials, path };
 }
 
+const NO_BODY = Buffer.alloc(0);
+
 /** The body, or `too-large` past the transport cap (read to its end), or `aborted` when the client left. */
-function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted'> {
+function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted'> | Buffer {
+  // A request that declares no body (no Transfer-Encoding, no or a zero Content-Length) has none: HTTP/1.1
+  // frames a body only by those headers. No need to wait for the stream's end (a status poll's case).
+  const length = req.headers['content-length'];
+  if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) {
+    req.resume();
+    return NO_BODY;
+  }
   return new Promise((resolveBody, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -179,21 +187,34 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
   const dataDir = resolve(opts.dataDir ?? '.preview-data');
   const { dynamo, adapters } = await bootLocalRuntime({ dataDir, gitRoot: opts.gitRoot });
 
-  const handlers = new Map<RouteId, LambdaHandler>();
-  for (const [id, def] of Object.entries(routes) as [RouteId, (typeof routes)[RouteId]][]) {
-    const mod = (await import(pathToFileURL(join(REPO_ROOT, def.entry)).href)) as { handler: LambdaHandler };
-    handlers.set(id, mod.handler);
-  }
+  // Route handlers load as Lambda loads them: on the first request of their route (a cold start), one
+  // module at a time (concurrent first imports of shared modules trip Jest's ESM loader). Every one is
+  // also loaded in the background right after the server listens, so later first requests find it ready.
+  const handlers = new Map<RouteId, Promise<LambdaHandler>>();
+  let importing: Promise<unknown> = Promise.resolve();
+  const handlerOf = (id: RouteId): Promise<LambdaHandler> => {
+    let handler = handlers.get(id);
+    if (!handler) {
+      const url = pathToFileURL(join(REPO_ROOT, routes[id].entry)).href;
+      handler = importing.then(async () => ((await import(url)) as { handler: LambdaHandler }).handler);
+      importing = handler.catch(() => undefined);
+      handlers.set(id, handler);
+    }
+    return handler;
+  };
+  const warmUp = () => Promise.all((Object.keys(routes) as RouteId[]).map(handlerOf));
   const compiled = compileRoutes(routes);
-  // The OpenAPI document of these very handlers (no credentials needed to read it).
-  const openApi = buildOpenApi();
-  openApi.catch(() => undefined);
-  const { credentials, path: credentialsPath } = await firstStartCredentials(dataDir);
+  // The OpenAPI document of these very handlers (no credentials needed to read it), built on first ask.
+  let openApi: Promise<unknown> | undefined;
+  // The state machines and their step modules load while the first start's organization is written.
+  const [{ credentials, path: credentialsPath }] = await Promise.all([
+    firstStartCredentials(dataDir),
+    adapters.workflows.preload(),
+  ]);
 
   // Before the first request: environments the previous run left in flight or running are claimed and
   // their work restarted, so no caller ever reads a `ready` whose apps are not running. The work itself
   // (rebuilds, restarts) runs in the background and reports through the environment's status.
-  await adapters.workflows.preload();
   const recovered = await recoverEnvironments(adapters.workflows, adapters.runtime());
 
   // Previews that follow the pull request: the webhook secret (generated on first start unless
@@ -216,7 +237,10 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       const url = targetOf(req.url ?? '/');
       if (!url) return send(res, 400, { error: 'malformed request target' });
       if (req.method === 'GET' && url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
-      if (req.method === 'GET' && url.pathname === '/openapi.json') return send(res, 200, await openApi);
+      if (req.method === 'GET' && url.pathname === '/openapi.json') {
+        openApi ??= warmUp().then(async () => (await import('../openapi.js')).buildOpenApi());
+        return send(res, 200, await openApi);
+      }
       // Only for `/` as sent: a target like `/run/%2e%2e` also normalizes to `/`, and must stay a 404.
       if (req.method === 'GET' && /^\/(\?.*)?$/.test(req.url ?? '')) {
         res.writeHead(200, {
@@ -236,7 +260,8 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       if (!match) return send(res, 404, { error: 'route not found' });
       const event = toProxyEvent(req, url, match.route, match.params, body);
       const requestId = event.requestContext.requestId;
-      const result = await handlers.get(match.route.id)!(event, lambdaContext(match.route.id, requestId));
+      const handler = await handlerOf(match.route.id);
+      const result = await handler(event, lambdaContext(match.route.id, requestId));
       const headers = Object.fromEntries(
         Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)]),
       );
@@ -263,6 +288,17 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     server.listen(opts.port ?? 3000, opts.host ?? '127.0.0.1', () => ok());
   });
   const { port } = server.address() as AddressInfo;
+  // A handler that fails to load answers 500 on its route (and says why here), as a broken Lambda would.
+  // Then the state machines are built (their library loads only now when every definition was known
+  // valid), one import after the other as above.
+  const warmed = warmUp()
+    .catch((err: Error) =>
+      log.error('a route handler failed to load', { name: err.name, detail: err.message.slice(0, 300) }),
+    )
+    .then(() => adapters.workflows.warm())
+    .catch((err: Error) =>
+      log.error('a state machine failed to load', { name: err.name, detail: err.message.slice(0, 300) }),
+    );
   const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
   writeFileSync(
     serverInfoPath(dataDir),
@@ -287,6 +323,8 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      // No module import outlives the server (a test's environment may be torn down right after).
+      await warmed;
       await new Promise<void>((done) => {
         server.close(() => done());
         server.closeAllConnections();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { StateMachine } from 'aws-local-stepfunctions';
+import type { StateMachine } from 'aws-local-stepfunctions';
 import { localTaskArn, substitute, type WorkflowDef, workflows } from '../../manifest/workflows.js';
 import { newId } from '../../shared/crypto.js';
 import { lambdaContext } from '../../shared/lambda-context.js';
@@ -11,9 +11,31 @@ import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 type StepHandler = (input: unknown, context: unknown) => Promise<unknown>;
 type JsonValue = Parameters<StateMachine['run']>[0];
 interface Loaded {
-  machine: StateMachine;
+  asl: ConstructorParameters<typeof StateMachine>[0];
+  /** Built at load when the definition had to be validated, else on first use (`machineOf`). */
+  machine?: StateMachine;
   handlers: Record<string, (input: JsonValue) => Promise<JsonValue>>;
 }
+
+/**
+ * ASL texts that asl-validator already passed (lib/local keeps them on disk, keyed by a digest of the text
+ * and the validator's version), so a start validates only definitions it has not seen: each validation
+ * builds and compiles asl-validator's JSON schemas anew (~0.2 s). Without one, every load validates.
+ */
+export interface AslValidationCache {
+  has(asl: string): boolean;
+  add(asl: string): void;
+}
+
+/**
+ * aws-local-stepfunctions (with asl-validator, ajv and jsonata: ~0.2 s to load) is imported on first need,
+ * so a start whose definitions are all known valid does not wait for it (`warm` loads it afterwards).
+ */
+let library: Promise<typeof import('aws-local-stepfunctions')> | undefined;
+const stepFunctions = () => {
+  library ??= import('aws-local-stepfunctions');
+  return library;
+};
 
 /** The service integration that invokes a Lambda and then waits for a callback with the task token. */
 export const CALLBACK_RESOURCE = 'arn:aws:states:::lambda:invoke.waitForTaskToken';
@@ -82,12 +104,17 @@ export class LocalWorkflows implements Workflows {
   /** Executions by id, newest last (bounded). */
   readonly executions = new Map<string, ExecutionRecord>();
 
-  constructor(private readonly repoRoot: string) {}
+  constructor(
+    private readonly repoRoot: string,
+    private readonly validated?: AslValidationCache,
+  ) {}
 
   private async load(name: WorkflowName): Promise<Loaded> {
     const def: WorkflowDef = workflows[name];
     const arns = Object.fromEntries(Object.keys(def.tasks).map((p) => [p, localTaskArn(p)]));
-    const asl = JSON.parse(substitute(readFileSync(join(this.repoRoot, def.definition), 'utf8'), arns));
+    const text = substitute(readFileSync(join(this.repoRoot, def.definition), 'utf8'), arns);
+    const asl = JSON.parse(text);
+    const known = this.validated?.has(text) ?? false;
     const byArn = new Map<string, StepHandler>();
     for (const [placeholder, task] of Object.entries(def.tasks)) {
       const mod = (await import(pathToFileURL(join(this.repoRoot, task.entry)).href)) as {
@@ -114,7 +141,21 @@ export class LocalWorkflows implements Workflows {
             )
         : invoke;
     }
-    return { machine: new StateMachine(asl), handlers };
+    // Validated here unless this very text passed before (the constructor throws on an invalid one).
+    if (known) return { asl, handlers };
+    const { StateMachine } = await stepFunctions();
+    const machine = new StateMachine(asl);
+    this.validated?.add(text);
+    return { asl, machine, handlers };
+  }
+
+  /** The state machine of a loaded workflow (built now, unvalidated, when its text was known valid). */
+  private async machineOf(loaded: Loaded): Promise<StateMachine> {
+    if (!loaded.machine) {
+      const { StateMachine } = await stepFunctions();
+      loaded.machine ??= new StateMachine(loaded.asl, { validationOptions: { noValidate: true } });
+    }
+    return loaded.machine;
   }
 
   private async invokeWithCallback(
@@ -196,8 +237,15 @@ export class LocalWorkflows implements Workflows {
     for (const w of Object.keys(workflows) as WorkflowName[]) await this.loadOnce(w);
   }
 
+  /** Build every state machine now (the server does right after it listens, so no start waits for it). */
+  async warm(): Promise<void> {
+    for (const w of Object.keys(workflows) as WorkflowName[]) await this.machineOf(await this.loadOnce(w));
+  }
+
   async start(workflow: WorkflowName, input: Record<string, unknown>, name: string) {
-    const { machine, handlers } = await this.loadOnce(workflow);
+    const loaded = await this.loadOnce(workflow);
+    const machine = await this.machineOf(loaded);
+    const { handlers } = loaded;
     const executionId = `local:${workflow}:${name}`;
     const execution = machine.run(input as JsonValue, {
       overrides: { taskResourceLocalHandlers: handlers },

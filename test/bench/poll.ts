@@ -1,0 +1,276 @@
+/**
+ * `npm run bench:poll`: read throughput of the local server against a bare one-GetItem server, measured
+ * side by side in one run (issue 14, target 1). This machine is shared and noisy, so every figure is a
+ * ratio against the bare server measured in the same run, in alternating rounds.
+ *
+ * Both servers live in this process and read the same dynalite through the same DynamoDB client
+ * (functions/shared/dynamo.ts `ddb()`):
+ *  - bare: `node:http`, one `GetItem` of the environment item per request, the item as JSON;
+ *  - status poll: GET /v1/preview/environments/{owner}/{repo}/{pr} (an environment of the org);
+ *  - secrets listing: GET /v1/preview/secrets/{applicationId}/{app} (a bundle of 5 keys);
+ *  - runs listing: GET /run (a page of 20 runs, the default).
+ * The load comes from autocannon in a child process (10 connections, BENCH_POLL_SECONDS each, default 5),
+ * so it does not share this process's CPU. Each round measures bare, poll, bare, secrets, bare, runs,
+ * bare: every route sits between two bare measurements, and its ratio in that round is its req/s over the
+ * mean of those two (so the load of this shared machine, which drifts over seconds, falls on both sides).
+ * The figure is the median of the rounds' ratios (BENCH_POLL_ROUNDS rounds, default 5, after one
+ * unmeasured warm-up of each). Every response must be a 200, or the figure fails.
+ *
+ * Beside req/s, each line gives the CPU time this process spent per request (server and dynalite, which
+ * live here; the load generator does not): on a loaded machine req/s swings with what else runs, CPU per
+ * request much less, so `bare CPU / route CPU` is printed beside each ratio as a steadier estimate of it.
+ *
+ * The service's log lines are written (JSON.stringify and a write per request, as `npm start` does)
+ * to /dev/null, so their cost is measured without flooding this output.
+ *
+ * Targets: status poll ≥ 0.8×, secrets listing ≥ 0.6×, runs listing ≥ 0.6×. Exit 1 when one is missed.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { Environment } from '../../functions/core/environments.js';
+import type { RunItem } from '../../functions/core/runs.js';
+import { createApplication } from '../../functions/core/tenancy.js';
+import { keys } from '../../functions/manifest/tables.js';
+import { ddb, table } from '../../functions/shared/dynamo.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import { type LocalService, startLocal } from '../../lib/local/server.js';
+import { bearer, call, client } from '../support/harness.js';
+import { median, reportFigure } from './report.js';
+
+const SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_POLL_ROUNDS ?? 5);
+const CONNECTIONS = 10;
+const AUTOCANNON = resolve(new URL('../../node_modules/autocannon/autocannon.js', import.meta.url).pathname);
+
+interface Load {
+  url: string;
+  headers: Record<string, string>;
+}
+interface Sample {
+  rps: number;
+  p50: number;
+  /** CPU time this process (server and dynalite) spent per request, µs: steadier than req/s under load. */
+  cpuUs: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** autocannon against one URL, in a child process; its JSON summary. */
+function cannon(load: Load, seconds: number): Promise<Sample> {
+  const args = [AUTOCANNON, '-c', String(CONNECTIONS), '-d', String(seconds), '--json', '-n'];
+  for (const [k, v] of Object.entries(load.headers)) args.push('-H', `${k}=${v}`);
+  args.push(load.url);
+  return new Promise((ok, fail) => {
+    const cpu = process.cpuUsage();
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c;
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      err += c;
+    });
+    child.once('error', fail);
+    child.once('exit', (code) => {
+      if (code !== 0) return fail(new Error(`autocannon exited ${code}: ${err.slice(-500)}`));
+      const r = JSON.parse(out) as {
+        requests: { average: number; total: number };
+        latency: { p50: number };
+        non2xx: number;
+        errors: number;
+        timeouts: number;
+      };
+      const used = process.cpuUsage(cpu);
+      ok({
+        rps: r.requests.average,
+        p50: r.latency.p50,
+        cpuUs: (used.user + used.system) / Math.max(1, r.requests.total),
+        non2xx: r.non2xx,
+        errors: r.errors + r.timeouts,
+      });
+    });
+  });
+}
+
+const logFd = openSync('/dev/null', 'w');
+setLogSink((line) => {
+  writeSync(logFd, `${line}\n`);
+});
+const dataDir = mkdtempSync(join(tmpdir(), 'preview-bench-poll-'));
+let service: LocalService | undefined;
+let bare: Server | undefined;
+
+try {
+  service = await startLocal({ dataDir, port: 0 });
+  const org = service.credentials;
+  const now = new Date().toISOString();
+
+  // An environment of the org, as a deploy leaves it.
+  const repoFullName = 'bench/poll';
+  const prNumber = 7;
+  const envKey = keys.environments.envKey(repoFullName, prNumber);
+  const env: Environment = {
+    orgId: org.orgId,
+    envKey,
+    repoFullName,
+    prNumber,
+    status: 'ready',
+    phase: 'ready',
+    createdAt: now,
+    updatedAt: now,
+    lastDeployedSha: 'a'.repeat(40),
+    urls: { web: 'http://127.0.0.1:41000' },
+    generation: 1,
+    environmentId: 'benchenvironment0001',
+    lastDeployAt: now,
+  };
+  await ddb().send(new PutCommand({ TableName: table('environments'), Item: env }));
+
+  // An application with a bundle of 5 secrets, through the API.
+  const { applicationId } = await createApplication({ orgId: org.orgId, repoFullName });
+  const secretsPath = `/v1/preview/secrets/${applicationId}/web`;
+  const put = await call(service, 'PUT', secretsPath, {
+    headers: bearer(org),
+    body: { items: [1, 2, 3, 4, 5].map((i) => ({ key: `KEY_${i}`, value: `value-${i}-${'x'.repeat(20)}` })) },
+  });
+  if (put.status !== 200) throw new Error(`PUT secrets answered ${put.status}: ${put.text}`);
+
+  // 20 finished runs of one test (GET /run's default page).
+  for (let i = 0; i < 20; i++) {
+    const runId = `benchrun${String(i).padStart(4, '0')}`;
+    const createdAt = new Date(Date.now() - (20 - i) * 1000).toISOString();
+    const run: RunItem = {
+      runId,
+      orgId: org.orgId,
+      testId: 'benchtest0001',
+      name: 'sign up',
+      status: 'passed',
+      createdAt,
+      startedAt: createdAt,
+      endedAt: createdAt,
+      folder: { id: 'benchfolder0001', name: 'bench' },
+      source: 'api',
+      variables: {},
+      steps: [],
+      ...keys.runs.indexKeys({
+        orgId: org.orgId,
+        runId,
+        testId: 'benchtest0001',
+        folderId: 'benchfolder0001',
+        status: 'passed',
+        createdAt,
+      }),
+    };
+    await ddb().send(new PutCommand({ TableName: table('runs'), Item: run }));
+  }
+
+  // The bare server: one GetItem of the same item through the same client, per request.
+  bare = createServer(async (_req, res) => {
+    try {
+      const { Item } = await ddb().send(
+        new GetCommand({
+          TableName: table('environments'),
+          Key: { orgId: org.orgId, envKey },
+          ConsistentRead: true,
+        }),
+      );
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`${JSON.stringify(Item)}\n`);
+    } catch {
+      res.writeHead(500).end();
+    }
+  });
+  await new Promise<void>((ok) => bare!.listen(0, '127.0.0.1', ok));
+  const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
+
+  const loads: Record<'bare' | 'poll' | 'secrets' | 'runs', Load> = {
+    bare: { url: bareUrl, headers: {} },
+    poll: { url: `${service.url}/v1/preview/environments/${repoFullName}/${prNumber}`, headers: bearer(org) },
+    secrets: { url: `${service.url}${secretsPath}`, headers: bearer(org) },
+    runs: { url: `${service.url}/run`, headers: client(org) },
+  };
+  // Each answers 200 with a real body before it is measured.
+  for (const [name, load] of Object.entries(loads)) {
+    const res = await fetch(load.url, { headers: load.headers });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${name}: ${res.status} ${text}`);
+    console.log(`${name}: 200, ${text.length} bytes: ${text.slice(0, 120).trim()}…`);
+  }
+  const runsBody = (await (await fetch(loads.runs.url, { headers: loads.runs.headers })).json()) as unknown[];
+  if (runsBody.length !== 20) throw new Error(`GET /run listed ${runsBody.length} runs, not 20`);
+
+  console.log(`warm-up: 2 s each`);
+  for (const load of Object.values(loads)) await cannon(load, 2);
+
+  type Route = Exclude<keyof typeof loads, 'bare'>;
+  const routeNames: Route[] = ['poll', 'secrets', 'runs'];
+  const samples: Record<keyof typeof loads, Sample[]> = { bare: [], poll: [], secrets: [], runs: [] };
+  /** Per route, per round: its req/s and CPU per request over the mean of the bare runs either side. */
+  const ratios: Record<Route, { rps: number; cpu: number }[]> = { poll: [], secrets: [], runs: [] };
+  const measure = async (round: number, name: keyof typeof loads) => {
+    const s = await cannon(loads[name], SECONDS);
+    samples[name].push(s);
+    console.log(
+      `round ${round} ${name.padEnd(8)} ${s.rps.toFixed(0).padStart(6)} req/s  p50 ${s.p50} ms  ` +
+        `${s.cpuUs.toFixed(0)} µs CPU/request` +
+        (s.non2xx || s.errors ? `  (${s.non2xx} non-2xx, ${s.errors} errors)` : ''),
+    );
+    return s;
+  };
+  for (let round = 1; round <= ROUNDS; round++) {
+    let before = await measure(round, 'bare');
+    for (const name of routeNames) {
+      const s = await measure(round, name);
+      const after = await measure(round, 'bare');
+      ratios[name].push({
+        rps: s.rps / ((before.rps + after.rps) / 2),
+        cpu: (before.cpuUs + after.cpuUs) / 2 / s.cpuUs,
+      });
+      before = after;
+    }
+  }
+
+  const rps = (name: keyof typeof loads) => median(samples[name].map((s) => s.rps));
+  const p50 = (name: keyof typeof loads) => median(samples[name].map((s) => s.p50));
+  const cpu = (name: keyof typeof loads) => median(samples[name].map((s) => s.cpuUs));
+  const failures = (name: keyof typeof loads): number =>
+    samples[name].reduce((n, s) => n + s.non2xx + s.errors, 0) + (name === 'bare' ? 0 : failures('bare'));
+  const figures: [Route, string, number][] = [
+    ['poll', 'status poll / bare GetItem server', 0.8],
+    ['secrets', 'secrets listing / bare GetItem server', 0.6],
+    ['runs', 'GET /run / bare GetItem server', 0.6],
+  ];
+  let allOk = true;
+  for (const [name, label, target] of figures) {
+    const ratio = median(ratios[name].map((r) => r.rps));
+    const cpuRatio = median(ratios[name].map((r) => r.cpu));
+    const bad = failures(name);
+    const ok = ratio >= target && bad === 0;
+    allOk &&= ok;
+    reportFigure({
+      name: label,
+      measured: Math.round(ratio * 100) / 100,
+      target: `≥ ${target}×`,
+      ok,
+      unit: '×',
+      detail:
+        `req/s ratio per round ${ratios[name].map((r) => r.rps.toFixed(2)).join(' ')}; ` +
+        `medians ${rps(name).toFixed(0)} vs ${rps('bare').toFixed(0)} req/s, p50 ${p50(name)} vs ${p50('bare')} ms; ` +
+        `CPU ${cpu(name).toFixed(0)} vs ${cpu('bare').toFixed(0)} µs/request (bare/route CPU, paired: ` +
+        `${cpuRatio.toFixed(2)}×); ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections` +
+        (bad ? `; ${bad} non-2xx or failed responses` : ''),
+    });
+  }
+  process.exitCode = allOk ? 0 : 1;
+} finally {
+  if (bare) await new Promise<void>((done) => bare!.close(() => done()));
+  await service?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+  closeSync(logFd);
+}
