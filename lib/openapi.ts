@@ -13,78 +13,87 @@ import { type AuthKind, type RouteId, routes } from '../functions/manifest/route
 const ROOT = join(new URL('..', import.meta.url).pathname);
 
 /** Per route: what success answers, which errors it can answer, and what the spec leaves open. */
-const DOCS: Record<string, { summary: string; success: [number, string]; errors: number[]; notes?: string }> =
-  {
-    createEnvironment: {
-      summary: 'Create or redeploy a pull request environment',
-      success: [202, 'Accepted: the pipeline runs in the background; poll statusUrl'],
-      errors: [400, 401, 404, 409, 413],
-      notes:
-        "The repository must be linked to an application of the caller's organization (404 naming it otherwise; nothing is stored). The stored repoFullName is the one the application links.",
-    },
-    deployMainBranch: {
-      summary: "Deploy the application's linked repository main branch as environment 0",
-      success: [202, 'Accepted'],
-      errors: [401, 404, 409, 503],
-      notes:
-        '409 when the application is disabled, unlinked, or no installation of the source host covers it.',
-    },
-    getEnvironment: {
-      summary: 'Poll an environment status',
-      success: [200, 'PreviewStatus'],
-      errors: [400, 401, 404],
-    },
-    teardownEnvironment: {
-      summary: 'Tear an environment down',
-      success: [202, 'Accepted (also for an environment that does not exist: nothing happens)'],
-      errors: [400, 401],
-    },
-    redeployEnvironment: {
-      summary: 'Re-run the pipeline at the stored head SHA',
-      success: [202, 'Accepted'],
-      errors: [400, 401, 404, 409],
-    },
-    redeployApp: {
-      summary: 'Redeploy one app (rebuild or restart); siblings are untouched',
-      success: [202, 'Accepted'],
-      errors: [400, 401, 404, 409, 413],
-      notes: '409 while another deploy of the environment is in progress.',
-    },
-    listSecrets: {
-      summary: 'List secret keys (never values)',
-      success: [200, 'Key names and metadata'],
-      errors: [400, 401, 404],
-    },
-    putSecrets: {
-      summary: 'Batch upsert secrets',
-      success: [200, 'Saved'],
-      errors: [400, 401, 404, 409, 413],
-    },
-    putSecret: { summary: 'Upsert one secret', success: [200, 'Saved'], errors: [400, 401, 404, 409, 413] },
-    deleteSecret: {
-      summary: 'Delete one secret key',
-      success: [200, 'Deleted'],
-      errors: [400, 401, 404, 409],
-    },
-    createRecipeVersion: {
-      summary: 'Upload a scenario recipes file (a new version of the setup)',
-      success: [201, 'Created: the setup id and its new version'],
-      errors: [400, 401, 404, 413],
-      notes: 'Authenticated with the API key (the spec leaves it open).',
-    },
-    startRun: {
-      summary: 'Start a run of a test',
-      success: [201, 'Created: run_id and url'],
-      errors: [400, 401, 404, 413],
-    },
-    listRuns: {
-      summary: 'List test runs, newest first',
-      success: [200, 'TestRun array'],
-      errors: [400, 401],
-    },
-    getRun: { summary: 'Read one run', success: [200, 'TestRun'], errors: [400, 401, 404] },
-    getTest: { summary: 'Read one test', success: [200, 'Test'], errors: [400, 401, 404] },
-  };
+const DOCS: Record<
+  string,
+  { summary: string; success: [number, string]; errors: number[]; notes?: string; contentType?: string }
+> = {
+  createEnvironment: {
+    summary: 'Create or redeploy a pull request environment',
+    success: [202, 'Accepted: the pipeline runs in the background; poll statusUrl'],
+    errors: [400, 401, 404, 409, 413],
+    notes:
+      "The repository must be linked to an application of the caller's organization (404 naming it otherwise; nothing is stored). The stored repoFullName is the one the application links.",
+  },
+  deployMainBranch: {
+    summary: "Deploy the application's linked repository main branch as environment 0",
+    success: [202, 'Accepted'],
+    errors: [401, 404, 409, 503],
+    notes: '409 when the application is disabled, unlinked, or no installation of the source host covers it.',
+  },
+  getEnvironment: {
+    summary: 'Poll an environment status',
+    success: [200, 'PreviewStatus'],
+    errors: [400, 401, 404],
+  },
+  teardownEnvironment: {
+    summary: 'Tear an environment down',
+    success: [202, 'Accepted (also for an environment that does not exist: nothing happens)'],
+    errors: [400, 401],
+  },
+  getAppLogs: {
+    summary: "Read the end of an app's output, or of its latest build's (text)",
+    success: [200, 'The last `tail` lines (default 200, at most 10000), secret values masked'],
+    errors: [400, 401, 404],
+    contentType: 'text/plain',
+    notes:
+      "source=app (default): the output of the app's latest process (locally) or of its pods, a `--- pod … ---` header each (EKS); source=build: its latest build's log (locally the build's output, in AWS the CodeBuild log in CloudWatch Logs). At most 1 MB: longer output is cut from the start under a first line saying so. 404 for an unknown app, another organization's environment, or a log that does not exist yet. Errors are JSON. See docs/logs.md.",
+  },
+  redeployEnvironment: {
+    summary: 'Re-run the pipeline at the stored head SHA',
+    success: [202, 'Accepted'],
+    errors: [400, 401, 404, 409],
+  },
+  redeployApp: {
+    summary: 'Redeploy one app (rebuild or restart); siblings are untouched',
+    success: [202, 'Accepted'],
+    errors: [400, 401, 404, 409, 413],
+    notes: '409 while another deploy of the environment is in progress.',
+  },
+  listSecrets: {
+    summary: 'List secret keys (never values)',
+    success: [200, 'Key names and metadata'],
+    errors: [400, 401, 404],
+  },
+  putSecrets: {
+    summary: 'Batch upsert secrets',
+    success: [200, 'Saved'],
+    errors: [400, 401, 404, 409, 413],
+  },
+  putSecret: { summary: 'Upsert one secret', success: [200, 'Saved'], errors: [400, 401, 404, 409, 413] },
+  deleteSecret: {
+    summary: 'Delete one secret key',
+    success: [200, 'Deleted'],
+    errors: [400, 401, 404, 409],
+  },
+  createRecipeVersion: {
+    summary: 'Upload a scenario recipes file (a new version of the setup)',
+    success: [201, 'Created: the setup id and its new version'],
+    errors: [400, 401, 404, 413],
+    notes: 'Authenticated with the API key (the spec leaves it open).',
+  },
+  startRun: {
+    summary: 'Start a run of a test',
+    success: [201, 'Created: run_id and url'],
+    errors: [400, 401, 404, 413],
+  },
+  listRuns: {
+    summary: 'List test runs, newest first',
+    success: [200, 'TestRun array'],
+    errors: [400, 401],
+  },
+  getRun: { summary: 'Read one run', success: [200, 'TestRun'], errors: [400, 401, 404] },
+  getTest: { summary: 'Read one test', success: [200, 'Test'], errors: [400, 401, 404] },
+};
 
 const ERRORS: Record<number, string> = {
   400: 'Invalid input (the error names the field, e.g. `items[0].key`)',
@@ -132,7 +141,9 @@ export async function buildOpenApi(): Promise<Record<string, unknown>> {
     const responses: Record<string, unknown> = {
       [String(doc.success[0])]: {
         description: doc.success[1],
-        content: { 'application/json': { schema: {} } },
+        content: doc.contentType
+          ? { [doc.contentType]: { schema: { type: 'string' } } }
+          : { 'application/json': { schema: {} } },
       },
     };
     for (const code of doc.errors) responses[String(code)] = { $ref: `#/components/responses/E${code}` };

@@ -32,6 +32,13 @@ export interface RouteAccess {
    */
   imageBuilds?: true;
   /**
+   * The handler reads apps' and builds' output through the runtime (in AWS: the image-build settings and
+   * logs:GetLogEvents on its log group, the cluster's settings and its API: eks:DescribeCluster and an
+   * access entry in the group deploy/rbac.yaml gives pods list, pods/log get and secrets get). Starts,
+   * changes and ends nothing.
+   */
+  logs?: true;
+  /**
    * The handler drives the runtime (EKS in AWS) and may end callback tasks of the state machines
    * (states:SendTaskSuccess / SendTaskFailure).
    */
@@ -137,6 +144,15 @@ export const routes = {
     entry: 'functions/api/environments/redeploy-app.ts',
     auth: 'apiKey',
     access: { tables: { environments: 'RW' }, starts: ['redeployApp'] },
+  },
+  getAppLogs: {
+    method: 'GET',
+    path: `${envPath}/apps/{app}/logs`,
+    entry: 'functions/api/environments/logs.ts',
+    auth: 'apiKey',
+    // Reads the app's pods' logs (the cluster) or its build's (CloudWatch Logs), and its secret bundle to
+    // mask them.
+    access: { tables: { environments: 'R', applications: 'R', builds: 'R' }, secrets: 'R', logs: true },
   },
   listSecrets: {
     method: 'GET',

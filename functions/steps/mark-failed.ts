@@ -1,13 +1,14 @@
 import { failureMessage, type StepInput, Superseded, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
-import { prStatus } from '../ports/registry.js';
+import { prStatus } from '../ports/registry/pr-status.js';
 
-/** Catch target of every state machine: record `failed` with the cause, unless a newer request owns it. */
+/**
+ * Catch target of every state machine: record `failed` with the cause, unless a newer request owns it.
+ * The phase stays: it says where the failure happened (`building-images`, `waiting-ready` …).
+ */
 export async function handler(input: StepInput): Promise<StepInput> {
   try {
-    await transition(input, { status: 'failed', error: failureMessage(input.failure).slice(0, 1000) }, [
-      'phase',
-    ]);
+    await transition(input, { status: 'failed', error: failureMessage(input.failure).slice(0, 1000) });
   } catch (err) {
     if (!(err instanceof Superseded)) throw err;
   }

@@ -201,6 +201,8 @@ const ipv6Cidr = /^[0-9a-fA-F:]*:[0-9a-fA-F:.]*\/(12[0-8]|1[01]\d|[1-9]?\d)$/;
  * entry here to a runtime step of the workflow manifest.
  */
 export const clusterStepEntries = ['functions/steps/deploy-apps.ts', 'functions/steps/tear-down.ts'];
+/** The routes that call the cluster's API: those with `logs` access (an app's pods' logs). */
+export const clusterRouteIds = routeIds.filter((id) => (routes[id].access as RouteAccess).logs);
 
 /**
  * The cluster settings from the stack props (defaults applied, each value checked), or undefined without
@@ -533,6 +535,8 @@ export class StatelessStack extends Stack {
       }).bindAccess({ ...route.access, tables: { tenancy: 'R', ...route.access.tables } }, resources());
       // A GitHub webhook is authenticated by its signature, under the App secret's webhookSecret.
       if (route.auth === 'githubWebhook') fn.bindSourceHost(sourceHost);
+      // Reading pods' logs calls the cluster's API (DescribeCluster, an access entry).
+      if (this.cluster && clusterRouteIds.includes(routeId)) fn.bindClusterAccess(this.cluster);
       Tags.of(fn).add('preview:route', routeId);
       this.routeFunctions[routeId] = fn;
     }
@@ -695,7 +699,8 @@ export class StatelessStack extends Stack {
   }
 
   /**
-   * The functions that call the cluster's API (`clusterStepEntries` and the workers), by output id. They
+   * The functions that call the cluster's API (`clusterStepEntries`, `clusterRouteIds` and the workers), by
+   * output id. They
    * exist, and are listed, with or without a cluster.
    */
   clusterCallers(): [string, ApiFunction][] {
@@ -704,6 +709,7 @@ export class StatelessStack extends Stack {
         `${pascal(camel(basename(entry, '.ts')))}Step`,
         this.step(entry),
       ]),
+      ...clusterRouteIds.map((id): [string, ApiFunction] => [`${pascal(id)}Route`, this.routeFunctions[id]]),
       ...(Object.keys(this.workers) as WorkerId[]).map((id): [string, ApiFunction] => [
         pascal(id),
         this.workers[id].function,

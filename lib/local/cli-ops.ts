@@ -5,6 +5,7 @@ import {
   listEnvironments,
   type PreviewStatus,
 } from '../../functions/core/environments.js';
+import { appLogs, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from '../../functions/core/logs.js';
 import {
   getRun,
   listRuns,
@@ -13,8 +14,14 @@ import {
   type TestRunView,
 } from '../../functions/core/runs.js';
 import type { Application } from '../../functions/core/tenancy.js';
+import { runtime as cloudRuntime, secretStore } from '../../functions/ports/registry.js';
+import { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
+import type { Runtime } from '../../functions/ports/runtime/port.js';
+import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
+import { config } from '../../functions/shared/config.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { repoFullName } from '../../functions/shared/validation.js';
+import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
+import { defaultWorkDir } from './adapters.js';
 
 /**
  * The operator's read commands of `previewctl` (lists, status, waits) and its help. cli.ts owns the
@@ -30,6 +37,10 @@ export const OPS_USAGE = `  apps list --org ORG
       the organization's environments → {"environments":[{"repoFullName","prNumber","status",...}]}
   envs status --org ORG --repo owner/repo --pr N
       one environment's status (as GET /v1/preview/environments/{owner}/{repo}/{pr} answers it)
+  envs logs --org ORG --repo owner/repo --pr N --app APP [--tail N] [--source app|build]
+      the end of an app's output (default) or of its latest build's, as text on stdout, secret values
+      masked: the last --tail lines (default ${DEFAULT_TAIL_LINES}, at most ${MAX_TAIL_LINES}), at most 1 MB (cut from
+      the start under a notice); exit 1 with the error on stderr when there is none (docs/logs.md)
   envs wait --org ORG --repo owner/repo --pr N [--timeout SECONDS]
       poll until the environment is ready (exit 0) or failed (exit 1), a progress line on stderr per
       change; --timeout (default 600) ends the wait with exit 1
@@ -44,6 +55,7 @@ export const OPS_COMMANDS = [
   'apps list',
   'envs list',
   'envs status',
+  'envs logs',
   'envs wait',
   'runs list',
   'runs get',
@@ -92,11 +104,14 @@ export interface OpsContext {
   pollMs?: number;
 }
 
-/** Run one of `OPS_COMMANDS`: what to print, and the exit code. */
+/**
+ * Run one of `OPS_COMMANDS`: what to print, and the exit code. `text`: print it as it is (without
+ * `--json`), not `result`.
+ */
 export async function runOps(
   args: string[],
   ctx: OpsContext,
-): Promise<{ result: Record<string, unknown>; code: number }> {
+): Promise<{ result: Record<string, unknown>; code: number; text?: string }> {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(args);
@@ -117,6 +132,15 @@ export async function runOps(
         return { result: { environments: await listEnvironments(orgId) }, code: 0 };
       case 'envs status':
         return { result: { ...(await environmentStatus(envRef(orgId, values))) }, code: 0 };
+      case 'envs logs': {
+        const query = logQuery(values);
+        const text = await appLogs(
+          { runtime: logReader(), secrets: secretStore() },
+          envRef(orgId, values),
+          query,
+        );
+        return { result: { log: text }, code: 0, text };
+      }
       case 'envs wait': {
         const ref = envRef(orgId, values);
         const label = `${ref.repoFullName}#${ref.prNumber}`;
@@ -181,6 +205,9 @@ function parse(args: string[]) {
       status: { type: 'string' },
       limit: { type: 'string' },
       timeout: { type: 'string' },
+      app: { type: 'string' },
+      tail: { type: 'string' },
+      source: { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -192,6 +219,33 @@ function envRef(orgId: string, values: Values) {
   if (!values.repo) throw new UsageError('--repo is required');
   if (values.pr === undefined || !/^\d+$/.test(values.pr)) throw new UsageError('--pr must be a number');
   return { orgId, repoFullName: values.repo, prNumber: Number(values.pr) };
+}
+
+/** `envs logs`' options, checked as the API checks `tail` and `source`. */
+function logQuery(values: Values) {
+  if (!values.app || !APP_NAME_RE.test(values.app)) throw new UsageError('--app must be an app name');
+  const tail = values.tail === undefined ? DEFAULT_TAIL_LINES : Number(values.tail);
+  if (!/^\d+$/.test(values.tail ?? '1') || tail < 1 || tail > MAX_TAIL_LINES)
+    throw new UsageError(`--tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`);
+  const source = values.source ?? 'app';
+  if (source !== 'app' && source !== 'build') throw new UsageError('--source must be app or build');
+  return { app: values.app, tail, source: source as 'app' | 'build' };
+}
+
+/**
+ * What reads logs: in AWS mode the cloud runtime; locally a runtime over the data dir's log files that is
+ * never started nor stopped (stopping the registry's would stop the running server's apps).
+ */
+function logReader(): Runtime {
+  const c = config();
+  if (c.mode === 'aws') return cloudRuntime();
+  return new ProcessRuntime({
+    dataDir: c.dataDir!,
+    workDir: c.workDir ?? defaultWorkDir(c.dataDir!),
+    sourceHost: new GitSourceHost(c.gitRoot!),
+    complete: async () => undefined,
+    readyTimeoutMs: 0,
+  });
 }
 
 function runId(values: Values): string {

@@ -279,10 +279,12 @@ export async function main(args: string[]): Promise<number> {
   }
   setLogSink(() => undefined);
   try {
-    const { result, code } = isOpsCommand(args)
+    const { result, code, text } = isOpsCommand(args)
       ? await runOps(args, { connect, requireOrg, progress: (line) => process.stderr.write(`${line}\n`) })
-      : { result: await run(args), code: 0 };
-    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
+      : { result: await run(args), code: 0, text: undefined };
+    // A log (`envs logs`) is printed as it is.
+    if (text !== undefined && !json) process.stdout.write(text);
+    else process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
     return code;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -192,11 +192,11 @@ describe('a deploy in AWS mode', () => {
     const failed = await pollUntil(cloud, org, path(2), settled);
     expect(failed.status).toBe('failed');
     expect(failed.error).toMatch(
-      /^image build failed for web, api: app web: docker build exited 1; last lines: /,
+      /^image build failed for web, api: app web: docker build exited 1; last output: /,
     );
     expect(failed.error).toContain('pull access denied for nowhere');
     expect(failed.error).toContain(
-      `full log: CloudWatch Logs /aws/codebuild/preview-images / ${build.logs.streamName}`,
+      `; full log: GET /v1/preview/environments/acme/shop/2/apps/web/logs?source=build, or CloudWatch Logs /aws/codebuild/preview-images / ${build.logs.streamName}`,
     );
   }, 60_000);
 

@@ -12,6 +12,7 @@ import {
   artifactReadActions,
   artifactWriteActions,
   imageBuildActions,
+  logReadActions,
   sourcesPrefix,
   tableWriteActions,
 } from '../../lib/cdk/api-function.js';
@@ -165,7 +166,9 @@ describe('artifacts bucket', () => {
     const mode = fn.access.artifacts;
     if (!mode) {
       expect(s3).toEqual([]);
-      expect(envOf(fn.id).ARTIFACTS_BUCKET).toBeUndefined();
+      // `logs` access builds the cloud runtime, which is configured with the bucket's name (no grant).
+      if (fn.access.logs) expect(envOf(fn.id).ARTIFACTS_BUCKET).toEqual({ Ref: bucketId });
+      else expect(envOf(fn.id).ARTIFACTS_BUCKET).toBeUndefined();
       return;
     }
     expect(s3).toEqual([
@@ -330,6 +333,16 @@ describe('image build project', () => {
         s.resources.some((r) => mentions(r, buildLogsId)),
     );
     const env = envOf(fn.id);
+    if (!fn.access.imageBuilds && fn.access.logs) {
+      // Reading logs: GetLogEvents on the build's log group (both ARN forms), no build, no image.
+      expect(build).toEqual([{ actions: sorted(logReadActions), resources: expect.any(Array) }]);
+      expect(build[0]!.resources).toHaveLength(2);
+      for (const r of build[0]!.resources) expect(mentions(r, buildLogsId)).toBe(true);
+      expect(env.IMAGE_BUILD_PROJECT).toEqual({ Ref: projectId });
+      expect(mentions(env.IMAGE_REPOSITORY_URI, repositoryId)).toBe(true);
+      expect(env.IMAGE_BUILD_LOG_GROUP).toEqual({ Ref: buildLogsId });
+      return;
+    }
     if (!fn.access.imageBuilds) {
       expect(build).toEqual([]);
       for (const name of ['IMAGE_BUILD_PROJECT', 'IMAGE_REPOSITORY_URI', 'IMAGE_BUILD_LOG_GROUP']) {

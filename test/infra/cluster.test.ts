@@ -9,7 +9,12 @@ import { eksClusterFromEnv, TIMING_DEFAULTS } from '../../functions/ports/runtim
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { parseConfig } from '../../functions/shared/config.js';
 import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/api-function.js';
-import { clusterStepEntries, taskTarget, workerInvocation } from '../../lib/cdk/stateless-stack.js';
+import {
+  clusterRouteIds,
+  clusterStepEntries,
+  taskTarget,
+  workerInvocation,
+} from '../../lib/cdk/stateless-stack.js';
 import {
   asArray,
   clusterContext,
@@ -62,7 +67,7 @@ function built(s: Synthesized): [string, Built][] {
       {
         id: idIn(s, s.stateless.routeFunctions[r]),
         runtime: Boolean((routes[r].access as RouteAccess).runtime),
-        callsCluster: false,
+        callsCluster: clusterRouteIds.includes(r),
         isWatcher: false,
       },
     ]),
@@ -124,24 +129,28 @@ const eksEnvOf = (s: Synthesized, id: string) =>
   Object.fromEntries(Object.entries(envOf(s, id)).filter(([k]) => eksVars.includes(k)));
 
 describe('cluster settings reach every runtime function as the EKS_* variables', () => {
-  test.each(built(full))('%s: all of them, exactly when it declares runtime', (_, fn) => {
-    const expected = fn.runtime
-      ? {
-          EKS_CLUSTER_NAME: 'previews',
-          EKS_INGRESS_CLASS: 'alb',
-          EKS_INGRESS_DOMAIN: 'previews.example.com',
-          EKS_INGRESS_NAMESPACE: 'kube-system',
-          EKS_INGRESS_ANNOTATIONS: clusterContext.ingressAnnotations,
-          EKS_TLS_SECRET_NAME: 'previews-wildcard',
-          EKS_ALLOW_FROM_CIDRS: '10.0.0.0/16,10.1.0.0/16',
-        }
-      : {};
-    expect(eksEnvOf(full, fn.id)).toEqual(expected);
-  });
+  test.each(built(full))(
+    '%s: all of them, exactly when it declares runtime or calls the cluster',
+    (_, fn) => {
+      const expected =
+        fn.runtime || fn.callsCluster
+          ? {
+              EKS_CLUSTER_NAME: 'previews',
+              EKS_INGRESS_CLASS: 'alb',
+              EKS_INGRESS_DOMAIN: 'previews.example.com',
+              EKS_INGRESS_NAMESPACE: 'kube-system',
+              EKS_INGRESS_ANNOTATIONS: clusterContext.ingressAnnotations,
+              EKS_TLS_SECRET_NAME: 'previews-wildcard',
+              EKS_ALLOW_FROM_CIDRS: '10.0.0.0/16,10.1.0.0/16',
+            }
+          : {};
+      expect(eksEnvOf(full, fn.id)).toEqual(expected);
+    },
+  );
 
   test.each(built(minimal))('%s: the defaults (nginx, ingress-nginx), nothing optional', (_, fn) => {
     expect(eksEnvOf(minimal, fn.id)).toEqual(
-      fn.runtime
+      fn.runtime || fn.callsCluster
         ? {
             EKS_CLUSTER_NAME: 'previews',
             EKS_INGRESS_CLASS: 'nginx',
@@ -356,7 +365,11 @@ describe('cluster access', () => {
     );
     const callers = built(full).filter(([, fn]) => fn.callsCluster);
     expect(callers.map(([label]) => label).sort()).toEqual(
-      [...clusterStepEntries.map((e) => `step ${e}`), ...workerIds.map((w) => `worker ${w}`)].sort(),
+      [
+        ...clusterStepEntries.map((e) => `step ${e}`),
+        ...clusterRouteIds.map((r) => `route ${r}`),
+        ...workerIds.map((w) => `worker ${w}`),
+      ].sort(),
     );
     expect(entries).toHaveLength(callers.length);
     for (const [, fn] of callers) {
@@ -433,3 +446,42 @@ describe('cluster access', () => {
     });
   });
 });
+
+describe('the app-logs route (logs access)', () => {
+  const logsId = (s: Synthesized) => idIn(s, s.stateless.routeFunctions.getAppLogs);
+
+  test('reads the image-build log (GetLogEvents only) and may start, change or read no build or image', () => {
+    const statements = statementsOf(full.statelessTemplate, logsId(full));
+    const actions = statements.flatMap((st) => st.actions);
+    expect(actions).toContain('logs:GetLogEvents');
+    expect(actions).not.toContain('logs:FilterLogEvents');
+    for (const action of actions) expect(action).not.toMatch(/^(codebuild|ecr|states|s3):/);
+    const logGroup = idIn(full, full.stateless.imageBuild.logGroup);
+    const logRead = statements.filter((st) => st.actions.includes('logs:GetLogEvents'));
+    expect(logRead).toHaveLength(1);
+    expect(logRead[0]!.actions).toEqual(['logs:GetLogEvents']);
+    for (const resource of logRead[0]!.resources) expect(mentions(resource, logGroup)).toBe(true);
+  });
+
+  test('gets the settings the cloud runtime is built from, and the cluster (DescribeCluster, an access entry)', () => {
+    const env = envOf(full, logsId(full));
+    for (const name of [
+      'IMAGE_BUILD_PROJECT',
+      'IMAGE_REPOSITORY_URI',
+      'IMAGE_BUILD_LOG_GROUP',
+      'ARTIFACTS_BUCKET',
+      'EKS_CLUSTER_NAME',
+      'EKS_INGRESS_DOMAIN',
+    ])
+      expect(env[name]).toBeDefined();
+    expect(clusterRouteIds).toEqual(['getAppLogs']);
+    expect(eksStatementsOf(full, logsId(full)).map((st) => st.actions)).toEqual([clusterDescribeActions]);
+    // Without a cluster: no EKS settings, no EKS grant (its log reads answer only builds).
+    expect(envOf(none, logsId(none)).EKS_CLUSTER_NAME).toBeUndefined();
+    expect(eksStatementsOf(none, logsId(none))).toEqual([]);
+  });
+});
+
+function eksStatementsOf(s: Synthesized, id: string) {
+  return statementsOf(s.statelessTemplate, id).filter((st) => st.actions.some((a) => a.startsWith('eks:')));
+}

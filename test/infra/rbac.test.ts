@@ -276,8 +276,11 @@ describe('what the EKS runtime really calls', () => {
     });
     const failed = await awaitReady(changed, at(6), { web: { port: 8080 } });
     expect(failed).toMatchObject({ ok: false, error: 'DeployFailed' });
-    expect(JSON.stringify(failed)).toContain('last log lines');
+    expect(JSON.stringify(failed)).toContain('last output: starting | token [secret] rejected');
     expect(JSON.stringify(failed)).not.toContain('third-secret-value');
+    // The app-logs route reads the same way: pods list, the app's Secret, pods/log.
+    const read = await changed.logs(at(6), 'web', { source: 'app', tailLines: 10, maxBytes: 65_536 });
+    expect(read?.text).toContain('token [secret] rejected');
     await changed.teardown(at(7));
     await changed.deploy(at(8), [launch('web', { port: 8080 }, 'third-secret-value', IMAGE)], {
       prune: true,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { helpFor, isOpsCommand } from '../../lib/local/cli-ops.js';
+import { helpFor, isOpsCommand, OPS_USAGE } from '../../lib/local/cli-ops.js';
 
 const USAGE = `usage: previewctl <command>
 
@@ -38,4 +38,12 @@ test('isOpsCommand names the read commands only', () => {
   expect(isOpsCommand(['envs', 'wait', '--org', 'o'])).toBe(true);
   expect(isOpsCommand(['--json', 'runs', 'get'])).toBe(true);
   expect(isOpsCommand(['apps', 'create'])).toBe(false);
+});
+
+test('envs logs is an ops command, in the full help and with a help of its own', () => {
+  expect(isOpsCommand(['envs', 'logs', '--org', 'o', '--app', 'web'])).toBe(true);
+  expect(OPS_USAGE).toContain('  envs logs --org ORG --repo owner/repo --pr N --app APP [--tail N]');
+  expect(helpFor(['envs', 'logs', '--help'], OPS_USAGE)).toMatch(
+    /^usage: previewctl envs logs --org ORG --repo owner\/repo --pr N --app APP \[--tail N\] \[--source app\|build\]\n {6}the end of an app's output/,
+  );
 });

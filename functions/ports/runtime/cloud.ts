@@ -1,8 +1,18 @@
 import { type CodeBuildImages, clusterMissing } from './codebuild-images.js';
-import type { AppLaunch, AppSpec, BuildOptions, DeployOptions, Runtime, RuntimeTarget } from './port.js';
+import type {
+  AppLaunch,
+  AppSpec,
+  BuildOptions,
+  DeployOptions,
+  LogQuery,
+  LogTarget,
+  LogText,
+  Runtime,
+  RuntimeTarget,
+} from './port.js';
 
 /** The cluster half of the cloud runtime: run built images (EKS). */
-export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown'>;
+export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown' | 'logs'>;
 
 /**
  * The cloud runtime: images built on CodeBuild, run on a cluster. Until the cluster adapter exists,
@@ -36,5 +46,11 @@ export class CloudRuntime implements Runtime {
 
   async teardown(target: RuntimeTarget) {
     if (this.cluster) return this.cluster.teardown(target);
+  }
+
+  /** A build's log from CloudWatch Logs (CodeBuild), an app's from its pods (none without a cluster). */
+  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+    if (query.source === 'build') return this.images.logs(target, app, query);
+    return this.cluster?.logs(target, app, query);
   }
 }

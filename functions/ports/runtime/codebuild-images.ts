@@ -3,19 +3,26 @@ import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-
 import { type CodeBuildClient, StartBuildCommand } from '@aws-sdk/client-codebuild';
 import { BatchGetImageCommand, type ECRClient } from '@aws-sdk/client-ecr';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { artifactKeys, repoKey } from '../../manifest/tables.js';
+import { artifactKeys, keys, repoKey } from '../../manifest/tables.js';
 import { newId } from '../../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
 import { log } from '../../shared/log.js';
 import { DeployFailed } from '../../shared/step-errors.js';
 import type { TaskOutcome } from '../workflows/port.js';
-import type { AppSpec, BuildOptions, RuntimeTarget } from './port.js';
+import { failureMessage } from './log-cause.js';
+import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from './port.js';
 
 /** The env var through which a build names itself (echoed by CodeBuild's events; not a secret). */
 export const BUILD_REF_VAR = 'PREVIEW_BUILD_REF';
 /** How long a build's record is kept if no completion ever arrives (CodeBuild's own limit is 8 h). */
 const RECORD_TTL_SECONDS = 24 * 3600;
 const LOG_TAIL_LINES = 20;
+/** How many of a failed build's last log events are searched for its cause. */
+const CAUSE_SEARCH_LINES = 300;
+/** How long the pointer to an app's latest build log is kept (the log group's retention: a month). */
+const LOG_POINTER_TTL_SECONDS = 31 * 24 * 3600;
+/** GetLogEvents answers at most this many events. */
+const MAX_LOG_EVENTS = 10_000;
 
 export interface CodeBuildImagesOptions {
   codebuild: CodeBuildClient;
@@ -29,6 +36,20 @@ export interface CodeBuildImagesOptions {
   artifactsBucket: string;
   /** Ends a callback task (`Workflows.completeTask`). */
   complete: (token: string, outcome: TaskOutcome) => Promise<void>;
+  /**
+   * The project's log group (IMAGE_BUILD_LOG_GROUP): a build's log can be read while it runs. Without it,
+   * once the build's completion event has named it.
+   */
+  logGroup?: string;
+}
+
+/** Where an app's latest build logs (table `builds`, key `keys.builds.latestLog`): one CodeBuild stream. */
+interface LogPointer {
+  buildId: string;
+  codebuildId?: string;
+  logGroup?: string;
+  logStream?: string;
+  expiresAt: number;
 }
 
 /** A build record (table `builds`): what the completion event needs, keyed by the build's own name. */
@@ -148,7 +169,80 @@ export class CodeBuildImages {
         // The build already finished and its record is gone: nothing to note.
         if (!isConditionFailure(err)) throw err;
       });
+    await this.pointLogs(target, toBuild, {
+      codebuildId: out.build?.id,
+      // CodeBuild names a build's stream after the build's id (`<project>:<stream>`).
+      ...(this.opts.logGroup && out.build?.id?.includes(':')
+        ? { logGroup: this.opts.logGroup, logStream: out.build.id.slice(out.build.id.indexOf(':') + 1) }
+        : {}),
+    });
     log.info('image build started', { buildId, codebuildId: out.build?.id, apps: toBuild.join(',') });
+  }
+
+  /** Record where `apps`' latest build logs (each app of a build points at the build's one stream). */
+  private async pointLogs(
+    target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+    apps: string[],
+    where: Omit<LogPointer, 'buildId' | 'expiresAt'>,
+  ) {
+    const expiresAt = Math.floor(Date.now() / 1000) + LOG_POINTER_TTL_SECONDS;
+    await Promise.all(
+      apps.map((app) =>
+        ddb().send(
+          new PutCommand({
+            TableName: table('builds'),
+            Item: {
+              buildId: keys.builds.latestLog(target.orgId, target.envKey, app),
+              ...where,
+              expiresAt,
+            } satisfies LogPointer,
+          }),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * The end of an app's latest image build log (CloudWatch Logs `GetLogEvents`, newest events): undefined
+   * when no build of it is known or its stream does not exist (yet, or any more). Builds get no secret
+   * bundle, so a build log holds no secret values of it; the caller masks anyway.
+   */
+  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+    const { Item } = await ddb().send(
+      new GetCommand({
+        TableName: table('builds'),
+        Key: { buildId: keys.builds.latestLog(target.orgId, target.envKey, app) },
+      }),
+    );
+    const pointer = Item as LogPointer | undefined;
+    if (!pointer?.logGroup || !pointer.logStream) return undefined;
+    const limit = Math.min(query.tailLines, MAX_LOG_EVENTS);
+    let events: { message?: string }[];
+    try {
+      const out = await this.opts.logs.send(
+        new GetLogEventsCommand({
+          logGroupName: pointer.logGroup,
+          logStreamName: pointer.logStream,
+          limit,
+          startFromHead: false,
+        }),
+      );
+      events = out.events ?? [];
+    } catch (err) {
+      if ((err as Error).name === 'ResourceNotFoundException') return undefined;
+      throw err;
+    }
+    const lines = events.map((e) => (e.message ?? '').replace(/\r?\n$/, ''));
+    let truncated = events.length >= limit;
+    let bytes = 0;
+    let from = lines.length;
+    while (from > 0 && bytes + Buffer.byteLength(lines[from - 1]!) + 1 <= query.maxBytes) {
+      from--;
+      bytes += Buffer.byteLength(lines[from]!) + 1;
+    }
+    if (from > 0) truncated = true;
+    const kept = lines.slice(from);
+    return { text: kept.length ? `${kept.join('\n')}\n` : '', truncated };
   }
 
   /**
@@ -176,6 +270,13 @@ export class CodeBuildImages {
       if (isConditionFailure(err)) return 'ignored'; // a concurrent delivery of the same event won
       throw err;
     }
+    const logs = detail['additional-information']?.logs;
+    if (logs?.['group-name'] && logs['stream-name'])
+      await this.pointLogs(record, Object.keys(record.tags), {
+        codebuildId: detail['build-id'] ?? record.codebuildId,
+        logGroup: logs['group-name'],
+        logStream: logs['stream-name'],
+      });
     const status = detail['build-status'];
     if (status === 'SUCCEEDED') {
       const built = await this.existing(record.tags);
@@ -228,39 +329,54 @@ export class CodeBuildImages {
     return found;
   }
 
-  /** `image build FAILED for web, api: <last lines> (full log: …)`. */
+  /**
+   * `<cause> (image build failed for web, api: app web: docker build exited 1); full log: GET …, or
+   * CloudWatch Logs <group> / <stream>` when the log names a cause; else `image build failed for web, api:
+   * …; last output: …; full log: …`.
+   */
   private async failureCause(record: BuildRecord, detail: BuildStateChange): Promise<string> {
     const logs = detail['additional-information']?.logs;
     const where = logs?.['group-name']
       ? `CloudWatch Logs ${logs['group-name']} / ${logs['stream-name'] ?? '?'}${logs['deep-link'] ? ` (${logs['deep-link']})` : ''}`
       : `the CodeBuild console, build ${detail['build-id'] ?? record.codebuildId ?? record.buildId}`;
     let tail = '';
+    let output = '';
     if (logs?.['group-name'] && logs['stream-name']) {
       try {
         const out = await this.opts.logs.send(
           new GetLogEventsCommand({
             logGroupName: logs['group-name'],
             logStreamName: logs['stream-name'],
-            limit: LOG_TAIL_LINES,
+            limit: CAUSE_SEARCH_LINES,
             startFromHead: false,
           }),
         );
-        tail = (out.events ?? [])
-          .map((e) => (e.message ?? '').trimEnd())
-          .filter(Boolean)
-          .slice(-LOG_TAIL_LINES)
-          .join(' | ');
+        const lines = (out.events ?? []).map((e) => (e.message ?? '').trimEnd()).filter(Boolean);
+        output = lines.join('\n');
+        tail = lines.slice(-LOG_TAIL_LINES).join(' | ');
       } catch (err) {
         log.warn('could not read the build log', { buildId: record.buildId, error: (err as Error).name });
       }
     }
     // Builds get no secret bundle (apps get theirs at run time), so a build log holds no secret values.
-    const apps = Object.keys(record.tags).join(', ');
-    // The buildspec's last word names the app that failed and why: lead with it.
-    const verdict = /PREVIEW-BUILD-FAILED app=(\S+): ([^|]*)/.exec(tail);
-    const cause = verdict ? `: app ${verdict[1]}: ${verdict[2]!.trim()}` : '';
-    const lastLines = tail ? `; last lines: ${tail.slice(-1500)}` : '';
-    return `image build ${detail['build-status'].toLowerCase()} for ${apps}${cause}${lastLines}; full log: ${where}`;
+    const apps = Object.keys(record.tags);
+    // The buildspec's last word names the app that failed and why.
+    const verdict = /PREVIEW-BUILD-FAILED app=(\S+): ([^|\n]*)/.exec(output);
+    const failedApp = verdict?.[1] && apps.includes(verdict[1]) ? verdict[1] : apps[0]!;
+    const which = verdict ? `: app ${verdict[1]}: ${verdict[2]!.trim()}` : '';
+    const what = `image build ${detail['build-status'].toLowerCase()} for ${apps.join(', ')}${which}`;
+    // The cause is searched above the buildspec's verdict (which is not one).
+    const searched = output
+      .split('\n')
+      .filter((l) => !l.includes('PREVIEW-BUILD-FAILED'))
+      .join('\n');
+    const env = keys.environments.parseEnvKey(record.envKey);
+    const message = failureMessage(what, searched, tail.slice(-1500), {
+      target: { repoFullName: env.repo, prNumber: env.prNumber },
+      app: failedApp,
+      source: 'build',
+    });
+    return `${message}, or ${where}`;
   }
 }
 

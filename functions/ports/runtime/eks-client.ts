@@ -111,7 +111,11 @@ export interface Kube {
   deployments: Resource<V1Deployment>;
   ingresses: Resource<V1Ingress>;
   networkPolicies: Resource<V1NetworkPolicy>;
-  podLog(namespace: string, name: string, opts: { tailLines: number; previous?: boolean }): Promise<string>;
+  podLog(
+    namespace: string,
+    name: string,
+    opts: { tailLines: number; previous?: boolean; limitBytes?: number },
+  ): Promise<string>;
 }
 
 export interface ClusterAccess {
@@ -248,6 +252,7 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
         container: 'app',
         tailLines: o.tailLines,
         ...(o.previous ? { previous: true } : {}),
+        ...(o.limitBytes ? { limitBytes: o.limitBytes } : {}),
       }),
   };
 }

@@ -75,7 +75,16 @@ import {
   specHashOf,
 } from './eks-objects.js';
 import { newest, podFailure, podSummary, rolloutState } from './eks-rollout.js';
-import type { AppLaunch, AppSpec, DeployOptions, RuntimeTarget } from './port.js';
+import { failureMessage } from './log-cause.js';
+import type {
+  AppLaunch,
+  AppSpec,
+  DeployOptions,
+  LogQuery,
+  LogTarget,
+  LogText,
+  RuntimeTarget,
+} from './port.js';
 
 export { internalUrl, namespaceName, publicUrl } from './eks-objects.js';
 
@@ -121,6 +130,8 @@ export const TIMING_DEFAULTS: EksTiming = {
 const SLICE_MARGIN_MS = 15_000;
 const LOG_TAIL_LINES = 20;
 const LOG_TAIL_CHARS = 1500;
+/** How many of a failed pod's last log lines are searched for its cause. */
+const CAUSE_SEARCH_LINES = 200;
 
 export interface EksClusterOptions extends ObjectOptions {
   clusterName: string;
@@ -654,7 +665,7 @@ export class EksCluster implements Cluster {
       };
     }
     const verdicts = await Promise.all(
-      event.apps.map(async (app) => [app, await this.checkApp(name, app, target.generation)] as const),
+      event.apps.map(async (app) => [app, await this.checkApp(target, name, app)] as const),
     );
     const superseded = verdicts.find(([, v]) => v.kind === 'superseded');
     if (superseded) return superseded[1] as Verdict;
@@ -670,7 +681,8 @@ export class EksCluster implements Cluster {
     };
   }
 
-  private async checkApp(ns: string, app: string, gen: number): Promise<AppVerdict> {
+  private async checkApp(target: RuntimeTarget, ns: string, app: string): Promise<AppVerdict> {
+    const gen = target.generation;
     const name = objectName(app);
     const deployment = await this.readOrNull('deployments', ns, name);
     if (!deployment)
@@ -686,7 +698,7 @@ export class EksCluster implements Cluster {
     if (failure)
       return {
         kind: 'failed',
-        cause: await this.failureCause(ns, app, failure.reason, failure.message, failure.pod, failure.ran),
+        cause: await this.failureCause(target, ns, app, failure, failure.pod, failure.ran),
       };
     if (state.state === 'failed') {
       const pod = newest(pods);
@@ -694,7 +706,7 @@ export class EksCluster implements Cluster {
       const message = `${state.message}${pod ? ` (pod ${podName}: ${podSummary(pod)})` : ''}`;
       return {
         kind: 'failed',
-        cause: await this.failureCause(ns, app, state.reason, message, podName, false),
+        cause: await this.failureCause(target, ns, app, { reason: state.reason, message }, podName, false),
       };
     }
     return { kind: 'pending', detail: `${app}: ${state.detail}` };
@@ -705,10 +717,10 @@ export class EksCluster implements Cluster {
    * (read from its Secret: the event carries none). Logs are left out when the Secret can't be read.
    */
   private async failureCause(
+    target: RuntimeTarget,
     ns: string,
     app: string,
-    reason: string,
-    message: string,
+    { reason, message }: { reason: string; message: string },
     pod: string | undefined,
     previous: boolean,
   ): Promise<string> {
@@ -723,13 +735,14 @@ export class EksCluster implements Cluster {
     if (pod && secrets) {
       const read = (prev: boolean) =>
         this.call(`read the log of ${ns}/${pod}`, (k) =>
-          k.podLog(ns, pod, { tailLines: LOG_TAIL_LINES, previous: prev }),
+          k.podLog(ns, pod, { tailLines: CAUSE_SEARCH_LINES, previous: prev }),
         );
       logs = await read(previous)
         .catch(() => (previous ? read(false) : ''))
         .catch(() => '');
     }
-    const lines = maskSecrets(String(logs ?? ''), secrets ?? [])
+    const output = maskSecrets(String(logs ?? ''), secrets ?? []);
+    const lines = output
       .split(/\r?\n/)
       .filter((l) => l.trim())
       .slice(-LOG_TAIL_LINES)
@@ -737,10 +750,69 @@ export class EksCluster implements Cluster {
     const tail = lines.length > LOG_TAIL_CHARS ? `…${lines.slice(-LOG_TAIL_CHARS)}` : lines;
     const withheld =
       pod && !secrets ? '; logs withheld (the secret bundle to mask them could not be read)' : '';
-    return maskSecrets(
-      `app ${app}: ${reason}${message ? ` (${message})` : ''}${tail ? `; last log lines: ${tail}` : ''}${withheld}`,
-      secrets ?? [],
-    );
+    const what = `app ${app}: ${reason}${message ? ` (${message})` : ''}`;
+    const where = { target, app, source: 'app' as const };
+    // Logs read: lead with the cause they name (else their last lines); withheld: say so.
+    const text =
+      pod && secrets
+        ? failureMessage(what, output, tail, where).replace('; last output: (no output)', '')
+        : `${what}${withheld}`;
+    return maskSecrets(text, secrets ?? []);
+  }
+
+  /**
+   * The app's pods' output: a section per pod of the app (oldest first, so the newest ends the text),
+   * headed `--- pod <name> (<state>) ---`, each its container's last `tailLines` lines; a pod whose
+   * container waits to restart shows its previous run's. Masked with the values of the app's Secret (the
+   * bundle it runs with). undefined when the environment or the app has no pods.
+   */
+  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+    if (query.source !== 'app') return undefined;
+    const ns = namespaceName(target);
+    const pods = await this.call(`list pods of ${ns}/${app}`, (k) =>
+      k.pods.list(ns, `${LABELS.app}=${app}`),
+    ).catch((err) => {
+      if (isCode(err, 404)) return [];
+      throw err;
+    });
+    if (pods.length === 0) return undefined;
+    const secret = await this.readOrNull('secrets', ns, objectName(app));
+    const secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
+    const t = (p: (typeof pods)[number]) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
+    const sorted = [...pods].sort((a, b) => t(a) - t(b));
+    const limitBytes = Math.max(1024, Math.floor(query.maxBytes / sorted.length));
+    let truncated = false;
+    const sections: string[] = [];
+    for (const pod of sorted) {
+      const name = pod.metadata?.name ?? '?';
+      const status = pod.status?.containerStatuses?.find((c) => c.name === 'app');
+      const previous = !status?.state?.running && (status?.restartCount ?? 0) > 0;
+      const read = (tailLines: number) =>
+        this.call(`read the log of ${ns}/${name}`, (k) =>
+          k.podLog(ns, name, { tailLines, limitBytes, previous }),
+        );
+      let text = '';
+      try {
+        // limitBytes keeps the first bytes of the tail asked for: while the answer hits it, the newest
+        // lines may be missing, so ask for fewer lines (halving) until it fits.
+        for (let tail = query.tailLines; ; tail = Math.floor(tail / 2)) {
+          text = String((await read(tail)) ?? '');
+          if (Buffer.byteLength(text) < limitBytes) break;
+          truncated = true;
+          if (tail <= 1) break;
+        }
+      } catch (err) {
+        // A container that has not started has no log yet (400): its section is empty.
+        if (!(err instanceof KubeError) || err.code !== 400) throw err;
+        text = '';
+      }
+      const lines = text.split('\n');
+      if (lines.at(-1) === '') lines.pop();
+      if (lines.length >= query.tailLines) truncated = true;
+      const state = `${podSummary(pod)}${previous ? "; the previous container's log" : ''}`;
+      sections.push(`--- pod ${name} (${state}) ---\n${lines.length ? `${lines.join('\n')}\n` : ''}`);
+    }
+    return { text: maskSecrets(sections.join(''), secrets), truncated };
   }
 
   // ---- plumbing --------------------------------------------------------------------------------------

@@ -25,7 +25,17 @@ import type { SourceHost } from '../source-host/port.js';
 import type { TaskOutcome } from '../workflows/port.js';
 import { type AppAddress, resolveAppRefs } from './app-refs.js';
 import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './local-sandbox.js';
-import type { AppLaunch, AppSpec, DeployOptions, Runtime, RuntimeTarget } from './port.js';
+import { failureMessage } from './log-cause.js';
+import type {
+  AppLaunch,
+  AppSpec,
+  DeployOptions,
+  LogQuery,
+  LogTarget,
+  LogText,
+  Runtime,
+  RuntimeTarget,
+} from './port.js';
 
 /** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
 const INHERITED_VARS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ', 'NODE_EXTRA_CA_CERTS', 'SHELL'];
@@ -36,6 +46,12 @@ const POLL_MS = 50;
 const HEARTBEAT_MS = 60_000;
 const STOP_GRACE_MS = 5_000;
 const LOG_TAIL_BYTES = 2_000;
+/** How much of the end of a failed build's or process's output is searched for its cause. */
+const CAUSE_SEARCH_BYTES = 64 * 1024;
+/** Read beyond a log query's `maxBytes`: masking changes lengths, the caller cuts exactly. */
+const LOG_READ_MARGIN = 64 * 1024;
+/** The header a process start writes into its app's log (`openLog`): its output follows. */
+const START_HEADER = /^--- \S+ start .* ---$/;
 
 interface BuildRecord {
   buildId: string;
@@ -117,8 +133,10 @@ const failure = (error: string, cause: string): TaskOutcome => ({ ok: false, err
  * The local runtime: every app of a preview environment is a process on this machine. Per app, a working
  * copy of the head SHA (from the source host) where `build` runs and then `command`, with `PORT` set to a
  * free port and the app's env (preview.yaml env + its secret bundle). Readiness is the health path answering
- * 2xx (or the port accepting connections), the URL is `http://127.0.0.1:<port>`. Output goes to
- * `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log`; working copies live under `workDir`.
+ * 2xx (or the port accepting connections), the URL is `http://127.0.0.1:<port>`. The app's output goes to
+ * `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log` (appended, a `--- … start … ---` header per
+ * process), its latest build's to `<app>.build.log` beside it (rewritten per build; a marker line in the
+ * app's log says when one began); working copies live under `workDir`.
  *
  * What runs is recorded in `<dataDir>/runtime/state.json`, so a restarted server can find what a crash left
  * behind (`recover`). Operations on one environment are serialized; builds run outside that lock and are
@@ -305,6 +323,45 @@ export class ProcessRuntime implements Runtime {
     return join(this.envDir(target), 'logs', `${app}.log`);
   }
 
+  /** Where the output of an app's latest build is kept. */
+  buildLogPath(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>, app: string): string {
+    return join(this.envDir(target), 'logs', `${app}.build.log`);
+  }
+
+  /**
+   * `app`: the output of the app's latest process (from its log's last start header); `build`: its latest
+   * build's log. Masked with the secret values this runtime started the app with (none after a restart
+   * of the server: the caller masks the bundle), server paths replaced.
+   */
+  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+    const path = query.source === 'build' ? this.buildLogPath(target, app) : this.logPath(target, app);
+    if (!existsSync(path)) return undefined;
+    const read = readTail(path, query.maxBytes + LOG_READ_MARGIN);
+    let text = read.text;
+    let truncated = read.cut;
+    if (query.source === 'app') {
+      const lines = text.split('\n');
+      let start = -1;
+      for (let i = lines.length - 1; i >= 0; i--)
+        if (START_HEADER.test(lines[i]!)) {
+          start = i;
+          break;
+        }
+      // The whole log read and no start in it: the app was built, never started.
+      if (start < 0 && !read.cut) return undefined;
+      if (start >= 0) {
+        text = lines.slice(start + 1).join('\n');
+        truncated = false;
+      }
+    }
+    const masked = this.scrub(maskSecrets(text, this.secretValues.get(`${envId(target)}/${app}`) ?? []));
+    const lines = masked.split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    if (lines.length > query.tailLines) truncated = true;
+    const kept = lines.slice(-query.tailLines);
+    return { text: kept.length ? `${kept.join('\n')}\n` : '', truncated };
+  }
+
   // ---- internals -------------------------------------------------------------------------------------
 
   /** Working copies of the environment's apps (outside the data dir: see `workDir` in the options). */
@@ -376,11 +433,10 @@ export class ProcessRuntime implements Runtime {
       const dir = join(work, `${name}-${buildId}`);
       made[name] = { buildId, dir, sha, generation: target.generation };
       mkdirSync(work, { recursive: true });
-      const logFile = this.openLog(
-        target,
-        name,
-        `build ${sha.slice(0, 12)} (generation ${target.generation})`,
-      );
+      const what = `build ${sha.slice(0, 12)} (generation ${target.generation})`;
+      // A marker in the app's log; the build's output goes to its own file, rewritten per build.
+      closeSync(this.openLog(target, name, `${what}: output in ${name}.build.log`));
+      const logFile = this.openLog(target, name, what, 'build');
       const checkout = this.opts.sourceHost.checkout(target.repoFullName, sha, dir, {
         signal: active.abort.signal,
       });
@@ -422,7 +478,12 @@ export class ProcessRuntime implements Runtime {
       if (active.cancelled) return;
       if (result !== 'exit code 0') {
         throw new DeployFailed(
-          `app ${name}: build \`${spec.build}\` failed (${result}); last output: ${this.logTail(target, name)}`,
+          failureMessage(
+            `app ${name}: build \`${spec.build}\` failed (${result})`,
+            this.logEnd(target, name, 'build'),
+            this.logTail(target, name, 'build'),
+            { target, app: name, source: 'build' },
+          ),
         );
       }
     };
@@ -633,7 +694,12 @@ export class ProcessRuntime implements Runtime {
           return failure(
             'DeployFailed',
             this.scrub(
-              `app ${name} exited (${exit}) before it was ready; last output: ${this.logTail(target, name)}`,
+              failureMessage(
+                `app ${name} exited (${exit}) before it was ready`,
+                this.logEnd(target, name, 'app'),
+                this.logTail(target, name, 'app'),
+                { target, app: name, source: 'app' },
+              ),
             ),
           );
         }
@@ -659,32 +725,36 @@ export class ProcessRuntime implements Runtime {
     return { ok: true, output: { urls } };
   }
 
-  private openLog(target: RuntimeTarget, app: string, what: string): number {
-    const path = this.logPath(target, app);
+  /** Open an app's log (appending) or its build log (rewritten: the latest build only), with a header. */
+  private openLog(target: RuntimeTarget, app: string, what: string, kind: 'app' | 'build' = 'app'): number {
+    const path = kind === 'build' ? this.buildLogPath(target, app) : this.logPath(target, app);
     mkdirSync(join(path, '..'), { recursive: true });
-    const fd = openSync(path, 'a', 0o600);
+    const fd = openSync(path, kind === 'build' ? 'w' : 'a', 0o600);
     writeFileSync(fd, `--- ${new Date().toISOString()} ${what} ---\n`);
     return fd;
   }
 
-  /** The end of an app's log, on one line, for an error message. */
-  private logTail(target: RuntimeTarget, app: string): string {
-    const path = this.logPath(target, app);
-    if (!existsSync(path)) return '(no output)';
-    const size = statSync(path).size;
-    const fd = openSync(path, 'r');
-    const buf = Buffer.alloc(Math.min(size, LOG_TAIL_BYTES));
-    try {
-      readSyncAt(fd, buf, size - buf.length);
-    } finally {
-      closeSync(fd);
+  /**
+   * The end of an app's log or build log (the last `bytes`), secret values masked. An app may print its
+   * own secrets (a stack trace with a connection string, a PEM key): never quote them. Masked before
+   * anything splits the text, so a multi-line value is caught whole.
+   */
+  private logEnd(target: RuntimeTarget, app: string, kind: 'app' | 'build', bytes = CAUSE_SEARCH_BYTES) {
+    const path = kind === 'build' ? this.buildLogPath(target, app) : this.logPath(target, app);
+    if (!existsSync(path)) return '';
+    let { text } = readTail(path, bytes);
+    if (kind === 'app') {
+      // The latest process only.
+      const lines = text.split('\n');
+      const start = lines.findLastIndex((l) => START_HEADER.test(l));
+      if (start >= 0) text = lines.slice(start + 1).join('\n');
     }
-    const raw = buf.toString('utf8');
-    // Read from mid-file, the first line may be a fragment (of a secret, say): drop it.
-    const text = size > buf.length ? raw.slice(raw.indexOf('\n') + 1) : raw;
-    // An app may print its own secrets (a stack trace with a connection string, a PEM key): never quote
-    // them. Masked before anything splits the text, so a multi-line value is caught whole.
-    const masked = maskSecrets(text, this.secretValues.get(`${envId(target)}/${app}`) ?? []);
+    return maskSecrets(text, this.secretValues.get(`${envId(target)}/${app}`) ?? []);
+  }
+
+  /** The end of an app's log, on one line, for an error message. */
+  private logTail(target: RuntimeTarget, app: string, kind: 'app' | 'build'): string {
+    const masked = this.logEnd(target, app, kind, LOG_TAIL_BYTES);
     const lines = masked.split('\n').filter((l) => l.trim() && !l.startsWith('--- '));
     return lines.slice(-5).join(' | ').slice(-500) || '(no output)';
   }
@@ -732,6 +802,24 @@ function removeTree(path: string) {
     log.error('could not remove a working copy', { path, code });
     throw new TransientError(`could not remove the working copies (${code})`);
   }
+}
+
+/**
+ * The last `bytes` of a file as text; `cut` when the file is longer. Read from mid-file, the first line
+ * may be a fragment (of a secret, say): it is dropped.
+ */
+function readTail(path: string, bytes: number): { text: string; cut: boolean } {
+  const size = statSync(path).size;
+  const fd = openSync(path, 'r');
+  const buf = Buffer.alloc(Math.min(size, bytes));
+  try {
+    readSyncAt(fd, buf, size - buf.length);
+  } finally {
+    closeSync(fd);
+  }
+  const raw = buf.toString('utf8');
+  const cut = size > buf.length;
+  return { text: cut ? raw.slice(raw.indexOf('\n') + 1) : raw, cut };
 }
 
 function readSyncAt(fd: number, buf: Buffer, position: number) {

@@ -65,6 +65,28 @@ export interface DeployOptions {
   apps?: string[];
 }
 
+/** Whose output a log read is after: the app's running process(es), or its latest image or local build. */
+export type LogSource = 'app' | 'build';
+
+/** What a log read asks for. */
+export interface LogQuery {
+  source: LogSource;
+  /** At most this many lines, the last ones. */
+  tailLines: number;
+  /** At most about this many bytes of output, the last ones (the caller cuts exactly). */
+  maxBytes: number;
+}
+
+/** Output a runtime read: the last lines, and whether anything before them was left out. */
+export interface LogText {
+  text: string;
+  /** Output before `text` exists but was not read (by `tailLines` or `maxBytes`). */
+  truncated: boolean;
+}
+
+/** Which environment's output to read: no generation, a read fences nothing. */
+export type LogTarget = Pick<RuntimeTarget, 'orgId' | 'envKey' | 'repoFullName' | 'prNumber'>;
+
 export interface Runtime {
   /**
    * Start building `apps` at `sha` and return. Completes `token` with `{}` once every app is built, or
@@ -91,4 +113,10 @@ export interface Runtime {
   awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void>;
   /** Stop every app and build of the environment and remove what it ran from (fences older generations). */
   teardown(target: RuntimeTarget): Promise<void>;
+  /**
+   * The end of an app's output (`source: 'app'`: its latest process, or its pods) or of its latest build's
+   * (`'build'`), undefined when there is none (never built, never started, removed). Secret values the
+   * runtime knows the app ran with are masked; the caller masks the bundle too and caps the size.
+   */
+  logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined>;
 }

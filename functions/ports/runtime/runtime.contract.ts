@@ -17,7 +17,8 @@ export interface RuntimeFixture {
 
 /**
  * The Runtime contract, run by each adapter's test file against that adapter: callbacks complete their
- * tokens, readiness yields a URL per app, generations fence, teardown fences too.
+ * tokens, readiness yields a URL per app, generations fence, teardown fences too, logs exist once their
+ * output does.
  */
 export function runtimeContract(name: string, fx: RuntimeFixture): void {
   const at = (t: RuntimeTarget, generation: number): RuntimeTarget => ({ ...t, generation });
@@ -60,6 +61,24 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
       await rt.teardown(at(t, 2));
       await rt.teardown(at(t, 2));
       await expect(rt.deploy(t, launch())).rejects.toMatchObject({ name: 'Superseded' });
+    });
+
+    test("logs: the build's output and the app's once they exist; nothing for an app never built", async () => {
+      const rt = fx.runtime();
+      const t = fx.target();
+      const query = { tailLines: 100, maxBytes: 1024 * 1024 };
+      expect(await rt.logs(t, 'web', { ...query, source: 'app' })).toBeUndefined();
+      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      const built = await rt.logs(t, 'web', { ...query, source: 'build' });
+      expect(built).toEqual({ text: expect.any(String), truncated: expect.any(Boolean) });
+      await rt.deploy(t, launch(), { prune: true });
+      expect(await ready(rt, t)).toMatchObject({ ok: true });
+      expect(await rt.logs(t, 'web', { ...query, source: 'app' })).toEqual({
+        text: expect.any(String),
+        truncated: false,
+      });
+      expect(await rt.logs(t, 'nope', { ...query, source: 'app' })).toBeUndefined();
+      expect(await rt.logs(t, 'nope', { ...query, source: 'build' })).toBeUndefined();
     });
 
     test('a build of an app whose source is missing fails its token with DeployFailed', async () => {

@@ -1072,6 +1072,9 @@ export class FakeKubernetes {
     const lines = this.podLogs.get(`${ns}/${name}`) ?? [];
     const tail = q.get('tailLines');
     const out = tail ? lines.slice(-Number(tail)) : lines;
-    return out.length ? `${out.join('\n')}\n` : '';
+    const text = out.length ? `${out.join('\n')}\n` : '';
+    // limitBytes: the API server stops after that many bytes of the (tailed) log, from its start.
+    const limit = q.get('limitBytes');
+    return limit ? Buffer.from(text).subarray(0, Number(limit)).toString('utf8') : text;
   }
 }

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import { namespaceName } from '../../functions/ports/runtime/eks-objects.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import { MASK } from '../../functions/shared/mask.js';
+import { pollUntil, settled } from '../support/apps.js';
+import { bearer, call } from '../support/harness.js';
+import { appKeyPair, FakeGitHub } from './fakes/github.js';
+import type { FakeKubernetes } from './fakes/kubernetes.js';
+import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './harness.js';
+
+/*
+ * GET …/apps/{app}/logs in the cloud simulation tier: the real handler in PREVIEW_MODE=aws reads a failed
+ * CodeBuild build's log from (fake) CloudWatch Logs and a running app's from its pods on (fake) EKS,
+ * through the real @kubernetes/client-node; a failed build's status error leads with the cause in its log.
+ */
+
+const PREVIEW_YAML = `apps:
+  web:
+    port: 3000
+`;
+const SECRET = 'cloud-logs-secret-7b1e"quoted';
+
+let cloud: Cloud;
+let kube: FakeKubernetes;
+let github: FakeGitHub;
+let org: OrgCredentials;
+let applicationId: string;
+let sha: string;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  setLogSink((line) => logs.push(line));
+  github = await new FakeGitHub().start();
+  const keys = appKeyPair();
+  github.addApp('1', keys.publicKey);
+  github.addRepo('acme/shop');
+  github.addInstallation(1, '1', ['acme/shop']);
+  sha = github.addCommit('acme/shop', { 'preview.yaml': PREVIEW_YAML, Dockerfile: 'FROM scratch\n' }, 'main');
+  cloud = await startCloud({ GITHUB_API_URL: github.url }, { kubernetes: true });
+  kube = cloud.kube!;
+  cloud.aws.secrets.set(
+    GITHUB_APP_SECRET_ARN,
+    JSON.stringify({ appId: '1', privateKey: keys.privateKey, webhookSecret: 'x' }),
+  );
+  const tenancy = await import('../../functions/core/tenancy.js');
+  org = await tenancy.createOrganization('logs');
+  applicationId = (await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' }))
+    .applicationId;
+}, 60_000);
+afterAll(async () => {
+  await cloud?.stop();
+  await github?.stop();
+}, 30_000);
+
+const auth = () => bearer(org);
+const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
+const ns = (pr: number) => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: pr });
+
+async function deploy(pr: number) {
+  const res = await call(cloud, 'POST', '/v1/preview/environments', {
+    body: { repoFullName: 'acme/shop', prNumber: pr, headSha: sha, headRef: 'feature' },
+    headers: auth(),
+  });
+  expect(res.status).toBe(202);
+}
+/** Wait for build number `count` and deliver its terminal event to the real handler. */
+async function finishBuild(count: number, outcome: 'SUCCEEDED' | 'FAILED', lines: string[] = []) {
+  const deadline = Date.now() + 20_000;
+  while (cloud.aws.builds.length < count) {
+    if (Date.now() > deadline) throw new Error(`no build #${count}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const build = cloud.aws.builds[count - 1]!;
+  await cloud.invoke(
+    'functions/events/image-build-finished.ts',
+    cloud.aws.finishBuild(build.id, outcome, lines),
+  );
+  return build;
+}
+
+/** What CodeBuild logged for a Docker build whose `RUN node build.js` required a missing file. */
+const FAILED_BUILD_LOG = [
+  '[Container] 2026/11/22 14:00:00.000000 Running command docker build -t web .',
+  'Step 3/4 : RUN node build.js',
+  'node:internal/modules/cjs/loader:1228',
+  '  throw err;',
+  '  ^',
+  "Error: Cannot find module './missing-config.json'",
+  'Require stack:',
+  '- /app/build.js',
+  '    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)',
+  "  code: 'MODULE_NOT_FOUND',",
+  "  requireStack: [ '/app/build.js' ]",
+  '}',
+  'Node.js v20.20.2',
+  "The command '/bin/sh -c node build.js' returned a non-zero code: 1",
+  'PREVIEW-BUILD-FAILED app=web: docker build exited 1',
+];
+
+describe('logs in AWS mode', () => {
+  test("a failed build: the error leads with its log's cause; the build log is served from CloudWatch", async () => {
+    await deploy(1);
+    const build = await finishBuild(1, 'FAILED', FAILED_BUILD_LOG);
+    const status = await pollUntil(cloud, org, path(1), settled);
+    expect(status).toMatchObject({ status: 'failed', phase: 'building-images' });
+    expect(status.error).toMatch(
+      /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web: app web: docker build exited 1\); full log: GET \/v1\/preview\/environments\/acme\/shop\/1\/apps\/web\/logs\?source=build, or CloudWatch Logs /,
+    );
+    expect(status.error).toContain(build.logs.streamName);
+
+    const log = await call(cloud, 'GET', `${path(1)}/apps/web/logs?source=build`, { headers: auth() });
+    expect(log.status).toBe(200);
+    expect(log.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(log.text).toBe(`${FAILED_BUILD_LOG.join('\n')}\n`);
+    const tail = await call(cloud, 'GET', `${path(1)}/apps/web/logs?source=build&tail=2`, {
+      headers: auth(),
+    });
+    expect(tail.text).toBe(`${FAILED_BUILD_LOG.slice(-2).join('\n')}\n`);
+    // Nothing ran: no pods, so no app log.
+    const app = await call(cloud, 'GET', `${path(1)}/apps/web/logs`, { headers: auth() });
+    expect(app.status).toBe(404);
+    expect(app.body).toEqual({ error: 'app web has no output (yet): it has not been started' });
+  }, 60_000);
+
+  test("a running app: its pods' log through client-node, the secret masked in every form", async () => {
+    const put = await call(cloud, 'PUT', `/v1/preview/secrets/${applicationId}/web/TOKEN`, {
+      body: { value: SECRET },
+      headers: auth(),
+    });
+    expect(put.status).toBe(200);
+    kube.setLogs(ns(2), 'web', [
+      'booting web',
+      `token ${SECRET}`,
+      JSON.stringify({ token: SECRET }),
+      `basic ${Buffer.from(SECRET).toString('base64')}`,
+      'listening on 3000',
+    ]);
+    await deploy(2);
+    await finishBuild(2, 'SUCCEEDED', ['Successfully built']);
+    expect(await pollUntil(cloud, org, path(2), settled, 60_000)).toMatchObject({ status: 'ready' });
+
+    const log = await call(cloud, 'GET', `${path(2)}/apps/web/logs`, { headers: auth() });
+    expect(log.status).toBe(200);
+    expect(log.text).toMatch(/^--- pod web-[\w-]+ \(Running, ready\) ---\nbooting web\n/);
+    expect(log.text).toContain(`token ${MASK}\n`);
+    expect(log.text).toContain(`{"token":"${MASK}"}\n`);
+    expect(log.text).toContain(`basic ${MASK}\n`);
+    expect(log.text.endsWith('listening on 3000\n')).toBe(true);
+    for (const form of [SECRET, JSON.stringify(SECRET).slice(1, -1), Buffer.from(SECRET).toString('base64')])
+      expect(log.text).not.toContain(form);
+    const build = await call(cloud, 'GET', `${path(2)}/apps/web/logs?source=build`, { headers: auth() });
+    expect(build.text).toBe('Successfully built\n');
+
+    // Another organization: the same 404 as for no environment; bad input: a JSON 400.
+    const tenancy = await import('../../functions/core/tenancy.js');
+    const other = await tenancy.createOrganization('other');
+    const foreign = await call(cloud, 'GET', `${path(2)}/apps/web/logs`, { headers: bearer(other) });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toEqual({ error: 'environment not found' });
+    const bad = await call(cloud, 'GET', `${path(2)}/apps/web/logs?tail=-1`, { headers: auth() });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain('tail must be a whole number of lines from 1 to 10000');
+    expect(logs.join('\n')).not.toContain('cloud-logs-secret');
+  }, 90_000);
+});
