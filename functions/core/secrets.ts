@@ -35,9 +35,13 @@ interface KeyMeta {
 interface BundleMeta {
   applicationId: string;
   app: string;
+  /** The application's organization, recorded by the first lease taken (the lease's tenancy check). */
+  orgId?: string;
   keys?: Record<string, KeyMeta>;
   updatedAt?: string;
+  /** The token of the lease last taken; kept when it is released (see `Lease.before`). */
   lockToken?: string;
+  /** Until when the lease is held: 0 once released (absent on items of older writers). */
   lockExpiresAt?: number;
 }
 
@@ -94,15 +98,18 @@ interface Pending {
 }
 
 /**
- * Changes waiting, per store and bundle. An entry exists while a writer of this container works on the
- * bundle: a request that finds one joins its queue instead of competing for the lease (see `submit`).
+ * Changes waiting, per store, organization and bundle. An entry exists while a writer of this container
+ * works on the bundle for that organization: a request that finds one joins its queue instead of
+ * competing for the lease (see `submit`). The organization is part of the key because the lease is also
+ * the tenancy check (`takeLease`): a queue holds only changes of callers who pass the same check.
  */
 const waiting = new WeakMap<SecretStore, Map<string, Pending[]>>();
 
 /**
- * Apply one change to a bundle and settle when it is stored (or refused). Writers to one bundle are
- * serialized by a lease on its metadata item (`takeLease`): Secrets Manager has no compare-and-set, so
- * the read-modify-write of a bundle's JSON must never run twice at once, in one container or across many.
+ * Apply one change to a bundle for `orgId` and settle when it is stored (or refused). Writers to one
+ * bundle are serialized by a lease on its metadata item (`takeLease`): Secrets Manager has no
+ * compare-and-set, so the read-modify-write of a bundle's JSON must never run twice at once, in one
+ * container or across many.
  *
  * Within a container, changes to one bundle are coalesced: the first request becomes the bundle's writer;
  * requests arriving while it waits for or holds the lease queue behind it, and each time it holds the
@@ -113,11 +120,11 @@ const waiting = new WeakMap<SecretStore, Map<string, Pending[]>>();
  * one change and the lease alone serializes writers; locally (one process for every request) 100
  * concurrent upserts cost a few lease cycles instead of 100 competing ones.
  */
-function submit(store: SecretStore, ref: BundleRef, change: Change): Promise<void> {
+function submit(store: SecretStore, orgId: string, ref: BundleRef, change: Change): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const bundles = waiting.get(store) ?? new Map<string, Pending[]>();
     waiting.set(store, bundles);
-    const id = `${ref.applicationId}\0${ref.app}`;
+    const id = `${orgId}\0${ref.applicationId}\0${ref.app}`;
     const pending: Pending = { change, giveUpAt: Date.now() + WAIT_MS, resolve, reject };
     const queue = bundles.get(id);
     if (queue) {
@@ -126,7 +133,7 @@ function submit(store: SecretStore, ref: BundleRef, change: Change): Promise<voi
     }
     const fresh = [pending];
     bundles.set(id, fresh);
-    void writeWhilePending(store, ref, fresh, () => bundles.delete(id));
+    void writeWhilePending(store, orgId, ref, fresh, () => bundles.delete(id));
   });
 }
 
@@ -136,13 +143,14 @@ function submit(store: SecretStore, ref: BundleRef, change: Change): Promise<voi
  */
 async function writeWhilePending(
   store: SecretStore,
+  orgId: string,
   ref: BundleRef,
   queue: Pending[],
   done: () => void,
 ): Promise<void> {
   while (queue.length) {
     try {
-      const lease = await takeLease(ref, queue);
+      const lease = await takeLease(orgId, ref, queue);
       if (lease) await applyBatch(store, ref, lease, queue.splice(0));
     } catch (err) {
       // An unexpected failure (the database, the store): every change still waiting gets it.
@@ -154,43 +162,95 @@ async function writeWhilePending(
 
 interface Lease {
   token: string;
+  /**
+   * The lease attributes as they were before this lease was taken. `lockToken` (kept when a lease is
+   * released) is the token of the last lease taken: when it is the token of this container's last write
+   * of the bundle, nobody wrote the bundle since (`currentValues`).
+   */
+  before: Pick<BundleMeta, 'lockToken' | 'lockExpiresAt' | 'orgId'>;
 }
 
+/** The metadata a writer reads when its lease write fails, to tell why. */
+type LeaseProbe = Pick<BundleMeta, 'applicationId' | 'orgId' | 'lockExpiresAt'>;
+
 /**
- * Take the bundle's lease for the changes in `queue`: a conditional write on its metadata item (free, or
- * its holder's lease expired), retried with jittered backoff while another container holds it. While only
- * deletions wait, the lease is taken only on an item that exists: when there is none, the deletions
- * queued before any upsert are answered 404 `secret bundle not found` and no item is created. A change
- * that has waited WAIT_MS is answered 409. Returns undefined when no change is left waiting.
+ * Take the bundle's lease for `orgId`'s changes in `queue`: a conditional write on its metadata item (the
+ * caller's organization owns it, and it is free or its holder's lease expired), retried with jittered
+ * backoff while another writer holds it. The write is also the tenancy check: the item records the
+ * organization of its application (`orgId`, which never changes), so a bundle written before costs no
+ * read of the application. When the write fails, one consistent read of the item tells why: another
+ * organization's item answers 404 `application not found`; no item yet (or one written before items
+ * recorded `orgId`) means the application is read once (`getApplication`: 404 unless the caller's org
+ * owns it) and the lease taken on condition that the item names no other organization, recording the
+ * caller's; otherwise the lease is busy.
+ *
+ * While only deletions wait, the lease is taken only on an item that exists: when there is none, the
+ * deletions queued before any upsert are answered 404 `secret bundle not found` and no item is created.
+ * A change that has waited WAIT_MS is answered 409. Returns undefined when no change is left waiting.
  */
-async function takeLease(ref: BundleRef, queue: Pending[]): Promise<Lease | undefined> {
+async function takeLease(orgId: string, ref: BundleRef, queue: Pending[]): Promise<Lease | undefined> {
   const token = newId();
+  const base = { TableName: table('secretBundles'), Key: { ...ref } };
   const free = '(attribute_not_exists(lockToken) OR lockExpiresAt < :now)';
+  let verified = false; // the application was read in this call and is the caller's
   for (let attempt = 0; queue.length; attempt++) {
     const existing = queue.every((p) => 'remove' in p.change);
+    const owner = verified ? '(attribute_not_exists(orgId) OR orgId = :org)' : 'orgId = :org';
     const now = Date.now();
-    const taken = await fenced(
-      new UpdateCommand({
-        TableName: table('secretBundles'),
-        Key: { ...ref },
-        UpdateExpression: 'SET lockToken = :t, lockExpiresAt = :exp',
-        ConditionExpression: existing ? `attribute_exists(applicationId) AND ${free}` : free,
-        ExpressionAttributeValues: { ':t': token, ':exp': now + LEASE_MS, ':now': now },
+    let taken: Lease['before'] | undefined;
+    try {
+      const res = await ddb().send(
+        new UpdateCommand({
+          ...base,
+          UpdateExpression: 'SET lockToken = :t, lockExpiresAt = :exp, orgId = :org',
+          ConditionExpression: `${owner} AND ${existing ? 'attribute_exists(applicationId) AND ' : ''}${free}`,
+          ExpressionAttributeValues: { ':t': token, ':exp': now + LEASE_MS, ':now': now, ':org': orgId },
+          ReturnValues: 'UPDATED_OLD',
+        }),
+      );
+      taken = (res.Attributes ?? {}) as Lease['before'];
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    if (taken) {
+      return { token, before: taken };
+    }
+    // The condition failed: another organization's item, no item (or one without `orgId`), or busy.
+    const { Item } = await ddb().send(
+      new GetCommand({
+        ...base,
+        ConsistentRead: true,
+        ProjectionExpression: 'applicationId, orgId, lockExpiresAt',
       }),
     );
-    if (taken) return { token };
-    if (existing) {
-      // The condition failed: the item is absent (404) or its lease is busy (wait).
-      const { Item } = await ddb().send(
-        new GetCommand({ TableName: table('secretBundles'), Key: { ...ref }, ConsistentRead: true }),
-      );
-      if (!Item) {
-        const first = queue.findIndex((p) => !('remove' in p.change));
-        for (const p of queue.splice(0, first < 0 ? queue.length : first)) {
-          p.reject(new NotFoundError('secret bundle not found'));
-        }
+    const item = Item as LeaseProbe | undefined;
+    const refuseDeletions = () => {
+      const first = queue.findIndex((p) => !('remove' in p.change));
+      for (const p of queue.splice(0, first < 0 ? queue.length : first)) {
+        p.reject(new NotFoundError('secret bundle not found'));
+      }
+    };
+    if (item?.orgId !== undefined) {
+      if (item.orgId !== orgId) {
+        for (const p of queue.splice(0)) p.reject(new NotFoundError('application not found'));
         continue;
       }
+      // The caller's bundle: its lease is busy (wait below).
+    } else if (!verified) {
+      // No item yet, or one that does not record its organization: read the application once, then
+      // try again at once.
+      try {
+        await getApplication(orgId, ref.applicationId);
+      } catch (err) {
+        for (const p of queue.splice(0)) p.reject(err);
+        continue;
+      }
+      verified = true;
+      if (!item && existing) refuseDeletions();
+      continue;
+    } else if (!item && existing) {
+      refuseDeletions();
+      continue;
     }
     const later = Date.now();
     for (let i = queue.length - 1; i >= 0; i--) {
@@ -253,30 +313,78 @@ function applyChanges(
   return { values, touched, outcomes };
 }
 
+/** Most bundles whose last written values a container keeps (`written`); at most 64 KB each. */
+const WRITTEN_MAX = 64;
+
 /**
- * Under the lease: read the bundle's values, apply the changes of `batch` (`applyChanges`), write the
- * whole bundle once when any was applied, then commit the key metadata and release the lease in one
- * write (`commitKeys`). When nothing was applied, or a step failed, the lease is released without a
- * commit (`releaseLease`). Requests are answered once the lease is released.
+ * The values this container last wrote to a bundle (or found in it, when its changes were all refused),
+ * per store, with the lease token the item holds with them. When the next lease this container takes on
+ * the bundle finds that token still on the item (`Lease.before`), nobody else has written the bundle
+ * since, and the store need not be read. Every writer's lease replaces the token (writers of earlier
+ * versions remove it when they release), and only a writer that wrote nothing puts the previous one back
+ * (`releaseLease`), so a bundle another container wrote is always read. An entry is dropped when a
+ * write fails (the store's state is unknown then); the oldest goes first beyond WRITTEN_MAX.
+ */
+const written = new WeakMap<SecretStore, Map<string, { token: string; values: Record<string, string> }>>();
+
+function rememberWritten(
+  store: SecretStore,
+  ref: BundleRef,
+  entry?: { token: string; values: Record<string, string> },
+) {
+  const bundles = written.get(store) ?? new Map();
+  written.set(store, bundles);
+  const id = `${ref.applicationId}\0${ref.app}`;
+  bundles.delete(id);
+  if (!entry) return;
+  bundles.set(id, entry);
+  if (bundles.size > WRITTEN_MAX) bundles.delete(bundles.keys().next().value!);
+}
+
+/** The bundle's values: those this container last wrote when nobody wrote since (`written`), else read. */
+function currentValues(store: SecretStore, ref: BundleRef, lease: Lease) {
+  const last = written.get(store)?.get(`${ref.applicationId}\0${ref.app}`);
+  if (last && lease.before.lockToken !== undefined && last.token === lease.before.lockToken)
+    return last.values;
+  return store.read(ref);
+}
+
+/**
+ * Under the lease: read the bundle's values (unless this container wrote them last: `currentValues`),
+ * apply the changes of `batch` (`applyChanges`), write the whole bundle once when any was applied, then
+ * commit the key metadata and release the lease in one write (`commitKeys`). When nothing was applied, or
+ * a step failed, the lease is released without a commit (`releaseLease`). Requests are answered once the
+ * lease is released.
  */
 async function applyBatch(store: SecretStore, ref: BundleRef, lease: Lease, batch: Pending[]): Promise<void> {
   let outcomes: (Error | undefined)[] = [];
   let failure: { error: unknown } | undefined;
   let committed = false;
+  let values: Record<string, string> | undefined;
+  let wrote = false;
   try {
     const now = new Date().toISOString();
-    const stored = await store.read(ref);
+    const stored = await currentValues(store, ref, lease);
+    values = stored;
     const applied = applyChanges(stored, batch, now);
     outcomes = applied.outcomes;
     if (outcomes.some((o) => o === undefined)) {
-      await store.write(ref, Object.fromEntries(applied.values));
+      values = undefined; // unknown until the write and its commit succeed
+      const next = Object.fromEntries(applied.values);
+      wrote = true;
+      await store.write(ref, next);
       await commitKeys(ref, lease, applied.values, applied.touched, now, stored === undefined);
       committed = true;
+      values = next;
     }
   } catch (error) {
     failure = { error };
   }
-  if (!committed) await releaseLease(ref, lease).catch((error) => (failure ??= { error }));
+  if (!committed) await releaseLease(ref, lease, wrote).catch((error) => (failure ??= { error }));
+  // The token the item now holds with these values: this lease's after a commit; after a release
+  // that wrote nothing, the token put back (`releaseLease`).
+  const token = committed ? lease.token : lease.before.lockToken;
+  rememberWritten(store, ref, failure || !values || !token ? undefined : { token, values });
   batch.forEach((p, i) => {
     const refused = outcomes[i];
     if (failure) p.reject(failure.error);
@@ -309,10 +417,10 @@ async function commitKeys(
     fenced(
       new UpdateCommand({
         ...base,
-        UpdateExpression: 'SET #keys = :keys, updatedAt = :now REMOVE lockToken, lockExpiresAt',
+        UpdateExpression: 'SET #keys = :keys, updatedAt = :now, lockExpiresAt = :released',
         ConditionExpression: condition,
         ExpressionAttributeNames: { '#keys': 'keys' },
-        ExpressionAttributeValues: { ':keys': keys, ':now': now, ':t': lease.token },
+        ExpressionAttributeValues: { ':keys': keys, ':now': now, ':t': lease.token, ':released': 0 },
       }),
     );
   const withChanges = (keys: BundleKeys) => {
@@ -329,9 +437,9 @@ async function commitKeys(
     return;
   if (touched.size <= KEYS_PER_COMMIT) {
     const names: Record<string, string> = { '#keys': 'keys' };
-    const values: Record<string, unknown> = { ':now': now, ':t': lease.token };
-    const sets = ['updatedAt = :now'];
-    const removes = ['lockToken', 'lockExpiresAt'];
+    const values: Record<string, unknown> = { ':now': now, ':t': lease.token, ':released': 0 };
+    const sets = ['updatedAt = :now', 'lockExpiresAt = :released'];
+    const removes: string[] = [];
     [...touched].forEach(([key, meta], i) => {
       names[`#k${i}`] = key;
       if (meta) {
@@ -342,7 +450,7 @@ async function commitKeys(
     const byKey = await fenced(
       new UpdateCommand({
         ...base,
-        UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+        UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
         ConditionExpression: 'lockToken = :t AND attribute_exists(#keys)',
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
@@ -367,37 +475,52 @@ async function commitKeys(
 /**
  * Release a lease without committing, fenced by its token (a lease taken over meanwhile is left alone).
  * An item that never committed (no `keys`: it only ever held a lease) is deleted, so a refused first
- * write leaves no row.
+ * write leaves no row. When the bundle was not written (`wrote` false: every change was refused), the
+ * lease attributes are put back as they were (`Lease.before`), so the item is left exactly as found and
+ * the last writer's memory of the values stays valid; after a write that did not commit, the lease is
+ * released under this writer's token, so no writer takes the values it remembers for current.
  */
-async function releaseLease(ref: BundleRef, lease: Lease): Promise<void> {
-  const base = {
-    TableName: table('secretBundles'),
-    Key: { ...ref },
-    ExpressionAttributeValues: { ':t': lease.token },
-  };
+async function releaseLease(ref: BundleRef, lease: Lease, wrote: boolean): Promise<void> {
+  const base = { TableName: table('secretBundles'), Key: { ...ref } };
   const deleted = await fenced(
     new DeleteCommand({
       ...base,
       ConditionExpression: 'lockToken = :t AND attribute_not_exists(#keys)',
       ExpressionAttributeNames: { '#keys': 'keys' },
+      ExpressionAttributeValues: { ':t': lease.token },
     }),
   );
-  if (!deleted) {
-    await fenced(
-      new UpdateCommand({
-        ...base,
-        UpdateExpression: 'REMOVE lockToken, lockExpiresAt',
-        ConditionExpression: 'lockToken = :t',
-      }),
-    );
+  if (deleted) return;
+  const restore: Lease['before'] = wrote ? { lockToken: lease.token, lockExpiresAt: 0 } : lease.before;
+  const sets: string[] = [];
+  const removes: string[] = [];
+  const values: Record<string, unknown> = { ':t': lease.token };
+  for (const name of ['lockToken', 'lockExpiresAt', 'orgId'] as const) {
+    const value = restore[name];
+    if (value !== undefined) {
+      sets.push(`${name} = :${name}`);
+      values[`:${name}`] = value;
+    } else if (name !== 'orgId' || !wrote) removes.push(name);
   }
+  await fenced(
+    new UpdateCommand({
+      ...base,
+      UpdateExpression: [
+        sets.length ? `SET ${sets.join(', ')}` : '',
+        removes.length ? `REMOVE ${removes.join(', ')}` : '',
+      ].join(' '),
+      ConditionExpression: 'lockToken = :t',
+      ExpressionAttributeValues: values,
+    }),
+  );
 }
 
 /**
  * Merge key/value pairs into a bundle (batch and single-key upsert). The first write creates the bundle;
- * keys not named are kept. Steps: 404 unless the org owns the application; then, as the bundle's only
- * writer (`submit`): read the values, merge, refuse (400, nothing written) a bundle over 64 KB; write the
- * whole bundle; record key metadata. Returns how many keys were merged.
+ * keys not named are kept. Steps, as the bundle's only writer (`submit`): take the lease, which is also
+ * the tenancy check (404 unless the org owns the application: `takeLease`); read the values (unless this
+ * container wrote them last), merge, refuse (400, nothing written) a bundle over 64 KB; write the whole
+ * bundle; record key metadata and release the lease. Returns how many keys were merged.
  */
 export async function upsertSecrets(
   store: SecretStore,
@@ -406,16 +529,15 @@ export async function upsertSecrets(
   items: { key: string; value: string }[],
 ): Promise<number> {
   for (const item of items) refuseReservedKey(item.key);
-  await getApplication(orgId, ref.applicationId);
   const upsert = new Map(items.map((i) => [i.key, i.value]));
-  await submit(store, ref, { upsert });
+  await submit(store, orgId, ref, { upsert });
   return upsert.size;
 }
 
 /**
- * Delete one key. Steps: 404 unless the org owns the application; then, as the bundle's only writer
- * (`submit`, which creates no item for a bundle that does not exist): 404 when the bundle or the key does
- * not exist; write the bundle without it; record metadata.
+ * Delete one key. Steps, as the bundle's only writer (`submit`, which creates no item for a bundle that
+ * does not exist): take the lease (404 unless the org owns the application), 404 when the bundle or the
+ * key does not exist; write the bundle without it; record metadata and release the lease.
  */
 export async function deleteSecret(
   store: SecretStore,
@@ -424,6 +546,5 @@ export async function deleteSecret(
   key: string,
 ): Promise<void> {
   refuseReservedKey(key);
-  await getApplication(orgId, ref.applicationId);
-  await submit(store, ref, { remove: key });
+  await submit(store, orgId, ref, { remove: key });
 }

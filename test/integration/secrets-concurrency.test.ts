@@ -102,7 +102,7 @@ describe('concurrent writers of one secret bundle', () => {
     expect(await store.read({ applicationId: appId, app: 'hundred' })).toEqual(
       Object.fromEntries(keys.map((k) => [k, valueFor(k)])),
     );
-    expect(await bundleItem('hundred')).not.toHaveProperty('lockToken');
+    expect(await bundleItem('hundred')).toMatchObject({ lockExpiresAt: 0 }); // released
   });
 
   test('concurrent upserts, deletes and refused changes to one bundle are each judged on their own', async () => {
@@ -179,7 +179,7 @@ describe('concurrent writers of one secret bundle', () => {
       maskedLength: valueFor('WIDE_7').length,
       updatedAt: expect.any(String),
     });
-    expect(await bundleItem(app)).not.toHaveProperty('lockToken');
+    expect(await bundleItem(app)).toMatchObject({ lockExpiresAt: 0 }); // released
   });
 
   test('a bundle whose values were stored but whose metadata was never committed is repaired by the next write', async () => {
@@ -196,7 +196,7 @@ describe('concurrent writers of one secret bundle', () => {
       ORPHAN: 'value',
       NEXT: valueFor('NEXT'),
     });
-    expect(await bundleItem(app)).not.toHaveProperty('lockToken');
+    expect(await bundleItem(app)).toMatchObject({ lockExpiresAt: 0 }); // released
   });
 
   test('concurrent deletes from a bundle that was never written are all 404 and create nothing', async () => {
@@ -230,7 +230,8 @@ describe('concurrent writers of one secret bundle', () => {
     expect([counting.reads, counting.writes]).toEqual([0, 0]);
     expect([...upserts, tooBig, absent].filter((t) => t.outcome)).toHaveLength(0);
 
-    // The other writer stores its change and commits, releasing the lease.
+    // The other writer stores its change and commits, releasing the lease (as a writer of an earlier
+    // version does: it removes its token).
     await store.write(ref, { OTHER: valueFor('OTHER') });
     const now = new Date().toISOString();
     await ddb().send(
@@ -263,7 +264,7 @@ describe('concurrent writers of one secret bundle', () => {
     const meta = await listed(app);
     expect(meta.map((k) => k.key).sort()).toEqual(['OTHER', ...keys].sort());
     expect(new Set(meta.filter((k) => k.key !== 'OTHER').map((k) => k.updatedAt)).size).toBe(1);
-    expect(await bundleItem(app)).not.toHaveProperty('lockToken');
+    expect(await bundleItem(app)).toMatchObject({ lockExpiresAt: 0 }); // released
   });
 
   test("a crashed writer's lease is taken over once it expires", async () => {
@@ -313,6 +314,8 @@ describe('concurrent writers of one secret bundle', () => {
       ],
       { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } },
     );
+    // Listened for at once: the child may finish its writes, and exit, before the parent's are answered.
+    const exited = new Promise((r) => child.once('exit', r));
     const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
     expect((await lines.next()).value).toBe('ready');
     child.stdin!.write('go\n');
@@ -323,7 +326,7 @@ describe('concurrent writers of one secret bundle', () => {
       ),
       lines.next().then((r) => r.value as string),
     ]);
-    await new Promise((r) => child.once('exit', r));
+    await exited;
     expect(results.map((r) => r.status)).toEqual(keys.map(() => 200));
     expect(JSON.parse(childLine)).toEqual({ saved: 50, failed: [] });
     const all = [...keys, ...Array.from({ length: 50 }, (_, i) => `CHILD_${i}`)];
@@ -332,6 +335,94 @@ describe('concurrent writers of one secret bundle', () => {
       Object.fromEntries(all.map((k) => [k, valueFor(k)])),
     );
   }, 60_000);
+
+  test('values this process wrote last are not read again; a bundle another writer changed since is', async () => {
+    const app = 'remembered';
+    const ref = { applicationId: appId, app };
+    const put = async (key: string) =>
+      (await call(h, 'PUT', path(app, key), { body: { value: valueFor(key) }, headers: auth })).status;
+    expect(await put('SERVER_1')).toBe(200);
+    // Another container (its own store object, so nothing remembered) writes twice: it reads the bundle
+    // once, for its first write, and the second write starts from what it wrote.
+    const other = countingStore();
+    await upsertSecrets(other, h.org.orgId, ref, [{ key: 'OTHER_1', value: valueFor('OTHER_1') }]);
+    await upsertSecrets(other, h.org.orgId, ref, [{ key: 'OTHER_2', value: valueFor('OTHER_2') }]);
+    expect([other.reads, other.writes]).toEqual([1, 2]);
+    // The server wrote the bundle before the other container did: it reads it again.
+    expect(await put('SERVER_2')).toBe(200);
+    // A writer of an earlier version (it removes its lease token when it commits) stores a key.
+    await holdLease(app, 'older-writer', 15_000);
+    await store.write(ref, { ...(await store.read(ref)), OLDER: valueFor('OLDER') });
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('secretBundles'),
+        Key: ref,
+        UpdateExpression: 'SET #keys.#k = :m REMOVE lockToken, lockExpiresAt',
+        ConditionExpression: 'lockToken = :t',
+        ExpressionAttributeNames: { '#keys': 'keys', '#k': 'OLDER' },
+        ExpressionAttributeValues: {
+          ':m': { maskedLength: valueFor('OLDER').length, updatedAt: new Date().toISOString() },
+          ':t': 'older-writer',
+        },
+      }),
+    );
+    expect(await put('SERVER_3')).toBe(200);
+    // And the other container, which wrote last before those two, reads the bundle again too.
+    await upsertSecrets(other, h.org.orgId, ref, [{ key: 'OTHER_3', value: valueFor('OTHER_3') }]);
+    expect([other.reads, other.writes]).toEqual([2, 3]);
+    const all = ['SERVER_1', 'OTHER_1', 'OTHER_2', 'SERVER_2', 'OLDER', 'SERVER_3', 'OTHER_3'];
+    expect(await store.read(ref)).toEqual(Object.fromEntries(all.map((k) => [k, valueFor(k)])));
+    expect((await listed(app)).map((k) => k.key).sort()).toEqual([...all].sort());
+  });
+
+  test("another organization's concurrent writes to a bundle are all 404 and change nothing", async () => {
+    const app = 'contested';
+    const theirs = bearer(await h.newOrg('contender'));
+    const ours = Array.from({ length: 20 }, (_, i) => `OURS_${i}`);
+    const results = await Promise.all(
+      ours.flatMap((k) => [
+        call(h, 'PUT', path(app, k), { body: { value: valueFor(k) }, headers: auth }),
+        call(h, 'PUT', path(app, `THEIRS_${k}`), { body: { value: 'stolen' }, headers: theirs }),
+        call(h, 'DELETE', path(app, k), { headers: theirs }),
+      ]),
+    );
+    results.forEach((res, i) => {
+      if (i % 3 === 0) expect(res.status).toBe(200);
+      else expect([res.status, res.body]).toEqual([404, { error: 'application not found' }]);
+    });
+    expect(await store.read({ applicationId: appId, app })).toEqual(
+      Object.fromEntries(ours.map((k) => [k, valueFor(k)])),
+    );
+    expect(await bundleItem(app)).toMatchObject({ orgId: h.org.orgId, lockExpiresAt: 0 });
+  });
+
+  test('a bundle item written before items recorded their organization is checked against the application', async () => {
+    const app = 'legacy';
+    const ref = { applicationId: appId, app };
+    expect((await call(h, 'PUT', path(app, 'FIRST'), { body: { value: 'one' }, headers: auth })).status).toBe(
+      200,
+    );
+    // As an earlier version left it: no `orgId`, no lease token.
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('secretBundles'),
+        Key: ref,
+        UpdateExpression: 'REMOVE orgId, lockToken, lockExpiresAt',
+      }),
+    );
+    const theirs = bearer(await h.newOrg('late-comer'));
+    const foreign = await call(h, 'PUT', path(app, 'FIRST'), { body: { value: 'stolen' }, headers: theirs });
+    expect([foreign.status, foreign.body]).toEqual([404, { error: 'application not found' }]);
+    const gone = await call(h, 'DELETE', path(app, 'FIRST'), { headers: theirs });
+    expect([gone.status, gone.body]).toEqual([404, { error: 'application not found' }]);
+    expect(await store.read(ref)).toEqual({ FIRST: 'one' });
+    expect(await bundleItem(app)).not.toHaveProperty('orgId');
+    expect(
+      (await call(h, 'PUT', path(app, 'SECOND'), { body: { value: 'two' }, headers: auth })).status,
+    ).toBe(200);
+    expect(await store.read(ref)).toEqual({ FIRST: 'one', SECOND: 'two' });
+    expect(await bundleItem(app)).toMatchObject({ orgId: h.org.orgId, lockExpiresAt: 0 });
+  });
 
   test('no secret value reaches a log line', () => {
     const joined = h.logs.join('\n');

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -126,6 +126,29 @@ describe('LocalSecretStore specifics', () => {
     expect(await new LocalSecretStore(own).read({ applicationId: 'a', app: 'web' })).toEqual({
       API_TOKEN: 'plaintext-needle',
     });
+  });
+
+  test('a write that stopped between its renames leaves the version before it readable, and the next write completes', async () => {
+    const own = mkdtempSync(join(dir, 'renames-'));
+    const store = new LocalSecretStore(own);
+    const ref = { applicationId: 'r', app: 'web' };
+    const secretsDir = join(own, 'secrets');
+    await store.write(ref, { V: '1' });
+    await store.write(ref, { V: '2' });
+    // Two versions on disk: the current file and the one moved aside.
+    const files = readdirSync(secretsDir).sort();
+    expect(files).toHaveLength(2);
+    const current = files.find((f) => !f.endsWith('.prev.bin'))!;
+    const previous = files.find((f) => f.endsWith('.prev.bin'))!;
+    // The next write moved the current file aside, then stopped before putting its own in place.
+    rmSync(join(secretsDir, previous));
+    renameSync(join(secretsDir, current), join(secretsDir, previous));
+    expect(await store.read(ref)).toEqual({ V: '2' });
+    await store.write(ref, { V: '3' });
+    expect(await store.read(ref)).toEqual({ V: '3' });
+    expect(await new LocalSecretStore(own).read(ref)).toEqual({ V: '3' });
+    // The version it moved aside is the one it replaced, not lost in the retry.
+    expect(readdirSync(secretsDir).sort()).toEqual([current, previous].sort());
   });
 
   test('a tampered file fails authentication instead of yielding wrong values', async () => {
