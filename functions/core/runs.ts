@@ -640,7 +640,7 @@ export async function startPreviewRuns(
   return runIds;
 }
 
-export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = noMedia): TestRunView {
+export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner = noMedia): TestRunView {
   const media = (key: string | undefined) => (view.media && key ? sign(key) : null);
   return {
     id: run.runId,
@@ -662,7 +662,7 @@ export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = n
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
     ...(view.steps
       ? {
-          steps: run.steps.map((s) => ({
+          steps: (run.steps ?? []).map((s) => ({
             id: s.id,
             instruction: s.instruction,
             interaction: s.interaction,
@@ -681,11 +681,15 @@ export function toTestRunView(run: RunItem, view: RunView, sign: MediaSigner = n
  * The URL of every media key of `runs` that the view shows, minted now (`media=true`; otherwise none):
  * a signer for `toTestRunView`.
  */
-export async function mintMediaUrls(runs: RunItem[], view: RunView, urls?: MediaUrls): Promise<MediaSigner> {
+export async function mintMediaUrls(
+  runs: ListedRun[],
+  view: RunView,
+  urls?: MediaUrls,
+): Promise<MediaSigner> {
   if (!view.media || !urls) return noMedia;
   const minted = new Map<string, string>();
   for (const run of runs) {
-    const wanted = [run.videoKey, ...(view.steps ? run.steps.map((s) => s.imageKey) : [])];
+    const wanted = [run.videoKey, ...(view.steps ? (run.steps ?? []).map((s) => s.imageKey) : [])];
     for (const key of wanted) if (key && !minted.has(key)) minted.set(key, await urls(key));
   }
   return (key) => minted.get(key) ?? null;
@@ -709,7 +713,7 @@ export interface RunFilters {
   status?: RunStatus;
 }
 
-/** The runs indexes GET /run reads (functions/manifest/tables.ts). */
+/** The runs listing indexes GET /run skips and finds keys on (functions/manifest/tables.ts). */
 export type RunIndexName =
   | 'listOrg'
   | 'listTest'
@@ -717,6 +721,16 @@ export type RunIndexName =
   | 'listStatus'
   | 'listTestStatus'
   | 'listFolderStatus';
+
+/** The `page*` index beside each listing index: the same keys, carrying `RUN_LISTING` (a page's runs). */
+const PAGE_INDEX = {
+  listOrg: 'pageOrg',
+  listTest: 'pageTest',
+  listFolder: 'pageFolder',
+  listStatus: 'pageStatus',
+  listTestStatus: 'pageTestStatus',
+  listFolderStatus: 'pageFolderStatus',
+} as const satisfies Record<RunIndexName, string>;
 
 /** Which index partition holds exactly the runs a filter asks for. */
 export interface RunQueryPlan {
@@ -830,27 +844,19 @@ export interface RunPage {
   next?: string;
 }
 
+/** A run as a page reads it: from a `page*` index (`RUN_LISTING`, no steps) or whole by id (`steps=true`). */
+export type ListedRun = Omit<RunItem, 'steps' | 'variables'> & { steps?: RunStepItem[] };
+
 /**
- * Read the runs of a page: ids from the plan's index (keys only, so the `offset` skipped runs cost a key
- * each), then the page's runs themselves by id (BatchGetItem, at most 100 keys). Runs are checked against
- * the filters again as fetched: a run whose status changed since the index was written is left out, and
- * with test and folder a first run in another folder means the test's runs are none of the answer.
+ * Skip `skip` runs of the plan's listing index from `start` (exclusive; the newest when absent), reading
+ * keys only (`createdKey`). Returns the `createdKey` of the last run skipped, the start again when `skip`
+ * is 0, and `null` when the partition holds fewer runs than that.
  */
-async function readRunPage(
-  orgId: string,
-  filters: RunFilters,
-  plan: RunQueryPlan,
-  limit: number,
-  skip: number,
-  after: string | undefined,
-): Promise<{ runs: RunItem[]; lastKey?: string }> {
-  const pageKeys: string[] = [];
+async function skipRunKeys(plan: RunQueryPlan, skip: number, start: string | undefined) {
+  let last = start;
   let skipped = 0;
-  let startKey: Record<string, unknown> | undefined = after
-    ? { runId: runIdOfCreatedKey(after), createdKey: after, [plan.keyName]: plan.keyValue }
-    : undefined;
-  // One more key than the page says whether a next page exists.
-  while (pageKeys.length <= limit) {
+  let startKey = indexStartKey(plan, start);
+  while (skipped < skip) {
     const res = await ddb().send(
       new QueryCommand({
         TableName: table('runs'),
@@ -860,43 +866,142 @@ async function readRunPage(
         ExpressionAttributeNames: { '#k': plan.keyName },
         ExpressionAttributeValues: { ':k': plan.keyValue },
         ScanIndexForward: false,
-        Limit: skip - skipped + limit + 1 - pageKeys.length,
+        Limit: skip - skipped,
         ExclusiveStartKey: startKey,
       }),
     );
-    for (const item of res.Items ?? []) {
-      if (skipped < skip) skipped++;
-      else pageKeys.push(String(item.createdKey));
-    }
+    for (const item of res.Items ?? []) last = String(item.createdKey);
+    skipped += res.Items?.length ?? 0;
     startKey = res.LastEvaluatedKey;
     if (!startKey) break;
   }
-  const more = pageKeys.length > limit;
-  const wanted = pageKeys.slice(0, limit);
+  return skipped < skip ? null : last;
+}
+
+/** The index key of the run whose `createdKey` is given, in the plan's partition (a Query's start key). */
+function indexStartKey(
+  plan: RunQueryPlan,
+  createdKey: string | undefined,
+): Record<string, unknown> | undefined {
+  return createdKey === undefined
+    ? undefined
+    : { runId: runIdOfCreatedKey(createdKey), createdKey, [plan.keyName]: plan.keyValue };
+}
+
+/**
+ * The `limit + 1` newest entries of `indexName` in the plan's partition after `start` (the extra one says
+ * whether a next page exists): their `createdKey` only (`keysOnly`), or all the index carries.
+ */
+async function queryRunIndex(
+  plan: RunQueryPlan,
+  indexName: string,
+  limit: number,
+  start: string | undefined,
+  keysOnly: boolean,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let startKey = indexStartKey(plan, start);
+  while (items.length <= limit) {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('runs'),
+        IndexName: indexName,
+        KeyConditionExpression: '#k = :k',
+        ...(keysOnly ? { ProjectionExpression: 'createdKey' } : {}),
+        ExpressionAttributeNames: { '#k': plan.keyName },
+        ExpressionAttributeValues: { ':k': plan.keyValue },
+        ScanIndexForward: false,
+        Limit: limit + 1 - items.length,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of res.Items ?? []) items.push(item);
+    startKey = res.LastEvaluatedKey;
+    if (!startKey) break;
+  }
+  return items;
+}
+
+/** Runs by id (BatchGetItem, at most 100 keys, unprocessed keys retried), `projection` of each if given. */
+async function batchGetRuns(runIds: string[], projection?: string): Promise<Map<string, RunItem>> {
   const found = new Map<string, RunItem>();
-  let request: Record<string, unknown>[] = wanted.map((k) => runKey(runIdOfCreatedKey(k)));
+  let request: Record<string, unknown>[] = runIds.map(runKey);
   while (request.length) {
     const res = await ddb().send(
-      new BatchGetCommand({ RequestItems: { [table('runs')]: { Keys: request } } }),
+      new BatchGetCommand({
+        RequestItems: {
+          [table('runs')]: { Keys: request, ...(projection ? { ProjectionExpression: projection } : {}) },
+        },
+      }),
     );
     for (const item of (res.Responses?.[table('runs')] ?? []) as RunItem[]) found.set(item.runId, item);
     request = (res.UnprocessedKeys?.[table('runs')]?.Keys ?? []) as Record<string, unknown>[];
   }
-  const runs: RunItem[] = [];
-  for (const k of wanted) {
-    const run = found.get(runIdOfCreatedKey(k));
-    if (!run || run.orgId !== orgId) continue;
-    if (plan.folderId !== undefined && run.folder.id !== plan.folderId) return { runs: [] };
-    if (matchesFilters(run, filters)) runs.push(run);
-  }
-  return { runs, ...(more ? { lastKey: wanted[wanted.length - 1] } : {}) };
+  return found;
 }
 
 /**
- * List the org's runs, newest first (GET /run). One Query on the index whose partition is exactly the
- * filtered set (`planRunQuery`): `offset` runs are skipped reading keys only, or a cursor resumes just
- * after its run; then the page's `limit` runs are fetched by id. The cost is O(offset + limit) keys and
- * `limit` runs, whatever the table holds; with a cursor, O(limit). `next` is the next page's cursor.
+ * Read the runs of a page. `offset` runs are skipped on the plan's listing index reading keys only (or the
+ * page starts just after a cursor's run). Then, without steps, the page is one Query of the `page*` index
+ * beside it, which carries what the listing shows (`RUN_LISTING`), from that key: `limit + 1` entries, the
+ * extra one saying whether a next page exists; the few runs with a scenario get their `scenarioState` by
+ * id. With `steps=true` the page's keys are read the same way from the listing index and its runs whole by
+ * id (BatchGetItem). Runs are checked against the org and the filters as read, and with test and folder a
+ * first run in another folder means the test's runs are none of the answer.
+ */
+async function readRunPage(
+  orgId: string,
+  filters: RunFilters,
+  plan: RunQueryPlan,
+  limit: number,
+  skip: number,
+  after: string | undefined,
+  withSteps: boolean,
+): Promise<{ runs: ListedRun[]; lastKey?: string }> {
+  const start = skip > 0 ? await skipRunKeys(plan, skip, after) : after;
+  if (start === null) return { runs: [] };
+  let page: ListedRun[];
+  let more: boolean;
+  let lastKey: string | undefined;
+  if (withSteps) {
+    const keys = await queryRunIndex(plan, plan.indexName, limit, start, true);
+    more = keys.length > limit;
+    const wanted = keys.slice(0, limit).map((k) => String(k.createdKey));
+    lastKey = wanted[wanted.length - 1];
+    const found = await batchGetRuns(wanted.map(runIdOfCreatedKey));
+    page = wanted.flatMap((k) => found.get(runIdOfCreatedKey(k)) ?? []);
+  } else {
+    const entries = (await queryRunIndex(
+      plan,
+      PAGE_INDEX[plan.indexName],
+      limit,
+      start,
+      false,
+    )) as ListedRun[];
+    more = entries.length > limit;
+    page = entries.slice(0, limit);
+    lastKey = page[page.length - 1]?.createdKey;
+    const withScenario = page.filter((run) => run.scenario !== undefined).map((run) => run.runId);
+    if (withScenario.length) {
+      const found = await batchGetRuns(withScenario, 'runId, scenarioState');
+      for (const run of page) run.scenarioState = found.get(run.runId)?.scenarioState;
+    }
+  }
+  const runs: ListedRun[] = [];
+  for (const run of page) {
+    if (run.orgId !== orgId) continue;
+    if (plan.folderId !== undefined && run.folder.id !== plan.folderId) return { runs: [] };
+    if (matchesFilters(run, filters)) runs.push(run);
+  }
+  return { runs, ...(more && lastKey ? { lastKey } : {}) };
+}
+
+/**
+ * List the org's runs, newest first (GET /run), from the indexes whose partition is exactly the filtered
+ * set (`planRunQuery`): `offset` runs are skipped reading keys only, or a cursor resumes just after its
+ * run; then the page is one Query of the page index (`readRunPage`; with steps, its runs by id). The cost
+ * is O(offset + limit) keys and `limit` page entries, whatever the table holds; with a cursor, O(limit).
+ * `next` is the next page's cursor.
  */
 export async function listRunPage(
   orgId: string,
@@ -907,7 +1012,15 @@ export async function listRunPage(
 ): Promise<RunPage> {
   const plan = planRunQuery(orgId, filters);
   const after = page.cursor !== undefined ? decodeRunCursor(orgId, filters, page.cursor) : undefined;
-  const { runs, lastKey } = await readRunPage(orgId, filters, plan, page.limit, page.offset ?? 0, after);
+  const { runs, lastKey } = await readRunPage(
+    orgId,
+    filters,
+    plan,
+    page.limit,
+    page.offset ?? 0,
+    after,
+    view.steps,
+  );
   const sign = await mintMediaUrls(runs, view, urls);
   return {
     runs: runs.map((run) => toTestRunView(run, view, sign)),

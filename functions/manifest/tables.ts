@@ -33,6 +33,25 @@ export interface TableDef {
 const S = (name: string): KeyDef => ({ name, type: 'S' });
 const N = (name: string): KeyDef => ({ name, type: 'N' });
 
+/**
+ * What a page of GET /run shows of a run (TestRun without its steps), carried by the runs' `page*`
+ * indexes. Small: no steps, variables or scenario record (`scenarioState`, read by id for the few runs
+ * with a `scenario`); `error` is at most 2,000 characters.
+ */
+export const RUN_LISTING = [
+  'testId',
+  'name',
+  'status',
+  'createdAt',
+  'endedAt',
+  'folder',
+  'source',
+  'applicationVersionId',
+  'error',
+  'videoKey',
+  'scenario',
+] as const;
+
 export const tables = {
   /**
    * Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind); and
@@ -84,8 +103,9 @@ export const tables = {
    * sorted by `createdKey` = `<created_at>#<id>` (newest first when read backwards): the org, (org, test),
    * (org, folder), (org, status), (org, test, status), (org, folder, status). A test never changes folder,
    * so (test, folder) is the test's partition or nothing. The indexes hold keys only (the org's also the
-   * few attributes the PR comment reads): skipping `offset` runs reads keys, and a page fetches its `limit`
-   * runs by id (docs/data-model.md).
+   * few attributes the PR comment reads): skipping `offset` runs reads keys. Beside each, a `page*` index on
+   * the same keys carries what a listing shows of a run (`RUN_LISTING`, never its steps): a page is one
+   * Query of it, from the last skipped key (docs/data-model.md).
    */
   runs: {
     envVar: 'TABLE_RUNS',
@@ -111,6 +131,42 @@ export const tables = {
         partitionKey: S('folderStatusKey'),
         sortKey: S('createdKey'),
         projection: 'KEYS_ONLY',
+      },
+      {
+        name: 'pageOrg',
+        partitionKey: S('orgId'),
+        sortKey: S('createdKey'),
+        projection: { include: RUN_LISTING },
+      },
+      {
+        name: 'pageTest',
+        partitionKey: S('testKey'),
+        sortKey: S('createdKey'),
+        projection: { include: ['orgId', ...RUN_LISTING] },
+      },
+      {
+        name: 'pageFolder',
+        partitionKey: S('folderKey'),
+        sortKey: S('createdKey'),
+        projection: { include: ['orgId', ...RUN_LISTING] },
+      },
+      {
+        name: 'pageStatus',
+        partitionKey: S('statusKey'),
+        sortKey: S('createdKey'),
+        projection: { include: ['orgId', ...RUN_LISTING] },
+      },
+      {
+        name: 'pageTestStatus',
+        partitionKey: S('testStatusKey'),
+        sortKey: S('createdKey'),
+        projection: { include: ['orgId', ...RUN_LISTING] },
+      },
+      {
+        name: 'pageFolderStatus',
+        partitionKey: S('folderStatusKey'),
+        sortKey: S('createdKey'),
+        projection: { include: ['orgId', ...RUN_LISTING] },
       },
     ],
   },

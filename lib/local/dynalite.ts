@@ -1,4 +1,5 @@
 import { mkdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import {
   type AttributeDefinition,
@@ -48,6 +49,151 @@ for (const Iterator of [AbstractKeyIterator, AbstractValueIterator]) {
   proto.return ??= function (this: { close(): Promise<void> }) {
     return this.close();
   };
+}
+
+/*
+ * dynalite answers a Query by piping a LevelDB iterator through a Readable stream (one promise per item)
+ * and a chain of `lazy` streams (several events per item): for a page of 21 runs that costs this process
+ * more than the whole GetItem it answers beside it, a cost DynamoDB does not have. For a plain Query (no
+ * FilterExpression or QueryFilter, no index that fetches from the table, no consumed capacity asked for)
+ * read the same range of the same iterator in batches instead, and build the answer exactly as
+ * `db.queryTable` does (same items, Count, ScannedCount, LastEvaluatedKey, 1 MB and Limit cut-offs,
+ * projection). Scans and every other Query take dynalite's own path. Only the engine changes: the request
+ * the handlers send is the one they send to DynamoDB. test/integration/dynalite-query.test.ts compares the
+ * two paths on the same data.
+ */
+/** The request fields `queryTable` reads (dynalite's validated request). */
+interface QueryData {
+  TableName: string;
+  IndexName?: string;
+  KeyConditions?: unknown;
+  Limit?: number;
+  Select?: string;
+  ReturnConsumedCapacity?: string;
+  QueryFilter?: unknown;
+  ScanFilter?: unknown;
+  _filter?: unknown;
+  _projection?: { paths: unknown };
+  AttributesToGet?: unknown;
+}
+interface DynaliteStore {
+  db: {
+    values(options: Record<string, unknown>): {
+      nextv(n: number): Promise<unknown[]>;
+      close(): Promise<void>;
+    };
+  };
+}
+type QueryTable = (
+  store: DynaliteStore,
+  table: { KeySchema: { AttributeName: string }[] },
+  data: QueryData,
+  opts: Record<string, unknown>,
+  isLocal: boolean,
+  fetchFromItemDb: boolean,
+  startKeyNames: string[],
+  cb: (err: unknown, result?: unknown) => void,
+) => void;
+const dynaliteDb = createRequire(import.meta.url)('dynalite/db') as {
+  queryTable: QueryTable & { batched?: true; enabled?: boolean };
+  itemSize(item: unknown, compress?: boolean, addMetaSize?: boolean, rangeKey?: string): number;
+  mapPaths(paths: unknown, item: unknown): unknown;
+};
+/** dynalite's own `queryTable`, for the queries the batched path leaves to it. */
+const dynaliteQueryTable: QueryTable = dynaliteDb.queryTable.batched
+  ? (dynaliteDb as unknown as { original: QueryTable }).original
+  : dynaliteDb.queryTable;
+if (!dynaliteDb.queryTable.batched) {
+  (dynaliteDb as unknown as { original: QueryTable }).original = dynaliteQueryTable;
+  const batched: QueryTable & { batched?: true; enabled?: boolean } = (
+    store,
+    table,
+    data,
+    opts,
+    isLocal,
+    fromItems,
+    names,
+    cb,
+  ) => {
+    const plain =
+      data.KeyConditions !== undefined &&
+      !fromItems &&
+      !data._filter &&
+      !data.QueryFilter &&
+      !data.ScanFilter &&
+      data.ReturnConsumedCapacity !== 'TOTAL' &&
+      data.ReturnConsumedCapacity !== 'INDEXES';
+    if (!plain || batched.enabled === false)
+      return dynaliteQueryTable(store, table, data, opts, isLocal, fromItems, names, cb);
+    batchedQuery(store, table, data, opts, isLocal, names).then(
+      (result) => cb(null, result),
+      (err) => cb(err),
+    );
+  };
+  batched.batched = true;
+  dynaliteDb.queryTable = batched;
+}
+/** Whether plain Queries take the batched path (default), or dynalite's own: for the comparison test. */
+export function useBatchedQueries(on: boolean): void {
+  dynaliteDb.queryTable.enabled = on;
+}
+
+/** `db.queryTable` of dynalite 4.0.0 for a plain Query, reading the iterator in batches. */
+async function batchedQuery(
+  store: DynaliteStore,
+  table: { KeySchema: { AttributeName: string }[] },
+  data: QueryData,
+  opts: Record<string, unknown>,
+  isLocal: boolean,
+  names: string[],
+): Promise<Record<string, unknown>> {
+  const MAX_BYTES = 1024 * 1024;
+  // The key range of the sub-database dynalite keeps the items or the index in (its prefixed wrapper).
+  const prefix = data.IndexName
+    ? `index-${isLocal ? 'local' : 'global'}~${data.TableName}~${data.IndexName}~`
+    : `item-${data.TableName}~`;
+  const range: Record<string, unknown> = { ...opts };
+  if (range.gte) range.gte = prefix + range.gte;
+  else if (range.gt) range.gt = prefix + range.gt;
+  else range.gte = prefix;
+  if (range.lte) range.lte = prefix + range.lte;
+  else if (range.lt) range.lt = prefix + range.lt;
+  else range.lt = `${prefix}\xFF`;
+  const rangeKey = table.KeySchema[1]?.AttributeName;
+  const limit = data.Limit;
+  let items: Record<string, unknown>[] = [];
+  let count = 0;
+  let size = 0;
+  const full = () => (limit !== undefined && count >= limit) || size >= MAX_BYTES;
+  const iterator = store.db.values(range);
+  try {
+    while (!full()) {
+      const batch = (await iterator.nextv(limit !== undefined ? limit + 1 - count : 256)) as Record<
+        string,
+        unknown
+      >[];
+      if (!batch.length) break;
+      for (const item of batch) {
+        if (full()) break;
+        count++;
+        size += dynaliteDb.itemSize(item, true, true, rangeKey);
+        items.push(item);
+      }
+    }
+  } finally {
+    await iterator.close();
+  }
+  const result: Record<string, unknown> = { ScannedCount: count };
+  const last = items[items.length - 1];
+  if (full()) {
+    if (limit) items.splice(limit);
+    if (last) result.LastEvaluatedKey = Object.fromEntries(names.map((name) => [name, last[name]]));
+  }
+  const paths = data._projection ? data._projection.paths : data.AttributesToGet;
+  if (paths) items = items.map((item) => dynaliteDb.mapPaths(paths, item) as Record<string, unknown>);
+  result.Count = items.length;
+  if (data.Select !== 'COUNT') result.Items = items;
+  return result;
 }
 
 /**

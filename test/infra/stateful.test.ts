@@ -3,6 +3,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import {
   type KeyDef,
   type Projection,
+  RUN_LISTING,
   type TableDef,
   tableNames,
   tables,
@@ -31,7 +32,7 @@ describe('stateful stack', () => {
       ? { ProjectionType: p }
       : { ProjectionType: 'INCLUDE', NonKeyAttributes: [...p.include] };
 
-  test('runs: one keys-only listing index per filter GET /run allows (issue 14)', () => {
+  test('runs: per filter GET /run allows, a keys-only listing index and a page index beside it (issue 14)', () => {
     const indexes = cfnTables[logicalIdOf('runs')].Properties.GlobalSecondaryIndexes as {
       IndexName: string;
       KeySchema: { AttributeName: string; KeyType: string }[];
@@ -49,6 +50,12 @@ describe('stateful stack', () => {
       listStatus: 'statusKey,createdKey',
       listTestStatus: 'testStatusKey,createdKey',
       listFolderStatus: 'folderStatusKey,createdKey',
+      pageOrg: 'orgId,createdKey',
+      pageTest: 'testKey,createdKey',
+      pageFolder: 'folderKey,createdKey',
+      pageStatus: 'statusKey,createdKey',
+      pageTestStatus: 'testStatusKey,createdKey',
+      pageFolderStatus: 'folderStatusKey,createdKey',
     });
     for (const ix of indexes)
       if (ix.IndexName === 'listOrg')
@@ -56,7 +63,18 @@ describe('stateful stack', () => {
           ProjectionType: 'INCLUDE',
           NonKeyAttributes: ['testId', 'name', 'status', 'createdAt', 'applicationVersionId'],
         });
+      else if (ix.IndexName === 'pageOrg')
+        expect(ix.Projection).toEqual({ ProjectionType: 'INCLUDE', NonKeyAttributes: [...RUN_LISTING] });
+      else if (ix.IndexName.startsWith('page'))
+        expect(ix.Projection).toEqual({
+          ProjectionType: 'INCLUDE',
+          NonKeyAttributes: ['orgId', ...RUN_LISTING],
+        });
       else expect(ix.Projection).toEqual({ ProjectionType: 'KEYS_ONLY' });
+    // DynamoDB allows at most 100 projected non-key attributes over all of a table's indexes.
+    expect(
+      indexes.reduce((n, ix) => n + (ix.Projection.NonKeyAttributes?.length ?? 0), 0),
+    ).toBeLessThanOrEqual(100);
   });
 
   test.each(tableNames)('table %s matches its definition', (name) => {

@@ -222,7 +222,7 @@ describe('the Link header', () => {
     }
   });
 
-  test('a cursor page is one key Query of limit+1 keys and one BatchGet of limit runs, however deep', async () => {
+  test('a cursor page is one Query of limit+1 entries of the page index, however deep', async () => {
     let path: string | undefined = '/run?limit=20';
     for (let i = 0; i < 8 && path; i++) path = nextOf((await get(path)).headers.get('link'));
     const spy = jest.spyOn(ddb(), 'send');
@@ -233,30 +233,46 @@ describe('the Link header', () => {
       const runsCalls = calls.filter(
         (c) => c.input.TableName === table('runs') || c.input.RequestItems?.[table('runs')],
       );
-      expect(runsCalls.map((c) => c.constructor.name)).toEqual(['QueryCommand', 'BatchGetCommand']);
-      expect(runsCalls[0]!.input).toMatchObject({
-        IndexName: 'listOrg',
-        Limit: 21,
-        ProjectionExpression: 'createdKey',
-        ScanIndexForward: false,
-      });
-      expect(runsCalls[1]!.input.RequestItems[table('runs')].Keys).toHaveLength(20);
+      expect(runsCalls.map((c) => c.constructor.name)).toEqual(['QueryCommand']);
+      expect(runsCalls[0]!.input).toMatchObject({ IndexName: 'pageOrg', Limit: 21, ScanIndexForward: false });
+      expect(runsCalls[0]!.input.ExclusiveStartKey).toBeDefined();
     } finally {
       spy.mockRestore();
     }
   });
 
-  test('an offset skip reads keys only (one projected Query), then fetches just the page', async () => {
+  test('an offset skip reads keys only (projected Queries of the listing index), then the page is one Query from there', async () => {
     const spy = jest.spyOn(ddb(), 'send');
     try {
       const res = await get('/run?limit=5&offset=200');
       expect(res.body.map((r: { id: string }) => r.id)).toEqual(expected({}).slice(200, 205));
       const calls = spy.mock.calls.map((c) => c[0] as { constructor: { name: string }; input: any });
       const queries = calls.filter((c) => c.constructor.name === 'QueryCommand');
-      for (const q of queries) expect(q.input.ProjectionExpression).toBe('createdKey');
+      const skips = queries.slice(0, -1);
+      expect(skips.length).toBeGreaterThan(0);
+      for (const q of skips)
+        expect(q.input).toMatchObject({ IndexName: 'listOrg', ProjectionExpression: 'createdKey' });
+      expect(queries.at(-1)!.input).toMatchObject({ IndexName: 'pageOrg', Limit: 6 });
+      // It starts just after the 200th run, the last one skipped.
+      expect(queries.at(-1)!.input.ExclusiveStartKey.runId).toBe(expected({})[199]);
+      expect(calls.filter((c) => c.constructor.name === 'BatchGetCommand')).toEqual([]);
+      expect(calls.filter((c) => c.constructor.name === 'ScanCommand')).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  test('with steps=true the page keys come from the listing index and the runs whole by id', async () => {
+    const spy = jest.spyOn(ddb(), 'send');
+    try {
+      const res = await get('/run?limit=5&offset=10&steps=true');
+      expect(res.body.map((r: { id: string }) => r.id)).toEqual(expected({}).slice(10, 15));
+      for (const run of res.body) expect(Array.isArray(run.steps)).toBe(true);
+      const calls = spy.mock.calls.map((c) => c[0] as { constructor: { name: string }; input: any });
+      for (const q of calls.filter((c) => c.constructor.name === 'QueryCommand'))
+        expect(q.input).toMatchObject({ IndexName: 'listOrg', ProjectionExpression: 'createdKey' });
       const gets = calls.filter((c) => c.constructor.name === 'BatchGetCommand');
       expect(gets.flatMap((g) => g.input.RequestItems[table('runs')].Keys)).toHaveLength(5);
-      expect(calls.filter((c) => c.constructor.name === 'ScanCommand')).toEqual([]);
     } finally {
       spy.mockRestore();
     }
@@ -440,4 +456,70 @@ describe('the local tables of an older version', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('a page (from the page index) shows each run as GET /run/{id} (the whole item) does', () => {
+  test('error, video, application version and scenario metadata included', async () => {
+    const viewer = await h.newOrg('listing-view');
+    const plain = runItem(viewer.orgId, 1, 't0', 'passed', 'view');
+    const failed: RunItem = {
+      ...runItem(viewer.orgId, 2, 't0', 'failed', 'view'),
+      endedAt: new Date(base + 2500).toISOString(),
+      error: 'the run failed: step 2 timed out',
+      videoKey: `runs/${viewer.orgId}/view00002/video.webm`,
+      applicationVersionId: 'env-7',
+      steps: [
+        {
+          id: 's1',
+          instruction: 'open the page',
+          interaction: 'navigate',
+          url: 'http://127.0.0.1:1/',
+          element: { html: '', selector: '' },
+          output: 'ok',
+          status: 'passed',
+          imageKey: `runs/${viewer.orgId}/view00002/step-001-s1.png`,
+        },
+      ],
+    };
+    const withScenario: RunItem = {
+      ...runItem(viewer.orgId, 3, 't0', 'passed', 'view'),
+      scenario: { setupId: 'setup1', recipe: 'two users' },
+      scenarioState: {
+        setupId: 'setup1',
+        name: 'two users',
+        testRunId: 'view00003',
+        testRunShortId: 'v3',
+        status: 'down',
+        upMs: 120,
+        downMs: 30,
+        refs: JSON.stringify({ users: ['a', 'b'] }),
+      },
+    };
+    await seed([plain, failed, withScenario]);
+    // Media URLs are signed with an expiry: compared without their query.
+    const unsigned = (v: unknown) => JSON.parse(JSON.stringify(v).replace(/(https?:[^"?]*)\?[^"]*/g, '$1'));
+    const cases: [string, string][] = [
+      ['', ''],
+      ['?media=true', '?media=true'],
+      ['?test=t0&status=passed', ''],
+      ['?media=true&steps=true', '?media=true&steps=true'],
+    ];
+    for (const [listQuery, viewQuery] of cases) {
+      const listed = await get(`/run${listQuery}`, viewer);
+      expect(listed.status).toBe(200);
+      expect(listed.body.length).toBe(listQuery.includes('status=passed') ? 2 : 3);
+      for (const run of listed.body) {
+        const one = await get(`/run/${run.id}${viewQuery}`, viewer);
+        expect(one.status).toBe(200);
+        expect(unsigned(run)).toEqual(unsigned(one.body));
+      }
+    }
+    expect((await get('/run?media=true', viewer)).body[1].video_url).toMatch(/video\.webm\?/);
+    const [scenarioRun] = (await get('/run?limit=1', viewer)).body;
+    expect(scenarioRun.metadata).toMatchObject({
+      scenario: { setup_id: 'setup1', recipe: 'two users', status: 'down' },
+      test_run_id: 'view00003',
+      scenario_up_ms: 120,
+    });
+  });
 });
