@@ -17,7 +17,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRun } from '../../functions/core/runs.js';
@@ -26,6 +25,7 @@ import { importTests } from '../../functions/core/tests.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bootLocalRuntime, REPO_ROOT, serverInfoPath } from '../../lib/local/server.js';
+import { freePort } from '../support/process.js';
 import { median, reportFigure } from './report.js';
 
 const MINUTES = Number(process.env.BENCH_MEMORY_MINUTES ?? 10);
@@ -38,17 +38,6 @@ const TARGET_RATIO = 1.25;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
 const range = (kbs: number[]) => `${mb(Math.min(...kbs))}–${mb(Math.max(...kbs))}`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Resident set size of a process, in KB. */
 function rssKb(pid: number): number {

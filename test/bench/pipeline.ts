@@ -13,7 +13,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { statusPath } from '../../functions/core/environments.js';
@@ -23,7 +22,9 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { SERVER_JS, type Status } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
-import { bearer, call } from '../support/harness.js';
+import { bearer, call, linkRepo } from '../support/harness.js';
+import { freePort } from '../support/process.js';
+import { median } from './report.js';
 
 const RUNS = 10;
 const STATUS_POLL_MS = 20;
@@ -45,11 +46,6 @@ const appYaml = (build?: string) =>
 const sleepBuild = (ms: number) => `node -e "setTimeout(()=>{},${ms})"`;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 const ms = (n: number) => `${n.toFixed(0)} ms`;
 const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
 
@@ -90,17 +86,6 @@ async function deployExecution(repoFullName: string, prNumber: number): Promise<
   );
   if (found.length !== 1) throw new Error(`${found.length} succeeded deploy executions for ${envKey}`);
   return found[0]!;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Spawn `node server.js` with PORT set and time it until /healthz answers 200. */
@@ -146,6 +131,9 @@ async function main(): Promise<boolean> {
     ...files,
     'preview.yaml': appYaml(sleepBuild(LONG_BUILD_MS)),
   });
+  // A deploy needs the repository linked to an application of the caller's organization.
+  for (const repo of ['acme/shop', 'acme/build-short', 'acme/build-long'])
+    await linkRepo(service.credentials, repo);
 
   // (a) POST → ready. PR 1 warms up (module loading, first dynalite writes); PRs 2..11 are measured.
   const warmup = await deploy('acme/shop', 1, trivialSha);

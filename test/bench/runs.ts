@@ -21,15 +21,11 @@ import { pollUntil } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, client, linkRepo } from '../support/harness.js';
 import { RUNS_APP_JS, RUNS_APP_YAML, signUpSteps, step } from '../support/runs-app.js';
+import { median } from './report.js';
 
 const RUNS = 5;
 const POLL_MS = 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 const ms = (n: number) => `${n.toFixed(0)} ms`;
 
 /** Time spent in the Browser port, by phase, for the current run. */

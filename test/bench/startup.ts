@@ -16,25 +16,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { freePort } from '../support/process.js';
 import { median, reportFigure } from './report.js';
 
 const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 7);
 const TARGET_S = 1.5;
 const REPO_ROOT = resolve(new URL('../..', import.meta.url).pathname);
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => ok(port));
-    });
-  });
-}
 
 /** The status of GET /healthz, or 0 when nothing answers (yet). */
 function healthz(port: number): Promise<number> {

@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { lines, type MarkedBlock, markedBlocks } from '../support/markdown.js';
-import { ROOT } from '../support/process.js';
+import { freePort, ROOT } from '../support/process.js';
 
 /*
  * A newcomer with a fresh clone, as the README tells it: `git clone` of this repository's HEAD into a
@@ -62,17 +61,6 @@ function run(
     child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, output, ms: Date.now() - started });
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
     });
   });
 }

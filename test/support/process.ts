@@ -1,10 +1,23 @@
 export { defaultWorkDir } from '../../lib/local/adapters.js';
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
+
+/** A TCP port on 127.0.0.1 that nothing listens on right now (for a child process's PORT). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 /**
  * Start `node --import tsx bin/start.ts` (what `npm start` runs: one process, so a SIGKILL really kills
