@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { routeSchemas } from '../functions/api/route.js';
 import { type AuthKind, type RouteId, routes } from '../functions/manifest/routes.js';
 
@@ -112,10 +112,10 @@ const SECURITY: Record<AuthKind, Record<string, string[]>[]> = {
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON Schema documents are open-ended.
 type JsonSchema = Record<string, any>;
-const jsonSchema = (schema: z.ZodType) =>
+const jsonSchema = (schema: z.core.$ZodType) =>
   z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
 
-function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {
+function parameters(schema: z.core.$ZodType | undefined, where: 'path' | 'query') {
   if (!schema) return [];
   const s = jsonSchema(schema);
   const required = new Set<string>(s.required ?? []);

@@ -2,7 +2,7 @@ import '../shared/polyfills.js';
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 import { authenticate, type Principal } from '../core/auth.js';
 import { DEFAULT_MAX_BODY_BYTES, type RouteDef, type RouteId, routes } from '../manifest/routes.js';
 import {
@@ -49,7 +49,7 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-interface Schemas<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType> {
+interface Schemas<B extends z.core.$ZodType, P extends z.core.$ZodType, Q extends z.core.$ZodType> {
   /** Body schema; without one the body is ignored. */
   body?: B;
   /** A missing or empty body is a 400 (otherwise `undefined` is validated by `body`). */
@@ -120,9 +120,9 @@ function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>)
 /** Validated input of each in-flight request, keyed by its event object. */
 const inputs = new WeakMap<APIGatewayProxyEvent, RouteRequest<unknown, unknown, unknown>>();
 
-function parse<T extends z.ZodType>(schema: T | undefined, value: unknown, where: string): z.infer<T> {
+function parse<T extends z.core.$ZodType>(schema: T | undefined, value: unknown, where: string): z.infer<T> {
   if (!schema) return value as z.infer<T>;
-  const result = schema.safeParse(value);
+  const result = z.safeParse(schema, value);
   if (!result.success) throw new ValidationError(describeIssues(where, result.error));
   return result.data;
 }
@@ -297,7 +297,7 @@ const jsonBody = (
 };
 
 /** 5. Validate path, query and body with the route's zod schemas. */
-const validate = <B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>(
+const validate = <B extends z.core.$ZodType, P extends z.core.$ZodType, Q extends z.core.$ZodType>(
   schemas: Schemas<B, P, Q>,
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   before: (request) => {
@@ -324,9 +324,9 @@ const validate = <B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>
  * Returns `main` too, so tests can call the raw function.
  */
 /** The schemas each loaded route validates with, by route (what lib/openapi.ts describes). */
-export const routeSchemas = new Map<RouteId, Schemas<z.ZodType, z.ZodType, z.ZodType>>();
+export const routeSchemas = new Map<RouteId, Schemas<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>>();
 
-export function route<B extends z.ZodType, P extends z.ZodType, Q extends z.ZodType>(
+export function route<B extends z.core.$ZodType, P extends z.core.$ZodType, Q extends z.core.$ZodType>(
   routeId: RouteId,
   schemas: Schemas<B, P, Q>,
   main: (req: RouteRequest<z.infer<B>, z.infer<P>, z.infer<Q>>) => Promise<Reply>,

@@ -32,7 +32,7 @@ export interface LogRequest {
  * at a line boundary, under a notice saying so. A log that does not exist (yet) is a 404.
  */
 export async function appLogs(
-  deps: { runtime: Runtime; secrets: SecretStore },
+  deps: { runtime: Pick<Runtime, 'logs'>; secrets: SecretStore },
   ref: EnvRef,
   req: LogRequest,
 ): Promise<string> {

@@ -1,5 +1,5 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../shared/errors.js';
@@ -39,7 +39,7 @@ const says = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'required' : what),
 });
 const requiredString = z.string(says('must be a string'));
-const nonNegativeInt = z.number(says('must be an integer >= 0')).int().min(0);
+const nonNegativeInt = z.number(says('must be an integer >= 0')).check(z.int(), z.gte(0));
 
 /** The file's shape. `create` is only required to be an object here: `checkCreate` walks it. */
 const fileSchema = z.looseObject({
@@ -60,7 +60,7 @@ const fileSchema = z.looseObject({
           description: requiredString,
           create: z.record(z.string(), z.unknown(), says('must be an object: model name -> array of rows')),
           // Deprecated: accepted and kept for recipes that already declare it, never required.
-          variables: z.record(z.string(), z.unknown(), says('must be an object')).optional(),
+          variables: z.optional(z.record(z.string(), z.unknown(), says('must be an object'))),
           validation: z.looseObject(
             {
               status: z.literal('validated', says('must be "validated"')),
@@ -69,8 +69,8 @@ const fileSchema = z.looseObject({
                 says('must be checkScenario, checkAllScenarios or endpoint-up-down'),
               ),
               phase: z.literal('ok', says('must be "ok"')),
-              up_ms: nonNegativeInt.optional(),
-              down_ms: nonNegativeInt.optional(),
+              up_ms: z.optional(nonNegativeInt),
+              down_ms: z.optional(nonNegativeInt),
             },
             says('must be an object'),
           ),
@@ -79,7 +79,7 @@ const fileSchema = z.looseObject({
       ),
       says('must be an array of recipes'),
     )
-    .min(1, 'must have at least 1 recipe'),
+    .check(z.minLength(1, 'must have at least 1 recipe')),
 });
 
 const MAX_REPORTED = 5;

@@ -1,5 +1,5 @@
 import type { Browser, BrowserSession } from '../ports/browser/port.js';
-import type { MediaStore } from '../ports/media/port.js';
+import type { MediaWriter } from '../ports/media/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
@@ -222,7 +222,7 @@ async function within<T>(work: Promise<T>, ms: number, message: string): Promise
 
 export interface ExecuteDeps {
   browser: Browser;
-  media: MediaStore;
+  media: MediaWriter;
   secrets: SecretStore;
   /** Defaults when the test sets none (config: 15 s and 600 s unless changed). */
   stepTimeoutSeconds: number;

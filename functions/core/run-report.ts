@@ -1,4 +1,4 @@
-import { type LinkCheck, type MediaStore, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
+import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
 import { loadRun, type RunItem } from './runs.js';
 import { readScenarioState } from './scenarios.js';
 
@@ -14,7 +14,7 @@ export const reportPath = (runId: string): string => `/report/${encodeURICompone
 const REPORT_PATH_RE = /^\/report\/([A-Za-z0-9_-]{1,64})$/;
 
 /** A signed link to a run's report, valid `REPORT_LINK_TTL_SECONDS`. */
-export async function reportLink(media: MediaStore, baseUrl: string, runId: string): Promise<string> {
+export async function reportLink(media: MediaReader, baseUrl: string, runId: string): Promise<string> {
   const path = reportPath(runId);
   return `${baseUrl}${path}?${await media.signLink(path, REPORT_LINK_TTL_SECONDS)}`;
 }
@@ -125,7 +125,7 @@ const errorPage = (status: number, message: string): ReportAnswer => ({
  * once expired); load the run (404 when gone); mint its media URLs; render.
  */
 export async function serveRunReport(
-  media: MediaStore,
+  media: MediaReader,
   req: { path: string; expires?: string; sig?: string; baseUrl: string },
 ): Promise<ReportAnswer> {
   const m = REPORT_PATH_RE.exec(req.path);

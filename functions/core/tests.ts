@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
@@ -75,41 +75,42 @@ export interface TestView {
   steps?: TestStepItem[];
 }
 
-const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
-const nonEmpty = (max: number) => text(max).min(1, 'must not be empty');
+const text = (max: number) => z.string().check(z.maxLength(max, `must be at most ${max} characters`));
+const nonEmpty = (max: number) => text(max).check(z.minLength(1, 'must not be empty'));
 
 const stepSchema = z.object({
   instruction: nonEmpty(10_000),
   interaction: nonEmpty(256),
-  url: text(4096).default(''),
+  url: z._default(text(4096), ''),
   // Optional where a step needs none (navigate, press on the page, assert-text of the page).
-  element: z.object({ html: text(100_000), selector: text(4096) }).default({ html: '', selector: '' }),
+  element: z._default(z.object({ html: text(100_000), selector: text(4096) }), { html: '', selector: '' }),
 });
 
 /** One test of an import file (ids are generated on import, so the file carries none). */
 const testSchema = z.object({
   name: nonEmpty(512),
   folder: z.object({ id: rowId, name: nonEmpty(512) }),
-  application_id: rowId.optional(),
-  run_on_preview: z.boolean().default(false),
-  step_timeout_seconds: z.number().int().min(1).max(600, 'must be at most 600').optional(),
-  run_timeout_seconds: z.number().int().min(5).max(840, 'must be at most 840').optional(),
+  application_id: z.optional(rowId),
+  run_on_preview: z._default(z.boolean(), false),
+  step_timeout_seconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(600, 'must be at most 600'))),
+  run_timeout_seconds: z.optional(z.number().check(z.int(), z.gte(5), z.lte(840, 'must be at most 840'))),
   application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
-  variables: z.record(nonEmpty(256), text(10_000)).default({}),
-  steps: z.array(stepSchema).max(500, 'must have at most 500 steps'),
-  scenario: z
-    .object({
+  variables: z._default(z.record(nonEmpty(256), text(10_000)), {}),
+  steps: z.array(stepSchema).check(z.maxLength(500, 'must have at most 500 steps')),
+  scenario: z.optional(
+    z.strictObject({
       setup_id: rowId,
       recipe: nonEmpty(512),
-      version: z.number().int().min(1).optional(),
-    })
-    .strict()
-    .optional(),
+      version: z.optional(z.number().check(z.int(), z.gte(1))),
+    }),
+  ),
 });
 
 /** The file `previewctl tests import` reads: a JSON array of tests. */
-export const testsFileSchema = z.array(testSchema).min(1, 'must contain at least 1 test').max(1000);
+export const testsFileSchema = z
+  .array(testSchema)
+  .check(z.minLength(1, 'must contain at least 1 test'), z.maxLength(1000));
 export type TestsFile = z.infer<typeof testsFileSchema>;
 
 /** Parse a tests file, or throw a ValidationError naming where each problem is (up to 5). */

@@ -1,5 +1,5 @@
 import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { DETAIL_TYPES, GITHUB_EVENT_SOURCE } from '../manifest/events.js';
 import { keys } from '../manifest/tables.js';
 import type { BusEvent, EventBus } from '../ports/events/port.js';
@@ -34,37 +34,40 @@ import { type Application, findApplicationByRepo, orgsLinkingRepo } from './tena
 // What a delivery says
 // ---------------------------------------------------------------------------------------------------
 
-const sha = z.string().regex(/^[0-9a-f]{40}$/i, 'must be a 40-digit commit SHA');
-const repository = z.object({ full_name: repoFullName, default_branch: z.string().min(1).optional() });
-const installation = z.object({ id: z.number().int().positive() }).optional();
+const sha = z.string().check(z.regex(/^[0-9a-f]{40}$/i, 'must be a 40-digit commit SHA'));
+const nonEmpty = z.string().check(z.minLength(1));
+const ref = z.string().check(z.minLength(1), z.maxLength(255));
+const prNumber = z.number().check(z.int(), z.gte(1), z.lte(MAX_PR));
+const repository = z.object({ full_name: repoFullName, default_branch: z.optional(nonEmpty) });
+const installation = z.optional(z.object({ id: z.number().check(z.int(), z.gt(0)) }));
 
 const pullRequestPayload = z.object({
-  action: z.string().min(1),
-  number: z.number().int().min(1).max(MAX_PR),
+  action: nonEmpty,
+  number: prNumber,
   pull_request: z.object({
-    draft: z.boolean().optional(),
-    merged: z.boolean().nullable().optional(),
-    updated_at: z.string().min(1),
+    draft: z.optional(z.boolean()),
+    merged: z.optional(z.nullable(z.boolean())),
+    updated_at: nonEmpty,
     head: z.object({
       sha,
-      ref: z.string().min(1).max(255),
+      ref,
       // null when the fork was deleted
-      repo: z.object({ full_name: z.string().min(1) }).nullable(),
+      repo: z.nullable(z.object({ full_name: nonEmpty })),
     }),
-    base: z.object({ sha, ref: z.string().min(1), repo: z.object({ full_name: repoFullName }) }),
+    base: z.object({ sha, ref: nonEmpty, repo: z.object({ full_name: repoFullName }) }),
   }),
   repository,
   installation,
 });
 
 const pushPayload = z.object({
-  ref: z.string().min(1),
+  ref: nonEmpty,
   after: sha,
-  deleted: z.boolean().optional(),
-  repository: repository.extend({
-    default_branch: z.string().min(1),
+  deleted: z.optional(z.boolean()),
+  repository: z.extend(repository, {
+    default_branch: nonEmpty,
     // GitHub sends epoch seconds in push payloads.
-    pushed_at: z.union([z.number(), z.string()]).optional(),
+    pushed_at: z.optional(z.union([z.number(), z.string()])),
   }),
   installation,
 });
@@ -102,8 +105,8 @@ export type Normalized =
 
 const UPDATE_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review'];
 
-function parsePayload<T extends z.ZodType>(schema: T, payload: unknown, event: string): z.infer<T> {
-  const parsed = schema.safeParse(payload);
+function parsePayload<T extends z.core.$ZodType>(schema: T, payload: unknown, event: string): z.infer<T> {
+  const parsed = z.safeParse(schema, payload);
   if (!parsed.success) throw new ValidationError(describeIssues(`${event} payload`, parsed.error));
   return parsed.data;
 }
@@ -168,43 +171,45 @@ const orgId = rowId;
 export const pullRequestUpdatedDetail = z.object({
   orgId,
   repoFullName,
-  prNumber: z.number().int().min(1).max(MAX_PR),
+  prNumber,
   headSha: sha,
-  headRef: z.string().min(1).max(255),
-  baseSha: sha.optional(),
+  headRef: ref,
+  baseSha: z.optional(sha),
   fork: z.boolean(),
-  eventAt: z.string().min(1),
-  deliveryId: z.string().optional(),
+  eventAt: nonEmpty,
+  deliveryId: z.optional(z.string()),
 });
 export const pullRequestClosedDetail = z.object({
   orgId,
   repoFullName,
-  prNumber: z.number().int().min(1).max(MAX_PR),
-  merged: z.boolean().optional(),
-  eventAt: z.string().min(1),
-  deliveryId: z.string().optional(),
+  prNumber,
+  merged: z.optional(z.boolean()),
+  eventAt: nonEmpty,
+  deliveryId: z.optional(z.string()),
 });
 export const defaultBranchPushedDetail = z.object({
   orgId,
   applicationId: rowId,
   repoFullName,
-  branch: z.string().min(1).max(255),
+  branch: ref,
   headSha: sha,
-  deliveryId: z.string().optional(),
+  deliveryId: z.optional(z.string()),
 });
 /** The documented custom event: `detail-type: "Preview Redeploy Requested"`. */
 export const redeployRequestedDetail = z
   .object({
     orgId,
     repoFullName,
-    prNumber: z.number().int().min(0).max(MAX_PR),
-    app: appName.optional(),
-    mode: z.enum(['rebuild', 'restart']).optional(),
+    prNumber: z.number().check(z.int(), z.gte(0), z.lte(MAX_PR)),
+    app: z.optional(appName),
+    mode: z.optional(z.enum(['rebuild', 'restart'])),
   })
-  .refine((d) => d.mode === undefined || d.app !== undefined, {
-    message: 'mode applies to one app: name the app',
-    path: ['mode'],
-  });
+  .check(
+    z.refine((d) => d.mode === undefined || d.app !== undefined, {
+      message: 'mode applies to one app: name the app',
+      path: ['mode'],
+    }),
+  );
 
 export type PullRequestUpdatedDetail = z.infer<typeof pullRequestUpdatedDetail>;
 export type PullRequestClosedDetail = z.infer<typeof pullRequestClosedDetail>;

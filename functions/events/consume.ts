@@ -1,5 +1,5 @@
 import type { EventBridgeEvent } from 'aws-lambda';
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 import { publicMessage } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { describeIssues } from '../shared/validation.js';
@@ -18,14 +18,14 @@ type Event = EventBridgeEvent<string, unknown>;
  * failure of `run` (a 404 or 409 of the use case, a store that is down) is logged and fails the
  * invocation too: Lambda retries it twice, then it reaches the on-failure destination.
  */
-export function consumer<S extends z.ZodType>(
+export function consumer<S extends z.core.$ZodType>(
   rule: string,
   schema: S,
   run: (detail: z.infer<S>, event: Event) => Promise<string>,
 ): (event: Event) => Promise<{ outcome: string }> {
   return async (event) => {
     const fields = { rule, eventId: event?.id, detailType: event?.['detail-type'] };
-    const parsed = schema.safeParse(event?.detail);
+    const parsed = z.safeParse(schema, event?.detail);
     if (!parsed.success) {
       const reason = describeIssues('detail', parsed.error);
       log.error('malformed event', { ...fields, reason });

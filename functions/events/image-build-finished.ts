@@ -1,30 +1,31 @@
 import type { EventBridgeEvent } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { imageBuilds } from '../ports/registry/image-builds.js';
 import { log } from '../shared/log.js';
+import '../shared/zod-locale.js';
 
 const detail = z.object({
-  'build-status': z.string().min(1),
-  'build-id': z.string().optional(),
-  'project-name': z.string().optional(),
-  'additional-information': z
-    .object({
-      environment: z
-        .object({
-          'environment-variables': z
-            .array(z.object({ name: z.string(), value: z.string(), type: z.string().optional() }))
-            .optional(),
-        })
-        .optional(),
-      logs: z
-        .object({
-          'group-name': z.string().optional(),
-          'stream-name': z.string().optional(),
-          'deep-link': z.string().optional(),
-        })
-        .optional(),
-    })
-    .optional(),
+  'build-status': z.string().check(z.minLength(1)),
+  'build-id': z.optional(z.string()),
+  'project-name': z.optional(z.string()),
+  'additional-information': z.optional(
+    z.object({
+      environment: z.optional(
+        z.object({
+          'environment-variables': z.optional(
+            z.array(z.object({ name: z.string(), value: z.string(), type: z.optional(z.string()) })),
+          ),
+        }),
+      ),
+      logs: z.optional(
+        z.object({
+          'group-name': z.optional(z.string()),
+          'stream-name': z.optional(z.string()),
+          'deep-link': z.optional(z.string()),
+        }),
+      ),
+    }),
+  ),
 });
 
 /** Raised for an event this handler cannot read: it fails the invocation, so the event reaches the DLQ. */

@@ -33,8 +33,9 @@ export interface RouteAccess {
   imageBuilds?: true;
   /**
    * The handler reads apps' and builds' output through the runtime (in AWS: the image-build settings and
-   * logs:GetLogEvents on its log group, the cluster's settings and its API: eks:DescribeCluster and an
-   * access entry in the group deploy/rbac.yaml gives pods list, pods/log get and secrets get). Starts,
+   * logs:GetLogEvents on its log group, the cluster's settings and its API: its endpoint and CA, which the
+   * stack resolves at deploy time, and an access entry in the group deploy/rbac.yaml gives pods list,
+   * pods/log get and secrets get). Starts,
    * changes and ends nothing.
    */
   logs?: true;
@@ -55,10 +56,10 @@ export interface RouteAccess {
   prStatus?: true;
   /**
    * Test-run media (screenshots, videos) and run-report links: `R` mints URLs and links (in AWS: presigned
-   * GETs of the media bucket, MEDIA_BUCKET, and the link-signing secret, RUN_LINK_SECRET_ARN), `RW` also
-   * stores media.
+   * GETs of the media bucket, MEDIA_BUCKET, and the link-signing secret, RUN_LINK_SECRET_ARN), `W` only
+   * stores media (PutObject into MEDIA_BUCKET; no link secret), `RW` both.
    */
-  media?: 'R' | 'RW';
+  media?: 'R' | 'W' | 'RW';
   /**
    * The function drives a headless browser (in AWS: x86_64, at least 2 GB, a 15-minute timeout,
    * @sparticuz/chromium and an ffmpeg binary at PREVIEW_FFMPEG_PATH, by default /opt/bin/ffmpeg).

@@ -15,10 +15,17 @@ export { type Adapters, type PortName, provideLocalAdapters } from './registry/a
 export { artifacts } from './registry/artifacts.js';
 export { browser } from './registry/browser.js';
 export { eventBus } from './registry/events.js';
-export { buildRuntime, codeBuildImages, imageBuilds } from './registry/image-builds.js';
-export { mediaStore } from './registry/media.js';
+export { buildLogs, buildRuntime, codeBuildImages, imageBuilds } from './registry/image-builds.js';
+export { mediaReader } from './registry/media.js';
+export { mediaWriter } from './registry/media-writer.js';
 export { prStatus } from './registry/pr-status.js';
-export { rolloutWatcher, runtime } from './registry/runtime.js';
+export {
+  clusterRuntime,
+  logsRuntime,
+  rolloutWatcher,
+  runtime,
+  teardownRuntime,
+} from './registry/runtime.js';
 export { secretStore } from './registry/secret-store.js';
 export { sourceHost } from './registry/source-host.js';
 export { webhookSecret } from './registry/webhook-secret.js';

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { type TableName, tableNames, tables } from '../manifest/tables.js';
 import { ConfigError } from './errors.js';
 import { issuePath } from './validation.js';
@@ -8,51 +8,57 @@ import { issuePath } from './validation.js';
  * The same variables drive Lambda (set by CDK) and local mode (set by the local server): local mode
  * differs only in `PREVIEW_MODE=local`, the DynamoDB endpoint and the data directory.
  */
+const nonEmpty = z.string().check(z.minLength(1));
 const schema = z
   .object({
-    PREVIEW_MODE: z.enum(['aws', 'local']).default('aws'),
-    AWS_REGION: z.string().min(1).optional(),
-    DYNAMODB_ENDPOINT: z
-      .string()
-      .regex(/^(https?:\/\/\S+|unix:\/\S+)$/, 'must be http(s)://host:port or unix:/path/to/socket')
-      .optional(),
-    PREVIEW_DATA_DIR: z.string().min(1).optional(),
-    PREVIEW_GIT_ROOT: z.string().min(1).optional(),
-    PREVIEW_WORK_DIR: z.string().min(1).optional(),
-    SECRET_NAME_PREFIX: z.string().min(1).default('preview'),
-    PREVIEW_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(30),
-    PREVIEW_READY_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
-    STATE_MACHINE_DEPLOY_ARN: z.string().min(1).optional(),
-    STATE_MACHINE_TEARDOWN_ARN: z.string().min(1).optional(),
-    STATE_MACHINE_REDEPLOY_APP_ARN: z.string().min(1).optional(),
-    STATE_MACHINE_TEST_RUN_ARN: z.string().min(1).optional(),
-    ARTIFACTS_BUCKET: z.string().min(1).optional(),
-    IMAGE_BUILD_PROJECT: z.string().min(1).optional(),
-    IMAGE_REPOSITORY_URI: z.string().min(1).optional(),
-    IMAGE_BUILD_LOG_GROUP: z.string().min(1).optional(),
-    GITHUB_APP_SECRET_ARN: z.string().min(1).optional(),
-    EKS_CLUSTER_NAME: z.string().min(1).optional(),
-    ROLLOUT_WATCHER_FUNCTION: z.string().min(1).optional(),
-    GITHUB_API_URL: z.string().url().default('https://api.github.com'),
-    EVENT_BUS_NAME: z.string().min(1).optional(),
-    PREVIEW_GITHUB_WEBHOOK_SECRET: z.string().min(1).optional(),
-    PREVIEW_EXPIRY_SWEEP_SECONDS: z.coerce.number().int().min(1).max(86_400).optional(),
-    MEDIA_BUCKET: z.string().min(1).optional(),
-    RUN_LINK_SECRET_ARN: z.string().min(1).optional(),
-    PREVIEW_BROWSER_PATH: z.string().min(1).optional(),
-    PREVIEW_FFMPEG_PATH: z.string().min(1).optional(),
-    PREVIEW_RUN_STEP_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(15),
-    PREVIEW_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(840).default(600),
-    ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, z.string().min(1)])),
+    PREVIEW_MODE: z._default(z.enum(['aws', 'local']), 'aws'),
+    AWS_REGION: z.optional(nonEmpty),
+    DYNAMODB_ENDPOINT: z.optional(
+      z
+        .string()
+        .check(
+          z.regex(/^(https?:\/\/\S+|unix:\/\S+)$/, 'must be http(s)://host:port or unix:/path/to/socket'),
+        ),
+    ),
+    PREVIEW_DATA_DIR: z.optional(nonEmpty),
+    PREVIEW_GIT_ROOT: z.optional(nonEmpty),
+    PREVIEW_WORK_DIR: z.optional(nonEmpty),
+    SECRET_NAME_PREFIX: z._default(nonEmpty, 'preview'),
+    PREVIEW_AUTH_CACHE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(60)), 30),
+    PREVIEW_READY_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(3600)), 120),
+    STATE_MACHINE_DEPLOY_ARN: z.optional(nonEmpty),
+    STATE_MACHINE_TEARDOWN_ARN: z.optional(nonEmpty),
+    STATE_MACHINE_REDEPLOY_APP_ARN: z.optional(nonEmpty),
+    STATE_MACHINE_TEST_RUN_ARN: z.optional(nonEmpty),
+    ARTIFACTS_BUCKET: z.optional(nonEmpty),
+    IMAGE_BUILD_PROJECT: z.optional(nonEmpty),
+    IMAGE_REPOSITORY_URI: z.optional(nonEmpty),
+    IMAGE_BUILD_LOG_GROUP: z.optional(nonEmpty),
+    GITHUB_APP_SECRET_ARN: z.optional(nonEmpty),
+    EKS_CLUSTER_NAME: z.optional(nonEmpty),
+    ROLLOUT_WATCHER_FUNCTION: z.optional(nonEmpty),
+    GITHUB_API_URL: z._default(z.string().check(z.url()), 'https://api.github.com'),
+    EVENT_BUS_NAME: z.optional(nonEmpty),
+    PREVIEW_GITHUB_WEBHOOK_SECRET: z.optional(nonEmpty),
+    PREVIEW_EXPIRY_SWEEP_SECONDS: z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(86_400))),
+    MEDIA_BUCKET: z.optional(nonEmpty),
+    RUN_LINK_SECRET_ARN: z.optional(nonEmpty),
+    PREVIEW_BROWSER_PATH: z.optional(nonEmpty),
+    PREVIEW_FFMPEG_PATH: z.optional(nonEmpty),
+    PREVIEW_RUN_STEP_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(600)), 15),
+    PREVIEW_RUN_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(5), z.lte(840)), 600),
+    ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, nonEmpty])),
   })
-  .superRefine((env, ctx) => {
-    if (env.PREVIEW_MODE === 'aws' && !env.AWS_REGION) {
-      ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'required in aws mode' });
-    }
-    if (env.PREVIEW_MODE === 'local' && !env.PREVIEW_DATA_DIR) {
-      ctx.addIssue({ code: 'custom', path: ['PREVIEW_DATA_DIR'], message: 'required in local mode' });
-    }
-  });
+  .check(
+    z.superRefine((env, ctx) => {
+      if (env.PREVIEW_MODE === 'aws' && !env.AWS_REGION) {
+        ctx.addIssue({ code: 'custom', path: ['AWS_REGION'], message: 'required in aws mode' });
+      }
+      if (env.PREVIEW_MODE === 'local' && !env.PREVIEW_DATA_DIR) {
+        ctx.addIssue({ code: 'custom', path: ['PREVIEW_DATA_DIR'], message: 'required in local mode' });
+      }
+    }),
+  );
 
 export interface Config {
   mode: 'aws' | 'local';

@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import './zod-locale.js';
 
 /**
  * Field rules shared by handlers and use cases. Names follow the source host's rules (GitHub) and the
@@ -11,19 +12,19 @@ export const ENV_VAR_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 export const MAX_PR = 2_147_483_647;
 
-export const owner = z.string().regex(OWNER_RE, 'must be a GitHub owner name');
-export const repo = z.string().regex(REPO_RE, 'must be a GitHub repository name');
-export const repoFullName = z.string().refine((v) => {
-  const [o, r, ...rest] = v.split('/');
-  return rest.length === 0 && OWNER_RE.test(o ?? '') && REPO_RE.test(r ?? '');
-}, 'must be owner/repo with GitHub owner and repository names');
+export const owner = z.string().check(z.regex(OWNER_RE, 'must be a GitHub owner name'));
+export const repo = z.string().check(z.regex(REPO_RE, 'must be a GitHub repository name'));
+export const repoFullName = z.string().check(
+  z.refine((v) => {
+    const [o, r, ...rest] = v.split('/');
+    return rest.length === 0 && OWNER_RE.test(o ?? '') && REPO_RE.test(r ?? '');
+  }, 'must be owner/repo with GitHub owner and repository names'),
+);
 
 /** `pr` in a path: a plain non-negative decimal integer (no sign, exponent, fraction or spaces). */
 export const prPath = z
-  .string()
-  .regex(/^[0-9]{1,10}$/, 'pr must be a non-negative integer')
-  .transform(Number)
-  .refine((n) => n <= MAX_PR, 'pr must be a non-negative integer');
+  .pipe(z.string().check(z.regex(/^[0-9]{1,10}$/, 'pr must be a non-negative integer')), z.transform(Number))
+  .check(z.refine((n) => n <= MAX_PR, 'pr must be a non-negative integer'));
 
 /*
  * Keys a caller chooses (secret keys, test variable names, runtime_metadata names, JSON member names,
@@ -43,7 +44,7 @@ export const prPath = z
 /** The one key name refused wherever a caller chooses a key (see above). */
 export const RESERVED_KEY = '__proto__';
 export const isReservedKey = (key: string): boolean => key === RESERVED_KEY;
-/** The zod `refine` arguments of the rule, for a string that becomes a key: `.refine(...notReserved)`. */
+/** The zod `refine` arguments of the rule, for a string that becomes a key: `z.refine(...notReserved)`. */
 const notReserved = [(key: string) => !isReservedKey(key), `must not be ${RESERVED_KEY}`] as const;
 
 /**
@@ -74,13 +75,15 @@ export function reservedMemberPath(value: unknown): PropertyKey[] | undefined {
   return undefined;
 }
 
-export const appName = z.string().regex(APP_NAME_RE, 'must be an app name (lower-case DNS label)');
+export const appName = z.string().check(z.regex(APP_NAME_RE, 'must be an app name (lower-case DNS label)'));
 export const envVarKey = z
   .string()
-  .max(256)
-  .regex(ENV_VAR_RE, 'must be an environment variable name')
-  .refine(...notReserved);
-export const rowId = z.string().regex(ID_RE, 'must be an id of letters, digits, - or _');
+  .check(
+    z.maxLength(256),
+    z.regex(ENV_VAR_RE, 'must be an environment variable name'),
+    z.refine(...notReserved),
+  );
+export const rowId = z.string().check(z.regex(ID_RE, 'must be an id of letters, digits, - or _'));
 
 /**
  * A `Host` header value: a DNS name or IPv4 address, or a bracketed IPv6 address, with an optional port.
@@ -92,20 +95,18 @@ export const HOST_RE =
 // Query-string fields shared by the run and test routes.
 
 /** A query boolean: only the strings `true` and `false`; absent is false. */
-export const queryBoolean = z
-  .enum(['true', 'false'], { message: 'must be true or false' })
-  .optional()
-  .transform((v) => v === 'true');
+export const queryBoolean = z.pipe(
+  z.optional(z.enum(['true', 'false'], { message: 'must be true or false' })),
+  z.transform((v) => v === 'true'),
+);
 
 /** A query integer written in plain decimal digits, within [min, max]. */
 export const queryInteger = (min: number, max?: number) => {
   const rule =
     max === undefined ? `must be an integer >= ${min}` : `must be an integer from ${min} to ${max}`;
   return z
-    .string()
-    .regex(/^[0-9]{1,15}$/, rule)
-    .transform(Number)
-    .refine((n) => n >= min && (max === undefined || n <= max), rule);
+    .pipe(z.string().check(z.regex(/^[0-9]{1,15}$/, rule)), z.transform(Number))
+    .check(z.refine((n) => n >= min && (max === undefined || n <= max), rule));
 };
 
 // How every 400 names a field: one formatter for HTTP validation, tests files, recipes, preview.yaml and
@@ -126,7 +127,7 @@ export function issuePath(parts: readonly PropertyKey[]): string {
 }
 
 /** `path: message` for each of the first `max` issues of a zod error (just the message at the root). */
-export function issueMessages(error: z.ZodError, max = 5): string[] {
+export function issueMessages(error: z.core.$ZodError, max = 5): string[] {
   return error.issues.slice(0, max).map((i) => {
     const where = issuePath(i.path);
     return where ? `${where}: ${i.message}` : i.message;
@@ -134,6 +135,6 @@ export function issueMessages(error: z.ZodError, max = 5): string[] {
 }
 
 /** `invalid <where>: a.b: message; c[0]: message`, the text of a 400 for a zod error. */
-export function describeIssues(where: string, error: z.ZodError): string {
+export function describeIssues(where: string, error: z.core.$ZodError): string {
   return `invalid ${where}: ${issueMessages(error).join('; ')}`;
 }

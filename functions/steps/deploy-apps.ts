@@ -1,7 +1,7 @@
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
 import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
-import { runtime } from '../ports/registry/runtime.js';
+import { clusterRuntime } from '../ports/registry/runtime.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import type { AppLaunch, AppSpec } from '../ports/runtime/port.js';
 
@@ -44,7 +44,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
       };
     }),
   );
-  await runtime().deploy(target, launches, {
+  await clusterRuntime().deploy(target, launches, {
     prune: input.mode === undefined,
     restart: input.mode === 'restart',
     apps: Object.keys(env.appSpecs ?? apps),
@@ -53,5 +53,5 @@ export async function handler(event: CallbackEvent): Promise<void> {
     phase: 'waiting-ready',
     ...(Object.keys(images).length ? { images: { ...env.images, ...images } } : {}),
   });
-  await runtime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
+  await clusterRuntime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
 }

@@ -1,7 +1,7 @@
 import { executeRun } from '../core/run-executor.js';
 import { RunNotOwned, type RunTarget } from '../core/runs.js';
 import { browser } from '../ports/registry/browser.js';
-import { mediaStore } from '../ports/registry/media.js';
+import { mediaWriter } from '../ports/registry/media-writer.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { config } from '../shared/config.js';
 import { Superseded } from '../shared/step-errors.js';
@@ -19,7 +19,7 @@ export async function handler(input: {
     const status = await executeRun(
       {
         browser: browser(),
-        media: mediaStore(),
+        media: mediaWriter(),
         secrets: secretStore(),
         stepTimeoutSeconds: c.runs.stepTimeoutSeconds,
         runTimeoutSeconds: c.runs.runTimeoutSeconds,

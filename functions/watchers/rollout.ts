@@ -1,22 +1,25 @@
 import type { Context } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { rolloutWatcher } from '../ports/registry/runtime.js';
 import type { RolloutWatchEvent } from '../ports/runtime/eks.js';
 import { log } from '../shared/log.js';
+import '../shared/zod-locale.js';
 
+const nonEmpty = z.string().check(z.minLength(1));
+const count = z.number().check(z.int(), z.gte(0));
 const eventSchema = z.object({
   target: z.object({
-    orgId: z.string().min(1),
-    envKey: z.string().min(1),
-    repoFullName: z.string().min(1),
-    prNumber: z.number().int().nonnegative(),
-    generation: z.number().int().nonnegative(),
+    orgId: nonEmpty,
+    envKey: nonEmpty,
+    repoFullName: nonEmpty,
+    prNumber: count,
+    generation: count,
   }),
-  apps: z.array(z.string().min(1)).min(1),
-  token: z.string().min(1),
+  apps: z.array(nonEmpty).check(z.minLength(1)),
+  token: nonEmpty,
   deadline: z.number(),
-  hop: z.number().int().nonnegative().default(0),
-  startedAt: z.number().optional(),
+  hop: z._default(count, 0),
+  startedAt: z.optional(z.number()),
 });
 
 /** Raised for an event this handler cannot read: the invocation fails, so it reaches the on-failure destination. */

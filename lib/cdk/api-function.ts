@@ -67,7 +67,7 @@ export const tableWriteActions = [
 ];
 /** `R` on the artifacts bucket; ListBucket makes a HeadObject of a missing key a 404 rather than a 403. */
 export const artifactReadActions = ['s3:GetObject'];
-/** What `RW` adds: single and multipart uploads (lib-storage), and aborting a failed multipart upload. */
+/** What `RW` adds: single and multipart uploads (shared/s3-objects.ts), and aborting a failed one. */
 export const artifactWriteActions = ['s3:PutObject', 's3:AbortMultipartUpload'];
 /** `imageBuilds`: start builds and read them, read the pushed images, read the build logs. */
 export const imageBuildActions = {
@@ -79,7 +79,11 @@ export const imageBuildActions = {
 /** `logs` access (an app's and its build's output): the image-build log, read only. */
 export const logReadActions = ['logs:GetLogEvents'];
 
-/** What a function that calls the cluster may do in AWS (the rest is Kubernetes RBAC). */
+/**
+ * What resolves the cluster's API endpoint and CA at deploy time (the stack's `ClusterApi` custom
+ * resource, `clusterApi` of stateless-stack.ts); the functions themselves get no EKS action (the rest is
+ * Kubernetes RBAC).
+ */
 export const clusterDescribeActions = ['eks:DescribeCluster'];
 
 /** The ARN of an EKS cluster of the stack's account and region, by name. */
@@ -125,7 +129,7 @@ export interface BrowserResources {
 export const mediaPrefix = 'runs/';
 /** `media: 'R'`: presigned GETs are authorized by the signing role's s3:GetObject. */
 export const mediaReadActions = ['s3:GetObject'];
-/** What `RW` adds: the executor stores each screenshot and the video with a single PutObject. */
+/** `media: 'W'` (and what `RW` adds): each screenshot and the video is a single PutObject. */
 export const mediaWriteActions = ['s3:PutObject'];
 /** `publishes`: put events on the service's own bus (and nothing else: no rule or bus management). */
 export const publishActions = ['events:PutEvents'];
@@ -168,6 +172,12 @@ export interface ClusterSettings {
   tlsSecretName?: string;
   /** EKS_ALLOW_FROM_CIDRS (comma-separated) */
   allowFromCidrs?: string[];
+  /**
+   * The cluster's Kubernetes API, resolved at deploy time (eks:DescribeCluster by the stack's custom
+   * resource): EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA of the functions that call the cluster, so none
+   * of them bundles the EKS client nor calls DescribeCluster on a cold start.
+   */
+  api?: { endpoint: string; caData: string };
 }
 
 /** The runtime, as the functions with `runtime` access see it. */
@@ -363,26 +373,30 @@ export class ApiFunction extends NodejsFunction {
   /**
    * Test-run media and report links. `R`: s3:GetObject on `runs/*` of the media bucket (the presigned GET
    * URLs it mints are authorized by this role) and the link-signing secret (GetSecretValue,
-   * DescribeSecret); `RW` also s3:PutObject there (screenshots, videos). MEDIA_BUCKET and
-   * RUN_LINK_SECRET_ARN name them. No ListBucket: nothing lists media.
+   * DescribeSecret), RUN_LINK_SECRET_ARN naming it; `W`: s3:PutObject there only (screenshots, videos;
+   * the run executor); `RW` both. MEDIA_BUCKET names the bucket. No ListBucket: nothing lists media.
    */
-  bindMedia(media: MediaResources, mode: 'R' | 'RW'): this {
+  bindMedia(media: MediaResources, mode: 'R' | 'W' | 'RW'): this {
     const objects = media.bucket.arnForObjects(`${mediaPrefix}*`);
+    const reads = mode !== 'W';
     this.addToRolePolicy(
       new iam.PolicyStatement({
-        actions: mode === 'RW' ? [...mediaReadActions, ...mediaWriteActions] : mediaReadActions,
+        actions: [...(reads ? mediaReadActions : []), ...(mode !== 'R' ? mediaWriteActions : [])],
         resources: [objects],
       }),
     );
-    media.linkSecret.grantRead(this);
     this.addEnvironment('MEDIA_BUCKET', media.bucket.bucketName);
-    this.addEnvironment('RUN_LINK_SECRET_ARN', media.linkSecret.secretArn);
+    if (reads) {
+      media.linkSecret.grantRead(this);
+      this.addEnvironment('RUN_LINK_SECRET_ARN', media.linkSecret.secretArn);
+    }
     if (this.role) {
+      const what = { R: 'read: presigned GETs', W: 'write: the run executor', RW: 'read and write' }[mode];
       acknowledgeWildcardResource(
         this.role,
         objects,
         'Test-run media are keyed runs/<orgId>/<runId>/<file>, known only at run time; the grant is limited ' +
-          `to that prefix of the media bucket (${mode === 'RW' ? 'read and write: the run executor' : 'read: presigned GETs'}).`,
+          `to that prefix of the media bucket (${what}).`,
       );
     }
     return this;
@@ -584,20 +598,18 @@ export class ApiFunction extends NodejsFunction {
   }
 
   /**
-   * Call the cluster's API: eks:DescribeCluster on that cluster only (its endpoint and CA), and, unless the
-   * operator maps roles in the aws-auth ConfigMap instead, an EKS access entry (STANDARD, no access
-   * policy) putting this function's role in the Kubernetes group `preview-runtime`, whose rights are
-   * deploy/rbac.yaml's. Only for the functions that talk to the cluster (deploy, teardown, the rollout
-   * watcher), not every runtime function: the image builds never reach it.
+   * Call the cluster's API: its endpoint and CA (EKS_CLUSTER_ENDPOINT, EKS_CLUSTER_CA_DATA, which the
+   * stack resolved at deploy time: no EKS action is granted), and, unless the operator maps roles in the
+   * aws-auth ConfigMap instead, an EKS access entry (STANDARD, no access policy) putting this function's
+   * role in the Kubernetes group `preview-runtime`, whose rights are deploy/rbac.yaml's. Only for the
+   * functions that talk to the cluster (deploy, teardown, the rollout watcher, the app-logs route), not
+   * every runtime function: the image builds never reach it.
    */
   bindClusterAccess(cluster: ClusterSettings): this {
     if (!this.role) throw new Error(`${this.node.path}: cluster access needs a role`);
-    this.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: clusterDescribeActions,
-        resources: [clusterArn(this, cluster.name)],
-      }),
-    );
+    if (!cluster.api) throw new Error(`${this.node.path}: cluster access needs the cluster's API (api)`);
+    this.addEnvironment('EKS_CLUSTER_ENDPOINT', cluster.api.endpoint);
+    this.addEnvironment('EKS_CLUSTER_CA_DATA', cluster.api.caData);
     if (cluster.accessEntries) {
       new eks.CfnAccessEntry(this, 'ClusterAccess', {
         clusterName: cluster.name,

@@ -14,6 +14,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as cr from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
 import {
   type EventRuleDef,
@@ -42,6 +43,8 @@ import {
   type BrowserResources,
   browserFunctionProps,
   type ClusterSettings,
+  clusterArn,
+  clusterDescribeActions,
   type MediaResources,
   repoRoot,
   type Tables,
@@ -388,7 +391,8 @@ export class StatelessStack extends Stack {
     if (!Token.isUnresolved(githubApiUrl) && !/^https:\/\/[^\s/]+/.test(githubApiUrl)) {
       throw new Error(`githubApiUrl must be an https URL (got "${githubApiUrl}")`);
     }
-    this.cluster = clusterSettings(props);
+    const cluster = clusterSettings(props);
+    this.cluster = cluster && { ...cluster, api: clusterApi(this, cluster.name) };
 
     // 0. Artifacts bucket and image build (steps and event targets are granted on them by their access).
     this.artifacts = artifactsBucket(this, props.artifactsExpiration ?? Duration.days(7));
@@ -905,7 +909,9 @@ function stepAccessByEntry(): Map<string, RouteAccess> {
       }
       if (task.access.secrets && merged.secrets !== 'RW') merged.secrets = task.access.secrets;
       if (task.access.artifacts && merged.artifacts !== 'RW') merged.artifacts = task.access.artifacts;
-      if (task.access.media && merged.media !== 'RW') merged.media = task.access.media;
+      // Media modes combine: R and W make RW.
+      if (task.access.media)
+        merged.media = merged.media && merged.media !== task.access.media ? 'RW' : task.access.media;
       if (task.access.sourceHost) merged.sourceHost = true;
       if (task.access.imageBuilds) merged.imageBuilds = true;
       if (task.access.runtime) merged.runtime = true;
@@ -1064,6 +1070,55 @@ function runLinkSecret(scope: Stack): secretsmanager.Secret {
       'put-secret-value); the functions read it again on their next cold start.',
   );
   return secret;
+}
+
+/**
+ * The cluster's Kubernetes API endpoint and CA, resolved at deploy time: an `eks:DescribeCluster` of the
+ * cluster (a custom resource), whose answer the functions that call the
+ * cluster get as EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA. So no function bundles the EKS client (about
+ * 50 KB minified each) or calls DescribeCluster on a cold start; the custom resource's role is the only
+ * one granted the action, on that cluster only. A cluster that is not ACTIVE has no endpoint yet: the
+ * deploy fails, naming the missing field. The CA (about 1.5 KB) counts against Lambda's 4 KB of
+ * environment per function.
+ */
+function clusterApi(scope: Stack, clusterName: string): { endpoint: string; caData: string } {
+  const call: cr.AwsSdkCall = {
+    service: 'EKS',
+    action: 'DescribeCluster',
+    parameters: { name: clusterName },
+    // Read when created and when the cluster's name changes. A cluster re-created under the same name has
+    // a new CA: deploy with another name, or re-create this resource (docs/deploy-to-aws.md).
+    physicalResourceId: cr.PhysicalResourceId.of(`${clusterName}-api`),
+    outputPaths: ['cluster.endpoint', 'cluster.certificateAuthority.data'],
+  };
+  const resource = new cr.AwsCustomResource(scope, 'ClusterApi', {
+    onCreate: call,
+    onUpdate: call,
+    installLatestAwsSdk: false,
+    policy: cr.AwsCustomResourcePolicy.fromStatements([
+      new iam.PolicyStatement({
+        actions: clusterDescribeActions,
+        resources: [clusterArn(scope, clusterName)],
+      }),
+    ]),
+  });
+  // The provider function CDK adds for every AwsCustomResource of the stack (a singleton, at stack level).
+  const provider = scope.node.tryFindChild(
+    `AWS${cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`,
+  );
+  const providerRole = provider?.node.tryFindChild('ServiceRole');
+  if (providerRole)
+    acknowledge(
+      providerRole,
+      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      "CDK's AwsCustomResource provider (ClusterApi: one eks:DescribeCluster at deploy time) writes its own " +
+        'log with the basic execution policy; it runs only during deployments and its other grant is that ' +
+        'one call on that one cluster.',
+    );
+  return {
+    endpoint: resource.getResponseField('cluster.endpoint'),
+    caData: resource.getResponseField('cluster.certificateAuthority.data'),
+  };
 }
 
 /** The ffmpeg layer test runs record with: an existing one by ARN, one built from a local path, or none. */

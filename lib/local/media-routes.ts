@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { serveRunReport } from '../../functions/core/run-report.js';
 import { LOCAL_MEDIA_PREFIX, LocalMediaStore } from '../../functions/ports/media/local-files.js';
-import { mediaStore } from '../../functions/ports/registry.js';
+import { mediaReader } from '../../functions/ports/registry.js';
 
 /*
  * What the local server serves without credentials, at signed URLs (`?expires=<epoch>&sig=<HMAC>`):
@@ -51,7 +51,7 @@ export async function serveSigned(req: IncomingMessage, res: ServerResponse, url
     res.setHeader('allow', 'GET, HEAD');
     return plain(res, 405, 'method not allowed');
   }
-  const media = mediaStore();
+  const media = mediaReader();
   const expires = url.searchParams.get('expires') ?? undefined;
   const sig = url.searchParams.get('sig') ?? undefined;
   if (isReport) {

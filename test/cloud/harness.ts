@@ -72,6 +72,9 @@ export async function startCloud(
     ...(kube
       ? {
           EKS_CLUSTER_NAME: CLUSTER,
+          // What the stack resolves at deploy time (its eks:DescribeCluster): the fake cluster's API.
+          EKS_CLUSTER_ENDPOINT: kube.url,
+          EKS_CLUSTER_CA_DATA: kube.caData,
           EKS_INGRESS_CLASS: 'nginx',
           EKS_INGRESS_DOMAIN: INGRESS_DOMAIN,
           ROLLOUT_WATCHER_FUNCTION: 'rollout-watcher',

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import { createApplication, type OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import {
@@ -217,7 +217,7 @@ const encode = (s: string): string => {
 };
 
 /** The schema of each path parameter, as the handlers validate it: decides whether a value is valid. */
-const schemaOf: Record<string, z.ZodType> = {
+const schemaOf: Record<string, z.ZodMiniType> = {
   applicationId: rowId,
   setupId: rowId,
   test_id: rowId,

@@ -102,6 +102,12 @@ function built(s: Synthesized): [string, Built][] {
 }
 
 const watcherId = (s: Synthesized) => idIn(s, s.stateless.workers.rolloutWatcher.function);
+/** The logical id of the custom resource that describes the cluster (its one `Custom::AWS`). */
+const clusterApiId = (s: Synthesized) => {
+  const ids = Object.keys(resourcesOf(s.statelessTemplate, 'Custom::AWS'));
+  expect(ids).toHaveLength(1);
+  return ids[0]!;
+};
 const clusterArn = {
   'Fn::Join': [
     '',
@@ -173,9 +179,12 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
   test.each(built(full).filter(([, fn]) => fn.runtime))(
     '%s: its environment builds the EKS cluster adapter (eksClusterFromEnv) with the apps’ https host',
     (_, fn) => {
-      // Prepare: deploy-time references become placeholder strings; Lambda sets AWS_REGION and its name.
+      // Prepare: deploy-time references become placeholder strings (the cluster endpoint an https URL, as
+      // DescribeCluster answers it); Lambda sets AWS_REGION and its name.
+      const placeholder = (k: string) =>
+        k === 'EKS_CLUSTER_ENDPOINT' ? 'https://resolved.eks.example' : `resolved:${k}`;
       const env = Object.fromEntries(
-        Object.entries(envOf(full, fn.id)).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved:${k}`]),
+        Object.entries(envOf(full, fn.id)).map(([k, v]) => [k, typeof v === 'string' ? v : placeholder(k)]),
       );
       const lambdaEnv = { ...env, AWS_REGION: 'eu-west-1', AWS_LAMBDA_FUNCTION_NAME: 'this-function' };
       // Act
@@ -329,6 +338,27 @@ describe('invoking the watcher', () => {
   );
 });
 
+/**
+ * Lambda refuses a function whose environment (names and values) is over 4 KB. The cluster's CA, resolved
+ * at deploy time, is the largest value; the template only holds references, so each unresolved value is
+ * counted at a generous size: the CA as 2,000 characters (EKS issues an RSA-2048 CA: about 1,500 as
+ * base64 PEM), the endpoint as 100, any other reference (CloudFormation-generated table names, ARNs) as
+ * 100 (this stack's are about 60). The user-given settings (ingress annotations, CIDRs) count as given:
+ * docs/deploy-to-aws.md says what room is left for them.
+ */
+const ENV_LIMIT_BYTES = 4096;
+const countedLength = (name: string, value: Json): number => {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (name === 'EKS_CLUSTER_CA_DATA') return 2000;
+  return 100;
+};
+
+test.each(built(full))("%s: its environment fits Lambda's 4 KB, counting the CA generously", (_, fn) => {
+  const env = envOf(full, fn.id);
+  const bytes = Object.entries(env).reduce((n, [k, v]) => n + Buffer.byteLength(k) + countedLength(k, v), 0);
+  expect({ fn: fn.id, fits: bytes <= ENV_LIMIT_BYTES, bytes }).toMatchObject({ fn: fn.id, fits: true });
+});
+
 describe('cluster access', () => {
   const eksStatements = (s: Synthesized, id: string) =>
     statementsOf(s.statelessTemplate, id).filter((st) => st.actions.some((a) => a.startsWith('eks:')));
@@ -345,14 +375,38 @@ describe('cluster access', () => {
     }
   });
 
-  test.each(built(full))('%s may describe the cluster (only that one) exactly when it calls it', (_, fn) => {
-    const statements = eksStatements(full, fn.id);
-    if (!fn.callsCluster) {
-      expect(statements).toEqual([]);
-      return;
-    }
-    expect(statements.map((s) => [s.actions, s.resources])).toEqual([[clusterDescribeActions, [clusterArn]]]);
+  test.each(built(full))(
+    '%s gets the cluster API (endpoint and CA, resolved by the stack) exactly when it calls it, and no EKS action',
+    (_, fn) => {
+      expect(eksStatements(full, fn.id)).toEqual([]);
+      const env = envOf(full, fn.id);
+      if (!fn.callsCluster) {
+        expect(env.EKS_CLUSTER_ENDPOINT).toBeUndefined();
+        expect(env.EKS_CLUSTER_CA_DATA).toBeUndefined();
+        return;
+      }
+      const api = clusterApiId(full);
+      expect(env.EKS_CLUSTER_ENDPOINT).toEqual({ 'Fn::GetAtt': [api, 'cluster.endpoint'] });
+      expect(env.EKS_CLUSTER_CA_DATA).toEqual({ 'Fn::GetAtt': [api, 'cluster.certificateAuthority.data'] });
+    },
+  );
+
+  test('the stack resolves the cluster API at deploy time: eks:DescribeCluster of that cluster only', () => {
+    const calls = Object.values(resourcesOf(full.statelessTemplate, 'Custom::AWS'));
+    expect(calls).toHaveLength(1);
+    const create = JSON.parse(JSON.stringify(calls[0]!.Properties.Create));
+    expect(JSON.stringify(create)).toContain('\\"action\\":\\"DescribeCluster\\"');
+    expect(JSON.stringify(create)).toMatch(/\\"service\\":\\"(EKS|eks|@aws-sdk\/client-eks)\\"/);
+    expect(JSON.stringify(create)).toContain('\\"name\\":\\"previews\\"');
+    const policies = Object.values(resourcesOf(full.statelessTemplate, 'AWS::IAM::Policy'));
+    const describe = policies
+      .flatMap((p) => asArray(p.Properties.PolicyDocument.Statement))
+      .filter((st: Json) => asArray(st.Action).some((a: string) => a.startsWith('eks:')));
+    expect(describe).toHaveLength(1);
+    expect(asArray(describe[0].Action)).toEqual(clusterDescribeActions);
+    expect(describe[0].Resource).toEqual(clusterArn);
     expect(clusterDescribeActions).toEqual(['eks:DescribeCluster']);
+    expect(resourcesOf(none.statelessTemplate, 'Custom::AWS')).toEqual({});
   });
 
   test('without a cluster nothing may call EKS', () => {
@@ -388,11 +442,14 @@ describe('cluster access', () => {
     expect(clusterGroup).toBe('preview-runtime');
   });
 
-  test('none without a cluster, none when the roles are mapped in aws-auth (DescribeCluster still granted)', () => {
+  test('none without a cluster, none when the roles are mapped in aws-auth (the cluster API still given)', () => {
     expect(resourcesOf(none.statelessTemplate, 'AWS::EKS::AccessEntry')).toEqual({});
     expect(resourcesOf(awsAuth.statelessTemplate, 'AWS::EKS::AccessEntry')).toEqual({});
     for (const [, fn] of built(awsAuth).filter(([, f]) => f.callsCluster)) {
-      expect(eksStatements(awsAuth, fn.id)).toHaveLength(1);
+      expect(eksStatements(awsAuth, fn.id)).toEqual([]);
+      expect(envOf(awsAuth, fn.id).EKS_CLUSTER_ENDPOINT).toEqual({
+        'Fn::GetAtt': [clusterApiId(awsAuth), 'cluster.endpoint'],
+      });
     }
   });
 
@@ -463,7 +520,7 @@ describe('the app-logs route (logs access)', () => {
     for (const resource of logRead[0]!.resources) expect(mentions(resource, logGroup)).toBe(true);
   });
 
-  test('gets the settings the cloud runtime is built from, and the cluster (DescribeCluster, an access entry)', () => {
+  test('gets the settings the cloud runtime is built from, and the cluster (its API, an access entry)', () => {
     const env = envOf(full, logsId(full));
     for (const name of [
       'IMAGE_BUILD_PROJECT',
@@ -472,10 +529,12 @@ describe('the app-logs route (logs access)', () => {
       'ARTIFACTS_BUCKET',
       'EKS_CLUSTER_NAME',
       'EKS_INGRESS_DOMAIN',
+      'EKS_CLUSTER_ENDPOINT',
+      'EKS_CLUSTER_CA_DATA',
     ])
       expect(env[name]).toBeDefined();
     expect(clusterRouteIds).toEqual(['getAppLogs']);
-    expect(eksStatementsOf(full, logsId(full)).map((st) => st.actions)).toEqual([clusterDescribeActions]);
+    expect(eksStatementsOf(full, logsId(full))).toEqual([]);
     // Without a cluster: no EKS settings, no EKS grant (its log reads answer only builds).
     expect(envOf(none, logsId(none)).EKS_CLUSTER_NAME).toBeUndefined();
     expect(eksStatementsOf(none, logsId(none))).toEqual([]);

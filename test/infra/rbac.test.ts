@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EKSClient } from '@aws-sdk/client-eks';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { EksCluster } from '../../functions/ports/runtime/eks.js';
@@ -183,7 +182,8 @@ describe('what the EKS runtime really calls', () => {
       ingressClassName: 'nginx',
       domain: 'previews.example.com',
       complete: async (token, outcome) => void outcomes.set(token, outcome),
-      eks: new EKSClient({ region: REGION, endpoint: aws.url, credentials: CREDENTIALS }),
+      api: { endpoint: kube.url, caData: kube.caData },
+      credentials: async () => CREDENTIALS,
       invokeWatcher: async (event) => void watches.push(c.watch(event)),
       timing: { pollMs: 25, readyTimeoutMs: 20_000, teardownWaitMs: 10_000, namespaceWaitMs: 5_000 },
       ...over,

@@ -163,6 +163,11 @@ export function stepAccess(entry: string): RouteAccess {
   );
   const widest = (modes: ('R' | 'RW' | undefined)[]) =>
     modes.includes('RW') ? 'RW' : modes.includes('R') ? 'R' : undefined;
+  // Media also has `W` (write only): R and W together make RW.
+  const widestMedia = (modes: ('R' | 'W' | 'RW' | undefined)[]) =>
+    modes.includes('RW') || (modes.includes('R') && modes.includes('W'))
+      ? 'RW'
+      : (modes.find((m) => m !== undefined) as 'R' | 'W' | undefined);
   const access: RouteAccess = { tables: {} };
   for (const task of tasks) {
     for (const [table, mode] of Object.entries(task.access.tables) as [
@@ -172,10 +177,12 @@ export function stepAccess(entry: string): RouteAccess {
       access.tables[table] = widest([access.tables[table], mode]);
   }
   const accessOf = (t: TaskDef) => t.access as RouteAccess;
-  for (const kind of ['secrets', 'artifacts', 'media'] as const) {
+  for (const kind of ['secrets', 'artifacts'] as const) {
     const mode = widest(tasks.map((t) => accessOf(t)[kind]));
     if (mode) access[kind] = mode;
   }
+  const media = widestMedia(tasks.map((t) => accessOf(t).media));
+  if (media) access.media = media;
   for (const flag of ['sourceHost', 'imageBuilds', 'runtime', 'publishes', 'prStatus', 'browser'] as const) {
     if (tasks.some((t) => accessOf(t)[flag])) access[flag] = true;
   }

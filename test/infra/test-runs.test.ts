@@ -128,10 +128,11 @@ describe('the browser function (run executor)', () => {
       Object.entries(envOf(executor.id)).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved:${k}`]),
     );
     const config = parseConfig({ ...env, AWS_REGION: 'eu-west-1' });
+    // It stores media (media: 'W') and signs no link: the bucket, not the link secret.
     expect(config.runs).toEqual(
       expect.objectContaining({
         mediaBucket: 'resolved:MEDIA_BUCKET',
-        linkSecretArn: 'resolved:RUN_LINK_SECRET_ARN',
+        linkSecretArn: undefined,
         ffmpegPath: '/opt/bin/ffmpeg',
       }),
     );
@@ -306,25 +307,31 @@ describe('the media bucket', () => {
       expect(env.RUN_LINK_SECRET_ARN).toBeUndefined();
       return;
     }
+    const reads = mode !== 'W';
     expect(media).toEqual([
       {
-        actions: sorted(mode === 'RW' ? [...mediaReadActions, ...mediaWriteActions] : mediaReadActions),
+        actions: sorted([...(reads ? mediaReadActions : []), ...(mode !== 'R' ? mediaWriteActions : [])]),
         resources: [objectsArn],
       },
     ]);
-    expect(secret).toEqual([
-      {
-        actions: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
-        resources: [{ Ref: linkSecretId }],
-      },
-    ]);
+    // Only a function that mints URLs or links reads the link secret (a writer signs nothing).
+    expect(secret).toEqual(
+      reads
+        ? [
+            {
+              actions: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+              resources: [{ Ref: linkSecretId }],
+            },
+          ]
+        : [],
+    );
     expect(env.MEDIA_BUCKET).toEqual({ Ref: mediaId });
-    expect(env.RUN_LINK_SECRET_ARN).toEqual({ Ref: linkSecretId });
+    expect(env.RUN_LINK_SECRET_ARN).toEqual(reads ? { Ref: linkSecretId } : undefined);
   });
 
-  test('the executor stores media (RW); the run routes only mint URLs and links (R)', () => {
+  test('the executor only stores media (W); the run routes only mint URLs and links (R)', () => {
     const modes = Object.fromEntries(declared.map(([label, fn]) => [label, fn.access.media]));
-    expect(modes['step functions/steps/run-execute.ts']).toBe('RW');
+    expect(modes['step functions/steps/run-execute.ts']).toBe('W');
     for (const route of ['startRun', 'listRuns', 'getRun']) expect(modes[`route ${route}`]).toBe('R');
   });
 });

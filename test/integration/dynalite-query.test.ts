@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -152,4 +153,43 @@ test('the 1 MB cut-off is reached and answered alike (entries of 300 KB)', async
   expect(theirs.length).toBeGreaterThan(1);
   expect(theirs[0]!.LastEvaluatedKey).toBeDefined();
   expect(theirs.reduce((n, page) => n + page.Count, 0)).toBe(80);
+});
+
+test('the x-amz-crc32 header of an answer is the CRC-32 of its body, as buffer-crc32 reckons it', async () => {
+  // buffer-crc32's own JavaScript loop (`signed`, which lib/local/dynalite.ts leaves alone), and the
+  // `unsigned` that dynalite calls (native since lib/local/dynalite.ts was loaded).
+  const crc = createRequire(createRequire(import.meta.url).resolve('dynalite'))('buffer-crc32') as {
+    signed(buf: Buffer): number;
+    unsigned(body: string | Buffer): number;
+  };
+  const reference = (buf: Buffer) => crc.signed(buf) >>> 0;
+  expect((crc.unsigned as { native?: boolean }).native).toBe(true);
+  for (const Limit of [1, 21, 200]) {
+    const res = await fetch(dynamo.endpoint, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': 'DynamoDB_20120810.Query',
+        'x-amz-date': '20260101T000000Z',
+        authorization:
+          'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0',
+      },
+      body: JSON.stringify({
+        TableName: runs,
+        IndexName: 'pageOrg',
+        KeyConditionExpression: '#k = :k',
+        ExpressionAttributeNames: { '#k': 'orgId' },
+        ExpressionAttributeValues: { ':k': { S: 'org-a' } },
+        Limit,
+      }),
+    });
+    const body = Buffer.from(await res.arrayBuffer());
+    expect([res.status, res.status === 200 || body.toString()]).toEqual([200, true]);
+    expect(Number(res.headers.get('x-amz-crc32'))).toBe(reference(body));
+  }
+  // Text is summed as its UTF-8 bytes, as buffer-crc32 does.
+  for (const text of ['', 'abc', JSON.stringify({ name: 'héllo wörld ✓ 𝄞', n: 'x'.repeat(5000) })]) {
+    expect(crc.unsigned(text)).toBe(reference(Buffer.from(text, 'utf8')));
+    expect(crc.unsigned(Buffer.from(text))).toBe(reference(Buffer.from(text, 'utf8')));
+  }
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { LocalMediaStore } from '../../functions/ports/media/local-files.js';
-import { mediaStore } from '../../functions/ports/registry.js';
+import { mediaReader } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { call, client } from '../support/harness.js';
 import { decodePng } from '../support/png.js';
@@ -22,7 +22,7 @@ let media: LocalMediaStore;
 const API_TOKEN = 'tok-3f9a1c7e5b2d';
 beforeAll(async () => {
   w = await startRunsWorld({ secrets: { API_TOKEN } });
-  media = mediaStore() as LocalMediaStore;
+  media = mediaReader() as LocalMediaStore;
 }, 120_000);
 afterAll(async () => {
   await w?.stop();

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, route } from '../../functions/api/route.js';
 import { MAX_RECIPES_FILE_BYTES } from '../../functions/core/recipes.js';
 import { routes } from '../../functions/manifest/routes.js';

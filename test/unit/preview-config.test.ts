@@ -20,8 +20,24 @@ apps:
     expect(config.apps.web!.env).toEqual({ GREETING: 'hi', RETRIES: '3' });
   });
 
+  test("YAML 1.2's core schema: dates and yes/no stay strings, 0o17 is octal, comments-only is empty", () => {
+    const config = parsePreviewConfig(
+      'apps:\n  web:\n    port: 0o17\n    env: { SINCE: 2024-01-01, OK: yes }\n',
+    );
+    expect(config.apps.web).toMatchObject({ port: 15, env: { SINCE: '2024-01-01', OK: 'yes' } });
+    expect(() => parsePreviewConfig('# nothing yet\n')).toThrow(
+      /^preview\.yaml: Invalid input: expected object/,
+    );
+  });
+
   test.each([
     ['apps: [', /^preview\.yaml is not valid YAML: /],
+    ['apps: {}\n---\napps: {}', /^preview\.yaml is not valid YAML: expected a single document/],
+    [
+      'apps:\n  web: { port: 1 }\n  web: { port: 2 }',
+      /^preview\.yaml is not valid YAML: duplicated mapping key/,
+    ],
+    ['apps:\n  web: { port: !!binary aGk= }', /^preview\.yaml is not valid YAML: unknown scalar tag/],
     ['', /^preview\.yaml: Invalid input: expected object/],
     ['apps: {}', /^preview\.yaml: apps: declare at least one app/],
     ['apps:\n  web:\n    port: "3000"', /^preview\.yaml: apps\.web\.port: /],

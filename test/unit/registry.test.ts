@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { tableNames, tables } from '../../functions/manifest/tables.js';
-import { buildRuntime, imageBuilds, runtime } from '../../functions/ports/registry.js';
+import {
+  buildLogs,
+  buildRuntime,
+  clusterRuntime,
+  imageBuilds,
+  logsRuntime,
+  runtime,
+  teardownRuntime,
+} from '../../functions/ports/registry.js';
+import { BuildLogs } from '../../functions/ports/runtime/build-logs.js';
 import { CloudRuntime } from '../../functions/ports/runtime/cloud.js';
+import { CodeBuildImages } from '../../functions/ports/runtime/codebuild-images.js';
 
 // AWS mode: the runtime is images on CodeBuild plus a cluster; until the cluster adapter exists, a deploy
 // fails saying so (a clear error, never a 500) and a teardown has nothing to remove.
@@ -42,9 +52,55 @@ describe('the registry in aws mode', () => {
 });
 
 describe('the per-port getters in aws mode', () => {
-  test('the build step and the build events use the cloud runtime’s own CodeBuild images (one per container)', () => {
+  test('the build step and the build events get CodeBuild images of their own (one per container)', () => {
     const rt = runtime() as CloudRuntime;
-    expect(buildRuntime()).toBe(rt.images);
-    expect(imageBuilds()).toBe(rt.images);
+    expect(buildRuntime()).toBeInstanceOf(CodeBuildImages);
+    expect(imageBuilds()).toBeInstanceOf(CodeBuildImages);
+    expect(buildRuntime()).toBe(buildRuntime());
+    expect(imageBuilds()).toBe(imageBuilds());
+    expect(rt.images).toBeInstanceOf(CodeBuildImages);
+  });
+
+  test('the build events’ images carry no CodeBuild client: starting a build there is a ConfigError', async () => {
+    const target = {
+      orgId: 'o',
+      envKey: 'acme/shop#3',
+      repoFullName: 'acme/shop',
+      prNumber: 3,
+      generation: 1,
+    };
+    await expect(
+      imageBuilds().build(target, 'a'.repeat(40), { web: { port: 3000 } }, 'token', { rebuild: true }),
+    ).rejects.toMatchObject({
+      name: 'ConfigError',
+      message: expect.stringContaining('without a codebuild client'),
+    });
+  });
+});
+
+describe('the narrow runtime getters of the Lambda handlers in aws mode (no cluster configured)', () => {
+  const target = { orgId: 'o', envKey: 'acme/shop#2', repoFullName: 'acme/shop', prNumber: 2, generation: 1 };
+
+  test('DeployApps: a deploy or a readiness wait fails saying no cluster is configured', async () => {
+    await expect(clusterRuntime().deploy(target, [])).rejects.toMatchObject({
+      name: 'DeployFailed',
+      message: expect.stringMatching(/no EKS cluster is configured to run them/),
+    });
+    await expect(clusterRuntime().awaitReady(target, {}, 'token')).rejects.toMatchObject({
+      name: 'DeployFailed',
+    });
+    expect(clusterRuntime()).toBe(clusterRuntime());
+  });
+
+  test('TearDown: nothing to remove', async () => {
+    await expect(teardownRuntime().teardown(target)).resolves.toBeUndefined();
+    expect(teardownRuntime()).toBe(teardownRuntime());
+  });
+
+  test('the app-logs route: no pods without a cluster; build logs through the CloudWatch Logs reader alone', async () => {
+    expect(buildLogs()).toBeInstanceOf(BuildLogs);
+    expect(buildLogs()).toBe(buildLogs());
+    const query = { tailLines: 10, maxBytes: 1000 };
+    await expect(logsRuntime().logs(target, 'web', { source: 'app', ...query })).resolves.toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { requestPrDeploy, statusPath } from '../../core/environments.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { jsonInteger } from '../../shared/json-literal.js';
@@ -7,15 +7,12 @@ import { route } from '../route.js';
 
 const body = z.object({
   repoFullName,
-  prNumber: z.number().int().min(1, 'must be an integer >= 1').max(MAX_PR),
-  headSha: z.string().regex(/^[0-9a-f]{7,40}$/i, 'must be a commit SHA'),
-  headRef: z.string().min(1).max(255),
-  baseSha: z
-    .string()
-    .regex(/^[0-9a-f]{7,40}$/i, 'must be a commit SHA')
-    .optional(),
-  cloneUrl: z.string().optional(), // deprecated, ignored: the build clones from repoFullName
-  baseRef: z.string().optional(), // deprecated, ignored
+  prNumber: z.number().check(z.int(), z.gte(1, 'must be an integer >= 1'), z.lte(MAX_PR)),
+  headSha: z.string().check(z.regex(/^[0-9a-f]{7,40}$/i, 'must be a commit SHA')),
+  headRef: z.string().check(z.minLength(1), z.maxLength(255)),
+  baseSha: z.optional(z.string().check(z.regex(/^[0-9a-f]{7,40}$/i, 'must be a commit SHA'))),
+  cloneUrl: z.optional(z.string()), // deprecated, ignored: the build clones from repoFullName
+  baseRef: z.optional(z.string()), // deprecated, ignored
 });
 
 /** POST /v1/preview/environments: create or redeploy a PR environment (fire-and-forget, 202). */

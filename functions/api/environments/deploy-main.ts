@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
 import { sourceHost } from '../../ports/registry/source-host.js';
 import { workflows } from '../../ports/registry/workflows.js';

@@ -1,22 +1,28 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { appLogs, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from '../../core/logs.js';
-import { runtime } from '../../ports/registry/runtime.js';
+import { logsRuntime } from '../../ports/registry/runtime.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { appName } from '../../shared/validation.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 
-const params = envPathSchema.extend({ app: appName });
+const params = z.extend(envPathSchema, { app: appName });
 const query = z.object({
-  tail: z
-    .string()
-    .regex(/^[0-9]{1,6}$/, `tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`)
-    .transform(Number)
-    .refine((n) => n >= 1 && n <= MAX_TAIL_LINES, {
-      message: `tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`,
-    })
-    .optional(),
-  source: z.enum(['app', 'build'], { message: 'source must be app or build' }).optional(),
+  tail: z.optional(
+    z
+      .pipe(
+        z
+          .string()
+          .check(z.regex(/^[0-9]{1,6}$/, `tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`)),
+        z.transform(Number),
+      )
+      .check(
+        z.refine((n) => n >= 1 && n <= MAX_TAIL_LINES, {
+          message: `tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`,
+        }),
+      ),
+  ),
+  source: z.optional(z.enum(['app', 'build'], { message: 'source must be app or build' })),
 });
 
 /**
@@ -27,7 +33,7 @@ export const { main, handler } = route('getAppLogs', { params, query }, async (r
   statusCode: 200,
   contentType: 'text/plain; charset=utf-8',
   body: await appLogs(
-    { runtime: runtime(), secrets: secretStore() },
+    { runtime: logsRuntime(), secrets: secretStore() },
     envRef(req.principal.orgId, req.params),
     {
       app: req.params.app,

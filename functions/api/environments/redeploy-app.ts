@@ -1,17 +1,22 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { requestAppRedeploy } from '../../core/environments.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { appName } from '../../shared/validation.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
 
-const params = envPathSchema.extend({ app: appName });
-const body = z
-  .object({
-    mode: z.enum(['rebuild', 'restart'], { message: 'mode must be rebuild or restart' }).default('rebuild'),
-  })
-  .optional()
-  .transform((b) => b ?? { mode: 'rebuild' as const });
+const params = z.extend(envPathSchema, { app: appName });
+const body = z.pipe(
+  z.optional(
+    z.object({
+      mode: z._default(
+        z.enum(['rebuild', 'restart'], { message: 'mode must be rebuild or restart' }),
+        'rebuild',
+      ),
+    }),
+  ),
+  z.transform((b) => b ?? { mode: 'rebuild' as const }),
+);
 
 /** PATCH …/{pr}/apps/{app}: redeploy one app (rebuild, the default, or restart); siblings untouched. */
 export const { main, handler } = route('redeployApp', { params, body }, async (req) => {

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { owner, prPath, repo } from '../../shared/validation.js';
 
 /** Path of one environment: `{owner}/{repo}/{pr}`. */

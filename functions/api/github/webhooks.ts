@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { receiveWebhook } from '../../core/webhooks.js';
 import { eventBus } from '../../ports/registry/events.js';
 import { sourceHost } from '../../ports/registry/source-host.js';

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { createRecipeVersion } from '../../core/recipes.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';

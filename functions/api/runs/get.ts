@@ -1,6 +1,6 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { getRun } from '../../core/runs.js';
-import { mediaStore } from '../../ports/registry/media.js';
+import { mediaReader } from '../../ports/registry/media.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
@@ -14,6 +14,6 @@ const query = z.object({ media: queryBoolean, steps: queryBoolean });
 export const { main, handler } = route('getRun', { params, query }, async (req) => ({
   statusCode: 200,
   body: await getRun(req.principal.orgId, req.params.run_id, req.query, (key) =>
-    mediaStore().url(key, req.baseUrl),
+    mediaReader().url(key, req.baseUrl),
   ),
 }));

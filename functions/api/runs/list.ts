@@ -1,28 +1,27 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { listRunPage, RUN_STATUSES } from '../../core/runs.js';
-import { mediaStore } from '../../ports/registry.js';
+import { mediaReader } from '../../ports/registry/media.js';
 import { ValidationError } from '../../shared/errors.js';
 import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
 const query = z.object({
-  limit: queryInteger(1, 100).default(20),
-  offset: queryInteger(0).default(0),
-  test: rowId.optional(),
-  folder: rowId.optional(),
-  status: z.enum(RUN_STATUSES, { message: 'must be pending, running, passed or failed' }).optional(),
+  limit: z._default(queryInteger(1, 100), 20),
+  offset: z._default(queryInteger(0), 0),
+  test: z.optional(rowId),
+  folder: z.optional(rowId),
+  status: z.optional(z.enum(RUN_STATUSES, { message: 'must be pending, running, passed or failed' })),
   media: queryBoolean,
   steps: queryBoolean,
   cursor: z
-    .string()
-    .max(512, 'must be a cursor from a Link header')
-    .optional()
-    .describe(
-      'Extension: an opaque cursor, taken from the `Link: <…>; rel="next"` header of the previous page, ' +
+    .optional(z.string().check(z.maxLength(512, 'must be a cursor from a Link header')))
+    .register(z.globalRegistry, {
+      description:
+        'Extension: an opaque cursor, taken from the `Link: <…>; rel="next"` header of the previous page, ' +
         'which answers whenever a next page exists (also on an offset page). The next page starts just ' +
         'after the previous one and costs O(limit) whatever the offset; runs started since do not shift ' +
         'it. Only valid with the same filters and organization (else 400); not with offset > 0.',
-    ),
+    }),
 });
 
 /**
@@ -41,7 +40,7 @@ export const { main, handler } = route('listRuns', { query }, async (req) => {
     filters,
     cursor !== undefined ? { limit, cursor } : { limit, offset },
     { media, steps },
-    (key) => mediaStore().url(key, req.baseUrl),
+    (key) => mediaReader().url(key, req.baseUrl),
   );
   if (page.next === undefined) return { statusCode: 200, body: page.runs };
   const next = new URLSearchParams({ limit: String(limit) });

@@ -1,7 +1,7 @@
 import '../../shared/polyfills.js';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { serveRunReport } from '../../core/run-report.js';
-import { mediaStore } from '../../ports/registry/media.js';
+import { mediaReader } from '../../ports/registry/media.js';
 import { log } from '../../shared/log.js';
 
 /**
@@ -18,7 +18,7 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
   const stage =
     host.includes('.execute-api.') && event.requestContext?.stage ? `/${event.requestContext.stage}` : '';
   try {
-    const answer = await serveRunReport(mediaStore(), {
+    const answer = await serveRunReport(mediaReader(), {
       path: `/report/${event.pathParameters?.run_id ?? ''}`,
       expires: event.queryStringParameters?.expires ?? undefined,
       sig: event.queryStringParameters?.sig ?? undefined,

@@ -1,21 +1,23 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { reportLink } from '../../core/run-report.js';
 import { startRun } from '../../core/runs.js';
-import { mediaStore } from '../../ports/registry/media.js';
+import { mediaReader } from '../../ports/registry/media.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
 const params = z.object({ test_id: rowId });
-const body = z
-  .object({
-    application_version_id: z.string().min(1, 'must not be empty').max(256).optional(),
-    source: z.string().min(1, 'must not be empty').max(256).optional(),
+const body = z.optional(
+  z.object({
+    application_version_id: z.optional(
+      z.string().check(z.minLength(1, 'must not be empty'), z.maxLength(256)),
+    ),
+    source: z.optional(z.string().check(z.minLength(1, 'must not be empty'), z.maxLength(256))),
     // Overrides by variable name; unknown names are ignored. Any name is data: `constructor` overrides a
     // variable of that name, and `__proto__` never gets here (route.ts refuses such members).
-    runtime_metadata: z.record(z.string(), z.string().max(10_000)).optional(),
-  })
-  .optional();
+    runtime_metadata: z.optional(z.record(z.string(), z.string().check(z.maxLength(10_000)))),
+  }),
+);
 
 /**
  * POST /test/{test_id}/run: start a run of the test (201). The `testRun` state machine runs it in a
@@ -31,7 +33,7 @@ export const { main, handler } = route('startRun', { params, body }, async (req)
     statusCode: 201,
     body: {
       message: 'test run created',
-      url: await reportLink(mediaStore(), req.baseUrl, runId),
+      url: await reportLink(mediaReader(), req.baseUrl, runId),
       run_id: runId,
     },
   };

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { upsertSecrets } from '../../core/secrets.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { envVarKey } from '../../shared/validation.js';
@@ -8,7 +8,7 @@ import { bundlePath, secretValue } from './schemas.js';
 const body = z.object({
   items: z
     .array(z.object({ key: envVarKey, value: secretValue }))
-    .min(1, 'items must have at least 1 element'),
+    .check(z.minLength(1, 'items must have at least 1 element')),
 });
 
 /** PUT /v1/preview/secrets/{applicationId}/{app}: merge items into the bundle (created on first call). */

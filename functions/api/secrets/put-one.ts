@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { upsertSecrets } from '../../core/secrets.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { route } from '../route.js';

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { getTest } from '../../core/tests.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';

@@ -2,24 +2,35 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
+import { S3Objects, type S3ObjectsOptions, s3TargetFromEnv } from '../../shared/s3-objects.js';
 import { LocalArtifacts } from './local-files.js';
 import type { Artifacts } from './port.js';
 import { S3Artifacts } from './s3.js';
 
 /*
- * The Artifacts contract, run against every adapter: local files, and S3 through the real SDK client
- * pointed at the loopback AWS fake (its endpoint given the way AWS_ENDPOINT_URL_S3 would).
+ * The Artifacts contract, run against every adapter: local files, and S3 pointed at the loopback AWS fake
+ * (its endpoint given by AWS_ENDPOINT_URL_S3, as in the cloud tier), both as one PutObject and as a
+ * multipart upload (a small part size: the fake does not hold parts to S3's 5 MiB minimum).
  */
 
 const dir = mkdtempSync(join(tmpdir(), 'artifacts-'));
 let aws: FakeAws;
+const ENV = ['AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const;
+const savedEnv = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
 beforeAll(async () => {
   aws = await new FakeAws(dir).start();
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL_S3: aws.url,
+    AWS_ACCESS_KEY_ID: 'f',
+    AWS_SECRET_ACCESS_KEY: 'f',
+  });
 });
 afterAll(async () => {
+  for (const k of ENV)
+    if (savedEnv[k] === undefined) delete process.env[k];
+    else process.env[k] = savedEnv[k];
   await aws.stop();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -50,18 +61,11 @@ function artifactsContract(name: string, make: () => Artifacts) {
 }
 
 artifactsContract('LocalArtifacts', () => new LocalArtifacts(dir));
-artifactsContract(
-  'S3Artifacts',
-  () =>
-    new S3Artifacts(
-      new S3Client({
-        region: 'eu-west-1',
-        endpoint: aws.url,
-        credentials: { accessKeyId: 'fake', secretAccessKey: 'fake' },
-      }),
-      'preview-artifacts',
-    ),
-);
+/** The artifacts bucket on the fake, reached the way a Lambda would (endpoint and credentials from env). */
+const s3Artifacts = (opts: S3ObjectsOptions = {}) =>
+  new S3Artifacts(new S3Objects(s3TargetFromEnv('eu-west-1'), 'preview-artifacts', opts));
+artifactsContract('S3Artifacts', () => s3Artifacts());
+artifactsContract('S3Artifacts (multipart)', () => s3Artifacts({ partSize: 10_000 }));
 
 describe('specifics', () => {
   test('LocalArtifacts writes the bytes under the data dir and refuses keys that climb out', async () => {
@@ -72,14 +76,7 @@ describe('specifics', () => {
   });
 
   test('S3Artifacts puts the object in its bucket, byte for byte, with its content type', async () => {
-    const s3 = new S3Artifacts(
-      new S3Client({
-        region: 'eu-west-1',
-        endpoint: aws.url,
-        credentials: { accessKeyId: 'f', secretAccessKey: 'f' },
-      }),
-      'preview-artifacts',
-    );
+    const s3 = s3Artifacts();
     const payload = Buffer.from(Array.from({ length: 5000 }, (_, i) => i % 251));
     await s3.put(
       'sources/y.tar.gz',
@@ -90,5 +87,38 @@ describe('specifics', () => {
     expect(stored?.body.equals(payload)).toBe(true);
     expect(stored?.contentType).toBe('application/gzip');
     expect(s3.location('sources/y.tar.gz')).toBe('s3://preview-artifacts/sources/y.tar.gz');
+  });
+
+  test('S3Artifacts: a stream longer than a part goes up in parts, reassembled byte for byte', async () => {
+    const s3 = s3Artifacts({ partSize: 4096 });
+    const payload = Buffer.from(Array.from({ length: 20_000 }, (_, i) => (i * 7) % 256));
+    const chunks = Array.from({ length: 20 }, (_, i) => payload.subarray(i * 1000, (i + 1) * 1000));
+    const before = aws.calls.length;
+    await s3.put('sources/parts.tar.gz', Readable.from(chunks), 'application/gzip');
+    const stored = aws.objects.get('preview-artifacts/sources/parts.tar.gz');
+    expect(stored?.body.equals(payload)).toBe(true);
+    expect(stored?.contentType).toBe('application/gzip');
+    // Create, 4 parts (of 5000 bytes: each reaches the part size at a chunk boundary), complete; none open.
+    expect(aws.calls.slice(before)).toEqual([
+      'S3.POST /preview-artifacts/sources/parts.tar.gz',
+      ...Array(4).fill('S3.PUT /preview-artifacts/sources/parts.tar.gz'),
+      'S3.POST /preview-artifacts/sources/parts.tar.gz',
+    ]);
+    expect(aws.uploads.size).toBe(0);
+  });
+
+  test('S3Artifacts: a stream that fails midway aborts its multipart upload and stores nothing', async () => {
+    const s3 = s3Artifacts({ partSize: 1000 });
+    async function* failing() {
+      yield Buffer.alloc(1500, 1);
+      yield Buffer.alloc(1500, 2);
+      throw new Error('the tarball download broke');
+    }
+    await expect(
+      s3.put('sources/broken.tar.gz', Readable.from(failing()), 'application/gzip'),
+    ).rejects.toThrow('the tarball download broke');
+    expect(aws.objects.has('preview-artifacts/sources/broken.tar.gz')).toBe(false);
+    expect(aws.uploads.size).toBe(0);
+    expect(aws.calls.at(-1)).toBe('S3.DELETE /preview-artifacts/sources/broken.tar.gz');
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The MediaStore port: screenshots and videos of test runs, and the signed links that open a run's report
- * without credentials. Adapters: `s3.ts` (a private S3 bucket; presigned GET URLs), `local-files.ts`
- * (files under the data dir, served by the local server at HMAC-signed URLs). Only keys are stored with a
- * run; URLs are minted when a run is read, so each is valid for `MEDIA_URL_TTL_SECONDS` from then.
+ * without credentials. Adapters: `s3.ts` (a private S3 bucket, presigned GET URLs; a reader and a writer),
+ * `local-files.ts` (files under the data dir, served by the local server at HMAC-signed URLs; both
+ * halves). Only keys are stored with a run; URLs are minted when a run is read, so each is valid for
+ * `MEDIA_URL_TTL_SECONDS` from then.
  */
 
 /** How long a media URL stays valid once minted. */
@@ -13,9 +14,11 @@ export const REPORT_LINK_TTL_SECONDS = 7 * 24 * 3600;
 /** What checking a signed link found: `forbidden` (missing or wrong signature, 403), `expired` (410). */
 export type LinkCheck = 'ok' | 'forbidden' | 'expired';
 
-export interface MediaStore {
-  /** Store `body` under `key` (replacing what was there); resolves once it is durable. */
-  put(key: string, body: Buffer, contentType: string): Promise<void>;
+/**
+ * Reading media: URLs of stored objects and the signed links of run reports. What the read-side routes
+ * (runs get/list/report/start) need; in AWS no S3 client, only the region, credentials and endpoint.
+ */
+export interface MediaReader {
   /**
    * A GET URL of the object under `key`, valid for `MEDIA_URL_TTL_SECONDS` from now. `baseUrl` is the
    * service's public base URL as the caller reached it (an adapter that serves media itself uses it).
@@ -29,3 +32,15 @@ export interface MediaStore {
   /** Check the `expires` and `sig` a request for `path` carries. */
   checkLink(path: string, expires: string | undefined, sig: string | undefined): Promise<LinkCheck>;
 }
+
+/** Writing media: what the run executor needs (screenshots, videos). */
+export interface MediaWriter {
+  /** Store `body` under `key` (replacing what was there); resolves once it is durable. */
+  put(key: string, body: Buffer, contentType: string): Promise<void>;
+}
+
+/**
+ * The whole port, as one adapter serves it locally (`local-files.ts`). In AWS the two halves are
+ * separate adapters (`s3.ts`), so that a function carries only the half it uses.
+ */
+export interface MediaStore extends MediaReader, MediaWriter {}

@@ -3,41 +3,61 @@ import { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { ECRClient } from '@aws-sdk/client-ecr';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
-import { CodeBuildImages } from '../runtime/codebuild-images.js';
+import { BuildLogs } from '../runtime/build-logs.js';
+import { CodeBuildImages, type CodeBuildImagesOptions } from '../runtime/codebuild-images.js';
 import type { Runtime } from '../runtime/port.js';
 import { adapter, once, required } from './adapters.js';
 import { workflows } from './workflows.js';
 
-/**
- * The image half of the cloud runtime (CodeBuild, ECR, the build log), once per container: what
- * `runtime` (runtime.ts) builds with, and all that the BuildImages step and the build-event handler need,
- * so their bundles leave the cluster adapter (EKS, @kubernetes/client-node) out.
- */
-export const codeBuildImages = /* @__PURE__ */ once(() => {
+/** CodeBuild images with the settings of the stack and the clients given (see the getters below). */
+function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'logs'>): CodeBuildImages {
   const c = config();
-  const region = { region: c.region };
   return new CodeBuildImages({
-    codebuild: new CodeBuildClient(region),
-    ecr: new ECRClient(region),
-    logs: new CloudWatchLogsClient(region),
+    ...clients,
     project: required(c.imageBuilds.project, 'IMAGE_BUILD_PROJECT'),
     repositoryUri: required(c.imageBuilds.repositoryUri, 'IMAGE_REPOSITORY_URI'),
     artifactsBucket: required(c.artifactsBucket, 'ARTIFACTS_BUCKET'),
     complete: (token, outcome) => workflows().completeTask(token, outcome),
   });
-});
+}
+const region = () => ({ region: config().region });
 
 /**
- * The runtime as the BuildImages step uses it: `build` only. AWS: the CodeBuild images (the same
- * `build` the full cloud runtime delegates to); local: the one local runtime.
+ * The image half of the cloud runtime (CodeBuild, ECR, the build log), once per container: what the whole
+ * `runtime` (runtime.ts) builds with. The handlers take narrower getters, each with only the clients its
+ * calls use: `buildRuntime` (CodeBuild and ECR), `imageBuilds` (ECR and CloudWatch Logs), `buildLogs`.
  */
-export const buildRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'build'>>('runtime', () =>
-  codeBuildImages(),
+export const codeBuildImages = /* @__PURE__ */ once(() =>
+  images({
+    codebuild: new CodeBuildClient(region()),
+    ecr: new ECRClient(region()),
+    logs: new CloudWatchLogsClient(region()),
+  }),
 );
 
-/** The image builds of the cloud runtime, for the handler of their completion events (AWS mode only). */
+/** The image builds' logs alone (CloudWatch Logs), for the app-logs route (registry/runtime.ts `logsRuntime`). */
+export const buildLogs = /* @__PURE__ */ once(
+  () => new BuildLogs(new CloudWatchLogsClient({ region: config().region })),
+);
+
+/**
+ * The runtime as the BuildImages step uses it: `build` only. AWS: CodeBuild images with the CodeBuild and
+ * ECR clients (start a build, reuse an image that exists; no CloudWatch Logs client); local: the one local
+ * runtime.
+ */
+export const buildRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'build'>>('runtime', () =>
+  images({ codebuild: new CodeBuildClient(region()), ecr: new ECRClient(region()) }),
+);
+
+/**
+ * The image builds of the cloud runtime, for the handler of their completion events (AWS mode only): with
+ * the ECR client (the pushed images) and CloudWatch Logs (a failed build's log), not CodeBuild's.
+ */
 export function imageBuilds(): CodeBuildImages {
   if (config().mode === 'local')
     throw new ConfigError('image-build events come from CodeBuild: AWS mode only');
-  return codeBuildImages();
+  return finishedBuilds();
 }
+const finishedBuilds = /* @__PURE__ */ once(() =>
+  images({ ecr: new ECRClient(region()), logs: new CloudWatchLogsClient(region()) }),
+);

@@ -1,17 +1,22 @@
-import { S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
-import { S3MediaStore } from '../media/s3.js';
+import { s3TargetFromEnv } from '../../shared/s3-objects.js';
+import type { MediaReader } from '../media/port.js';
+import { S3MediaReader } from '../media/s3.js';
 import { adapter, required } from './adapters.js';
 
-/** Test-run media and report links (AWS: the media bucket; link key in Secrets Manager). */
-export const mediaStore = /* @__PURE__ */ adapter('media', () => {
+/**
+ * Test-run media, read: media URLs and report links (AWS: presigned GETs of the media bucket, no S3
+ * client; the link key in Secrets Manager). The writing half is `media-writer.ts`, so that read-side
+ * routes carry nothing that writes. Locally both are the one local media store.
+ */
+export const mediaReader = /* @__PURE__ */ adapter<'media', MediaReader>('media', () => {
   const c = config();
   const secretArn = required(c.runs.linkSecretArn, 'RUN_LINK_SECRET_ARN');
   const secrets = new SecretsManagerClient({ region: c.region });
-  return new S3MediaStore(
-    new S3Client({ region: c.region }),
+  return new S3MediaReader(
+    s3TargetFromEnv(c.region),
     required(c.runs.mediaBucket, 'MEDIA_BUCKET'),
     async () => {
       const out = await secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));

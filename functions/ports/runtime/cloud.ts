@@ -1,4 +1,5 @@
-import { type CodeBuildImages, clusterMissing } from './codebuild-images.js';
+import { DeployFailed } from '../../shared/step-errors.js';
+import type { CodeBuildImages } from './codebuild-images.js';
 import type {
   AppLaunch,
   AppSpec,
@@ -14,25 +15,27 @@ import type {
 /** The cluster half of the cloud runtime: run built images (EKS). */
 export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown' | 'logs'>;
 
+/** What reads a build's log (the image half: build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
+export type BuildLogReader = Pick<Runtime, 'logs'>;
+
+/** Why an environment cannot run: this deployment has no cluster configured. */
+export function clusterMissing(): DeployFailed {
+  return new DeployFailed(
+    'images are built, but no EKS cluster is configured to run them (the stack prop eksClusterName, EKS_CLUSTER_NAME)',
+  );
+}
+
 /**
- * The cloud runtime: images built on CodeBuild, run on a cluster. Until the cluster adapter exists,
+ * The cloud runtime without its image builds: the cluster calls (deploy, awaitReady, teardown, app logs)
+ * and, when given, the build-log reader. What the cluster steps and the app-logs route get from the
+ * registry (registry/runtime.ts), so their bundles carry neither CodeBuild nor ECR. Without a cluster,
  * deploys fail saying so, and a teardown has nothing to remove (nothing of the environment runs).
  */
-export class CloudRuntime implements Runtime {
+export class CloudCluster implements Omit<Runtime, 'build'> {
   constructor(
-    readonly images: CodeBuildImages,
     private readonly cluster?: Cluster,
+    private readonly buildLogs?: BuildLogReader,
   ) {}
-
-  build(
-    target: RuntimeTarget,
-    sha: string,
-    apps: Record<string, AppSpec>,
-    token: string,
-    opts?: BuildOptions,
-  ) {
-    return this.images.build(target, sha, apps, token, opts);
-  }
 
   async deploy(target: RuntimeTarget, apps: AppLaunch[], opts?: DeployOptions) {
     if (!this.cluster) throw clusterMissing();
@@ -50,7 +53,27 @@ export class CloudRuntime implements Runtime {
 
   /** A build's log from CloudWatch Logs (CodeBuild), an app's from its pods (none without a cluster). */
   async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
-    if (query.source === 'build') return this.images.logs(target, app, query);
+    if (query.source === 'build') return this.buildLogs?.logs(target, app, query);
     return this.cluster?.logs(target, app, query);
+  }
+}
+
+/** The cloud runtime: images built on CodeBuild, run on a cluster (`CloudCluster`). */
+export class CloudRuntime extends CloudCluster implements Runtime {
+  constructor(
+    readonly images: CodeBuildImages,
+    cluster?: Cluster,
+  ) {
+    super(cluster, images);
+  }
+
+  build(
+    target: RuntimeTarget,
+    sha: string,
+    apps: Record<string, AppSpec>,
+    token: string,
+    opts?: BuildOptions,
+  ) {
+    return this.images.build(target, sha, apps, token, opts);
   }
 }

@@ -6,9 +6,10 @@ import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/l
 import { artifactKeys, keys, repoKey } from '../../manifest/tables.js';
 import { newId } from '../../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
+import { ConfigError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
-import { DeployFailed } from '../../shared/step-errors.js';
 import type { TaskOutcome } from '../workflows/port.js';
+import { BuildLogs, type LogPointer } from './build-logs.js';
 import { failureMessage } from './log-cause.js';
 import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from './port.js';
 
@@ -21,13 +22,13 @@ const LOG_TAIL_LINES = 20;
 const CAUSE_SEARCH_LINES = 300;
 /** How long the pointer to an app's latest build log is kept (the log group's retention: a month). */
 const LOG_POINTER_TTL_SECONDS = 31 * 24 * 3600;
-/** GetLogEvents answers at most this many events. */
-const MAX_LOG_EVENTS = 10_000;
 
 export interface CodeBuildImagesOptions {
-  codebuild: CodeBuildClient;
+  /** Starts the builds (`build`); a handler that only ends them (`onBuildFinished`) goes without. */
+  codebuild?: CodeBuildClient;
   ecr: ECRClient;
-  logs: CloudWatchLogsClient;
+  /** Reads the build logs (`logs`, `onBuildFinished`); the BuildImages step goes without. */
+  logs?: CloudWatchLogsClient;
   /** The image-build project (CDK: the stack's project). */
   project: string;
   /** `<account>.dkr.ecr.<region>.amazonaws.com/<name>`: every app image is a tag of this repository. */
@@ -41,15 +42,6 @@ export interface CodeBuildImagesOptions {
    * once the build's completion event has named it.
    */
   logGroup?: string;
-}
-
-/** Where an app's latest build logs (table `builds`, key `keys.builds.latestLog`): one CodeBuild stream. */
-interface LogPointer {
-  buildId: string;
-  codebuildId?: string;
-  logGroup?: string;
-  logStream?: string;
-  expiresAt: number;
 }
 
 /** A build record (table `builds`): what the completion event needs, keyed by the build's own name. */
@@ -93,6 +85,7 @@ export interface BuildStateChange {
  * a one-minute and a thirty-minute build.
  */
 export class CodeBuildImages {
+  private buildLogs?: BuildLogs;
   constructor(private readonly opts: CodeBuildImagesOptions) {}
 
   /** The tag of an app's image at a commit: unique per (organization, repository, app) and commit. */
@@ -111,6 +104,7 @@ export class CodeBuildImages {
     token: string,
     options: BuildOptions = {},
   ): Promise<void> {
+    const codebuild = this.client('codebuild'); // before anything is written
     const tags = Object.fromEntries(Object.keys(apps).map((app) => [app, this.tagOf(target, app, sha)]));
     const reused = options.rebuild ? {} : await this.existing(tags);
     const toBuild = Object.keys(apps).filter((app) => !(app in reused));
@@ -138,7 +132,7 @@ export class CodeBuildImages {
       context: apps[app]!.context ?? '.',
       tag: tags[app]!,
     }));
-    const out = await this.opts.codebuild.send(
+    const out = await codebuild.send(
       new StartBuildCommand({
         projectName: this.opts.project,
         idempotencyToken: buildId,
@@ -202,47 +196,10 @@ export class CodeBuildImages {
     );
   }
 
-  /**
-   * The end of an app's latest image build log (CloudWatch Logs `GetLogEvents`, newest events): undefined
-   * when no build of it is known or its stream does not exist (yet, or any more). Builds get no secret
-   * bundle, so a build log holds no secret values of it; the caller masks anyway.
-   */
-  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
-    const { Item } = await ddb().send(
-      new GetCommand({
-        TableName: table('builds'),
-        Key: { buildId: keys.builds.latestLog(target.orgId, target.envKey, app) },
-      }),
-    );
-    const pointer = Item as LogPointer | undefined;
-    if (!pointer?.logGroup || !pointer.logStream) return undefined;
-    const limit = Math.min(query.tailLines, MAX_LOG_EVENTS);
-    let events: { message?: string }[];
-    try {
-      const out = await this.opts.logs.send(
-        new GetLogEventsCommand({
-          logGroupName: pointer.logGroup,
-          logStreamName: pointer.logStream,
-          limit,
-          startFromHead: false,
-        }),
-      );
-      events = out.events ?? [];
-    } catch (err) {
-      if ((err as Error).name === 'ResourceNotFoundException') return undefined;
-      throw err;
-    }
-    const lines = events.map((e) => (e.message ?? '').replace(/\r?\n$/, ''));
-    let truncated = events.length >= limit;
-    let bytes = 0;
-    let from = lines.length;
-    while (from > 0 && bytes + Buffer.byteLength(lines[from - 1]!) + 1 <= query.maxBytes) {
-      from--;
-      bytes += Buffer.byteLength(lines[from]!) + 1;
-    }
-    if (from > 0) truncated = true;
-    const kept = lines.slice(from);
-    return { text: kept.length ? `${kept.join('\n')}\n` : '', truncated };
+  /** The end of an app's latest image build log (build-logs.ts `BuildLogs`, on this adapter's client). */
+  logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+    this.buildLogs ??= new BuildLogs(this.client('logs'));
+    return this.buildLogs.logs(target, app, query);
   }
 
   /**
@@ -303,6 +260,13 @@ export class CodeBuildImages {
     return 'completed';
   }
 
+  /** A client this instance was given (each handler's getter gives only those its calls use). */
+  private client<K extends 'codebuild' | 'logs'>(name: K): NonNullable<CodeBuildImagesOptions[K]> {
+    const client = this.opts[name];
+    if (!client) throw new ConfigError(`these CodeBuild images were built without a ${name} client`);
+    return client as NonNullable<CodeBuildImagesOptions[K]>;
+  }
+
   /** App → `uri@digest` for the tags that exist in the repository. */
   private async existing(tags: Record<string, string>): Promise<Record<string, string>> {
     const entries = Object.entries(tags);
@@ -343,7 +307,7 @@ export class CodeBuildImages {
     let output = '';
     if (logs?.['group-name'] && logs['stream-name']) {
       try {
-        const out = await this.opts.logs.send(
+        const out = await this.client('logs').send(
           new GetLogEventsCommand({
             logGroupName: logs['group-name'],
             logStreamName: logs['stream-name'],
@@ -378,11 +342,4 @@ export class CodeBuildImages {
     });
     return `${message}, or ${where}`;
   }
-}
-
-/** Why an environment cannot run: this deployment has no cluster configured. */
-export function clusterMissing(): DeployFailed {
-  return new DeployFailed(
-    'images are built, but no EKS cluster is configured to run them (the stack prop eksClusterName, EKS_CLUSTER_NAME)',
-  );
 }

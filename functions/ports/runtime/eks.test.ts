@@ -1,5 +1,4 @@
 import { EKSClient } from '@aws-sdk/client-eks';
-import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../test/cloud/fakes/kubernetes.js';
@@ -7,8 +6,9 @@ import { FakeEksAndLambda } from '../../../test/cloud/fakes/kubernetes-aws.js';
 import { setLogSink } from '../../shared/log.js';
 import { MASK } from '../../shared/mask.js';
 import type { TaskOutcome } from '../workflows/port.js';
-import { EksCluster, type EksClusterOptions, type RolloutWatchEvent } from './eks.js';
+import { EksCluster, type EksClusterOptions, eksClusterFromEnv, type RolloutWatchEvent } from './eks.js';
 import { EksTokens, eksToken } from './eks-auth.js';
+import { describeCluster } from './eks-describe.js';
 import { fitName, hostOf, internalUrl, namespaceName, OBJECT_DEFAULTS, objectName } from './eks-objects.js';
 import { rolloutState } from './eks-rollout.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from './port.js';
@@ -90,7 +90,8 @@ function cluster(over: Partial<EksClusterOptions> = {}): EksCluster {
     ingressClassName: 'nginx',
     domain: DOMAIN,
     complete,
-    eks: new EKSClient({ region: REGION, endpoint: aws.url, credentials: CREDENTIALS }),
+    api: { endpoint: kube.url, caData: kube.caData },
+    credentials: async () => CREDENTIALS,
     invokeWatcher: async (event) => {
       watchers.push(c.watch(event));
     },
@@ -575,11 +576,10 @@ describe('EksCluster', () => {
 
   test('the watcher invokes itself (Lambda, InvocationType Event) after its slice, until the rollout is ready', async () => {
     pr++;
-    const lambda = new LambdaClient({ region: REGION, endpoint: aws.url, credentials: CREDENTIALS });
     const events: RolloutWatchEvent[] = [];
     const c = cluster({
       invokeWatcher: undefined,
-      lambda,
+      lambdaEndpoint: aws.url,
       watcherFunction: `arn:aws:lambda:${REGION}:000000000000:function:rollout-watcher`,
       timing: { pollMs: 25, sliceMs: 100, readyTimeoutMs: 20_000 },
     });
@@ -655,13 +655,49 @@ describe('EksCluster', () => {
     expect(kube.list('secrets', ns)).toEqual([]);
   });
 
-  test('an unknown cluster is a DeployFailed naming it', async () => {
+  test('without the cluster API (EKS_CLUSTER_ENDPOINT, EKS_CLUSTER_CA_DATA) a call is a ConfigError naming them', async () => {
     pr++;
-    const c = cluster({ clusterName: 'nope' });
+    const c = cluster({ api: undefined });
     await expect(c.deploy(target(1), [launch('web', WEB)])).rejects.toMatchObject({
+      name: 'ConfigError',
+      message: expect.stringContaining('EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA are not set'),
+    });
+  });
+
+  test('the CLI looks the cluster API up (eks:DescribeCluster); an unknown cluster is a DeployFailed naming it', async () => {
+    pr++;
+    const eks = new EKSClient({ region: REGION, endpoint: aws.url, credentials: CREDENTIALS });
+    const c = cluster({ api: describeCluster(CLUSTER, REGION, eks) });
+    const t = target(1);
+    await c.deploy(t, [launch('web', WEB)], { prune: true });
+    expect(kube.get('namespaces', '', namespaceName(t))).toBeDefined();
+    expect(aws.calls).toContain(`EKS.DescribeCluster ${CLUSTER}`);
+    const unknown = cluster({ clusterName: 'nope', api: describeCluster('nope', REGION, eks) });
+    await expect(unknown.deploy(target(1), [launch('web', WEB)])).rejects.toMatchObject({
       name: 'DeployFailed',
       message: expect.stringContaining('EKS cluster nope not found'),
     });
+  });
+
+  test('the cluster API from the environment: both variables or neither, an https URL', () => {
+    const env = {
+      EKS_CLUSTER_NAME: CLUSTER,
+      AWS_REGION: REGION,
+      EKS_INGRESS_CLASS: 'nginx',
+      EKS_INGRESS_DOMAIN: DOMAIN,
+    };
+    expect(() => eksClusterFromEnv({}, { ...env, EKS_CLUSTER_ENDPOINT: 'https://x.example' })).toThrow(
+      /set together or not at all/,
+    );
+    expect(() =>
+      eksClusterFromEnv({}, { ...env, EKS_CLUSTER_ENDPOINT: 'x.example', EKS_CLUSTER_CA_DATA: 'Y2E=' }),
+    ).toThrow(/must be the URL/);
+    expect(
+      eksClusterFromEnv(
+        {},
+        { ...env, EKS_CLUSTER_ENDPOINT: 'https://x.example', EKS_CLUSTER_CA_DATA: 'Y2E=' },
+      ),
+    ).toBeInstanceOf(EksCluster);
   });
 });
 

@@ -1,9 +1,12 @@
 /**
  * The EKS cluster half of the cloud runtime (`Cluster` of cloud.ts): a namespace per environment on the
  * customer's EKS cluster, each app an image in a Deployment behind a Service and an https Ingress. The
+ * connection and the teardown are `EksClusterCore` (eks-core.ts), which the TearDown step uses alone;
+ * `EksCluster` adds the deploy, the readiness watch and the logs. The
  * objects are eks-objects.ts; the API calls go through the real `@kubernetes/client-node` (eks-client.ts),
- * reached with the endpoint and CA `eks:DescribeCluster` gives and an STS-presigned bearer token
- * (eks-auth.ts).
+ * reached at the cluster's endpoint with its CA, which the stack resolved at deploy time (its
+ * `eks:DescribeCluster`, as EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA: no function bundles the EKS
+ * client), and an STS-presigned bearer token (eks-auth.ts).
  *
  * **Fencing by generation.** The namespace's `preview-control-plane/generation` annotation is the
  * environment's fence: a call of an older generation changes nothing and throws `Superseded`; a newer one
@@ -35,34 +38,39 @@
  * `teardownWaitMs`) until it is gone; still there then, it throws `TransientError` (the state machine
  * retries, and the retry waits again), so the environment becomes torn_down only once the namespace is gone.
  */
-import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import type { V1Namespace } from '@kubernetes/client-node';
 import { ConfigError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import { maskSecrets } from '../../shared/mask.js';
-import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
+import { Superseded, TransientError } from '../../shared/step-errors.js';
 import type { TaskOutcome } from '../workflows/port.js';
 import { type AppAddress, resolveAppRefs } from './app-refs.js';
 import type { Cluster } from './cloud.js';
-import { type CredentialProvider, EksTokens } from './eks-auth.js';
-import { connect, isCode, type Kube, KubeError, type Resource } from './eks-client.js';
+import { isCode, type Kube, KubeError, type Resource } from './eks-client.js';
+import {
+  type EksClusterOptions,
+  eksClusterOptionsFromEnv,
+  type Kind,
+  type ObjOf,
+  type RolloutWatchEvent,
+  refuseForeign,
+  sleep,
+  superseded,
+  terminating,
+  type WatchOutcome,
+} from './eks-core.js';
+import { EksClusterLogs } from './eks-logs.js';
 import {
   ANNOTATIONS,
   appSelector,
   deploymentObject,
-  fenceName,
-  fenceObject,
   generationOf,
   ingressObject,
   internalUrl,
   LABELS,
-  MANAGED_BY,
   NETWORK_POLICY_NAME,
   namespaceName,
   namespaceObject,
   networkPolicyObject,
-  type ObjectOptions,
   objectName,
   publicUrl,
   QUOTA_NAME,
@@ -75,95 +83,30 @@ import {
   specHashOf,
 } from './eks-objects.js';
 import { newest, podFailure, podSummary, rolloutState } from './eks-rollout.js';
+import { LambdaInvoker } from './lambda-invoke.js';
 import { failureMessage } from './log-cause.js';
-import type {
-  AppLaunch,
-  AppSpec,
-  DeployOptions,
-  LogQuery,
-  LogTarget,
-  LogText,
-  RuntimeTarget,
-} from './port.js';
+import type { AppLaunch, AppSpec, DeployOptions, RuntimeTarget } from './port.js';
 
+export {
+  type ClusterApi,
+  EksClusterCore,
+  type EksClusterOptions,
+  type EksTiming,
+  eksClusterOptionsFromEnv,
+  type RolloutWatchEvent,
+  TIMING_DEFAULTS,
+  type WatchOutcome,
+} from './eks-core.js';
+
+export { EksClusterLogs } from './eks-logs.js';
 export { internalUrl, namespaceName, publicUrl } from './eks-objects.js';
 
-/** What the rollout watcher is invoked with. No secret values: it reads what it masks from the cluster. */
-export interface RolloutWatchEvent {
-  target: RuntimeTarget;
-  /** Every app of the environment (the token's URLs are theirs). */
-  apps: string[];
-  token: string;
-  /** Epoch ms: past it, the token fails with what was still pending. */
-  deadline: number;
-  /** How many invocations watched before this one. */
-  hop: number;
-  startedAt: number;
-}
-
-export type WatchOutcome = 'ready' | 'failed' | 'superseded' | 'timed-out' | 'continued' | 'abandoned';
-
-export interface EksTiming {
-  /** Between two readiness checks (readiness is noticed within this, plus the probe's period). */
-  pollMs: number;
-  /** How long one watcher invocation watches before it hands over to the next (capped by its timeout). */
-  sliceMs: number;
-  /** From awaitReady to giving up (DeployFailed with what was pending). */
-  readyTimeoutMs: number;
-  /** How long teardown waits for the namespace to be gone before it throws TransientError. */
-  teardownWaitMs: number;
-  /** How long deploy waits for a namespace a teardown is still deleting. */
-  namespaceWaitMs: number;
-  /** Between two task heartbeats from the watcher (when `heartbeat` is given). */
-  heartbeatMs: number;
-}
-
-export const TIMING_DEFAULTS: EksTiming = {
-  pollMs: 2_000,
-  sliceMs: 10 * 60_000,
-  readyTimeoutMs: 20 * 60_000,
-  teardownWaitMs: 120_000,
-  namespaceWaitMs: 30_000,
-  heartbeatMs: 60_000,
-};
 /** A watcher stops this long before its invocation's time runs out, to hand over in time. */
 const SLICE_MARGIN_MS = 15_000;
 const LOG_TAIL_LINES = 20;
 const LOG_TAIL_CHARS = 1500;
 /** How many of a failed pod's last log lines are searched for its cause. */
 const CAUSE_SEARCH_LINES = 200;
-
-export interface EksClusterOptions extends ObjectOptions {
-  clusterName: string;
-  region: string;
-  /** Ends a callback task (`Workflows.completeTask`). */
-  complete: (token: string, outcome: TaskOutcome) => Promise<void>;
-  /**
-   * Sends a task heartbeat (`Workflows.heartbeat`), at the start of every watcher invocation and every
-   * `heartbeatMs`. Answering 'gone' (the task no longer waits) stops the watcher. Without it the watcher
-   * sends none, so the waiting state must then have no HeartbeatSeconds.
-   */
-  heartbeat?: (token: string) => Promise<undefined | 'gone'>;
-  /**
-   * Starts a watcher invocation asynchronously. Default: Lambda `Invoke` (InvocationType `Event`) of
-   * `watcherFunction`. Tests run the watcher in-process instead.
-   */
-  invokeWatcher?: (event: RolloutWatchEvent) => Promise<void>;
-  /** The watcher Lambda's name or ARN (default: `ROLLOUT_WATCHER_FUNCTION`). */
-  watcherFunction?: string;
-  /** Created once per container when not given (no explicit endpoint: `AWS_ENDPOINT_URL_EKS` applies). */
-  eks?: EKSClient;
-  lambda?: LambdaClient;
-  /** What signs the cluster tokens. Default: the EKS client's (the SDK's default credential chain). */
-  credentials?: CredentialProvider;
-  stsHost?: string;
-  /** Where teardown fences live (created on first use). Default `preview-system`. */
-  systemNamespace?: string;
-  timing?: Partial<EksTiming>;
-}
-
-type Kind = Exclude<keyof Kube, 'podLog'>;
-type ObjOf<K extends Kind> = Kube[K] extends Resource<infer T> ? T : never;
 
 type AppVerdict =
   | { kind: 'ready' }
@@ -176,40 +119,8 @@ type Verdict =
   | { kind: 'failed'; cause: string }
   | { kind: 'superseded'; cause: string };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-const terminating = (ns: V1Namespace | undefined) =>
-  ns !== undefined && (ns.metadata?.deletionTimestamp !== undefined || ns.status?.phase === 'Terminating');
-
-export class EksCluster implements Cluster {
-  readonly timing: EksTiming;
-  private readonly eks: EKSClient;
-  private lambda?: LambdaClient;
-  private readonly tokens: EksTokens;
-  private kube?: Promise<Kube>;
-  private readonly systemNamespace: string;
-
-  constructor(private readonly opts: EksClusterOptions) {
-    this.timing = { ...TIMING_DEFAULTS, ...opts.timing };
-    this.eks = opts.eks ?? new EKSClient({ region: opts.region });
-    this.lambda = opts.lambda;
-    this.systemNamespace = opts.systemNamespace ?? 'preview-system';
-    this.tokens = new EksTokens({
-      clusterName: opts.clusterName,
-      region: opts.region,
-      stsHost: opts.stsHost,
-      credentials: opts.credentials ?? (() => this.eks.config.credentials()),
-    });
-  }
-
-  /** The namespace of an environment. */
-  namespaceOf(target: Pick<RuntimeTarget, 'orgId' | 'repoFullName' | 'prNumber'>): string {
-    return namespaceName(target);
-  }
-
-  /** The https URL of an app. */
-  urlOf(target: Pick<RuntimeTarget, 'orgId' | 'repoFullName' | 'prNumber'>, app: string): string {
-    return publicUrl(namespaceName(target), app, this.opts.domain);
-  }
+export class EksCluster extends EksClusterLogs implements Cluster {
+  private lambda?: LambdaInvoker;
 
   // ---- deploy ----------------------------------------------------------------------------------------
 
@@ -270,14 +181,7 @@ export class EksCluster implements Cluster {
         }
         if (current === gen) return;
         try {
-          await this.call(`annotate Namespace ${name}`, (k) =>
-            k.namespaces.patch('', name, {
-              metadata: {
-                resourceVersion: ns.metadata?.resourceVersion,
-                annotations: { [ANNOTATIONS.generation]: String(gen) },
-              },
-            }),
-          );
+          await this.annotateGeneration(ns, gen);
           return;
         } catch (err) {
           if (isCode(err, 409)) continue;
@@ -426,110 +330,6 @@ export class EksCluster implements Cluster {
     throw new TransientError(`${label} kept changing under this deploy`);
   }
 
-  // ---- teardown --------------------------------------------------------------------------------------
-
-  async teardown(target: RuntimeTarget): Promise<void> {
-    const name = namespaceName(target);
-    const gen = target.generation;
-    try {
-      for (let attempt = 0; ; attempt++) {
-        if (attempt > 5) throw new TransientError(`namespace ${name} kept changing under this teardown`);
-        const ns = await this.readOrNull('namespaces', '', name);
-        if (ns) refuseForeign(ns);
-        const current = generationOf(ns);
-        if (ns && current > gen) throw superseded(name, current, gen);
-        await this.writeFence(target);
-        if (!ns) break;
-        if (!terminating(ns) && current < gen) {
-          try {
-            await this.call(`annotate Namespace ${name}`, (k) =>
-              k.namespaces.patch('', name, {
-                metadata: {
-                  resourceVersion: ns.metadata?.resourceVersion,
-                  annotations: { [ANNOTATIONS.generation]: String(gen) },
-                },
-              }),
-            );
-          } catch (err) {
-            if (isCode(err, 409)) continue;
-            if (!isCode(err, 404)) throw err;
-          }
-        }
-        try {
-          await this.call(`delete Namespace ${name}`, (k) =>
-            k.namespaces.remove('', name, { propagationPolicy: 'Foreground' }),
-          );
-        } catch (err) {
-          // 404: already gone; 409: already terminating.
-          if (!isCode(err, 404) && !isCode(err, 409)) throw err;
-        }
-        break;
-      }
-      await this.waitGone(name);
-      log.info('namespace removed', { namespace: name, generation: gen });
-    } catch (err) {
-      throw await this.explain(err, target, []);
-    }
-  }
-
-  private async waitGone(name: string): Promise<void> {
-    const until = Date.now() + this.timing.teardownWaitMs;
-    for (;;) {
-      const ns = await this.readOrNull('namespaces', '', name);
-      if (!ns) return;
-      if (Date.now() >= until)
-        throw new TransientError(
-          `namespace ${name} is still terminating after ${Math.round(this.timing.teardownWaitMs / 1000)} s ` +
-            `(a finalizer may hold it: kubectl get namespace ${name} -o yaml); the teardown will be retried`,
-        );
-      await sleep(Math.min(1000, this.timing.pollMs));
-    }
-  }
-
-  /** Record that the environment was torn down at `target.generation` (never lowering a newer fence). */
-  private async writeFence(target: RuntimeTarget): Promise<void> {
-    const sys = this.systemNamespace;
-    const name = fenceName(namespaceName(target));
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const existing = await this.readOrNull('configMaps', sys, name);
-      try {
-        if (existing) {
-          const current = generationOf(existing);
-          if (current > target.generation) throw superseded(name, current, target.generation);
-          if (current === target.generation) return;
-          await this.call(`replace ConfigMap ${sys}/${name}`, (k) =>
-            k.configMaps.replace(sys, name, fenceObject(sys, target, existing.metadata?.resourceVersion)),
-          );
-          return;
-        }
-        await this.call(`create ConfigMap ${sys}/${name}`, (k) =>
-          k.configMaps.create(sys, fenceObject(sys, target)),
-        );
-        return;
-      } catch (err) {
-        if (isCode(err, 404) && !existing) {
-          await this.call(`create Namespace ${sys}`, (k) =>
-            k.namespaces.create('', {
-              apiVersion: 'v1',
-              kind: 'Namespace',
-              metadata: { name: sys, labels: { [LABELS.managedBy]: MANAGED_BY } },
-            }),
-          ).catch((e) => {
-            if (!isCode(e, 409)) throw e;
-          });
-          continue;
-        }
-        if (!isCode(err, 409)) throw err;
-      }
-    }
-    throw new TransientError(`the teardown fence ${sys}/${name} kept changing`);
-  }
-
-  /** The generation of the teardown that last removed this namespace (0: never torn down). */
-  private async fenceGeneration(namespace: string): Promise<number> {
-    return generationOf(await this.readOrNull('configMaps', this.systemNamespace, fenceName(namespace)));
-  }
-
   // ---- readiness -------------------------------------------------------------------------------------
 
   async awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void> {
@@ -557,16 +357,19 @@ export class EksCluster implements Cluster {
   private async invokeLambda(event: RolloutWatchEvent): Promise<void> {
     const fn = this.opts.watcherFunction ?? process.env.ROLLOUT_WATCHER_FUNCTION;
     if (!fn) throw new ConfigError('ROLLOUT_WATCHER_FUNCTION is not set: the stack sets it for the runtime');
-    this.lambda ??= new LambdaClient({ region: this.opts.region });
-    const out = await this.lambda.send(
-      new InvokeCommand({
-        FunctionName: fn,
-        InvocationType: 'Event',
-        Payload: Buffer.from(JSON.stringify(event)),
-      }),
-    );
-    if (out.StatusCode !== 202)
-      throw new Error(`Lambda answered ${out.StatusCode} to an asynchronous invoke`);
+    this.lambda ??= new LambdaInvoker({
+      region: this.opts.region,
+      credentials: this.credentials,
+      endpoint: this.opts.lambdaEndpoint,
+    });
+    await this.lambda.invokeAsync(fn, event);
+  }
+
+  /** Ends a task (the watcher's): `complete` is required of a cluster that watches. */
+  private async completeTask(token: string, outcome: TaskOutcome): Promise<void> {
+    if (!this.opts.complete)
+      throw new ConfigError('this EKS cluster adapter completes no tasks (no `complete`)');
+    await this.opts.complete(token, outcome);
   }
 
   /**
@@ -614,7 +417,7 @@ export class EksCluster implements Cluster {
       if (now >= event.deadline) {
         const seconds = Math.round((event.deadline - event.startedAt) / 1000);
         const within = seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`;
-        await this.opts.complete(event.token, {
+        await this.completeTask(event.token, {
           ok: false,
           error: 'DeployFailed',
           cause: `not ready within ${within}: ${pending}`,
@@ -644,7 +447,7 @@ export class EksCluster implements Cluster {
             error: verdict.kind === 'failed' ? 'DeployFailed' : 'Superseded',
             cause: verdict.cause,
           };
-    await this.opts.complete(event.token, outcome);
+    await this.completeTask(event.token, outcome);
   }
 
   /** One look at the environment's rollout. */
@@ -759,195 +562,15 @@ export class EksCluster implements Cluster {
         : `${what}${withheld}`;
     return maskSecrets(text, secrets ?? []);
   }
-
-  /**
-   * The app's pods' output: a section per pod of the app (oldest first, so the newest ends the text),
-   * headed `--- pod <name> (<state>) ---`, each its container's last `tailLines` lines; a pod whose
-   * container waits to restart shows its previous run's. Masked with the values of the app's Secret (the
-   * bundle it runs with). undefined when the environment or the app has no pods.
-   */
-  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
-    if (query.source !== 'app') return undefined;
-    const ns = namespaceName(target);
-    const pods = await this.call(`list pods of ${ns}/${app}`, (k) =>
-      k.pods.list(ns, `${LABELS.app}=${app}`),
-    ).catch((err) => {
-      if (isCode(err, 404)) return [];
-      throw err;
-    });
-    if (pods.length === 0) return undefined;
-    const secret = await this.readOrNull('secrets', ns, objectName(app));
-    const secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
-    const t = (p: (typeof pods)[number]) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
-    const sorted = [...pods].sort((a, b) => t(a) - t(b));
-    const limitBytes = Math.max(1024, Math.floor(query.maxBytes / sorted.length));
-    let truncated = false;
-    const sections: string[] = [];
-    for (const pod of sorted) {
-      const name = pod.metadata?.name ?? '?';
-      const status = pod.status?.containerStatuses?.find((c) => c.name === 'app');
-      const previous = !status?.state?.running && (status?.restartCount ?? 0) > 0;
-      const read = (tailLines: number) =>
-        this.call(`read the log of ${ns}/${name}`, (k) =>
-          k.podLog(ns, name, { tailLines, limitBytes, previous }),
-        );
-      let text = '';
-      try {
-        // limitBytes keeps the first bytes of the tail asked for: while the answer hits it, the newest
-        // lines may be missing, so ask for fewer lines (halving) until it fits.
-        for (let tail = query.tailLines; ; tail = Math.floor(tail / 2)) {
-          text = String((await read(tail)) ?? '');
-          if (Buffer.byteLength(text) < limitBytes) break;
-          truncated = true;
-          if (tail <= 1) break;
-        }
-      } catch (err) {
-        // A container that has not started has no log yet (400): its section is empty.
-        if (!(err instanceof KubeError) || err.code !== 400) throw err;
-        text = '';
-      }
-      const lines = text.split('\n');
-      if (lines.at(-1) === '') lines.pop();
-      if (lines.length >= query.tailLines) truncated = true;
-      const state = `${podSummary(pod)}${previous ? "; the previous container's log" : ''}`;
-      sections.push(`--- pod ${name} (${state}) ---\n${lines.length ? `${lines.join('\n')}\n` : ''}`);
-    }
-    return { text: maskSecrets(sections.join(''), secrets), truncated };
-  }
-
-  // ---- plumbing --------------------------------------------------------------------------------------
-
-  /** The cluster's clients, once per container: endpoint and CA from `eks:DescribeCluster`. */
-  private clients(): Promise<Kube> {
-    this.kube ??= (async () => {
-      const out = await this.eks.send(new DescribeClusterCommand({ name: this.opts.clusterName }));
-      const c = out.cluster;
-      if (!c?.endpoint || !c.certificateAuthority?.data)
-        throw new DeployFailed(
-          `EKS cluster ${this.opts.clusterName} has no endpoint or CA yet (status ${c?.status ?? 'unknown'})`,
-        );
-      return connect({
-        server: c.endpoint,
-        caData: c.certificateAuthority.data,
-        token: () => this.tokens.get(),
-      });
-    })().catch((err) => {
-      this.kube = undefined;
-      throw err;
-    });
-    return this.kube;
-  }
-
-  /** One API call, as `op` in errors; a 401 (an expired token) is retried once with a fresh token. */
-  private async call<T>(op: string, fn: (k: Kube) => Promise<T>): Promise<T> {
-    const kube = await this.clients();
-    try {
-      return await fn(kube);
-    } catch (err) {
-      const e = KubeError.from(op, err);
-      if (e.code !== 401) throw e;
-      this.tokens.invalidate();
-      try {
-        return await fn(kube);
-      } catch (again) {
-        throw KubeError.from(op, again);
-      }
-    }
-  }
-
-  private async readOrNull<K extends Kind>(kind: K, ns: string, name: string): Promise<ObjOf<K> | undefined> {
-    try {
-      return await this.call(`read ${kind} ${ns ? `${ns}/` : ''}${name}`, (k) =>
-        (k[kind] as unknown as Resource<ObjOf<K>>).read(ns, name),
-      );
-    } catch (err) {
-      if (isCode(err, 404)) return undefined;
-      throw err;
-    }
-  }
-
-  /** A thrown error as one of the step errors, its message masked. */
-  private async explain(err: unknown, target: RuntimeTarget, secrets: string[]): Promise<Error> {
-    if (err instanceof Superseded || err instanceof DeployFailed || err instanceof TransientError) return err;
-    if (err instanceof ConfigError) return err;
-    const mask = (s: string) => maskSecrets(s, secrets);
-    if (err instanceof KubeError) {
-      const namespaceGone =
-        (err.code === 403 && /being terminated/.test(err.detail)) ||
-        (err.code === 404 && /^namespaces? "[^"]*" not found/.test(err.detail));
-      if (namespaceGone) {
-        const fence = await this.fenceGeneration(namespaceName(target)).catch(() => 0);
-        if (fence >= target.generation)
-          return new Superseded(`a teardown (generation ${fence}) removed the environment`);
-        return new TransientError(mask(err.message));
-      }
-      if (err.code === 0 || err.code === 401 || err.code === 409 || err.code === 429 || err.code >= 500)
-        return new TransientError(mask(err.message));
-      return new DeployFailed(`the cluster refused to ${mask(err.message)}`);
-    }
-    const aws = err as { name?: string; message?: string; $retryable?: unknown; $metadata?: unknown };
-    if (aws?.$metadata !== undefined) {
-      if (aws.name === 'ResourceNotFoundException')
-        return new DeployFailed(`EKS cluster ${this.opts.clusterName} not found in ${this.opts.region}`);
-      if (aws.name === 'AccessDeniedException' || aws.name === 'UnauthorizedException')
-        return new DeployFailed(
-          `not allowed to describe EKS cluster ${this.opts.clusterName}: ${aws.message}`,
-        );
-      return new TransientError(`eks:DescribeCluster failed: ${aws.name}: ${aws.message}`);
-    }
-    return err instanceof Error ? err : new Error(String(err));
-  }
-}
-
-/** A namespace of that name that this service did not create is never written to nor deleted. */
-function refuseForeign(ns: V1Namespace): void {
-  if (ns.metadata?.labels?.[LABELS.managedBy] !== MANAGED_BY)
-    throw new DeployFailed(
-      `namespace ${ns.metadata?.name} exists but is not managed by ${MANAGED_BY} (no ${LABELS.managedBy}=${MANAGED_BY} label): refusing to touch it`,
-    );
-}
-
-function superseded(what: string, current: number, gen: number): Superseded {
-  return new Superseded(`${what} belongs to generation ${current}; this is ${gen}`);
 }
 
 /**
- * The EKS cluster as configured by environment variables, until shared/config.ts carries them:
- * `EKS_CLUSTER_NAME`, `AWS_REGION`, `EKS_INGRESS_CLASS`, `EKS_INGRESS_DOMAIN` (required);
- * `ROLLOUT_WATCHER_FUNCTION` (needed by whoever calls awaitReady; `deps.watcherFunction` wins),
- * `EKS_INGRESS_NAMESPACE`, `EKS_INGRESS_ANNOTATIONS` (JSON object), `EKS_TLS_SECRET_NAME`,
- * `EKS_ALLOW_FROM_CIDRS` (comma-separated), `EKS_SYSTEM_NAMESPACE` (optional).
+ * The EKS cluster as configured by environment variables (`eksClusterOptionsFromEnv` of eks-core.ts names
+ * them).
  */
 export function eksClusterFromEnv(
-  deps: Pick<EksClusterOptions, 'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction'>,
+  deps: Pick<EksClusterOptions, 'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api'>,
   env: NodeJS.ProcessEnv = process.env,
 ): EksCluster {
-  const need = (name: string) => {
-    const v = env[name];
-    if (!v) throw new ConfigError(`${name} is not set: the stack sets it on every function that needs it`);
-    return v;
-  };
-  let annotations: Record<string, string> | undefined;
-  if (env.EKS_INGRESS_ANNOTATIONS) {
-    try {
-      annotations = JSON.parse(env.EKS_INGRESS_ANNOTATIONS) as Record<string, string>;
-    } catch {
-      throw new ConfigError('EKS_INGRESS_ANNOTATIONS must be a JSON object of strings');
-    }
-  }
-  return new EksCluster({
-    ...deps,
-    watcherFunction: deps.watcherFunction || env.ROLLOUT_WATCHER_FUNCTION || undefined,
-    clusterName: need('EKS_CLUSTER_NAME'),
-    region: need('AWS_REGION'),
-    ingressClassName: need('EKS_INGRESS_CLASS'),
-    domain: need('EKS_INGRESS_DOMAIN'),
-    ingressNamespace: env.EKS_INGRESS_NAMESPACE || undefined,
-    ingressAnnotations: annotations,
-    tlsSecretName: env.EKS_TLS_SECRET_NAME || undefined,
-    allowFromCidrs: env.EKS_ALLOW_FROM_CIDRS?.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-    systemNamespace: env.EKS_SYSTEM_NAMESPACE || undefined,
-  });
+  return new EksCluster(eksClusterOptionsFromEnv(deps, env));
 }

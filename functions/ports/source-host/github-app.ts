@@ -11,9 +11,10 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/core';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
+import '../../shared/zod-locale.js';
 import { TransientError } from '../../shared/step-errors.js';
 import type { RefResolution, SourceHost } from './port.js';
 
@@ -58,22 +59,29 @@ function isPrivateKey(pem: string): boolean {
 
 /** The secret's SecretString, validated. `privateKey` may have its newlines escaped as `\n`. */
 export const githubAppSecretSchema = z.object({
-  appId: z
-    .union(
+  appId: z.pipe(
+    z.union(
       [
-        z.string().regex(/^[1-9][0-9]*$/, { error: "must be the App's numeric id" }),
-        z.number().int().positive({ error: "must be the App's numeric id" }),
+        z.string().check(z.regex(/^[1-9][0-9]*$/, { error: "must be the App's numeric id" })),
+        z.number().check(z.int(), z.gt(0, { error: "must be the App's numeric id" })),
       ],
       { error: "must be the App's numeric id" },
-    )
-    .transform(String),
+    ),
+    z.transform(String),
+  ),
   privateKey: z
+    .pipe(
+      z.string({ error: 'must be a string' }),
+      z.transform((k: string) => k.replace(/\\n/g, '\n').trim()),
+    )
+    .check(
+      z.refine(isPrivateKey, {
+        message: "must be the App's private key in PEM (-----BEGIN RSA PRIVATE KEY----- ...)",
+      }),
+    ),
+  webhookSecret: z
     .string({ error: 'must be a string' })
-    .transform((k) => k.replace(/\\n/g, '\n').trim())
-    .refine(isPrivateKey, {
-      message: "must be the App's private key in PEM (-----BEGIN RSA PRIVATE KEY----- ...)",
-    }),
-  webhookSecret: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }),
+    .check(z.minLength(1, { error: 'must not be empty' })),
 });
 export type GitHubAppSecret = z.output<typeof githubAppSecretSchema>;
 

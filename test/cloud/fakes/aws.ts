@@ -12,10 +12,12 @@
  *   BatchGetBuilds.
  * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`).
  * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a finished build "logged").
- * - S3 (REST, path-style): PutObject (plain or aws-chunked bodies), HeadObject, GetObject.
+ * - S3 (REST, path-style): PutObject (plain or aws-chunked bodies), HeadObject, GetObject, and multipart
+ *   uploads (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload; part sizes
+ *   are not checked).
  * - EventBridge (JSON 1.1): PutEvents (recorded).
  * - EKS DescribeCluster and Lambda Invoke (REST-JSON): `kubernetes-aws.ts`, routed by SigV4 scope.
- * What it does not: signatures (SigV4 is not checked), pagination, IAM, multipart uploads, anything else.
+ * What it does not: signatures (SigV4 is not checked), pagination, IAM, anything else.
  * An unknown operation answers 400 `UnknownOperationException`, so a test notices.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -63,6 +65,8 @@ class AwsError extends Error {
 export class FakeAws {
   readonly secrets = new Map<string, string>();
   readonly objects = new Map<string, { body: Buffer; contentType?: string }>();
+  /** Multipart uploads in progress, by upload id (completed and aborted ones are gone). */
+  readonly uploads = new Map<string, { key: string; contentType?: string; parts: Map<number, Buffer> }>();
   readonly builds: StartedBuild[] = [];
   /** `repository:tag` → digest. */
   readonly images = new Map<string, string>();
@@ -306,6 +310,7 @@ export class FakeAws {
     const key = decodeURIComponent(url.pathname.slice(1));
     this.calls.push(`S3.${req.method} /${key}`);
     const object = this.objects.get(key);
+    if (this.s3Multipart(req, res, url, key, raw)) return;
     if (req.method === 'PUT') {
       const encoding = String(req.headers['content-encoding'] ?? '');
       const body = encoding.includes('aws-chunked') ? decodeAwsChunked(raw) : raw;
@@ -335,6 +340,73 @@ export class FakeAws {
     }
     res.writeHead(405, { 'content-type': 'application/xml' });
     res.end('<Error><Code>MethodNotAllowed</Code></Error>');
+  }
+
+  /** The multipart-upload operations (query `uploads` or `uploadId`); false for any other request. */
+  private s3Multipart(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    key: string,
+    raw: Buffer,
+  ): boolean {
+    const xml = (status: number, body: string) => {
+      res.writeHead(status, { 'content-type': 'application/xml' });
+      res.end(body);
+      return true;
+    };
+    const etag = (body: Buffer) => `"${createHash('md5').update(body).digest('hex')}"`;
+    if (req.method === 'POST' && url.searchParams.has('uploads')) {
+      const id = randomUUID();
+      this.uploads.set(id, { key, contentType: req.headers['content-type'], parts: new Map() });
+      return xml(
+        200,
+        `<InitiateMultipartUploadResult><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`,
+      );
+    }
+    const id = url.searchParams.get('uploadId');
+    if (id === null) return false;
+    const upload = this.uploads.get(id);
+    if (!upload || upload.key !== key)
+      return xml(
+        404,
+        '<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>',
+      );
+    if (req.method === 'PUT') {
+      const n = Number(url.searchParams.get('partNumber'));
+      upload.parts.set(n, raw);
+      res.writeHead(200, { etag: etag(raw) });
+      res.end();
+      return true;
+    }
+    if (req.method === 'DELETE') {
+      this.uploads.delete(id);
+      res.writeHead(204);
+      res.end();
+      return true;
+    }
+    if (req.method === 'POST') {
+      const listed = [
+        ...raw.toString('utf8').matchAll(/<PartNumber>(\d+)<\/PartNumber><ETag>([^<]*)<\/ETag>/g),
+      ];
+      const parts = listed.map(([, n, tag]) => ({
+        body: upload.parts.get(Number(n)),
+        tag: tag!.replace(/&quot;/g, '"'),
+      }));
+      if (!parts.length || parts.some((p) => !p.body || etag(p.body) !== p.tag))
+        return xml(
+          400,
+          '<Error><Code>InvalidPart</Code><Message>One or more of the specified parts could not be found.</Message></Error>',
+        );
+      const body = Buffer.concat(parts.map((p) => p.body!));
+      this.objects.set(key, { body, contentType: upload.contentType });
+      this.uploads.delete(id);
+      return xml(
+        200,
+        `<CompleteMultipartUploadResult><Key>${key}</Key><ETag>${etag(body)}</ETag></CompleteMultipartUploadResult>`,
+      );
+    }
+    return false;
   }
 }
 

@@ -1,0 +1,68 @@
+import { maskSecrets } from '../../shared/mask.js';
+import { isCode, KubeError } from './eks-client.js';
+import { EksClusterCore } from './eks-core.js';
+import { LABELS, namespaceName, objectName } from './eks-objects.js';
+import { podSummary } from './eks-rollout.js';
+import type { LogQuery, LogTarget, LogText } from './port.js';
+
+/**
+ * The cluster adapter's core plus the apps' pod logs: what the app-logs route uses (`logsRuntime` of
+ * registry/runtime.ts), so its bundle leaves the deploy, the rollout watch and the Lambda invoker out.
+ * `EksCluster` (eks.ts) extends it.
+ */
+export class EksClusterLogs extends EksClusterCore {
+  /**
+   * The app's pods' output: a section per pod of the app (oldest first, so the newest ends the text),
+   * headed `--- pod <name> (<state>) ---`, each its container's last `tailLines` lines; a pod whose
+   * container waits to restart shows its previous run's. Masked with the values of the app's Secret (the
+   * bundle it runs with). undefined when the environment or the app has no pods.
+   */
+  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+    if (query.source !== 'app') return undefined;
+    const ns = namespaceName(target);
+    const pods = await this.call(`list pods of ${ns}/${app}`, (k) =>
+      k.pods.list(ns, `${LABELS.app}=${app}`),
+    ).catch((err) => {
+      if (isCode(err, 404)) return [];
+      throw err;
+    });
+    if (pods.length === 0) return undefined;
+    const secret = await this.readOrNull('secrets', ns, objectName(app));
+    const secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
+    const t = (p: (typeof pods)[number]) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
+    const sorted = [...pods].sort((a, b) => t(a) - t(b));
+    const limitBytes = Math.max(1024, Math.floor(query.maxBytes / sorted.length));
+    let truncated = false;
+    const sections: string[] = [];
+    for (const pod of sorted) {
+      const name = pod.metadata?.name ?? '?';
+      const status = pod.status?.containerStatuses?.find((c) => c.name === 'app');
+      const previous = !status?.state?.running && (status?.restartCount ?? 0) > 0;
+      const read = (tailLines: number) =>
+        this.call(`read the log of ${ns}/${name}`, (k) =>
+          k.podLog(ns, name, { tailLines, limitBytes, previous }),
+        );
+      let text = '';
+      try {
+        // limitBytes keeps the first bytes of the tail asked for: while the answer hits it, the newest
+        // lines may be missing, so ask for fewer lines (halving) until it fits.
+        for (let tail = query.tailLines; ; tail = Math.floor(tail / 2)) {
+          text = String((await read(tail)) ?? '');
+          if (Buffer.byteLength(text) < limitBytes) break;
+          truncated = true;
+          if (tail <= 1) break;
+        }
+      } catch (err) {
+        // A container that has not started has no log yet (400): its section is empty.
+        if (!(err instanceof KubeError) || err.code !== 400) throw err;
+        text = '';
+      }
+      const lines = text.split('\n');
+      if (lines.at(-1) === '') lines.pop();
+      if (lines.length >= query.tailLines) truncated = true;
+      const state = `${podSummary(pod)}${previous ? "; the previous container's log" : ''}`;
+      sections.push(`--- pod ${name} (${state}) ---\n${lines.length ? `${lines.join('\n')}\n` : ''}`);
+    }
+    return { text: maskSecrets(sections.join(''), secrets), truncated };
+  }
+}
