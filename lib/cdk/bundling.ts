@@ -24,6 +24,18 @@ export const lambdaBundling = {
   },
 } as const;
 
+/** `lambdaBundling` as options of esbuild's `build()`, for what calls esbuild itself (layers, the benchmark). */
+export function lambdaEsbuildOptions() {
+  return {
+    format: lambdaBundling.format,
+    target: lambdaBundling.target,
+    minify: lambdaBundling.minify,
+    mainFields: [...lambdaBundling.mainFields],
+    banner: { js: lambdaBundling.banner },
+    alias: { ...lambdaBundling.alias },
+  };
+}
+
 /** `lambdaBundling.alias` as the esbuild CLI arguments CDK's `bundling.esbuildArgs` passes on. */
 export function aliasEsbuildArgs(): { '--alias': string[] } {
   return { '--alias': Object.entries(lambdaBundling.alias).map(([from, to]) => `${from}=${to}`) };

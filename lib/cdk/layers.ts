@@ -6,7 +6,7 @@ import { AssetHashType, DockerImage, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
 import { buildSync } from 'esbuild';
-import { type LayerId, lambdaBundling, lambdaLayers } from './bundling.js';
+import { type LayerId, lambdaBundling, lambdaEsbuildOptions, lambdaLayers } from './bundling.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -39,12 +39,7 @@ export function writeLayer(id: LayerId, outputDir: string): void {
       platform: 'node',
       outfile: join(dir, 'index.mjs'),
       logLevel: 'error',
-      format: lambdaBundling.format,
-      target: lambdaBundling.target,
-      minify: lambdaBundling.minify,
-      mainFields: [...lambdaBundling.mainFields],
-      banner: { js: lambdaBundling.banner },
-      alias: { ...lambdaBundling.alias },
+      ...lambdaEsbuildOptions(),
     });
     writeFileSync(
       join(dir, 'package.json'),

@@ -41,7 +41,7 @@ import { moduleClosure, repoRoot } from '../../lib/cdk/api-function.js';
 import {
   copiedModulesFor,
   externalModulesFor,
-  lambdaBundling,
+  lambdaEsbuildOptions,
   lambdaLayers,
   layerIds,
   layersFor,
@@ -124,12 +124,7 @@ function bundle(entry: string, external: string[]) {
     metafile: true,
     outfile: 'index.mjs',
     logLevel: 'error',
-    format: lambdaBundling.format,
-    target: lambdaBundling.target,
-    minify: lambdaBundling.minify,
-    mainFields: [...lambdaBundling.mainFields],
-    banner: { js: lambdaBundling.banner },
-    alias: { ...lambdaBundling.alias },
+    ...lambdaEsbuildOptions(),
     external,
   });
 }
