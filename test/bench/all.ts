@@ -98,26 +98,16 @@ for (const name of names) {
       verdict: f.ok ? 'PASS' : 'FAIL',
       detail: f.detail ?? '',
     });
+  const error = (detail: string) =>
+    rows.push({ script: name, figure: '—', measured: '—', target: '—', verdict: 'ERROR', detail });
   if (!figures.length || parseError)
-    rows.push({
-      script: name,
-      figure: '—',
-      measured: '—',
-      target: '—',
-      verdict: 'ERROR',
-      detail: parseError
+    error(
+      parseError
         ? `unreadable BENCH-RESULT line: ${parseError}`
         : `exited ${code} after ${seconds} s without a BENCH-RESULT line`,
-    });
+    );
   else if (code !== 0 && figures.every((f) => f.ok))
-    rows.push({
-      script: name,
-      figure: '—',
-      measured: '—',
-      target: '—',
-      verdict: 'ERROR',
-      detail: `exited ${code} after ${seconds} s although every figure it reported passed`,
-    });
+    error(`exited ${code} after ${seconds} s although every figure it reported passed`);
 }
 
 const header: Row = {

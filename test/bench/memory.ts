@@ -26,7 +26,7 @@ import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bootLocalRuntime, REPO_ROOT, serverInfoPath } from '../../lib/local/server.js';
 import { freePort } from '../support/process.js';
-import { median, reportFigure } from './report.js';
+import { median, reportFigure, runBench } from './report.js';
 
 const MINUTES = Number(process.env.BENCH_MEMORY_MINUTES ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_MEMORY_CONCURRENCY ?? 8);
@@ -233,12 +233,7 @@ async function main(): Promise<boolean> {
   return ok;
 }
 
-let ok = false;
-try {
-  ok = await main();
-} catch (err) {
-  console.error(`bench failed: ${(err as Error).stack ?? err}`);
-} finally {
+await runBench(main, async () => {
   if (server && server.exitCode === null) {
     const exited = new Promise((r) => server!.once('exit', r));
     server.kill('SIGTERM');
@@ -246,5 +241,4 @@ try {
     if (server.exitCode === null) server.kill('SIGKILL');
   }
   rmSync(dataDir, { recursive: true, force: true });
-}
-process.exit(ok ? 0 : 1);
+});

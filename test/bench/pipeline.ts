@@ -24,7 +24,7 @@ import { SERVER_JS, type Status } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, linkRepo } from '../support/harness.js';
 import { freePort } from '../support/process.js';
-import { median } from './report.js';
+import { median, runBench } from './report.js';
 
 const RUNS = 10;
 const STATUS_POLL_MS = 20;
@@ -196,14 +196,8 @@ async function main(): Promise<boolean> {
   return overheadOk && transitionsOk;
 }
 
-let ok = false;
-try {
-  ok = await main();
-} catch (err) {
-  console.error(`bench failed: ${(err as Error).stack ?? err}`);
-} finally {
+await runBench(main, async () => {
   await service?.stop();
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(gitRoot, { recursive: true, force: true });
-}
-process.exit(ok ? 0 : 1);
+});

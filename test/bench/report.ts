@@ -40,3 +40,19 @@ export function median(xs: number[]): number {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
+
+/**
+ * Run a benchmark's `main` (true when every target was met), print what made it fail, always `cleanup`,
+ * then exit 0 when it passed and 1 otherwise.
+ */
+export async function runBench(main: () => Promise<boolean>, cleanup: () => unknown): Promise<never> {
+  let ok = false;
+  try {
+    ok = await main();
+  } catch (err) {
+    console.error(`bench failed: ${(err as Error).stack ?? err}`);
+  } finally {
+    await cleanup();
+  }
+  process.exit(ok ? 0 : 1);
+}

@@ -24,7 +24,7 @@ import { LocalSecretStore } from '../../functions/ports/secret-store/local-files
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { bearer, call } from '../support/harness.js';
-import { median, reportFigure } from './report.js';
+import { median, reportFigure, runBench } from './report.js';
 
 const CONCURRENT = 100;
 const ROUNDS = 5;
@@ -167,13 +167,7 @@ async function main(): Promise<boolean> {
   return concurrentOk && noneLostOk && sequentialOk;
 }
 
-let ok = false;
-try {
-  ok = await main();
-} catch (err) {
-  console.error(`bench failed: ${(err as Error).stack ?? err}`);
-} finally {
+await runBench(main, async () => {
   await service?.stop();
   rmSync(dataDir, { recursive: true, force: true });
-}
-process.exit(ok ? 0 : 1);
+});

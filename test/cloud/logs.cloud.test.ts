@@ -5,9 +5,10 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { MASK } from '../../functions/shared/mask.js';
 import { pollUntil, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
-import { appKeyPair, FakeGitHub } from './fakes/github.js';
+import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
-import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './harness.js';
+import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
+import type { Cloud } from './harness.js';
 
 /*
  * GET …/apps/{app}/logs in the cloud simulation tier: the real handler in PREVIEW_MODE=aws reads a failed
@@ -31,27 +32,12 @@ const logs: string[] = [];
 
 beforeAll(async () => {
   setLogSink((line) => logs.push(line));
-  github = await new FakeGitHub().start();
-  const keys = appKeyPair();
-  github.addApp('1', keys.publicKey);
-  github.addRepo('acme/shop');
-  github.addInstallation(1, '1', ['acme/shop']);
-  sha = github.addCommit('acme/shop', { 'preview.yaml': PREVIEW_YAML, Dockerfile: 'FROM scratch\n' }, 'main');
-  cloud = await startCloud({ GITHUB_API_URL: github.url }, { kubernetes: true });
-  kube = cloud.kube!;
-  cloud.aws.secrets.set(
-    GITHUB_APP_SECRET_ARN,
-    JSON.stringify({ appId: '1', privateKey: keys.privateKey, webhookSecret: 'x' }),
-  );
-  const tenancy = await import('../../functions/core/tenancy.js');
-  org = await tenancy.createOrganization('logs');
-  applicationId = (await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' }))
-    .applicationId;
+  ({ cloud, kube, github, org, applicationId, sha } = await startGitHubCloud('logs', {
+    'preview.yaml': PREVIEW_YAML,
+    Dockerfile: 'FROM scratch\n',
+  }));
 }, 60_000);
-afterAll(async () => {
-  await cloud?.stop();
-  await github?.stop();
-}, 30_000);
+afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
 const auth = () => bearer(org);
 const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
