@@ -1,14 +1,26 @@
 /**
- * What the few AWS calls made without an SDK client (functions/shared/s3-objects.ts,
- * functions/ports/runtime/lambda-invoke.ts: see lib/cdk/README.md, "Bundles") share with the SDK: the
- * endpoint it would take from the environment and its standard retry mode.
+ * What the AWS calls made without an SDK client (functions/shared/aws-json.ts for the JSON-protocol
+ * services, functions/shared/s3-objects.ts, functions/ports/runtime/lambda-invoke.ts: see lib/cdk/README.md,
+ * "Bundles") share with the SDK: the endpoint it would take from the environment and its standard retry
+ * mode.
  */
+
+/** The services called without an SDK client, as their `AWS_ENDPOINT_URL_<SERVICE>` variable names them. */
+export type ConfiguredService =
+  | 'S3'
+  | 'LAMBDA'
+  | 'DYNAMODB'
+  | 'SFN'
+  | 'SECRETS_MANAGER'
+  | 'CLOUDWATCH_LOGS'
+  | 'CODEBUILD'
+  | 'ECR';
 
 /**
  * The endpoint the SDK would use for `service` from the environment: `AWS_ENDPOINT_URL_<SERVICE>`, else
  * `AWS_ENDPOINT_URL`, neither when `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`. Undefined: AWS's own.
  */
-export function configuredEndpoint(service: 'S3' | 'LAMBDA', env: NodeJS.ProcessEnv = process.env) {
+export function configuredEndpoint(service: ConfiguredService, env: NodeJS.ProcessEnv = process.env) {
   if (env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS?.toLowerCase() === 'true') return undefined;
   return env[`AWS_ENDPOINT_URL_${service}`] || env.AWS_ENDPOINT_URL || undefined;
 }

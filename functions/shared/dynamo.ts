@@ -1,38 +1,35 @@
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
-import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
+import { AwsJsonClient, DYNAMODB } from './aws-json.js';
 import { config } from './config.js';
+import { DocumentClient } from './dynamo-document.js';
 
-let client: DynamoDBDocumentClient | undefined;
+let client: DocumentClient | undefined;
 
 /**
- * The DynamoDB document client of this container, created once. Local mode points it at dynalite
- * (`DYNAMODB_ENDPOINT`) with placeholder credentials; every query is the same code in both modes.
+ * The DynamoDB document client of this container, created once: the document layer of
+ * shared/dynamo-document.ts over the JSON-protocol client of shared/aws-json.ts. Local mode points it at
+ * dynalite (`DYNAMODB_ENDPOINT`) with placeholder credentials; every query is the same code in both modes.
  */
-export function ddb(): DynamoDBDocumentClient {
+export function ddb(): DocumentClient {
   if (client) return client;
   const c = config();
-  const base = new DynamoDBClient({
-    region: c.region,
-    ...(c.dynamodbEndpoint ? localDynamoClientConfig(c.dynamodbEndpoint) : {}),
-  });
-  dropNoOpLogger(base);
-  client = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
+  const local = c.dynamodbEndpoint ? localDynamoClientConfig(c.dynamodbEndpoint) : undefined;
+  client = new DocumentClient(
+    new AwsJsonClient(DYNAMODB, {
+      region: c.region,
+      ...(local
+        ? {
+            endpoint: local.endpoint,
+            credentials: async () => local.credentials,
+            ...(local.requestHandler ? { handler: local.requestHandler } : {}),
+          }
+        : {}),
+    }),
+  );
   return client;
-}
-
-/**
- * Remove the SDK's `loggerMiddleware` from a client created without a `logger` (so with the SDK's no-op
- * one). The middleware runs after every call whatever the logger, and first copies the input and the
- * output through the schema's sensitive-data filter (`schemaLogFilter`, a walk of every attribute of every
- * item returned) only to hand them to a logger that drops them: for the Query of a page of 21 runs that
- * walk was about a twentieth of the call's CPU. Errors still reach the caller as thrown.
- */
-function dropNoOpLogger(base: DynamoDBClient): void {
-  base.middlewareStack.remove('loggerMiddleware');
 }
 
 /**
@@ -62,5 +59,5 @@ export function table(name: TableName): string {
 
 /** True when a write failed its condition expression. */
 export function isConditionFailure(err: unknown): boolean {
-  return err instanceof ConditionalCheckFailedException;
+  return (err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException';
 }

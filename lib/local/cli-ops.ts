@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import {
   environmentStatus,
   listEnvironments,
@@ -20,6 +19,7 @@ import type { Runtime } from '../../functions/ports/runtime/port.js';
 import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
 import { config } from '../../functions/shared/config.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ScanCommand } from '../../functions/shared/dynamo-document.js';
 import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
 import { defaultWorkDir } from './adapters.js';
 

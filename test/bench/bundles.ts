@@ -166,11 +166,18 @@ async function worker(): Promise<void> {
 }
 await Promise.all([worker(), worker(), worker()]);
 
-/** The floor (test/bench/fixtures/sdk-floor.ts: the DynamoDB document client alone), built the same way. */
-const floorEntry = 'test/bench/fixtures/sdk-floor.ts';
-const floorBuild = await bundle(floorEntry, []);
-const floor = { raw: floorBuild.outputFiles[0]!.contents.length, file: join(work, 'floor.mjs'), importMs: 0 };
-writeFileSync(floor.file, floorBuild.outputFiles[0]!.contents);
+/**
+ * The SDK reference (test/bench/fixtures/sdk-reference.ts: the SDK's DynamoDB document client alone), built the
+ * same way: what every bundle carried before shared/aws-json.ts replaced the SDK clients, and its floor then.
+ */
+const sdkRefEntry = 'test/bench/fixtures/sdk-reference.ts';
+const sdkRefBuild = await bundle(sdkRefEntry, []);
+const sdkRef = {
+  raw: sdkRefBuild.outputFiles[0]!.contents.length,
+  file: join(work, 'sdk-reference.mjs'),
+  importMs: 0,
+};
+writeFileSync(sdkRef.file, sdkRefBuild.outputFiles[0]!.contents);
 
 /** node_modules beside a bundle: its copied modules, else its layer's (one layer per function today). */
 function linkModules(row: Row): void {
@@ -221,17 +228,17 @@ if (!checkMode) {
   for (const r of rows) linkModules(r);
   // Interleave the baseline with the bundles, so machine noise hits both alike.
   const baseRuns: [number, number][] = [];
-  const floorRuns: number[] = [];
+  const sdkRefRuns: number[] = [];
   const runs = new Map<Row, [number, number][]>();
   for (let i = 0; i < RUNS; i++) {
     for (const [n, r] of rows.entries()) {
       if (n % 3 === 0) baseRuns.push(timeImport(empty));
-      if (n % 3 === 1) floorRuns.push(timeImport(floor.file)[0]);
+      if (n % 3 === 1) sdkRefRuns.push(timeImport(sdkRef.file)[0]);
       runs.set(r, [...(runs.get(r) ?? []), timeImport(join(r.dir, 'index.mjs'), r.external)]);
     }
   }
   baseline = { importMs: median(baseRuns.map((x) => x[0])), wallMs: median(baseRuns.map((x) => x[1])) };
-  floor.importMs = median(floorRuns);
+  sdkRef.importMs = median(sdkRefRuns);
   for (const [r, xs] of runs) {
     r.importMs = median(xs.map((x) => x[0]));
     r.wallMs = median(xs.map((x) => x[1]));
@@ -258,7 +265,7 @@ const largest = rows[0]!;
 console.log(
   `\n${rows.length} bundles in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
     `median ${kb(medianBytes)}, largest ${kb(largest.raw)} (${largest.name}); ` +
-    `the floor (${floorEntry}, the DynamoDB document client alone) ${kb(floor.raw)}`,
+    `the SDK reference (${sdkRefEntry}, the SDK's DynamoDB document client alone) ${kb(sdkRef.raw)}`,
 );
 const byPackage = new Map<string, number>();
 for (const [file, info] of Object.entries(Object.values(largest.meta.outputs)[0]!.inputs)) {
@@ -349,8 +356,8 @@ if (checkMode) {
   const besideRows = rows.filter((r) => r.beside.length > 0);
   console.log(
     `\nimport (fresh node, in-process): median ${importMedian.toFixed(1)} ms over ${rows.length} bundles; ` +
-      `empty module ${baseline.importMs.toFixed(2)} ms; the floor (DynamoDB document client alone) ` +
-      `${floor.importMs.toFixed(1)} ms; whole process median ${wallMedian.toFixed(0)} ms vs ` +
+      `empty module ${baseline.importMs.toFixed(2)} ms; the SDK reference (its DynamoDB document client alone) ` +
+      `${sdkRef.importMs.toFixed(1)} ms; whole process median ${wallMedian.toFixed(0)} ms vs ` +
       `${baseline.wallMs.toFixed(0)} ms for the empty module`,
   );
   console.log(
@@ -364,7 +371,7 @@ if (checkMode) {
     target: '≤ 250 KB (stretch 200 KB)',
     ok: medianBytes <= 250 * 1024,
     unit: 'KB',
-    detail: `${rows.length} bundles; stretch ${medianBytes <= 200 * 1024 ? 'met' : 'not met'}; the floor, a bundle of the DynamoDB document client alone: ${kb(floor.raw)} (median ${(medianBytes / floor.raw).toFixed(2)}× it)`,
+    detail: `${rows.length} bundles; stretch ${medianBytes <= 200 * 1024 ? 'met' : 'not met'}; the SDK reference, a bundle of the SDK's DynamoDB document client alone: ${kb(sdkRef.raw)} (median ${(medianBytes / sdkRef.raw).toFixed(2)}× it)`,
   });
   reportFigure({
     name: 'bundles / largest minified size',
@@ -383,7 +390,7 @@ if (checkMode) {
     target: '≤ 35 ms',
     ok: importMedian <= 35,
     unit: 'ms',
-    detail: `fresh node, await import() timed in-process, median of ${RUNS} runs each; functions with layers or copied modules timed importing those packages too; the floor (DynamoDB document client alone) ${floor.importMs.toFixed(1)} ms (median ${(importMedian / floor.importMs).toFixed(2)}× it)`,
+    detail: `fresh node, await import() timed in-process, median of ${RUNS} runs each; functions with layers or copied modules timed importing those packages too; the SDK reference (its DynamoDB document client alone) ${sdkRef.importMs.toFixed(1)} ms (median ${(importMedian / sdkRef.importMs).toFixed(2)}× it)`,
   });
   reportFigure({
     name: 'bundles / median import process vs empty module',
@@ -395,7 +402,7 @@ if (checkMode) {
   });
   for (const r of besideRows)
     reportFigure({
-      name: `bundles / import with what is shipped beside: ${r.name}`,
+      name: `bundles / import with what is shipped beside (informational: loaded on first use): ${r.name}`,
       measured: Number(r.importMs!.toFixed(1)),
       target: '≤ 35 ms',
       ok: r.importMs! <= 35,

@@ -1,4 +1,4 @@
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { GitHubAppCredentials } from '../source-host/github-app.js';
 import { once } from './adapters.js';
@@ -7,7 +7,7 @@ import { once } from './adapters.js';
 export const githubAppCredentials = /* @__PURE__ */ once(
   () =>
     new GitHubAppCredentials(
-      new SecretsManagerClient({ region: config().region }),
+      new AwsJsonClient(SECRETS_MANAGER, { region: config().region }),
       config().github.appSecretArn,
     ),
 );

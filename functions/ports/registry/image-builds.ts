@@ -1,6 +1,4 @@
-import { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
-import { CodeBuildClient } from '@aws-sdk/client-codebuild';
-import { ECRClient } from '@aws-sdk/client-ecr';
+import { AwsJsonClient, CLOUDWATCH_LOGS, CODEBUILD, ECR, type JsonService } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { BuildLogs } from '../runtime/build-logs.js';
@@ -20,7 +18,11 @@ function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'log
     complete: (token, outcome) => workflows().completeTask(token, outcome),
   });
 }
-const region = () => ({ region: config().region });
+/** The JSON-protocol client of `service` (shared/aws-json.ts), created on first use, once per container. */
+const client = (service: JsonService) => once(() => new AwsJsonClient(service, { region: config().region }));
+const codebuildClient = /* @__PURE__ */ client(CODEBUILD);
+const ecrClient = /* @__PURE__ */ client(ECR);
+const logsClient = /* @__PURE__ */ client(CLOUDWATCH_LOGS);
 
 /**
  * The image half of the cloud runtime (CodeBuild, ECR, the build log), once per container: what the whole
@@ -28,17 +30,11 @@ const region = () => ({ region: config().region });
  * calls use: `buildRuntime` (CodeBuild and ECR), `imageBuilds` (ECR and CloudWatch Logs), `buildLogs`.
  */
 export const codeBuildImages = /* @__PURE__ */ once(() =>
-  images({
-    codebuild: new CodeBuildClient(region()),
-    ecr: new ECRClient(region()),
-    logs: new CloudWatchLogsClient(region()),
-  }),
+  images({ codebuild: codebuildClient(), ecr: ecrClient(), logs: logsClient() }),
 );
 
 /** The image builds' logs alone (CloudWatch Logs), for the app-logs route (registry/runtime.ts `logsRuntime`). */
-export const buildLogs = /* @__PURE__ */ once(
-  () => new BuildLogs(new CloudWatchLogsClient({ region: config().region })),
-);
+export const buildLogs = /* @__PURE__ */ once(() => new BuildLogs(logsClient()));
 
 /**
  * The runtime as the BuildImages step uses it: `build` only. AWS: CodeBuild images with the CodeBuild and
@@ -46,7 +42,7 @@ export const buildLogs = /* @__PURE__ */ once(
  * runtime.
  */
 export const buildRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'build'>>('runtime', () =>
-  images({ codebuild: new CodeBuildClient(region()), ecr: new ECRClient(region()) }),
+  images({ codebuild: codebuildClient(), ecr: ecrClient() }),
 );
 
 /**
@@ -58,6 +54,4 @@ export function imageBuilds(): CodeBuildImages {
     throw new ConfigError('image-build events come from CodeBuild: AWS mode only');
   return finishedBuilds();
 }
-const finishedBuilds = /* @__PURE__ */ once(() =>
-  images({ ecr: new ECRClient(region()), logs: new CloudWatchLogsClient(region()) }),
-);
+const finishedBuilds = /* @__PURE__ */ once(() => images({ ecr: ecrClient(), logs: logsClient() }));

@@ -1,4 +1,4 @@
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { s3TargetFromEnv } from '../../shared/s3-objects.js';
@@ -14,12 +14,12 @@ import { adapter, required } from './adapters.js';
 export const mediaReader = /* @__PURE__ */ adapter<'media', MediaReader>('media', () => {
   const c = config();
   const secretArn = required(c.runs.linkSecretArn, 'RUN_LINK_SECRET_ARN');
-  const secrets = new SecretsManagerClient({ region: c.region });
+  const secrets = new AwsJsonClient(SECRETS_MANAGER, { region: c.region });
   return new S3MediaReader(
     s3TargetFromEnv(c.region),
     required(c.runs.mediaBucket, 'MEDIA_BUCKET'),
     async () => {
-      const out = await secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));
+      const out = await secrets.call<{ SecretString?: string }>('GetSecretValue', { SecretId: secretArn });
       if (!out.SecretString) throw new ConfigError('the run-link signing secret is empty');
       return Buffer.from(out.SecretString, 'utf8');
     },

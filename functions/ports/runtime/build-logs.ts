@@ -1,11 +1,30 @@
-import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../manifest/tables.js';
+import type { AwsJsonClient } from '../../shared/aws-json.js';
 import { ddb, table } from '../../shared/dynamo.js';
+import { GetCommand } from '../../shared/dynamo-document.js';
 import type { LogQuery, LogTarget, LogText } from './port.js';
 
 /** GetLogEvents answers at most this many events. */
 const MAX_LOG_EVENTS = 10_000;
+
+/** CloudWatch Logs `GetLogEvents`, as far as it is sent and read here (the wire JSON). */
+export interface GetLogEventsInput {
+  logGroupName: string;
+  logStreamName: string;
+  limit?: number;
+  startFromHead?: boolean;
+}
+export interface GetLogEventsOutput {
+  /** `timestamp`/`ingestionTime` are epoch milliseconds (numbers, as in the SDK's output). */
+  events?: { timestamp?: number; message?: string; ingestionTime?: number }[];
+  nextForwardToken?: string;
+  nextBackwardToken?: string;
+}
+
+/** `GetLogEvents` on a CloudWatch Logs client (shared/aws-json.ts `CLOUDWATCH_LOGS`). */
+export function getLogEvents(client: AwsJsonClient, input: GetLogEventsInput): Promise<GetLogEventsOutput> {
+  return client.call<GetLogEventsOutput>('GetLogEvents', input);
+}
 
 /** Where an app's latest build logs (table `builds`, key `keys.builds.latestLog`): one CodeBuild stream. */
 export interface LogPointer {
@@ -22,7 +41,8 @@ export interface LogPointer {
  * the CloudWatch Logs client and not CodeBuild's or ECR's. `CodeBuildImages` writes the pointers.
  */
 export class BuildLogs {
-  constructor(private readonly client: CloudWatchLogsClient) {}
+  /** `client`: a CloudWatch Logs client (`new AwsJsonClient(CLOUDWATCH_LOGS, …)`). */
+  constructor(private readonly client: AwsJsonClient) {}
 
   /**
    * The end of an app's latest image build log (CloudWatch Logs `GetLogEvents`, newest events): undefined
@@ -41,14 +61,12 @@ export class BuildLogs {
     const limit = Math.min(query.tailLines, MAX_LOG_EVENTS);
     let events: { message?: string }[];
     try {
-      const out = await this.client.send(
-        new GetLogEventsCommand({
-          logGroupName: pointer.logGroup,
-          logStreamName: pointer.logStream,
-          limit,
-          startFromHead: false,
-        }),
-      );
+      const out = await getLogEvents(this.client, {
+        logGroupName: pointer.logGroup,
+        logStreamName: pointer.logStream,
+        limit,
+        startFromHead: false,
+      });
       events = out.events ?? [];
     } catch (err) {
       if ((err as Error).name === 'ResourceNotFoundException') return undefined;

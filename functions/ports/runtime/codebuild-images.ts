@@ -1,15 +1,13 @@
 import { createHash } from 'node:crypto';
-import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
-import { type CodeBuildClient, StartBuildCommand } from '@aws-sdk/client-codebuild';
-import { BatchGetImageCommand, type ECRClient } from '@aws-sdk/client-ecr';
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { artifactKeys, keys, repoKey } from '../../manifest/tables.js';
+import type { AwsJsonClient } from '../../shared/aws-json.js';
 import { newId } from '../../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '../../shared/dynamo-document.js';
 import { ConfigError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import type { TaskOutcome } from '../workflows/port.js';
-import { BuildLogs, type LogPointer } from './build-logs.js';
+import { BuildLogs, getLogEvents, type LogPointer } from './build-logs.js';
 import { failureMessage } from './log-cause.js';
 import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from './port.js';
 
@@ -23,12 +21,27 @@ const CAUSE_SEARCH_LINES = 300;
 /** How long the pointer to an app's latest build log is kept (the log group's retention: a month). */
 const LOG_POINTER_TTL_SECONDS = 31 * 24 * 3600;
 
+/** CodeBuild `StartBuild`'s output, as far as it is read here (the wire JSON). */
+interface StartBuildOutput {
+  build?: { id?: string; arn?: string; buildStatus?: string };
+}
+
+/** ECR `BatchGetImage`'s output, as far as it is read here (the wire JSON). */
+interface BatchGetImageOutput {
+  images?: { repositoryName?: string; imageId?: { imageTag?: string; imageDigest?: string } }[];
+  failures?: { imageId?: { imageTag?: string }; failureCode?: string; failureReason?: string }[];
+}
+
+/**
+ * The clients are shared/aws-json.ts `AwsJsonClient`s, one per service: `CODEBUILD`, `ECR`,
+ * `CLOUDWATCH_LOGS`.
+ */
 export interface CodeBuildImagesOptions {
   /** Starts the builds (`build`); a handler that only ends them (`onBuildFinished`) goes without. */
-  codebuild?: CodeBuildClient;
-  ecr: ECRClient;
+  codebuild?: AwsJsonClient;
+  ecr: AwsJsonClient;
   /** Reads the build logs (`logs`, `onBuildFinished`); the BuildImages step goes without. */
-  logs?: CloudWatchLogsClient;
+  logs?: AwsJsonClient;
   /** The image-build project (CDK: the stack's project). */
   project: string;
   /** `<account>.dkr.ecr.<region>.amazonaws.com/<name>`: every app image is a tag of this repository. */
@@ -132,23 +145,21 @@ export class CodeBuildImages {
       context: apps[app]!.context ?? '.',
       tag: tags[app]!,
     }));
-    const out = await codebuild.send(
-      new StartBuildCommand({
-        projectName: this.opts.project,
-        idempotencyToken: buildId,
-        environmentVariablesOverride: [
-          { name: BUILD_REF_VAR, value: buildId, type: 'PLAINTEXT' },
-          { name: 'SOURCE_BUCKET', value: this.opts.artifactsBucket, type: 'PLAINTEXT' },
-          {
-            name: 'SOURCE_KEY',
-            value: artifactKeys.source(target.orgId, target.repoFullName, sha),
-            type: 'PLAINTEXT',
-          },
-          { name: 'IMAGE_REPOSITORY_URI', value: this.opts.repositoryUri, type: 'PLAINTEXT' },
-          { name: 'BUILDS', value: JSON.stringify(builds), type: 'PLAINTEXT' },
-        ],
-      }),
-    );
+    const out = await codebuild.call<StartBuildOutput>('StartBuild', {
+      projectName: this.opts.project,
+      idempotencyToken: buildId,
+      environmentVariablesOverride: [
+        { name: BUILD_REF_VAR, value: buildId, type: 'PLAINTEXT' },
+        { name: 'SOURCE_BUCKET', value: this.opts.artifactsBucket, type: 'PLAINTEXT' },
+        {
+          name: 'SOURCE_KEY',
+          value: artifactKeys.source(target.orgId, target.repoFullName, sha),
+          type: 'PLAINTEXT',
+        },
+        { name: 'IMAGE_REPOSITORY_URI', value: this.opts.repositoryUri, type: 'PLAINTEXT' },
+        { name: 'BUILDS', value: JSON.stringify(builds), type: 'PLAINTEXT' },
+      ],
+    });
     await ddb()
       .send(
         new UpdateCommand({
@@ -272,18 +283,16 @@ export class CodeBuildImages {
     const entries = Object.entries(tags);
     if (entries.length === 0) return {};
     const repositoryName = this.opts.repositoryUri.slice(this.opts.repositoryUri.indexOf('/') + 1);
-    const out = await this.opts.ecr.send(
-      new BatchGetImageCommand({
-        repositoryName,
-        imageIds: entries.map(([, tag]) => ({ imageTag: tag })),
-        acceptedMediaTypes: [
-          'application/vnd.docker.distribution.manifest.v2+json',
-          'application/vnd.oci.image.manifest.v1+json',
-          'application/vnd.oci.image.index.v1+json',
-          'application/vnd.docker.distribution.manifest.list.v2+json',
-        ],
-      }),
-    );
+    const out = await this.opts.ecr.call<BatchGetImageOutput>('BatchGetImage', {
+      repositoryName,
+      imageIds: entries.map(([, tag]) => ({ imageTag: tag })),
+      acceptedMediaTypes: [
+        'application/vnd.docker.distribution.manifest.v2+json',
+        'application/vnd.oci.image.manifest.v1+json',
+        'application/vnd.oci.image.index.v1+json',
+        'application/vnd.docker.distribution.manifest.list.v2+json',
+      ],
+    });
     const found: Record<string, string> = {};
     for (const image of out.images ?? []) {
       const app = entries.find(([, tag]) => tag === image.imageId?.imageTag)?.[0];
@@ -307,14 +316,12 @@ export class CodeBuildImages {
     let output = '';
     if (logs?.['group-name'] && logs['stream-name']) {
       try {
-        const out = await this.client('logs').send(
-          new GetLogEventsCommand({
-            logGroupName: logs['group-name'],
-            logStreamName: logs['stream-name'],
-            limit: CAUSE_SEARCH_LINES,
-            startFromHead: false,
-          }),
-        );
+        const out = await getLogEvents(this.client('logs'), {
+          logGroupName: logs['group-name'],
+          logStreamName: logs['stream-name'],
+          limit: CAUSE_SEARCH_LINES,
+          startFromHead: false,
+        });
         const lines = (out.events ?? []).map((e) => (e.message ?? '').trimEnd()).filter(Boolean);
         output = lines.join('\n');
         tail = lines.slice(-LOG_TAIL_LINES).join(' | ');

@@ -1,23 +1,17 @@
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CreateSecretCommand,
-  GetSecretValueCommand,
-  PutSecretValueCommand,
-  ResourceExistsException,
-  ResourceNotFoundException,
-  SecretsManagerClient,
-} from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
-import { mockClient } from 'aws-sdk-client-mock';
+import { FakeJsonService, Fault } from '../../../test/support/aws-json-fake.js';
+import { SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { LocalSecretStore } from './local-files.js';
 import type { SecretStore } from './port.js';
 import { SecretsManagerStore } from './secrets-manager.js';
 
 /*
  * The SecretStore contract, run against every adapter: the local encrypted files, and Secrets Manager at
- * its SDK boundary (aws-sdk-client-mock answering from an in-memory map the way the service does:
+ * the HTTP boundary (the adapter's AwsJsonClient sends to a FakeJsonService that records each request, its
+ * operation and JSON input, scripted here to answer from an in-memory map the way the service does:
  * GetSecretValue/PutSecretValue of a missing secret → ResourceNotFoundException, CreateSecret of an
  * existing one → ResourceExistsException). Adapter-specific behaviour follows the contract.
  */
@@ -25,27 +19,36 @@ import { SecretsManagerStore } from './secrets-manager.js';
 const dir = mkdtempSync(join(tmpdir(), 'secret-store-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const sm = mockClient(SecretsManagerClient);
 const secrets = new Map<string, string>();
-const notFound = () => new ResourceNotFoundException({ message: 'not found', $metadata: {} });
+const secretsManager = new FakeJsonService(SECRETS_MANAGER);
+
 function inMemorySecretsManager() {
-  sm.reset();
   secrets.clear();
-  sm.on(GetSecretValueCommand).callsFake(({ SecretId }) => {
-    if (!secrets.has(SecretId)) throw notFound();
-    return { SecretString: secrets.get(SecretId) };
+  secretsManager.reset();
+  const notFound = () =>
+    new Fault('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+  secretsManager.on('GetSecretValue', ({ SecretId }) => {
+    if (!secrets.has(SecretId)) return notFound();
+    return {
+      ARN: SecretId,
+      Name: SecretId,
+      SecretString: secrets.get(SecretId),
+      CreatedDate: 1_700_000_000.5,
+    };
   });
-  sm.on(PutSecretValueCommand).callsFake(({ SecretId, SecretString }) => {
-    if (!secrets.has(SecretId)) throw notFound();
+  secretsManager.on('PutSecretValue', ({ SecretId, SecretString }) => {
+    if (!secrets.has(SecretId)) return notFound();
     secrets.set(SecretId, SecretString);
-    return {};
+    return { ARN: SecretId };
   });
-  sm.on(CreateSecretCommand).callsFake(({ Name, SecretString }) => {
-    if (secrets.has(Name)) throw new ResourceExistsException({ message: 'exists', $metadata: {} });
+  secretsManager.on('CreateSecret', ({ Name, SecretString }) => {
+    if (secrets.has(Name)) return new Fault('ResourceExistsException', 'the secret already exists');
     secrets.set(Name, SecretString);
-    return {};
+    return { ARN: Name, Name };
   });
 }
+
+const secretsManagerStore = () => new SecretsManagerStore(secretsManager.client(), 'preview');
 
 function secretStoreContract(name: string, make: () => SecretStore) {
   describe(`${name} honours the SecretStore contract`, () => {
@@ -107,10 +110,7 @@ function secretStoreContract(name: string, make: () => SecretStore) {
 beforeEach(() => inMemorySecretsManager());
 
 secretStoreContract('LocalSecretStore', () => new LocalSecretStore(dir));
-secretStoreContract(
-  'SecretsManagerStore',
-  () => new SecretsManagerStore(new SecretsManagerClient({ region: 'eu-west-1' }), 'preview'),
-);
+secretStoreContract('SecretsManagerStore', secretsManagerStore);
 
 describe('LocalSecretStore specifics', () => {
   test('values are encrypted at rest under a 0600 key file', async () => {
@@ -165,8 +165,9 @@ describe('LocalSecretStore specifics', () => {
 });
 
 describe('SecretsManagerStore specifics', () => {
-  const store = () => new SecretsManagerStore(new SecretsManagerClient({ region: 'eu-west-1' }), 'preview');
+  const store = secretsManagerStore;
   const ref = { applicationId: 'app1', app: 'web' };
+  const uuid = expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 
   test('one secret per (application, app), named <prefix>/<applicationId>/<app>', async () => {
     await store().write(ref, { A: '1' });
@@ -176,17 +177,95 @@ describe('SecretsManagerStore specifics', () => {
   test('the first write creates the secret, tagged; later writes put a new value', async () => {
     await store().write(ref, { A: '1' });
     await store().write(ref, { A: '2' });
-    const created = sm.commandCalls(CreateSecretCommand).map((c) => c.args[0].input);
-    expect(created).toHaveLength(1);
-    expect(created[0]!.Tags).toEqual([
-      { Key: 'preview:applicationId', Value: 'app1' },
-      { Key: 'preview:app', Value: 'web' },
+    expect(secretsManager.sent).toEqual([
+      {
+        operation: 'PutSecretValue',
+        input: { SecretId: 'preview/app1/web', ClientRequestToken: uuid, SecretString: '{"A":"1"}' },
+      },
+      {
+        operation: 'CreateSecret',
+        input: {
+          Name: 'preview/app1/web',
+          ClientRequestToken: uuid,
+          SecretString: '{"A":"1"}',
+          Description: 'Preview env vars of app web of application app1',
+          Tags: [
+            { Key: 'preview:applicationId', Value: 'app1' },
+            { Key: 'preview:app', Value: 'web' },
+          ],
+        },
+      },
+      {
+        operation: 'PutSecretValue',
+        input: { SecretId: 'preview/app1/web', ClientRequestToken: uuid, SecretString: '{"A":"2"}' },
+      },
     ]);
-    expect(sm.commandCalls(PutSecretValueCommand)).toHaveLength(2);
+    // A new version id per write, as the SDK generated them.
+    expect(new Set(secretsManager.sent.map((s) => s.input.ClientRequestToken)).size).toBe(3);
   });
 
-  test('errors other than not-found propagate', async () => {
-    sm.on(GetSecretValueCommand).rejects(new Error('throttled'));
-    await expect(store().read(ref)).rejects.toThrow('throttled');
+  test('a secret another writer created between the two calls gets the value put on it', async () => {
+    secretsManager.on('PutSecretValue', ({ SecretId, SecretString }) => {
+      if (!secrets.has(SecretId)) {
+        secrets.set(SecretId, '{"OTHER":"1"}'); // the other writer's CreateSecret lands now
+        return new Fault('ResourceNotFoundException', 'not found');
+      }
+      secrets.set(SecretId, SecretString);
+      return {};
+    });
+    await store().write(ref, { A: '1' });
+    expect(secretsManager.sent.map((s) => s.operation)).toEqual([
+      'PutSecretValue',
+      'CreateSecret',
+      'PutSecretValue',
+    ]);
+    expect(await store().read(ref)).toEqual({ A: '1' });
+  });
+
+  test('reads send GetSecretValue with the secret name', async () => {
+    secrets.set('preview/app1/web', '{"A":"1"}');
+    expect(await store().read(ref)).toEqual({ A: '1' });
+    expect(secretsManager.sent).toEqual([
+      { operation: 'GetSecretValue', input: { SecretId: 'preview/app1/web' } },
+    ]);
+  });
+
+  test('a secret without a string value (binary) reads as undefined', async () => {
+    secretsManager.on('GetSecretValue', () => ({
+      ARN: 'a',
+      SecretBinary: Buffer.from('x').toString('base64'),
+    }));
+    expect(await store().read(ref)).toBeUndefined();
+  });
+
+  test('a value that is not JSON fails without quoting it', async () => {
+    secrets.set('preview/app1/web', 'not-json-needle');
+    const err = await store()
+      .read(ref)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toBe('secret preview/app1/web does not hold a JSON object of env vars');
+    expect(String((err as Error).stack)).not.toContain('needle');
+  });
+
+  test('errors other than not-found propagate, named by their code, quoting no value', async () => {
+    secretsManager.on(
+      'GetSecretValue',
+      () => new Fault('AccessDeniedException', 'not authorized to GetSecretValue'),
+    );
+    await expect(store().read(ref)).rejects.toMatchObject({ name: 'AccessDeniedException' });
+    secretsManager.on('PutSecretValue', () => new Fault('ThrottlingException', 'Rate exceeded'));
+    const err = await store()
+      .write(ref, { K: 'value-needle' })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ThrottlingException', $fault: 'client' });
+    // The standard retry mode tried three times.
+    expect(secretsManager.sentOf('PutSecretValue')).toHaveLength(3);
+    expect(`${String((err as Error).stack)} ${JSON.stringify(err)}`).not.toContain('needle');
+  });
+
+  test('a CreateSecret failure other than exists propagates', async () => {
+    secretsManager.on('CreateSecret', () => new Fault('LimitExceededException', 'too many secrets'));
+    await expect(store().write(ref, { A: '1' })).rejects.toMatchObject({ name: 'LimitExceededException' });
   });
 });

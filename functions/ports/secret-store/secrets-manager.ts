@@ -1,12 +1,37 @@
-import {
-  CreateSecretCommand,
-  GetSecretValueCommand,
-  PutSecretValueCommand,
-  ResourceExistsException,
-  ResourceNotFoundException,
-  type SecretsManagerClient,
-} from '@aws-sdk/client-secrets-manager';
+import { randomUUID } from 'node:crypto';
+import type { AwsJsonClient } from '../../shared/aws-json.js';
 import type { BundleRef, SecretStore } from './port.js';
+
+/*
+ * The Secrets Manager operations sent here, as far as they are sent and read (the wire JSON of the AWS
+ * JSON 1.1 protocol: shared/aws-json.ts). The other output fields (ARN, VersionId, CreatedDate as epoch
+ * seconds…) are unread. `ClientRequestToken` is the id of the version a write creates: the SDK generated
+ * one when none was given, and the API reference asks callers without an SDK to send their own. One per
+ * call, the same across its retries (the input is serialized once per call), so a retried write puts no
+ * second version.
+ */
+interface GetSecretValueInput {
+  SecretId: string;
+}
+/** `GetSecretValue`'s answer: a secret holds a string or a binary value (base64 on the wire). */
+interface GetSecretValueOutput {
+  SecretString?: string;
+  SecretBinary?: string;
+}
+interface PutSecretValueInput {
+  SecretId: string;
+  ClientRequestToken: string;
+  SecretString: string;
+}
+interface CreateSecretInput {
+  Name: string;
+  ClientRequestToken: string;
+  SecretString: string;
+  Description?: string;
+  Tags?: { Key: string; Value: string }[];
+}
+
+const isError = (err: unknown, name: string) => (err as { name?: string } | undefined)?.name === name;
 
 /**
  * Secrets Manager adapter: one secret per (application, app) named `<prefix>/<applicationId>/<app>`,
@@ -14,8 +39,9 @@ import type { BundleRef, SecretStore } from './port.js';
  * serializes writers per bundle before calling `write` (core/secrets.ts).
  */
 export class SecretsManagerStore implements SecretStore {
+  /** `client`: a Secrets Manager client (`new AwsJsonClient(SECRETS_MANAGER, …)`). */
   constructor(
-    private readonly client: SecretsManagerClient,
+    private readonly client: AwsJsonClient,
     private readonly prefix: string,
   ) {}
 
@@ -24,12 +50,20 @@ export class SecretsManagerStore implements SecretStore {
   }
 
   async read(ref: BundleRef): Promise<Record<string, string> | undefined> {
+    let secretString: string | undefined;
     try {
-      const out = await this.client.send(new GetSecretValueCommand({ SecretId: this.secretName(ref) }));
-      return out.SecretString ? (JSON.parse(out.SecretString) as Record<string, string>) : undefined;
+      const input: GetSecretValueInput = { SecretId: this.secretName(ref) };
+      secretString = (await this.client.call<GetSecretValueOutput>('GetSecretValue', input)).SecretString;
     } catch (err) {
-      if (err instanceof ResourceNotFoundException) return undefined;
+      if (isError(err, 'ResourceNotFoundException')) return undefined;
       throw err;
+    }
+    if (!secretString) return undefined;
+    try {
+      return JSON.parse(secretString) as Record<string, string>;
+    } catch {
+      // JSON.parse's message quotes the input: leave it out.
+      throw new Error(`secret ${this.secretName(ref)} does not hold a JSON object of env vars`);
     }
   }
 
@@ -40,26 +74,32 @@ export class SecretsManagerStore implements SecretStore {
    */
   async write(ref: BundleRef, values: Record<string, string>): Promise<void> {
     const SecretString = JSON.stringify(values);
-    const put = () =>
-      this.client.send(new PutSecretValueCommand({ SecretId: this.secretName(ref), SecretString }));
+    const put = () => {
+      const input: PutSecretValueInput = {
+        SecretId: this.secretName(ref),
+        ClientRequestToken: randomUUID(),
+        SecretString,
+      };
+      return this.client.call('PutSecretValue', input);
+    };
     try {
       await put();
     } catch (err) {
-      if (!(err instanceof ResourceNotFoundException)) throw err;
+      if (!isError(err, 'ResourceNotFoundException')) throw err;
       try {
-        await this.client.send(
-          new CreateSecretCommand({
-            Name: this.secretName(ref),
-            SecretString,
-            Description: `Preview env vars of app ${ref.app} of application ${ref.applicationId}`,
-            Tags: [
-              { Key: 'preview:applicationId', Value: ref.applicationId },
-              { Key: 'preview:app', Value: ref.app },
-            ],
-          }),
-        );
+        const input: CreateSecretInput = {
+          Name: this.secretName(ref),
+          ClientRequestToken: randomUUID(),
+          SecretString,
+          Description: `Preview env vars of app ${ref.app} of application ${ref.applicationId}`,
+          Tags: [
+            { Key: 'preview:applicationId', Value: ref.applicationId },
+            { Key: 'preview:app', Value: ref.app },
+          ],
+        };
+        await this.client.call('CreateSecret', input);
       } catch (createErr) {
-        if (!(createErr instanceof ResourceExistsException)) throw createErr;
+        if (!isError(createErr, 'ResourceExistsException')) throw createErr;
         await put();
       }
     }

@@ -1,9 +1,10 @@
 import type { Readable } from 'node:stream';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub, faults } from '../../../test/cloud/fakes/github.js';
+import { FakeJsonService, Fault } from '../../../test/support/aws-json-fake.js';
 import { tableNames, tables } from '../../manifest/tables.js';
+import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { ServiceUnavailableError } from '../../shared/errors.js';
 import { setLogSink } from '../../shared/log.js';
 import { TransientError } from '../../shared/step-errors.js';
@@ -28,7 +29,7 @@ const MINUTE = 60_000;
 const aws = new FakeAws(new URL('../../..', import.meta.url).pathname);
 let keys: { privateKey: string; publicKey: string };
 let otherKeys: { privateKey: string; publicKey: string };
-let client: SecretsManagerClient;
+let client: AwsJsonClient;
 const logLines: string[] = [];
 
 beforeAll(async () => {
@@ -36,9 +37,9 @@ beforeAll(async () => {
   keys = appKeyPair();
   otherKeys = appKeyPair();
   process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = aws.url;
-  client = new SecretsManagerClient({
+  client = new AwsJsonClient(SECRETS_MANAGER, {
     region: 'eu-west-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: async () => ({ accessKeyId: 'test', secretAccessKey: 'test' }),
   });
   setLogSink((line) => logLines.push(line));
 });
@@ -384,6 +385,52 @@ describe('GitHubAppSourceHost: credentials', () => {
     await expect(host.installation('acme/shop')).rejects.toThrow(ServiceUnavailableError);
     aws.secrets.set(ARN, JSON.stringify({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: 'w' }));
     expect(await host.installation('acme/shop')).toEqual({ installationId: '42' });
+  });
+
+  /** Credentials whose Secrets Manager answers every GetSecretValue with this error (at the HTTP boundary). */
+  function failingSecretsManager(status: number, code: string) {
+    const secretsManager = new FakeJsonService(SECRETS_MANAGER);
+    secretsManager.on('GetSecretValue', () => new Fault(code, `${code} answered`, status));
+    return {
+      sent: secretsManager.sent,
+      credentials: new GitHubAppCredentials(secretsManager.client(), ARN),
+    };
+  }
+
+  test.each([
+    [500, 'InternalServiceError', 3],
+    [400, 'ThrottlingException', 3],
+  ])(
+    'a secret read failing with %s %s (after %s attempts): a TransientError naming the secret',
+    async (status, code, attempts) => {
+      const { sent, credentials } = failingSecretsManager(status, code);
+      const err = await makeHost({ credentials })
+        .installation('acme/shop')
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as Error).message).toBe(`could not read the GitHub App secret ${ARN} (${code})`);
+      expect(sent).toEqual(
+        Array.from({ length: attempts }, () => ({
+          operation: 'GetSecretValue',
+          input: { SecretId: ARN },
+        })),
+      );
+      expect(github.calls()).toEqual([]);
+    },
+  );
+
+  test.each([
+    [400, 'AccessDeniedException'],
+    [400, 'DecryptionFailure'],
+  ])('a secret read failing with %s %s: a 503 naming the secret, not transient', async (status, code) => {
+    const { sent, credentials } = failingSecretsManager(status, code);
+    const err = await makeHost({ credentials })
+      .installation('acme/shop')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServiceUnavailableError);
+    expect(err).not.toBeInstanceOf(TransientError);
+    expect((err as Error).message).toBe(`could not read the GitHub App secret ${ARN} (${code})`);
+    expect(sent).toHaveLength(1);
   });
 
   test('no secret ARN configured: a clear 503', async () => {

@@ -4,14 +4,10 @@ import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import {
-  GetSecretValueCommand,
-  ResourceNotFoundException,
-  type SecretsManagerClient,
-} from '@aws-sdk/client-secrets-manager';
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/core';
 import * as z from 'zod/mini';
+import type { AwsJsonClient } from '../../shared/aws-json.js';
 import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import '../../shared/zod-locale.js';
@@ -110,12 +106,21 @@ export function parseGitHubAppSecret(secretString: string | undefined, secretArn
   return parsed.data;
 }
 
+/** Secrets Manager `GetSecretValue`, as far as it is sent and read here (the wire JSON). */
+interface GetSecretValueInput {
+  SecretId: string;
+}
+interface GetSecretValueOutput {
+  SecretString?: string;
+}
+
 /** Reads the GitHub App secret once per container; a failed read is not cached (the operator may fix it). */
 export class GitHubAppCredentials {
   private cached: Promise<GitHubAppSecret> | undefined;
 
+  /** `client`: a Secrets Manager client (`new AwsJsonClient(SECRETS_MANAGER, …)`). */
   constructor(
-    private readonly client: SecretsManagerClient,
+    private readonly client: AwsJsonClient,
     readonly secretArn: string | undefined,
   ) {}
 
@@ -137,9 +142,11 @@ export class GitHubAppCredentials {
     }
     let secretString: string | undefined;
     try {
-      secretString = (await this.client.send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
+      const input: GetSecretValueInput = { SecretId: arn };
+      secretString = (await this.client.call<GetSecretValueOutput>('GetSecretValue', input)).SecretString;
     } catch (err) {
-      if (err instanceof ResourceNotFoundException) secretString = undefined;
+      if ((err as { name?: string } | undefined)?.name === 'ResourceNotFoundException')
+        secretString = undefined;
       else {
         const e = err as { name?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
         const status = e.$metadata?.httpStatusCode ?? 0;

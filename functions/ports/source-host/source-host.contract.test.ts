@@ -3,11 +3,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub } from '../../../test/cloud/fakes/github.js';
 import { makeRepo } from '../../../test/support/git.js';
+import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { GitHubAppCredentials, GitHubAppSourceHost } from './github-app.js';
 import { GitSourceHost } from './local-git.js';
 import type { SourceHost } from './port.js';
@@ -121,7 +121,7 @@ sourceHostContract('GitSourceHost', () => {
 
 /*
  * The GitHub App adapter against the fake GitHub REST API, its credentials read from the fake Secrets
- * Manager (the SDK reaches it through AWS_ENDPOINT_URL_SECRETS_MANAGER, as in the cloud tier).
+ * Manager (its client sent there through AWS_ENDPOINT_URL_SECRETS_MANAGER, as in the cloud tier).
  */
 const github = new FakeGitHub();
 const aws = new FakeAws(new URL('../../..', import.meta.url).pathname);
@@ -144,9 +144,9 @@ sourceHostContract('GitHubAppSourceHost', async () => {
   github.addCommit('acme/other', FILES, 'main', sha);
   github.addInstallation(42, '123456', ['acme/shop']);
   process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = aws.url;
-  const client = new SecretsManagerClient({
+  const client = new AwsJsonClient(SECRETS_MANAGER, {
     region: 'eu-west-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: async () => ({ accessKeyId: 'test', secretAccessKey: 'test' }),
   });
   const host = new GitHubAppSourceHost({
     credentials: new GitHubAppCredentials(client, secretArn),

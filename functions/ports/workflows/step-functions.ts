@@ -1,21 +1,47 @@
-import {
-  ExecutionAlreadyExists,
-  InvalidToken,
-  SendTaskFailureCommand,
-  SendTaskHeartbeatCommand,
-  SendTaskSuccessCommand,
-  type SFNClient,
-  StartExecutionCommand,
-  TaskDoesNotExist,
-  TaskTimedOut,
-} from '@aws-sdk/client-sfn';
+import type { AwsJsonClient } from '../../shared/aws-json.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 
+/*
+ * The Step Functions operations sent here, as far as they are sent and read (the wire JSON of the AWS JSON
+ * 1.0 protocol: shared/aws-json.ts). `StartExecution` also answers `startDate`, epoch seconds; unread.
+ */
+interface StartExecutionInput {
+  stateMachineArn: string;
+  name: string;
+  /** The execution input, as JSON text. */
+  input: string;
+}
+interface StartExecutionOutput {
+  executionArn: string;
+}
+interface SendTaskSuccessInput {
+  taskToken: string;
+  /** The task's output, as JSON text. */
+  output: string;
+}
+interface SendTaskFailureInput {
+  taskToken: string;
+  error: string;
+  cause: string;
+}
+interface SendTaskHeartbeatInput {
+  taskToken: string;
+}
+
+/** Step Functions cap a failure's error at 256 and its cause at 32768 characters. */
+const MAX_ERROR = 256;
+const MAX_CAUSE = 32_768;
+
+/** The errors of a task token nobody waits on any more (it timed out, its execution stopped, it completed). */
+const TASK_ENDED = new Set(['TaskDoesNotExist', 'TaskTimedOut', 'InvalidToken']);
+const taskEnded = (err: unknown) => TASK_ENDED.has((err as { name?: string } | undefined)?.name ?? '');
+
 /** Step Functions adapter: StartExecution on the state machine CDK wired to each workflow name. */
 export class StepFunctionsWorkflows implements Workflows {
+  /** `client`: a Step Functions client (`new AwsJsonClient(SFN, …)`). */
   constructor(
-    private readonly client: SFNClient,
+    private readonly client: AwsJsonClient,
     private readonly arns: Partial<Record<WorkflowName, string>>,
   ) {}
 
@@ -23,24 +49,24 @@ export class StepFunctionsWorkflows implements Workflows {
     const stateMachineArn = this.arns[workflow];
     if (!stateMachineArn) throw new ConfigError(`no state machine ARN configured for workflow "${workflow}"`);
     try {
-      const out = await this.client.send(
-        new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }),
-      );
-      return { executionId: out.executionArn! };
+      const request: StartExecutionInput = { stateMachineArn, name, input: JSON.stringify(input) };
+      const out = await this.client.call<StartExecutionOutput>('StartExecution', request);
+      return { executionId: out.executionArn };
     } catch (err) {
       // Same name and input: a retried start of the same request. Treat as started.
-      if (err instanceof ExecutionAlreadyExists) return { executionId: `${stateMachineArn}:${name}` };
+      if ((err as { name?: string } | undefined)?.name === 'ExecutionAlreadyExists')
+        return { executionId: `${stateMachineArn}:${name}` };
       throw err;
     }
   }
 
   async heartbeat(token: string): Promise<boolean> {
     try {
-      await this.client.send(new SendTaskHeartbeatCommand({ taskToken: token }));
+      const request: SendTaskHeartbeatInput = { taskToken: token };
+      await this.client.call('SendTaskHeartbeat', request);
       return true;
     } catch (err) {
-      if (err instanceof TaskDoesNotExist || err instanceof TaskTimedOut || err instanceof InvalidToken)
-        return false;
+      if (taskEnded(err)) return false;
       throw err;
     }
   }
@@ -48,23 +74,19 @@ export class StepFunctionsWorkflows implements Workflows {
   async completeTask(token: string, outcome: TaskOutcome): Promise<void> {
     try {
       if (outcome.ok) {
-        await this.client.send(
-          new SendTaskSuccessCommand({ taskToken: token, output: JSON.stringify(outcome.output) }),
-        );
+        const request: SendTaskSuccessInput = { taskToken: token, output: JSON.stringify(outcome.output) };
+        await this.client.call('SendTaskSuccess', request);
       } else {
-        // Step Functions caps error at 256 and cause at 32768 characters.
-        await this.client.send(
-          new SendTaskFailureCommand({
-            taskToken: token,
-            error: outcome.error.slice(0, 256),
-            cause: outcome.cause.slice(0, 32_768),
-          }),
-        );
+        const request: SendTaskFailureInput = {
+          taskToken: token,
+          error: outcome.error.slice(0, MAX_ERROR),
+          cause: outcome.cause.slice(0, MAX_CAUSE),
+        };
+        await this.client.call('SendTaskFailure', request);
       }
     } catch (err) {
       // The task already ended (timed out, its execution stopped, or completed once): nothing waits on it.
-      if (err instanceof TaskDoesNotExist || err instanceof TaskTimedOut || err instanceof InvalidToken)
-        return;
+      if (taskEnded(err)) return;
       throw err;
     }
   }

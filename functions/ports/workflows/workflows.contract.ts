@@ -3,7 +3,7 @@ import type { WorkflowName } from '../../manifest/workflows.js';
 import type { Workflows } from './port.js';
 
 /**
- * The Workflows contract, run by each adapter's test file against that adapter (Step Functions at its SDK
+ * The Workflows contract, run by each adapter's test file against that adapter (Step Functions at its wire
  * boundary, the local ASL runner with stand-in steps).
  */
 export function workflowsContract(name: string, make: () => Workflows): void {

@@ -1,0 +1,360 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { type EmbeddedDynamo, ensureTables, startDynalite } from '../../../lib/local/dynalite.js';
+import { FakeJsonService, Fault, REQUEST_ID } from '../../../test/support/aws-json-fake.js';
+import { keys } from '../../manifest/tables.js';
+import { CLOUDWATCH_LOGS, CODEBUILD, ECR } from '../../shared/aws-json.js';
+import { ddb, table } from '../../shared/dynamo.js';
+import { GetCommand, PutCommand } from '../../shared/dynamo-document.js';
+import type { TaskOutcome } from '../workflows/port.js';
+import { BuildLogs } from './build-logs.js';
+import { BUILD_REF_VAR, type BuildStateChange, CodeBuildImages } from './codebuild-images.js';
+
+/*
+ * CodeBuildImages and BuildLogs against their HTTP boundary: the CodeBuild, ECR and CloudWatch Logs clients
+ * are FakeJsonService clients: real `AwsJsonClient`s whose HTTP handler is a fake (what was sent is
+ * recorded, the answers are scripted per operation); the build records are in an in-process dynalite. The
+ * whole flow with the real handlers (deploy, completion event, the logs route) is
+ * test/cloud/deploy.cloud.test.ts and logs.cloud.test.ts.
+ */
+
+const REPOSITORY_URI = '000000000000.dkr.ecr.eu-west-1.amazonaws.com/preview-apps';
+const SHA = 'a'.repeat(40);
+const target = { orgId: 'o1', envKey: 'acme/shop#7', repoFullName: 'acme/shop', prNumber: 7, generation: 3 };
+
+let dir: string;
+let dynamo: EmbeddedDynamo;
+let saved: Record<string, string | undefined> = {};
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'codebuild-images-'));
+  dynamo = await startDynalite(join(dir, 'dynamodb'));
+  const vars = {
+    PREVIEW_MODE: 'aws',
+    AWS_REGION: 'eu-west-1',
+    DYNAMODB_ENDPOINT: dynamo.endpoint,
+    ...(await ensureTables(dynamo.endpoint)),
+  };
+  saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+}, 30_000);
+afterAll(async () => {
+  for (const [k, v] of Object.entries(saved)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  await dynamo?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+let codebuild: FakeJsonService;
+let ecr: FakeJsonService;
+let logs: FakeJsonService;
+let completed: { token: string; outcome: TaskOutcome }[];
+/** Tags pushed to the fake repository: tag → digest. */
+let pushed: Map<string, string>;
+/** Log events of the fake log streams: `group/stream` → messages. */
+let streams: Map<string, string[]>;
+
+beforeEach(() => {
+  completed = [];
+  pushed = new Map();
+  streams = new Map();
+  codebuild = new FakeJsonService(CODEBUILD).on('StartBuild', (input) => ({
+    build: {
+      id: `${input.projectName}:build-1`,
+      arn: 'arn:aws:codebuild:eu-west-1:000000000000:build/p:build-1',
+      buildStatus: 'IN_PROGRESS',
+      // A timestamp as CodeBuild sends it (epoch seconds); nothing here reads it.
+      startTime: 1_767_225_600.123,
+    },
+  }));
+  ecr = new FakeJsonService(ECR).on('BatchGetImage', (input) => {
+    const images = [];
+    const failures = [];
+    for (const imageId of input.imageIds as { imageTag: string }[]) {
+      const digest = pushed.get(imageId.imageTag);
+      if (digest)
+        images.push({
+          repositoryName: input.repositoryName,
+          imageId: { imageTag: imageId.imageTag, imageDigest: digest },
+          imageManifest: '{"schemaVersion":2}',
+        });
+      else
+        failures.push({ imageId, failureCode: 'ImageNotFound', failureReason: 'Requested image not found' });
+    }
+    return { images, failures };
+  });
+  logs = new FakeJsonService(CLOUDWATCH_LOGS).on('GetLogEvents', (input) => {
+    const lines = streams.get(`${input.logGroupName}/${input.logStreamName}`);
+    if (!lines) return new Fault('ResourceNotFoundException', 'The specified log stream does not exist.');
+    return {
+      events: lines.slice(-input.limit).map((message, i) => ({
+        timestamp: 1_767_225_600_000 + i,
+        message: `${message}\n`,
+        ingestionTime: 1_767_225_601_000 + i,
+      })),
+      nextForwardToken: 'f/1',
+      nextBackwardToken: 'b/1',
+    };
+  });
+});
+
+function images(clients: { codebuild?: boolean; logs?: boolean } = { codebuild: true, logs: true }) {
+  return new CodeBuildImages({
+    ...(clients.codebuild ? { codebuild: codebuild.client() } : {}),
+    ecr: ecr.client(),
+    ...(clients.logs ? { logs: logs.client() } : {}),
+    project: 'preview-images',
+    repositoryUri: REPOSITORY_URI,
+    artifactsBucket: 'preview-artifacts',
+    complete: async (token, outcome) => void completed.push({ token, outcome }),
+    logGroup: '/aws/codebuild/preview-images',
+  });
+}
+
+/** The terminal event CodeBuild would emit for the build started last. */
+function finished(status: string, buildRef: string): BuildStateChange {
+  return {
+    'build-status': status,
+    'build-id': 'arn:aws:codebuild:eu-west-1:000000000000:build/preview-images:build-1',
+    'project-name': 'preview-images',
+    'additional-information': {
+      environment: { 'environment-variables': [{ name: BUILD_REF_VAR, value: buildRef, type: 'PLAINTEXT' }] },
+      logs: { 'group-name': '/aws/codebuild/preview-images', 'stream-name': 'build-1' },
+    },
+  };
+}
+
+const apps = { web: { port: 3000 }, api: { port: 8080, dockerfile: 'api/Dockerfile', context: 'api' } };
+
+describe('CodeBuildImages.build', () => {
+  test('asks ECR for the tags, starts one build of the missing apps, records its id and log stream', async () => {
+    const rt = images({ codebuild: true });
+    const webTag = rt.tagOf(target, 'web', SHA);
+    const apiTag = rt.tagOf(target, 'api', SHA);
+    pushed.set(webTag, `sha256:${'1'.repeat(64)}`);
+
+    await rt.build(target, SHA, apps, 'token-1');
+
+    expect(ecr.sent).toEqual([
+      {
+        operation: 'BatchGetImage',
+        input: {
+          repositoryName: 'preview-apps',
+          imageIds: [{ imageTag: webTag }, { imageTag: apiTag }],
+          acceptedMediaTypes: [
+            'application/vnd.docker.distribution.manifest.v2+json',
+            'application/vnd.oci.image.manifest.v1+json',
+            'application/vnd.oci.image.index.v1+json',
+            'application/vnd.docker.distribution.manifest.list.v2+json',
+          ],
+        },
+      },
+    ]);
+    expect(codebuild.sent).toHaveLength(1);
+    const [start] = codebuild.sent;
+    expect(start!.operation).toBe('StartBuild');
+    const buildRef = start!.input.idempotencyToken as string;
+    expect(start!.input).toEqual({
+      projectName: 'preview-images',
+      idempotencyToken: buildRef,
+      environmentVariablesOverride: [
+        { name: BUILD_REF_VAR, value: buildRef, type: 'PLAINTEXT' },
+        { name: 'SOURCE_BUCKET', value: 'preview-artifacts', type: 'PLAINTEXT' },
+        { name: 'SOURCE_KEY', value: `sources/o1/acme/shop/${SHA}.tar.gz`, type: 'PLAINTEXT' },
+        { name: 'IMAGE_REPOSITORY_URI', value: REPOSITORY_URI, type: 'PLAINTEXT' },
+        {
+          name: 'BUILDS',
+          value: JSON.stringify([{ app: 'api', dockerfile: 'api/Dockerfile', context: 'api', tag: apiTag }]),
+          type: 'PLAINTEXT',
+        },
+      ],
+    });
+    expect(completed).toEqual([]); // the completion event ends the task
+
+    const { Item: record } = await ddb().send(
+      new GetCommand({ TableName: table('builds'), Key: { buildId: buildRef } }),
+    );
+    expect(record).toMatchObject({
+      taskToken: 'token-1',
+      codebuildId: 'preview-images:build-1',
+      tags: { api: apiTag },
+      reused: { web: `${REPOSITORY_URI}@sha256:${'1'.repeat(64)}` },
+    });
+    const { Item: pointer } = await ddb().send(
+      new GetCommand({
+        TableName: table('builds'),
+        Key: { buildId: keys.builds.latestLog(target.orgId, target.envKey, 'api') },
+      }),
+    );
+    expect(pointer).toMatchObject({
+      codebuildId: 'preview-images:build-1',
+      logGroup: '/aws/codebuild/preview-images',
+      logStream: 'build-1',
+    });
+  });
+
+  test('every image exists: no build, the task ends with them', async () => {
+    const rt = images({ codebuild: true });
+    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
+    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    await rt.build(target, SHA, apps, 'token-2');
+    expect(codebuild.sent).toEqual([]);
+    expect(completed).toEqual([
+      {
+        token: 'token-2',
+        outcome: {
+          ok: true,
+          output: { images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` } },
+        },
+      },
+    ]);
+  });
+
+  test('an error of CodeBuild reaches the caller by its code, with its fields', async () => {
+    codebuild.on(
+      'StartBuild',
+      () => new Fault('AccountLimitExceededException', 'Cannot have more than 60 builds'),
+    );
+    await expect(
+      images({ codebuild: true }).build(target, SHA, apps, 't', { rebuild: true }),
+    ).rejects.toMatchObject({
+      name: 'AccountLimitExceededException',
+      message: 'Cannot have more than 60 builds',
+      $fault: 'client',
+      $metadata: { httpStatusCode: 400, requestId: REQUEST_ID },
+    });
+    expect(ecr.sent).toEqual([]); // rebuild: no lookup
+  });
+});
+
+describe('CodeBuildImages.onBuildFinished', () => {
+  async function started(rt: CodeBuildImages, token: string): Promise<string> {
+    await rt.build(target, SHA, apps, token, { rebuild: true });
+    return codebuild.sent.at(-1)!.input.idempotencyToken as string;
+  }
+
+  test('a success ends the task with the pushed images; a redelivery is ignored', async () => {
+    const rt = images();
+    const ref = await started(rt, 'token-3');
+    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
+    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('completed');
+    expect(completed).toEqual([
+      {
+        token: 'token-3',
+        outcome: {
+          ok: true,
+          output: { images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` } },
+        },
+      },
+    ]);
+    expect(logs.sent).toEqual([]);
+    expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('ignored');
+  });
+
+  test('a failure ends the task with the cause its log names, read with GetLogEvents', async () => {
+    const rt = images();
+    const ref = await started(rt, 'token-4');
+    streams.set('/aws/codebuild/preview-images/build-1', [
+      'Step 3/4 : RUN node build.js',
+      "Error: Cannot find module './missing-config.json'",
+      'PREVIEW-BUILD-FAILED app=api: docker build exited 1',
+    ]);
+    expect(await rt.onBuildFinished(finished('FAILED', ref))).toBe('completed');
+    expect(logs.sent).toEqual([
+      {
+        operation: 'GetLogEvents',
+        input: {
+          logGroupName: '/aws/codebuild/preview-images',
+          logStreamName: 'build-1',
+          limit: 300,
+          startFromHead: false,
+        },
+      },
+    ]);
+    expect(completed).toEqual([
+      {
+        token: 'token-4',
+        outcome: {
+          ok: false,
+          error: 'DeployFailed',
+          cause: expect.stringMatching(
+            /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web, api: app api: docker build exited 1\); full log: .*, or CloudWatch Logs \/aws\/codebuild\/preview-images \/ build-1$/,
+          ),
+        },
+      },
+    ]);
+  });
+
+  test('a failure whose log cannot be read still ends the task, saying where the log is', async () => {
+    const rt = images();
+    const ref = await started(rt, 'token-5');
+    // No such stream: GetLogEvents answers ResourceNotFoundException.
+    expect(await rt.onBuildFinished(finished('FAILED', ref))).toBe('completed');
+    expect(logs.sent).toHaveLength(1);
+    expect(completed[0]!.outcome).toMatchObject({
+      ok: false,
+      error: 'DeployFailed',
+      cause: expect.stringContaining('CloudWatch Logs /aws/codebuild/preview-images / build-1'),
+    });
+  });
+});
+
+describe('BuildLogs', () => {
+  const query = { source: 'build' as const, tailLines: 2, maxBytes: 1000 };
+  const pointTo = (app: string, logStream: string) =>
+    ddb().send(
+      new PutCommand({
+        TableName: table('builds'),
+        Item: {
+          buildId: keys.builds.latestLog(target.orgId, target.envKey, app),
+          logGroup: '/aws/codebuild/preview-images',
+          logStream,
+          expiresAt: Math.floor(Date.now() / 1000) + 3600,
+        },
+      }),
+    );
+
+  test("the last lines of an app's latest build log, newest events first asked for", async () => {
+    await pointTo('web', 'stream-web');
+    streams.set('/aws/codebuild/preview-images/stream-web', ['one', 'two', 'three']);
+    const reader = new BuildLogs(logs.client());
+    expect(await reader.logs(target, 'web', query)).toEqual({ text: 'two\nthree\n', truncated: true });
+    expect(logs.sent).toEqual([
+      {
+        operation: 'GetLogEvents',
+        input: {
+          logGroupName: '/aws/codebuild/preview-images',
+          logStreamName: 'stream-web',
+          limit: 2,
+          startFromHead: false,
+        },
+      },
+    ]);
+  });
+
+  test('no pointer: undefined without a call; a stream that is gone (ResourceNotFoundException): undefined', async () => {
+    const reader = new BuildLogs(logs.client());
+    expect(await reader.logs(target, 'nothing', query)).toBeUndefined();
+    expect(logs.sent).toEqual([]);
+    await pointTo('gone', 'stream-gone');
+    expect(await reader.logs(target, 'gone', query)).toBeUndefined();
+    expect(logs.sent).toHaveLength(1);
+  });
+
+  test('any other error reaches the caller by its code', async () => {
+    await pointTo('web', 'stream-web');
+    logs.on(
+      'GetLogEvents',
+      () => new Fault('AccessDeniedException', 'not authorized to perform: logs:GetLogEvents'),
+    );
+    const reader = new BuildLogs(logs.client());
+    await expect(reader.logs(target, 'web', query)).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+      $fault: 'client',
+    });
+  });
+});
