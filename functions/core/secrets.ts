@@ -2,10 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BundleRef, SecretStore } from '../ports/secret-store/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { BatchGetCommand, DeleteCommand, GetCommand, UpdateCommand } from '../shared/dynamo-document.js';
+import { DeleteCommand, GetCommand, UpdateCommand } from '../shared/dynamo-document.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { isReservedKey, RESERVED_KEY } from '../shared/validation.js';
-import { type Application, getApplication } from './tenancy.js';
+import { getApplication } from './tenancy.js';
 
 /** Secrets Manager's SecretString limit, which a bundle (a JSON object of env vars) must fit. */
 export const MAX_BUNDLE_BYTES = 65_536;
@@ -50,26 +50,23 @@ const maskedLength = (value: string) => Math.min([...value].length, MASK_CAP);
 
 /** Key names and metadata of a bundle; an empty list when none exists yet. 404 for a foreign application. */
 export async function listSecrets(orgId: string, ref: BundleRef): Promise<SecretSummary[]> {
-  // The application (the tenancy check) and the bundle's metadata in one consistent BatchGetItem: one
-  // round trip instead of two, for a route callers poll. Nothing of the bundle is used unless the
-  // application is the caller's (404 as `getApplication` answers otherwise).
-  const apps = table('applications');
-  const bundles = table('secretBundles');
-  let request: NonNullable<ConstructorParameters<typeof BatchGetCommand>[0]['RequestItems']> = {
-    [apps]: { Keys: [{ applicationId: ref.applicationId }], ConsistentRead: true },
-    [bundles]: { Keys: [{ applicationId: ref.applicationId, app: ref.app }], ConsistentRead: true },
-  };
-  let application: Application | undefined;
-  let meta: BundleMeta | undefined;
-  while (Object.keys(request).length) {
-    const res = await ddb().send(new BatchGetCommand({ RequestItems: request }));
-    application ??= res.Responses?.[apps]?.[0] as Application | undefined;
-    meta ??= res.Responses?.[bundles]?.[0] as BundleMeta | undefined;
-    request = res.UnprocessedKeys ?? {};
-  }
-  if (!application || application.orgId !== orgId) throw new NotFoundError('application not found');
-  const keys = meta?.keys ?? {};
-  return Object.entries(keys)
+  // One consistent read for a route callers poll: the bundle's metadata item records the organization of
+  // its application (`orgId`, set by the first lease, which checked it; an application never changes
+  // organization), so it is its own tenancy check. Only without a recorded organization (no bundle yet,
+  // or one written before items recorded it) is the application read: 404 unless it is the caller's.
+  const { Item } = await ddb().send(
+    new GetCommand({
+      TableName: table('secretBundles'),
+      Key: { applicationId: ref.applicationId, app: ref.app },
+      ConsistentRead: true,
+      ProjectionExpression: '#keys, orgId',
+      ExpressionAttributeNames: { '#keys': 'keys' },
+    }),
+  );
+  const meta = Item as Pick<BundleMeta, 'keys' | 'orgId'> | undefined;
+  if (meta?.orgId === undefined) await getApplication(orgId, ref.applicationId);
+  else if (meta.orgId !== orgId) throw new NotFoundError('application not found');
+  return Object.entries(meta?.keys ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([key, m]) => ({ key, maskedLength: m.maskedLength, updatedAt: m.updatedAt }));
 }

@@ -25,6 +25,9 @@
  * The service's log lines are written (JSON.stringify and a write per request, as `npm start` does)
  * to /dev/null, so their cost is measured without flooding this output.
  *
+ * `BENCH_POLL_ONLY=<bare|bareQuery|poll|secrets|runs>` runs that one load for BENCH_POLL_SECONDS and exits
+ * without figures: a profiler's view of one path.
+ *
  * Targets: status poll ≥ 0.8×, secrets listing ≥ 0.6×, runs listing ≥ 0.6×. Exit 1 when one is missed
  * (the bare-page figure does not count).
  */
@@ -234,100 +237,109 @@ try {
   const runsBody = (await (await fetch(loads.runs.url, { headers: loads.runs.headers })).json()) as unknown[];
   if (runsBody.length !== 20) throw new Error(`GET /run listed ${runsBody.length} runs, not 20`);
 
-  console.log(`warm-up: 2 s each`);
-  for (const load of Object.values(loads)) await cannon(load, 2);
+  // BENCH_POLL_ONLY=<load>: that load alone for BENCH_POLL_SECONDS, no figures (for a profiler:
+  // `BENCH_POLL_ONLY=runs node --cpu-prof --import tsx test/bench/poll.ts`).
+  const only = process.env.BENCH_POLL_ONLY as keyof typeof loads | undefined;
+  if (only) {
+    if (!loads[only]) throw new Error(`BENCH_POLL_ONLY: one of ${Object.keys(loads).join(', ')}`);
+    const s = await cannon(loads[only], SECONDS);
+    console.log(`${only} ${s.rps.toFixed(0)} req/s  p50 ${s.p50} ms  ${s.cpuUs.toFixed(0)} µs CPU/request`);
+  } else {
+    console.log(`warm-up: 2 s each`);
+    for (const load of Object.values(loads)) await cannon(load, 2);
 
-  type Route = Exclude<keyof typeof loads, 'bare' | 'bareQuery'>;
-  const routeNames: Route[] = ['poll', 'secrets', 'runs'];
-  const samples: Record<keyof typeof loads, Sample[]> = {
-    bare: [],
-    bareQuery: [],
-    poll: [],
-    secrets: [],
-    runs: [],
-  };
-  /** Per route, per round: its req/s and CPU per request over the mean of the bare runs either side. */
-  const ratios: Record<Route, { rps: number; cpu: number }[]> = { poll: [], secrets: [], runs: [] };
-  /** Per round: GET /run against the bare page server, measured on either side of it. */
-  const pageRatios: { rps: number; cpu: number }[] = [];
-  const measure = async (round: number, name: keyof typeof loads) => {
-    const s = await cannon(loads[name], SECONDS);
-    samples[name].push(s);
-    console.log(
-      `round ${round} ${name.padEnd(8)} ${s.rps.toFixed(0).padStart(6)} req/s  p50 ${s.p50} ms  ` +
-        `${s.cpuUs.toFixed(0)} µs CPU/request` +
-        (s.non2xx || s.errors ? `  (${s.non2xx} non-2xx, ${s.errors} errors)` : ''),
-    );
-    return s;
-  };
-  for (let round = 1; round <= ROUNDS; round++) {
-    let before = await measure(round, 'bare');
-    for (const name of routeNames) {
-      const query = name === 'runs' ? await measure(round, 'bareQuery') : undefined;
-      const s = await measure(round, name);
-      const after = await measure(round, 'bare');
-      ratios[name].push({
-        rps: s.rps / ((before.rps + after.rps) / 2),
-        cpu: (before.cpuUs + after.cpuUs) / 2 / s.cpuUs,
-      });
-      if (query) {
-        const queryAfter = await measure(round, 'bareQuery');
-        pageRatios.push({
-          rps: s.rps / ((query.rps + queryAfter.rps) / 2),
-          cpu: (query.cpuUs + queryAfter.cpuUs) / 2 / s.cpuUs,
+    type Route = Exclude<keyof typeof loads, 'bare' | 'bareQuery'>;
+    const routeNames: Route[] = ['poll', 'secrets', 'runs'];
+    const samples: Record<keyof typeof loads, Sample[]> = {
+      bare: [],
+      bareQuery: [],
+      poll: [],
+      secrets: [],
+      runs: [],
+    };
+    /** Per route, per round: its req/s and CPU per request over the mean of the bare runs either side. */
+    const ratios: Record<Route, { rps: number; cpu: number }[]> = { poll: [], secrets: [], runs: [] };
+    /** Per round: GET /run against the bare page server, measured on either side of it. */
+    const pageRatios: { rps: number; cpu: number }[] = [];
+    const measure = async (round: number, name: keyof typeof loads) => {
+      const s = await cannon(loads[name], SECONDS);
+      samples[name].push(s);
+      console.log(
+        `round ${round} ${name.padEnd(8)} ${s.rps.toFixed(0).padStart(6)} req/s  p50 ${s.p50} ms  ` +
+          `${s.cpuUs.toFixed(0)} µs CPU/request` +
+          (s.non2xx || s.errors ? `  (${s.non2xx} non-2xx, ${s.errors} errors)` : ''),
+      );
+      return s;
+    };
+    for (let round = 1; round <= ROUNDS; round++) {
+      let before = await measure(round, 'bare');
+      for (const name of routeNames) {
+        const query = name === 'runs' ? await measure(round, 'bareQuery') : undefined;
+        const s = await measure(round, name);
+        const after = await measure(round, 'bare');
+        ratios[name].push({
+          rps: s.rps / ((before.rps + after.rps) / 2),
+          cpu: (before.cpuUs + after.cpuUs) / 2 / s.cpuUs,
         });
+        if (query) {
+          const queryAfter = await measure(round, 'bareQuery');
+          pageRatios.push({
+            rps: s.rps / ((query.rps + queryAfter.rps) / 2),
+            cpu: (query.cpuUs + queryAfter.cpuUs) / 2 / s.cpuUs,
+          });
+        }
+        before = after;
       }
-      before = after;
     }
-  }
 
-  const rps = (name: keyof typeof loads) => median(samples[name].map((s) => s.rps));
-  const p50 = (name: keyof typeof loads) => median(samples[name].map((s) => s.p50));
-  const cpu = (name: keyof typeof loads) => median(samples[name].map((s) => s.cpuUs));
-  const failures = (name: keyof typeof loads): number =>
-    samples[name].reduce((n, s) => n + s.non2xx + s.errors, 0) + (name === 'bare' ? 0 : failures('bare'));
-  const figures: [Route, string, number][] = [
-    ['poll', 'status poll / bare GetItem server', 0.8],
-    ['secrets', 'secrets listing / bare GetItem server', 0.6],
-    ['runs', 'GET /run / bare GetItem server', 0.6],
-  ];
-  let allOk = true;
-  for (const [name, label, target] of figures) {
-    const ratio = median(ratios[name].map((r) => r.rps));
-    const cpuRatio = median(ratios[name].map((r) => r.cpu));
-    const bad = failures(name);
-    const ok = ratio >= target && bad === 0;
-    allOk &&= ok;
+    const rps = (name: keyof typeof loads) => median(samples[name].map((s) => s.rps));
+    const p50 = (name: keyof typeof loads) => median(samples[name].map((s) => s.p50));
+    const cpu = (name: keyof typeof loads) => median(samples[name].map((s) => s.cpuUs));
+    const failures = (name: keyof typeof loads): number =>
+      samples[name].reduce((n, s) => n + s.non2xx + s.errors, 0) + (name === 'bare' ? 0 : failures('bare'));
+    const figures: [Route, string, number][] = [
+      ['poll', 'status poll / bare GetItem server', 0.8],
+      ['secrets', 'secrets listing / bare GetItem server', 0.6],
+      ['runs', 'GET /run / bare GetItem server', 0.6],
+    ];
+    let allOk = true;
+    for (const [name, label, target] of figures) {
+      const ratio = median(ratios[name].map((r) => r.rps));
+      const cpuRatio = median(ratios[name].map((r) => r.cpu));
+      const bad = failures(name);
+      const ok = ratio >= target && bad === 0;
+      allOk &&= ok;
+      reportFigure({
+        name: label,
+        measured: Math.round(ratio * 100) / 100,
+        target: `≥ ${target}×`,
+        ok,
+        unit: '×',
+        detail:
+          `req/s ratio per round ${ratios[name].map((r) => r.rps.toFixed(2)).join(' ')}; ` +
+          `medians ${rps(name).toFixed(0)} vs ${rps('bare').toFixed(0)} req/s, p50 ${p50(name)} vs ${p50('bare')} ms; ` +
+          `CPU ${cpu(name).toFixed(0)} vs ${cpu('bare').toFixed(0)} µs/request (bare/route CPU, paired: ` +
+          `${cpuRatio.toFixed(2)}×); ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections` +
+          (bad ? `; ${bad} non-2xx or failed responses` : ''),
+      });
+    }
+    // Not a target of the issue: what GET /run costs over the Query it makes, the like-for-like comparison
+    // (the GetItem baseline reads one item; a page is 21). Held to the status poll's bound against its read.
+    const pageRatio = median(pageRatios.map((r) => r.rps));
     reportFigure({
-      name: label,
-      measured: Math.round(ratio * 100) / 100,
-      target: `≥ ${target}×`,
-      ok,
+      name: 'GET /run / bare page Query server (informational)',
+      measured: Math.round(pageRatio * 100) / 100,
+      target: '≥ 0.8× (proposed: the status poll’s bound, against the read it makes)',
+      ok: pageRatio >= 0.8 && failures('runs') === 0,
       unit: '×',
       detail:
-        `req/s ratio per round ${ratios[name].map((r) => r.rps.toFixed(2)).join(' ')}; ` +
-        `medians ${rps(name).toFixed(0)} vs ${rps('bare').toFixed(0)} req/s, p50 ${p50(name)} vs ${p50('bare')} ms; ` +
-        `CPU ${cpu(name).toFixed(0)} vs ${cpu('bare').toFixed(0)} µs/request (bare/route CPU, paired: ` +
-        `${cpuRatio.toFixed(2)}×); ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections` +
-        (bad ? `; ${bad} non-2xx or failed responses` : ''),
+        `req/s ratio per round ${pageRatios.map((r) => r.rps.toFixed(2)).join(' ')}; ` +
+        `medians ${rps('runs').toFixed(0)} vs ${rps('bareQuery').toFixed(0)} req/s (the bare page Query itself: ` +
+        `${(rps('bareQuery') / rps('bare')).toFixed(2)}× the bare GetItem); CPU ${cpu('runs').toFixed(0)} vs ` +
+        `${cpu('bareQuery').toFixed(0)} µs/request (paired: ${median(pageRatios.map((r) => r.cpu)).toFixed(2)}×)`,
     });
+    process.exitCode = allOk ? 0 : 1;
   }
-  // Not a target of the issue: what GET /run costs over the Query it makes, the like-for-like comparison
-  // (the GetItem baseline reads one item; a page is 21). Held to the status poll's bound against its read.
-  const pageRatio = median(pageRatios.map((r) => r.rps));
-  reportFigure({
-    name: 'GET /run / bare page Query server (informational)',
-    measured: Math.round(pageRatio * 100) / 100,
-    target: '≥ 0.8× (proposed: the status poll’s bound, against the read it makes)',
-    ok: pageRatio >= 0.8 && failures('runs') === 0,
-    unit: '×',
-    detail:
-      `req/s ratio per round ${pageRatios.map((r) => r.rps.toFixed(2)).join(' ')}; ` +
-      `medians ${rps('runs').toFixed(0)} vs ${rps('bareQuery').toFixed(0)} req/s (the bare page Query itself: ` +
-      `${(rps('bareQuery') / rps('bare')).toFixed(2)}× the bare GetItem); CPU ${cpu('runs').toFixed(0)} vs ` +
-      `${cpu('bareQuery').toFixed(0)} µs/request (paired: ${median(pageRatios.map((r) => r.cpu)).toFixed(2)}×)`,
-  });
-  process.exitCode = allOk ? 0 : 1;
 } finally {
   if (bare) await new Promise<void>((done) => bare!.close(() => done()));
   if (bareQuery) await new Promise<void>((done) => bareQuery!.close(() => done()));

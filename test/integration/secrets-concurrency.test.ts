@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { deleteSecret, upsertSecrets } from '../../functions/core/secrets.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
@@ -394,6 +394,19 @@ describe('concurrent writers of one secret bundle', () => {
       Object.fromEntries(ours.map((k) => [k, valueFor(k)])),
     );
     expect(await bundleItem(app)).toMatchObject({ orgId: h.org.orgId, lockExpiresAt: 0 });
+    // The listing's one read is the bundle item, whose recorded organization is the tenancy check.
+    const spy = jest.spyOn(ddb(), 'send');
+    try {
+      const peek = await call(h, 'GET', path(app), { headers: theirs });
+      expect([peek.status, peek.body]).toEqual([404, { error: 'application not found' }]);
+      expect((await listed(app)).map((s: { key: string }) => s.key)).toEqual([...ours].sort());
+      expect(spy.mock.calls.map(([c]) => (c as { operation: string }).operation)).toEqual([
+        'GetItem',
+        'GetItem',
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   test('a bundle item written before items recorded their organization is checked against the application', async () => {
@@ -415,6 +428,10 @@ describe('concurrent writers of one secret bundle', () => {
     expect([foreign.status, foreign.body]).toEqual([404, { error: 'application not found' }]);
     const gone = await call(h, 'DELETE', path(app, 'FIRST'), { headers: theirs });
     expect([gone.status, gone.body]).toEqual([404, { error: 'application not found' }]);
+    // Listing it reads the application too: 404 to the other organization, the keys to the owner.
+    const peek = await call(h, 'GET', path(app), { headers: theirs });
+    expect([peek.status, peek.body]).toEqual([404, { error: 'application not found' }]);
+    expect((await listed(app)).map((s: { key: string }) => s.key)).toEqual(['FIRST']);
     expect(await store.read(ref)).toEqual({ FIRST: 'one' });
     expect(await bundleItem(app)).not.toHaveProperty('orgId');
     expect(
