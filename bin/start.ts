@@ -4,6 +4,7 @@
  * PREVIEW_ISOLATION (auto | bwrap | none).
  */
 import { createServer } from 'node:net';
+import { batchedSink, setLogSink } from '../functions/shared/log.js';
 import { describeIsolation } from '../lib/local/adapters.js';
 import { type LocalService, startLocal, webhookStartupLines } from '../lib/local/server.js';
 import { describeTestRunTools } from '../lib/local/test-runs.js';
@@ -17,6 +18,9 @@ if (port !== 0 && (await inUse(port))) {
   process.stderr.write(portInUse(port));
   process.exit(1);
 }
+
+// Log lines of one event-loop turn in one write (functions/shared/log.ts).
+setLogSink(batchedSink((text) => process.stdout.write(text)));
 
 let service: LocalService;
 try {

@@ -40,7 +40,7 @@ export interface CredentialItem {
  * presented secret is still compared every time; a revoked or rotated key stops working within the bound.
  * Unknown credentials are never cached (a new key works at once). Bounded in size.
  */
-const cache = new Map<string, { orgId: string; secretHash: string; until: number }>();
+const cache = new Map<string, { orgId: string; secretHash: Buffer; until: number }>();
 const CACHE_MAX = 10_000;
 
 async function check(pk: string, secret: string): Promise<Principal> {
@@ -59,7 +59,11 @@ async function check(pk: string, secret: string): Promise<Principal> {
   const ttl = config().authCacheSeconds;
   if (ttl > 0) {
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-    cache.set(pk, { orgId: item.orgId, secretHash: item.secretHash, until: now + ttl * 1000 });
+    cache.set(pk, {
+      orgId: item.orgId,
+      secretHash: Buffer.from(item.secretHash, 'hex'),
+      until: now + ttl * 1000,
+    });
   }
   return { orgId: item.orgId };
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Length of a row id: as @paralleldrive/cuid2's default ids, which rows created before this held. */
 export const ID_LENGTH = 24;
@@ -31,14 +31,16 @@ export const newId = (): string => randomChars(1, LETTERS) + randomChars(ID_LENG
 /** A high-entropy secret, base64url (256 bits by default). */
 export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 
-export const sha256Hex = (value: string): string => createHash('sha256').update(value, 'utf8').digest('hex');
+/** SHA-256 of a string, hex (node:crypto's one-shot `hash`, Node 20.12+: no Hash object per call). */
+export const sha256Hex = (value: string): string => hash('sha256', value, 'hex');
 
 /**
- * Compare a presented secret with a stored SHA-256 hex digest in constant time. Random 256-bit secrets
- * need no slow KDF: a plain hash already makes the stored value useless to a reader of the table.
+ * Compare a presented secret with a stored SHA-256 digest (hex, or its bytes: what a cache keeps) in
+ * constant time. Random 256-bit secrets need no slow KDF: a plain hash already makes the stored value
+ * useless to a reader of the table.
  */
-export function matchesHash(presented: string, storedHex: string): boolean {
-  const a = createHash('sha256').update(presented, 'utf8').digest();
-  const b = Buffer.from(storedHex, 'hex');
+export function matchesHash(presented: string, stored: string | Buffer): boolean {
+  const a = hash('sha256', presented, 'buffer');
+  const b = typeof stored === 'string' ? Buffer.from(stored, 'hex') : stored;
   return b.length === a.length && timingSafeEqual(a, b);
 }

@@ -1,20 +1,40 @@
 import type { Context } from 'aws-lambda';
 
+const noop = (): undefined => undefined;
+
+/**
+ * A Lambda context for a local invocation (API Gateway's 29 s integration limit as the deadline). A class,
+ * so the local server's per-request context allocates one object and no closures.
+ */
+class LocalContext implements Context {
+  readonly callbackWaitsForEmptyEventLoop = false;
+  readonly functionVersion = '$LATEST';
+  readonly memoryLimitInMB = '256';
+  readonly logStreamName = 'local';
+  readonly done = noop;
+  readonly fail = noop;
+  readonly succeed = noop;
+  private readonly deadline: number;
+
+  constructor(
+    readonly functionName: string,
+    readonly awsRequestId: string,
+    timeoutMs: number,
+  ) {
+    this.deadline = Date.now() + timeoutMs;
+  }
+  get invokedFunctionArn(): string {
+    return `arn:aws:lambda:local:000000000000:function:${this.functionName}`;
+  }
+  get logGroupName(): string {
+    return `/local/${this.functionName}`;
+  }
+  getRemainingTimeInMillis(): number {
+    return Math.max(0, this.deadline - Date.now());
+  }
+}
+
 /** A Lambda context for a local invocation (API Gateway's 29 s integration limit as the deadline). */
 export function lambdaContext(functionName: string, requestId: string, timeoutMs = 29_000): Context {
-  const deadline = Date.now() + timeoutMs;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '256',
-    awsRequestId: requestId,
-    logGroupName: `/local/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
+  return new LocalContext(functionName, requestId, timeoutMs);
 }

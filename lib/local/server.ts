@@ -127,10 +127,9 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted
   // A request that declares no body (no Transfer-Encoding, no or a zero Content-Length) has none: HTTP/1.1
   // frames a body only by those headers. No need to wait for the stream's end (a status poll's case).
   const length = req.headers['content-length'];
-  if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) {
-    req.resume();
+  // Not even `req.resume()`: the server discards an unread request once the response ends.
+  if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0'))
     return NO_BODY;
-  }
   return new Promise((resolveBody, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -262,10 +261,12 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       const requestId = event.requestContext.requestId;
       const handler = await handlerOf(match.route.id);
       const result = await handler(event, lambdaContext(match.route.id, requestId));
-      const headers = Object.fromEntries(
-        Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)]),
-      );
-      send(res, result.statusCode, result.body ?? '', { ...headers, 'x-request-id': requestId });
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      for (const k in result.headers)
+        if (Object.hasOwn(result.headers, k) && k !== '__proto__') headers[k] = String(result.headers[k]);
+      headers['x-request-id'] = requestId;
+      res.writeHead(result.statusCode, headers);
+      res.end(result.body ?? '');
     } catch (err) {
       log.error('local server error', { name: (err as Error).name });
       if (!res.headersSent) send(res, 500, { error: 'internal error' });

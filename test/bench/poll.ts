@@ -22,8 +22,9 @@
  * live here; the load generator does not): on a loaded machine req/s swings with what else runs, CPU per
  * request much less, so `bare CPU / route CPU` is printed beside each ratio as a steadier estimate of it.
  *
- * The service's log lines are written (JSON.stringify and a write per request, as `npm start` does)
- * to /dev/null, so their cost is measured without flooding this output.
+ * The service's log lines are written as `npm start` writes them (JSON.stringify per request, the lines of
+ * each event-loop turn in one write: `batchedSink`) to /dev/null, so their cost is measured without
+ * flooding this output.
  *
  * `BENCH_POLL_ONLY=<bare|bareQuery|poll|secrets|runs>` runs that one load for BENCH_POLL_SECONDS and exits
  * without figures: a profiler's view of one path.
@@ -43,7 +44,7 @@ import { createApplication } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { GetCommand, PutCommand, QueryCommand } from '../../functions/shared/dynamo-document.js';
-import { setLogSink } from '../../functions/shared/log.js';
+import { batchedSink, setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { bearer, call, client } from '../support/harness.js';
 import { median, reportFigure } from './report.js';
@@ -105,9 +106,7 @@ function cannon(load: Load, seconds: number): Promise<Sample> {
 }
 
 const logFd = openSync('/dev/null', 'w');
-setLogSink((line) => {
-  writeSync(logFd, `${line}\n`);
-});
+setLogSink(batchedSink((text) => writeSync(logFd, text)));
 const dataDir = mkdtempSync(join(tmpdir(), 'preview-bench-poll-'));
 let service: LocalService | undefined;
 let bare: Server | undefined;
@@ -242,6 +241,7 @@ try {
   const only = process.env.BENCH_POLL_ONLY as keyof typeof loads | undefined;
   if (only) {
     if (!loads[only]) throw new Error(`BENCH_POLL_ONLY: one of ${Object.keys(loads).join(', ')}`);
+    await cannon(loads[only], 2); // warm-up, as below
     const s = await cannon(loads[only], SECONDS);
     console.log(`${only} ${s.rps.toFixed(0)} req/s  p50 ${s.p50} ms  ${s.cpuUs.toFixed(0)} µs CPU/request`);
   } else {
