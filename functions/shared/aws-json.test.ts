@@ -29,7 +29,8 @@ interface Sent {
 /** A loopback service answering each request with the next scripted answer (or dropping the connection). */
 class Service {
   readonly sent: Sent[] = [];
-  answers: ({ status: number; headers?: Record<string, string>; body?: unknown } | 'drop')[] = [];
+  answers: ({ status: number; headers?: Record<string, string>; body?: unknown } | 'drop' | 'truncate')[] =
+    [];
   private server?: Server;
   url = '';
 
@@ -45,6 +46,12 @@ class Service {
       });
       const answer = this.answers.shift() ?? { status: 200, body: {} };
       if (answer === 'drop') return void req.socket.destroy();
+      if (answer === 'truncate') {
+        // Headers and the start of a body, then the connection closes mid-answer.
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'content-length': '100' });
+        res.write('{"Items":[');
+        return void setTimeout(() => req.socket.destroy(), 10);
+      }
       res.writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.0', ...answer.headers });
       res.end(answer.body === undefined ? '' : JSON.stringify(answer.body));
     });
@@ -214,6 +221,9 @@ describe('AwsJsonClient: errors', () => {
 
     service.answers = ['drop', { status: 200, body: { ok: true } }];
     expect(await client().call('GetItem', {})).toMatchObject({ ok: true, $metadata: { attempts: 2 } });
+
+    service.answers = ['truncate', { status: 200, body: { ok: 'whole' } }];
+    expect(await client().call('GetItem', {})).toMatchObject({ ok: 'whole', $metadata: { attempts: 2 } });
 
     service.answers = [
       { status: 503, body: {} },

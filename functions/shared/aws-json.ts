@@ -258,9 +258,22 @@ export class AwsJsonClient {
   }
 }
 
-async function readBody(body: Readable | undefined): Promise<string> {
-  if (!body) return '';
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+/** The answer's body as text (listeners, not `for await`: no async iterator per call). */
+function readBody(body: Readable | undefined): Promise<string> {
+  if (!body) return Promise.resolve('');
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    body.on('data', (chunk: Buffer) => chunks.push(chunk));
+    body.once('end', () => {
+      ended = true;
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    });
+    body.once('error', reject);
+    // A connection closed before the answer ended: a network failure, tried again as one.
+    body.once('close', () => {
+      if (!ended)
+        reject(Object.assign(new Error('connection closed before the answer ended'), { code: 'ECONNRESET' }));
+    });
+  });
 }
