@@ -402,11 +402,12 @@ if (checkMode) {
   });
   for (const r of besideRows)
     reportFigure({
-      name: `bundles / import with what is shipped beside (informational: loaded on first use): ${r.name}`,
+      name: `bundles / import with what is shipped beside: ${r.name}`,
       measured: Number(r.importMs!.toFixed(1)),
-      target: '≤ 35 ms',
+      target: '— (loaded on first use, not on import; the median is the target)',
       ok: r.importMs! <= 35,
       unit: 'ms',
       detail: `bundle ${kb(r.raw)} + ${r.beside.join(', ')}`,
+      informational: true,
     });
 }

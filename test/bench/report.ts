@@ -19,6 +19,8 @@ export interface Figure {
   unit: string;
   /** Optional detail: the raw figures behind a ratio (`612 vs 731 req/s`). */
   detail?: string;
+  /** A figure printed for context, not one of the issue's targets: shown as INFO, never counted. */
+  informational?: true;
 }
 
 export const RESULT_PREFIX = 'BENCH-RESULT ';
