@@ -416,7 +416,13 @@ export async function ensureTables(endpoint: string): Promise<Record<string, str
       env[def.envVar] = physical;
       if (existing.has(physical) || existing.has(`${physical}-migrating`))
         await migrateTable(client, name, physical, existing);
-      else await client.send(new CreateTableCommand(createTableInput(physical, def)));
+      else {
+        await client.send(new CreateTableCommand(createTableInput(physical, def)));
+        // dynalite answers CreateTable with the table CREATING and marks it ACTIVE in a write of its own
+        // right after (`createTableMs: 0`); an item written before that write lands is refused as
+        // ResourceNotFoundException, which a loaded machine made happen. Wait for ACTIVE, as with DynamoDB.
+        await waitTable(client, physical, true);
+      }
     }),
   );
   client.destroy();
