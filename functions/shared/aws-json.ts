@@ -114,6 +114,21 @@ export class AwsServiceError extends Error {
   }
 }
 
+/** Whether `err` is an error the service answered with one of `codes` (its `name`, as the SDK names them). */
+export function isAwsError(err: unknown, ...codes: string[]): boolean {
+  const name = (err as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' && codes.includes(name);
+}
+
+/**
+ * Secrets Manager `GetSecretValue` of `secretId`: its string value (undefined for a binary one). Errors are
+ * the service's (`ResourceNotFoundException`…), for the caller to judge.
+ */
+export async function getSecretString(client: AwsJsonClient, secretId: string): Promise<string | undefined> {
+  return (await client.call<{ SecretString?: string }>('GetSecretValue', { SecretId: secretId }))
+    .SecretString;
+}
+
 /** The SDK's throttling and transient error codes (@smithy/service-error-classification). */
 const RETRYABLE_CODES = new Set([
   'BandwidthLimitExceeded',

@@ -2,7 +2,7 @@ import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
-import { AwsJsonClient, DYNAMODB } from './aws-json.js';
+import { AwsJsonClient, DYNAMODB, isAwsError } from './aws-json.js';
 import { config } from './config.js';
 import { DocumentClient } from './dynamo-document.js';
 
@@ -59,5 +59,5 @@ export function table(name: TableName): string {
 
 /** True when a write failed its condition expression. */
 export function isConditionFailure(err: unknown): boolean {
-  return (err as { name?: string } | undefined)?.name === 'ConditionalCheckFailedException';
+  return isAwsError(err, 'ConditionalCheckFailedException');
 }

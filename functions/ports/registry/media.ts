@@ -1,4 +1,4 @@
-import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
+import { AwsJsonClient, getSecretString, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { s3TargetFromEnv } from '../../shared/s3-objects.js';
@@ -19,9 +19,9 @@ export const mediaReader = /* @__PURE__ */ adapter<'media', MediaReader>('media'
     s3TargetFromEnv(c.region),
     required(c.runs.mediaBucket, 'MEDIA_BUCKET'),
     async () => {
-      const out = await secrets.call<{ SecretString?: string }>('GetSecretValue', { SecretId: secretArn });
-      if (!out.SecretString) throw new ConfigError('the run-link signing secret is empty');
-      return Buffer.from(out.SecretString, 'utf8');
+      const secret = await getSecretString(secrets, secretArn);
+      if (!secret) throw new ConfigError('the run-link signing secret is empty');
+      return Buffer.from(secret, 'utf8');
     },
   );
 });

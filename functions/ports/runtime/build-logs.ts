@@ -1,5 +1,5 @@
 import { keys } from '../../manifest/tables.js';
-import type { AwsJsonClient } from '../../shared/aws-json.js';
+import { type AwsJsonClient, isAwsError } from '../../shared/aws-json.js';
 import { ddb, table } from '../../shared/dynamo.js';
 import { GetCommand } from '../../shared/dynamo-document.js';
 import type { LogQuery, LogTarget, LogText } from './port.js';
@@ -69,7 +69,7 @@ export class BuildLogs {
       });
       events = out.events ?? [];
     } catch (err) {
-      if ((err as Error).name === 'ResourceNotFoundException') return undefined;
+      if (isAwsError(err, 'ResourceNotFoundException')) return undefined;
       throw err;
     }
     const lines = events.map((e) => (e.message ?? '').replace(/\r?\n$/, ''));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AwsJsonClient } from '../../shared/aws-json.js';
+import { type AwsJsonClient, getSecretString, isAwsError } from '../../shared/aws-json.js';
 import type { BundleRef, SecretStore } from './port.js';
 
 /*
@@ -10,14 +10,6 @@ import type { BundleRef, SecretStore } from './port.js';
  * call, the same across its retries (the input is serialized once per call), so a retried write puts no
  * second version.
  */
-interface GetSecretValueInput {
-  SecretId: string;
-}
-/** `GetSecretValue`'s answer: a secret holds a string or a binary value (base64 on the wire). */
-interface GetSecretValueOutput {
-  SecretString?: string;
-  SecretBinary?: string;
-}
 interface PutSecretValueInput {
   SecretId: string;
   ClientRequestToken: string;
@@ -30,8 +22,6 @@ interface CreateSecretInput {
   Description?: string;
   Tags?: { Key: string; Value: string }[];
 }
-
-const isError = (err: unknown, name: string) => (err as { name?: string } | undefined)?.name === name;
 
 /**
  * Secrets Manager adapter: one secret per (application, app) named `<prefix>/<applicationId>/<app>`,
@@ -52,10 +42,9 @@ export class SecretsManagerStore implements SecretStore {
   async read(ref: BundleRef): Promise<Record<string, string> | undefined> {
     let secretString: string | undefined;
     try {
-      const input: GetSecretValueInput = { SecretId: this.secretName(ref) };
-      secretString = (await this.client.call<GetSecretValueOutput>('GetSecretValue', input)).SecretString;
+      secretString = await getSecretString(this.client, this.secretName(ref));
     } catch (err) {
-      if (isError(err, 'ResourceNotFoundException')) return undefined;
+      if (isAwsError(err, 'ResourceNotFoundException')) return undefined;
       throw err;
     }
     if (!secretString) return undefined;
@@ -85,7 +74,7 @@ export class SecretsManagerStore implements SecretStore {
     try {
       await put();
     } catch (err) {
-      if (!isError(err, 'ResourceNotFoundException')) throw err;
+      if (!isAwsError(err, 'ResourceNotFoundException')) throw err;
       try {
         const input: CreateSecretInput = {
           Name: this.secretName(ref),
@@ -99,7 +88,7 @@ export class SecretsManagerStore implements SecretStore {
         };
         await this.client.call('CreateSecret', input);
       } catch (createErr) {
-        if (!isError(createErr, 'ResourceExistsException')) throw createErr;
+        if (!isAwsError(createErr, 'ResourceExistsException')) throw createErr;
         await put();
       }
     }

@@ -7,7 +7,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/core';
 import * as z from 'zod/mini';
-import type { AwsJsonClient } from '../../shared/aws-json.js';
+import { type AwsJsonClient, getSecretString, isAwsError } from '../../shared/aws-json.js';
 import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import '../../shared/zod-locale.js';
@@ -106,14 +106,6 @@ export function parseGitHubAppSecret(secretString: string | undefined, secretArn
   return parsed.data;
 }
 
-/** Secrets Manager `GetSecretValue`, as far as it is sent and read here (the wire JSON). */
-interface GetSecretValueInput {
-  SecretId: string;
-}
-interface GetSecretValueOutput {
-  SecretString?: string;
-}
-
 /** Reads the GitHub App secret once per container; a failed read is not cached (the operator may fix it). */
 export class GitHubAppCredentials {
   private cached: Promise<GitHubAppSecret> | undefined;
@@ -142,16 +134,14 @@ export class GitHubAppCredentials {
     }
     let secretString: string | undefined;
     try {
-      const input: GetSecretValueInput = { SecretId: arn };
-      secretString = (await this.client.call<GetSecretValueOutput>('GetSecretValue', input)).SecretString;
+      secretString = await getSecretString(this.client, arn);
     } catch (err) {
-      if ((err as { name?: string } | undefined)?.name === 'ResourceNotFoundException')
-        secretString = undefined;
+      if (isAwsError(err, 'ResourceNotFoundException')) secretString = undefined;
       else {
         const e = err as { name?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
         const status = e.$metadata?.httpStatusCode ?? 0;
         const message = `could not read the GitHub App secret ${arn} (${e.name ?? 'error'})`;
-        if (e.$retryable || status >= 500 || e.name === 'ThrottlingException') {
+        if (e.$retryable || status >= 500 || isAwsError(err, 'ThrottlingException')) {
           throw new TransientError(message, { cause: err });
         }
         throw new ServiceUnavailableError(message, { cause: err });

@@ -1,4 +1,4 @@
-import type { AwsJsonClient } from '../../shared/aws-json.js';
+import { type AwsJsonClient, isAwsError } from '../../shared/aws-json.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 
@@ -34,8 +34,8 @@ const MAX_ERROR = 256;
 const MAX_CAUSE = 32_768;
 
 /** The errors of a task token nobody waits on any more (it timed out, its execution stopped, it completed). */
-const TASK_ENDED = new Set(['TaskDoesNotExist', 'TaskTimedOut', 'InvalidToken']);
-const taskEnded = (err: unknown) => TASK_ENDED.has((err as { name?: string } | undefined)?.name ?? '');
+const TASK_ENDED = ['TaskDoesNotExist', 'TaskTimedOut', 'InvalidToken'];
+const taskEnded = (err: unknown) => isAwsError(err, ...TASK_ENDED);
 
 /** Step Functions adapter: StartExecution on the state machine CDK wired to each workflow name. */
 export class StepFunctionsWorkflows implements Workflows {
@@ -54,8 +54,7 @@ export class StepFunctionsWorkflows implements Workflows {
       return { executionId: out.executionArn };
     } catch (err) {
       // Same name and input: a retried start of the same request. Treat as started.
-      if ((err as { name?: string } | undefined)?.name === 'ExecutionAlreadyExists')
-        return { executionId: `${stateMachineArn}:${name}` };
+      if (isAwsError(err, 'ExecutionAlreadyExists')) return { executionId: `${stateMachineArn}:${name}` };
       throw err;
     }
   }
