@@ -5,7 +5,13 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
 import { appKeyPair, FakeGitHub, faults } from './fakes/github.js';
-import { type Cloud, GITHUB_APP_SECRET_ARN, IMAGE_REPOSITORY, startCloud } from './harness.js';
+import {
+  BUILD_LOG_GROUP,
+  type Cloud,
+  GITHUB_APP_SECRET_ARN,
+  IMAGE_REPOSITORY,
+  startCloud,
+} from './harness.js';
 
 /*
  * The cloud path, part 1, in the cloud simulation tier: the real handlers and steps in PREVIEW_MODE=aws,
@@ -196,7 +202,7 @@ describe('a deploy in AWS mode', () => {
     );
     expect(failed.error).toContain('pull access denied for nowhere');
     expect(failed.error).toContain(
-      `; full log: GET /v1/preview/environments/acme/shop/2/apps/web/logs?source=build, or CloudWatch Logs /aws/codebuild/preview-images / ${build.logs.streamName}`,
+      `; full log: GET /v1/preview/environments/acme/shop/2/apps/web/logs?source=build, or CloudWatch Logs ${BUILD_LOG_GROUP} / ${build.logs.streamName}`,
     );
   }, 60_000);
 

@@ -27,6 +27,8 @@ export const GITHUB_APP_SECRET_ARN = `arn:aws:secretsmanager:${REGION}:000000000
 type LambdaHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 export const CLUSTER = 'previews';
+/** The image-build project's own log group (the stack passes its name as IMAGE_BUILD_LOG_GROUP). */
+export const BUILD_LOG_GROUP = '/preview/test/image-builds';
 export const INGRESS_DOMAIN = 'previews.example.test';
 const CREDENTIALS = { accessKeyId: 'AKIAFAKEFAKEFAKEFAKE', secretAccessKey: 'fake-secret-access-key' };
 
@@ -53,6 +55,8 @@ export async function startCloud(
   const dynamo = await startDynalite(join(dir, 'dynamodb'));
   const tableEnv = await ensureTables(dynamo.endpoint);
   const aws = await new FakeAws(REPO_ROOT).start();
+  // The image-build project logs to a group of its own (lib/cdk/image-build.ts), named to the functions.
+  aws.projectLogGroups.set('preview-images', BUILD_LOG_GROUP);
   let kube: FakeKubernetes | undefined;
   if (opts.kubernetes) {
     kube = await new FakeKubernetes({
@@ -87,7 +91,7 @@ export async function startCloud(
     ARTIFACTS_BUCKET: 'preview-artifacts',
     IMAGE_BUILD_PROJECT: 'preview-images',
     IMAGE_REPOSITORY_URI: IMAGE_REPOSITORY,
-    IMAGE_BUILD_LOG_GROUP: '/aws/codebuild/preview-images',
+    IMAGE_BUILD_LOG_GROUP: BUILD_LOG_GROUP,
     GITHUB_APP_SECRET_ARN,
     SECRET_NAME_PREFIX: 'preview',
     ...env,

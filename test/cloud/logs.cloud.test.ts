@@ -8,7 +8,7 @@ import { bearer, call } from '../support/harness.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
+import { BUILD_LOG_GROUP, type Cloud } from './harness.js';
 
 /*
  * GET …/apps/{app}/logs in the cloud simulation tier: the real handler in PREVIEW_MODE=aws reads a failed
@@ -43,9 +43,9 @@ const auth = () => bearer(org);
 const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
 const ns = (pr: number) => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: pr });
 
-async function deploy(pr: number) {
+async function deploy(pr: number, headSha = sha) {
   const res = await call(cloud, 'POST', '/v1/preview/environments', {
-    body: { repoFullName: 'acme/shop', prNumber: pr, headSha: sha, headRef: 'feature' },
+    body: { repoFullName: 'acme/shop', prNumber: pr, headSha, headRef: 'feature' },
     headers: auth(),
   });
   expect(res.status).toBe(202);
@@ -149,4 +149,38 @@ describe('logs in AWS mode', () => {
     expect(bad.body.error).toContain('tail must be a whole number of lines from 1 to 10000');
     expect(logs.join('\n')).not.toContain('cloud-logs-secret');
   }, 90_000);
+
+  test('a running build: its log so far, from the project’s log group, before the build ends', async () => {
+    // A commit no image exists for yet (the one above was built).
+    const next = github.addCommit(
+      'acme/shop',
+      { 'preview.yaml': PREVIEW_YAML, Dockerfile: 'FROM node:22-slim\n' },
+      'feature',
+    );
+    const count = cloud.aws.builds.length + 1;
+    await deploy(3, next);
+    const deadline = Date.now() + 20_000;
+    while (cloud.aws.builds.length < count) {
+      if (Date.now() > deadline) throw new Error(`no build #${count}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const build = cloud.aws.builds[count - 1]!;
+    expect(build.logs.groupName).toBe(BUILD_LOG_GROUP);
+    cloud.aws.logBuild(build.id, ['Step 1/4 : FROM node:22-slim', 'Step 2/4 : COPY . .']);
+    expect(await pollUntil(cloud, org, path(3), (s) => s.phase === 'building-images')).toMatchObject({
+      status: 'building',
+    });
+
+    const running = await call(cloud, 'GET', `${path(3)}/apps/web/logs?source=build`, { headers: auth() });
+    expect(running.status).toBe(200);
+    expect(running.text).toBe('Step 1/4 : FROM node:22-slim\nStep 2/4 : COPY . .\n');
+    cloud.aws.logBuild(build.id, ['Step 3/4 : RUN npm ci']);
+    const more = await call(cloud, 'GET', `${path(3)}/apps/web/logs?source=build&tail=1`, {
+      headers: auth(),
+    });
+    expect(more.text).toBe('Step 3/4 : RUN npm ci\n');
+
+    await finishBuild(count, 'FAILED', ['PREVIEW-BUILD-FAILED app=web: docker build exited 1']);
+    expect(await pollUntil(cloud, org, path(3), settled)).toMatchObject({ status: 'failed' });
+  }, 60_000);
 });

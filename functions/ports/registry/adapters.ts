@@ -5,8 +5,8 @@
  * SDK clients and libraries of the ports its handler imports; `../registry.ts` re-exports them all for
  * the local host and tests.
  *
- * - `aws`: each getter builds its cloud adapter on first use, once per container (SDK clients are created
- *   with it and reused across invocations).
+ * - `aws`: each getter builds its cloud adapter on first use, once per container (one AWS client per service,
+ *   aws-clients.ts, shared by the adapters and reused across invocations).
  * - `local`: the process that hosts the handlers (the local server, the CLI, the test harness) installs the
  *   local adapters with `provideLocalAdapters` before the first request (lib/local/adapters.ts); each port
  *   has one local instance, whichever getters serve it. Lambda bundles never import local adapter code.

@@ -1,6 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { FakeAws, machineArn, REGION } from '../../../test/cloud/fakes/aws.js';
 import { tableNames, tables } from '../../manifest/tables.js';
+import { SECRETS_MANAGER, SFN } from '../../shared/aws-json.js';
+import { awsClient } from './aws-clients.js';
 import { githubAppCredentials } from './github-app.js';
 import { mediaReader } from './media.js';
 import { secretStore } from './secret-store.js';
@@ -67,5 +69,19 @@ describe('registry getters over AwsJsonClient (AWS mode)', () => {
       'ok',
     );
     expect(aws.calls.filter((c) => c === 'SecretsManager.GetSecretValue').length - before).toBe(1);
+  });
+
+  test('awsClient: one client per service for the container, shared by every adapter that calls it', async () => {
+    const secrets = awsClient(SECRETS_MANAGER);
+    expect(awsClient(SECRETS_MANAGER)).toBe(secrets);
+    expect(awsClient(SFN)).not.toBe(secrets);
+    // The secret store's calls go through it (as the GitHub App key's and the run-link key's do).
+    const call = jest.spyOn(secrets, 'call');
+    try {
+      expect(await secretStore().read({ applicationId: 'a1', app: 'web' })).toEqual({ K: 'v' });
+      expect(call).toHaveBeenCalledWith('GetSecretValue', { SecretId: 'preview/test/a1/web' });
+    } finally {
+      call.mockRestore();
+    }
   });
 });

@@ -1,10 +1,11 @@
-import { AwsJsonClient, CLOUDWATCH_LOGS, CODEBUILD, ECR, type JsonService } from '../../shared/aws-json.js';
+import { CLOUDWATCH_LOGS, CODEBUILD, ECR } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { BuildLogs } from '../runtime/build-logs.js';
 import { CodeBuildImages, type CodeBuildImagesOptions } from '../runtime/codebuild-images.js';
 import type { Runtime } from '../runtime/port.js';
 import { adapter, once, required } from './adapters.js';
+import { awsClient } from './aws-clients.js';
 import { workflows } from './workflows.js';
 
 /** CodeBuild images with the settings of the stack and the clients given (see the getters below). */
@@ -15,14 +16,14 @@ function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'log
     project: required(c.imageBuilds.project, 'IMAGE_BUILD_PROJECT'),
     repositoryUri: required(c.imageBuilds.repositoryUri, 'IMAGE_REPOSITORY_URI'),
     artifactsBucket: required(c.artifactsBucket, 'ARTIFACTS_BUCKET'),
+    // Where a build's log is while it runs (the project logs there): without it, only a finished build's.
+    logGroup: c.imageBuilds.logGroup,
     complete: (token, outcome) => workflows().completeTask(token, outcome),
   });
 }
-/** The JSON-protocol client of `service` (shared/aws-json.ts), created on first use, once per container. */
-const client = (service: JsonService) => once(() => new AwsJsonClient(service, { region: config().region }));
-const codebuildClient = /* @__PURE__ */ client(CODEBUILD);
-const ecrClient = /* @__PURE__ */ client(ECR);
-const logsClient = /* @__PURE__ */ client(CLOUDWATCH_LOGS);
+const codebuildClient = () => awsClient(CODEBUILD);
+const ecrClient = () => awsClient(ECR);
+const logsClient = () => awsClient(CLOUDWATCH_LOGS);
 
 /**
  * The image half of the cloud runtime (CodeBuild, ECR, the build log), once per container: what the whole

@@ -1,10 +1,11 @@
-import { AwsJsonClient, getSecretString, SECRETS_MANAGER } from '../../shared/aws-json.js';
+import { getSecretString, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { s3TargetFromEnv } from '../../shared/s3-objects.js';
 import type { MediaReader } from '../media/port.js';
 import { S3MediaReader } from '../media/s3.js';
 import { adapter, required } from './adapters.js';
+import { awsClient } from './aws-clients.js';
 
 /**
  * Test-run media, read: media URLs and report links (AWS: presigned GETs of the media bucket, no S3
@@ -14,12 +15,11 @@ import { adapter, required } from './adapters.js';
 export const mediaReader = /* @__PURE__ */ adapter<'media', MediaReader>('media', () => {
   const c = config();
   const secretArn = required(c.runs.linkSecretArn, 'RUN_LINK_SECRET_ARN');
-  const secrets = new AwsJsonClient(SECRETS_MANAGER, { region: c.region });
   return new S3MediaReader(
     s3TargetFromEnv(c.region),
     required(c.runs.mediaBucket, 'MEDIA_BUCKET'),
     async () => {
-      const secret = await getSecretString(secrets, secretArn);
+      const secret = await getSecretString(awsClient(SECRETS_MANAGER), secretArn);
       if (!secret) throw new ConfigError('the run-link signing secret is empty');
       return Buffer.from(secret, 'utf8');
     },

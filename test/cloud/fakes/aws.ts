@@ -11,7 +11,8 @@
  * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event),
  *   BatchGetBuilds.
  * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`).
- * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a finished build "logged").
+ * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a build "logged": `logBuild` while it runs,
+ *   `finishBuild` at its end), in the project's log group (`projectLogGroups`, else CodeBuild's default).
  * - S3 (REST, path-style): PutObject (plain or aws-chunked bodies), HeadObject, GetObject, and multipart
  *   uploads (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload; part sizes
  *   are not checked).
@@ -129,6 +130,20 @@ export class FakeAws {
   }
 
   /**
+   * The log group a project logs to when it names one (as the stack's image-build project does); CodeBuild's
+   * default `/aws/codebuild/<project>` otherwise. The stream is the build id's part after `<project>:`.
+   */
+  readonly projectLogGroups = new Map<string, string>();
+
+  /** Lines a running build logs, appended to its stream (readable before the build ends). */
+  logBuild(id: string, logLines: string[]): void {
+    const build = this.builds.find((b) => b.id === id);
+    if (!build) throw new Error(`no build ${id}`);
+    const stream = `${build.logs.groupName}/${build.logs.streamName}`;
+    this.logEvents.set(stream, [...(this.logEvents.get(stream) ?? []), ...logLines]);
+  }
+
+  /**
    * Play a started build to its end: on success push an image for every entry of its `BUILDS`; record its
    * log lines; return the EventBridge event CodeBuild would emit (the caller delivers it to the target).
    */
@@ -136,7 +151,7 @@ export class FakeAws {
     const build = this.builds.find((b) => b.id === id);
     if (!build) throw new Error(`no build ${id}`);
     build.status = status;
-    this.logEvents.set(`${build.logs.groupName}/${build.logs.streamName}`, logLines);
+    this.logBuild(id, logLines);
     if (status === 'SUCCEEDED') {
       const repositoryName = build.env.IMAGE_REPOSITORY_URI!.split('/').slice(1).join('/');
       for (const b of JSON.parse(build.env.BUILDS ?? '[]') as { tag: string }[])
@@ -252,7 +267,10 @@ export class FakeAws {
           projectName: input.projectName,
           env,
           status: 'IN_PROGRESS',
-          logs: { groupName: `/aws/codebuild/${input.projectName}`, streamName: id.split(':')[1]! },
+          logs: {
+            groupName: this.projectLogGroups.get(input.projectName) ?? `/aws/codebuild/${input.projectName}`,
+            streamName: id.split(':')[1]!,
+          },
         };
         this.builds.push(build);
         return {
