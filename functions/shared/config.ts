@@ -9,6 +9,66 @@ import { issuePath } from './validation.js';
  * differs only in `PREVIEW_MODE=local`, the DynamoDB endpoint and the data directory.
  */
 const nonEmpty = z.string().check(z.minLength(1));
+
+/** A JSON object whose values are all strings (EKS_INGRESS_ANNOTATIONS). */
+function isStringRecord(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      Object.values(value).every((v) => typeof v === 'string')
+    );
+  } catch {
+    return false;
+  }
+}
+const CIDR_RE = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)\/\d{1,3}$/;
+
+/**
+ * The EKS cluster previews run on (AWS mode; the stack sets them on the functions that call it). Only the
+ * cluster's name decides whether there is a cluster; the ingress class and domain are required when one is
+ * used (`eksClusterOptions`), the endpoint and CA come together or not at all.
+ */
+const eksVariables = {
+  EKS_CLUSTER_NAME: z.optional(nonEmpty),
+  ROLLOUT_WATCHER_FUNCTION: z.optional(nonEmpty),
+  EKS_CLUSTER_ENDPOINT: z.optional(
+    z.string().check(z.regex(/^https?:\/\/\S+$/, 'must be the URL of the cluster API (https://…)')),
+  ),
+  EKS_CLUSTER_CA_DATA: z.optional(nonEmpty),
+  EKS_INGRESS_CLASS: z.optional(nonEmpty),
+  EKS_INGRESS_DOMAIN: z.optional(nonEmpty),
+  EKS_INGRESS_NAMESPACE: z.optional(nonEmpty),
+  EKS_INGRESS_ANNOTATIONS: z.optional(
+    z.string().check(z.refine(isStringRecord, 'must be a JSON object of strings')),
+  ),
+  EKS_TLS_SECRET_NAME: z.optional(nonEmpty),
+  EKS_ALLOW_FROM_CIDRS: z.optional(
+    z
+      .string()
+      .check(
+        z.refine(
+          (v) => v.split(',').every((c) => !c.trim() || CIDR_RE.test(c.trim())),
+          'must be comma-separated CIDR blocks (10.0.0.0/8,fd00::/8)',
+        ),
+      ),
+  ),
+  EKS_SYSTEM_NAMESPACE: z.optional(nonEmpty),
+};
+type EksVariables = { [K in keyof typeof eksVariables]?: string };
+type RefineContext = Parameters<Parameters<typeof z.superRefine>[0]>[1];
+function checkEks(env: EksVariables, ctx: RefineContext): void {
+  if (Boolean(env.EKS_CLUSTER_ENDPOINT) !== Boolean(env.EKS_CLUSTER_CA_DATA)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['EKS_CLUSTER_ENDPOINT'],
+      message: 'EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA are set together or not at all',
+    });
+  }
+}
+
 const schema = z
   .object({
     PREVIEW_MODE: z._default(z.enum(['aws', 'local']), 'aws'),
@@ -35,8 +95,7 @@ const schema = z
     IMAGE_REPOSITORY_URI: z.optional(nonEmpty),
     IMAGE_BUILD_LOG_GROUP: z.optional(nonEmpty),
     GITHUB_APP_SECRET_ARN: z.optional(nonEmpty),
-    EKS_CLUSTER_NAME: z.optional(nonEmpty),
-    ROLLOUT_WATCHER_FUNCTION: z.optional(nonEmpty),
+    ...eksVariables,
     GITHUB_API_URL: z._default(z.string().check(z.url()), 'https://api.github.com'),
     EVENT_BUS_NAME: z.optional(nonEmpty),
     PREVIEW_GITHUB_WEBHOOK_SECRET: z.optional(nonEmpty),
@@ -57,6 +116,7 @@ const schema = z
       if (env.PREVIEW_MODE === 'local' && !env.PREVIEW_DATA_DIR) {
         ctx.addIssue({ code: 'custom', path: ['PREVIEW_DATA_DIR'], message: 'required in local mode' });
       }
+      checkEks(env, ctx);
     }),
   );
 
@@ -80,11 +140,8 @@ export interface Config {
   imageBuilds: { project?: string; repositoryUri?: string; logGroup?: string };
   /** AWS mode: the GitHub App (its secret's ARN) and the REST API base URL (GitHub Enterprise, tests). */
   github: { appSecretArn?: string; apiUrl: string };
-  /**
-   * AWS mode: the EKS cluster previews run on (its name; the ingress and the rest are read by
-   * `eksClusterFromEnv`, EKS_*), and the rollout watcher Lambda the deploy step invokes.
-   */
-  eks: { clusterName?: string; watcherFunction?: string };
+  /** AWS mode: the EKS cluster previews run on (EKS_*) and the rollout watcher Lambda the deploy step invokes. */
+  eks: EksConfig;
   /**
    * Previews that follow the pull request: the service's own event bus (AWS mode: its name, which the
    * stack sets), the webhook secret in local mode (PREVIEW_GITHUB_WEBHOOK_SECRET; when unset the local
@@ -107,13 +164,61 @@ export interface Config {
   tableNames: Record<TableName, string>;
 }
 
+/** The EKS cluster's settings (`Config.eks`): what eks-core.ts `eksClusterOptions` builds the adapter from. */
+export interface EksConfig {
+  clusterName?: string;
+  watcherFunction?: string;
+  /** The cluster API and its CA (base64), resolved by the stack at deploy time; both or neither. */
+  api?: { endpoint: string; caData: string };
+  ingressClassName?: string;
+  /** Apps are served at `<app>-<namespace>.<domain>`. */
+  domain?: string;
+  ingressNamespace?: string;
+  ingressAnnotations?: Record<string, string>;
+  tlsSecretName?: string;
+  allowFromCidrs?: string[];
+  systemNamespace?: string;
+}
+
+function eksOf(e: EksVariables): EksConfig {
+  return {
+    clusterName: e.EKS_CLUSTER_NAME,
+    watcherFunction: e.ROLLOUT_WATCHER_FUNCTION,
+    api:
+      e.EKS_CLUSTER_ENDPOINT && e.EKS_CLUSTER_CA_DATA
+        ? { endpoint: e.EKS_CLUSTER_ENDPOINT, caData: e.EKS_CLUSTER_CA_DATA }
+        : undefined,
+    ingressClassName: e.EKS_INGRESS_CLASS,
+    domain: e.EKS_INGRESS_DOMAIN,
+    ingressNamespace: e.EKS_INGRESS_NAMESPACE,
+    ingressAnnotations: e.EKS_INGRESS_ANNOTATIONS
+      ? (JSON.parse(e.EKS_INGRESS_ANNOTATIONS) as Record<string, string>)
+      : undefined,
+    tlsSecretName: e.EKS_TLS_SECRET_NAME,
+    allowFromCidrs: e.EKS_ALLOW_FROM_CIDRS?.split(',')
+      .map((c) => c.trim())
+      .filter(Boolean),
+    systemNamespace: e.EKS_SYSTEM_NAMESPACE,
+  };
+}
+
+function invalid(issues: readonly { path: PropertyKey[]; message: string }[]): ConfigError {
+  const problems = issues.map((i) => `${issuePath(i.path) || '(env)'}: ${i.message}`);
+  return new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+}
+
+const eksSchema = z.object(eksVariables).check(z.superRefine(checkEks));
+/** The EKS variables alone, validated as `parseConfig` validates them (for tests and tools). */
+export function parseEksConfig(env: NodeJS.ProcessEnv): EksConfig {
+  const parsed = eksSchema.safeParse(env);
+  if (!parsed.success) throw invalid(parsed.error.issues);
+  return eksOf(parsed.data);
+}
+
 /** Parse and validate an environment; throws ConfigError naming every bad variable. */
 export function parseConfig(env: NodeJS.ProcessEnv): Config {
   const parsed = schema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${issuePath(i.path) || '(env)'}: ${i.message}`);
-    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
-  }
+  if (!parsed.success) throw invalid(parsed.error.issues);
   const e = parsed.data as Record<string, string | undefined> & z.infer<typeof schema>;
   return {
     mode: e.PREVIEW_MODE,
@@ -137,7 +242,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       repositoryUri: e.IMAGE_REPOSITORY_URI,
       logGroup: e.IMAGE_BUILD_LOG_GROUP,
     },
-    eks: { clusterName: e.EKS_CLUSTER_NAME, watcherFunction: e.ROLLOUT_WATCHER_FUNCTION },
+    eks: eksOf(e),
     github: { appSecretArn: e.GITHUB_APP_SECRET_ARN, apiUrl: e.GITHUB_API_URL.replace(/\/+$/, '') },
     events: {
       busName: e.EVENT_BUS_NAME,

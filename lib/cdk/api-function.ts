@@ -153,7 +153,7 @@ export const clusterGroup = 'preview-runtime';
 
 /**
  * The EKS cluster previews run on, and how their Ingresses look (functions/ports/runtime/eks.ts reads these
- * as EKS_* variables, `eksClusterFromEnv`).
+ * as EKS_* variables, validated by shared/config.ts).
  */
 export interface ClusterSettings {
   /** The cluster's name (EKS_CLUSTER_NAME), in the stack's account and region. */
@@ -554,8 +554,8 @@ export class ApiFunction extends NodejsFunction {
   }
 
   /**
-   * The cluster's settings, as the EKS_* variables `eksClusterFromEnv` (functions/ports/runtime/eks.ts)
-   * reads. Every runtime function gets them, not only those that call the cluster: the cloud runtime
+   * The cluster's settings, as the EKS_* variables shared/config.ts validates (`Config.eks`; the adapter is
+   * built from them by `eksClusterOptions` of functions/ports/runtime/eks-core.ts). Every runtime function gets them, not only those that call the cluster: the cloud runtime
    * builds its cluster adapter whenever EKS_CLUSTER_NAME is set, and that needs the ingress settings.
    * Grants nothing: see `bindClusterAccess`.
    */

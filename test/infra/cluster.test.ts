@@ -5,7 +5,7 @@ import { type EventRuleId, eventRules } from '../../functions/manifest/events.js
 import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
 import { type WorkerId, workers } from '../../functions/manifest/workers.js';
 import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
-import { eksClusterFromEnv, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks.js';
+import { eksClusterOf, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { parseConfig } from '../../functions/shared/config.js';
 import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/api-function.js';
@@ -177,7 +177,7 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
   });
 
   test.each(built(full).filter(([, fn]) => fn.runtime))(
-    '%s: its environment builds the EKS cluster adapter (eksClusterFromEnv) with the apps’ https host',
+    '%s: its environment builds the EKS cluster adapter (eksClusterOf) with the apps’ https host',
     (_, fn) => {
       // Prepare: deploy-time references become placeholder strings (the cluster endpoint an https URL, as
       // DescribeCluster answers it); Lambda sets AWS_REGION and its name.
@@ -189,7 +189,7 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
       const lambdaEnv = { ...env, AWS_REGION: 'eu-west-1', AWS_LAMBDA_FUNCTION_NAME: 'this-function' };
       // Act
       const config = parseConfig(lambdaEnv);
-      const cluster = eksClusterFromEnv({ complete: async () => undefined }, lambdaEnv);
+      const cluster = eksClusterOf({ complete: async () => undefined }, config);
       // Assess
       expect(config.eks.clusterName).toBe('previews');
       expect(config.eks.watcherFunction).toBe(fn.isWatcher ? undefined : 'resolved:ROLLOUT_WATCHER_FUNCTION');

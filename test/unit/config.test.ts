@@ -30,4 +30,37 @@ describe('parseConfig', () => {
       /PREVIEW_DATA_DIR: required in local mode/,
     );
   });
+
+  test('the EKS cluster: validated with the rest at cold start, parsed once', () => {
+    const base = { ...tableEnv, AWS_REGION: 'eu-west-1', EKS_CLUSTER_NAME: 'previews' };
+    const c = parseConfig({
+      ...base,
+      EKS_CLUSTER_ENDPOINT: 'https://ABC.gr7.eu-west-1.eks.amazonaws.com',
+      EKS_CLUSTER_CA_DATA: 'Y2E=',
+      EKS_INGRESS_CLASS: 'alb',
+      EKS_INGRESS_DOMAIN: 'previews.example.com',
+      EKS_INGRESS_ANNOTATIONS: '{"alb.ingress.kubernetes.io/scheme":"internet-facing"}',
+      EKS_ALLOW_FROM_CIDRS: '203.0.113.0/24,2001:db8::/32',
+    });
+    expect(c.eks).toEqual({
+      clusterName: 'previews',
+      api: { endpoint: 'https://ABC.gr7.eu-west-1.eks.amazonaws.com', caData: 'Y2E=' },
+      ingressClassName: 'alb',
+      domain: 'previews.example.com',
+      ingressAnnotations: { 'alb.ingress.kubernetes.io/scheme': 'internet-facing' },
+      allowFromCidrs: ['203.0.113.0/24', '2001:db8::/32'],
+    });
+    // A bad EKS variable fails the whole configuration, beside any other bad one, whatever the function.
+    const attempt = () =>
+      parseConfig({
+        ...base,
+        DYNAMODB_ENDPOINT: 'not a url',
+        EKS_CLUSTER_CA_DATA: 'Y2E=',
+        EKS_INGRESS_ANNOTATIONS: '["not", "an object"]',
+      });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).toThrow(/DYNAMODB_ENDPOINT: /);
+    expect(attempt).toThrow(/EKS_INGRESS_ANNOTATIONS: must be a JSON object of strings/);
+    expect(attempt).toThrow(/EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA are set together or not at all/);
+  });
 });

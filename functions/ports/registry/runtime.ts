@@ -1,7 +1,7 @@
 import { config } from '../../shared/config.js';
 import { CloudCluster, CloudRuntime } from '../runtime/cloud.js';
-import { type EksCluster, eksClusterFromEnv } from '../runtime/eks.js';
-import { EksClusterCore, eksClusterOptionsFromEnv } from '../runtime/eks-core.js';
+import { type EksCluster, eksClusterOf } from '../runtime/eks.js';
+import { EksClusterCore, eksClusterOptions } from '../runtime/eks-core.js';
 import { describeCluster } from '../runtime/eks-describe.js';
 import { EksClusterLogs } from '../runtime/eks-logs.js';
 import type { Runtime } from '../runtime/port.js';
@@ -22,7 +22,7 @@ import { workflows } from './workflows.js';
 export const runtime = /* @__PURE__ */ adapter('runtime', () => {
   const c = config();
   const cluster = c.eks.clusterName
-    ? eksClusterFromEnv({
+    ? eksClusterOf({
         ...watcherDeps(),
         // Outside the stack's functions (the CLI) the cluster's API may not be configured: look it up.
         api: describeCluster(c.eks.clusterName, c.region),
@@ -51,7 +51,7 @@ export const teardownRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 
   'runtime',
   () => {
     const c = config();
-    const cluster = c.eks.clusterName ? new EksClusterCore(eksClusterOptionsFromEnv({})) : undefined;
+    const cluster = c.eks.clusterName ? new EksClusterCore(eksClusterOptions({})) : undefined;
     return { teardown: async (target) => cluster?.teardown(target) };
   },
 );
@@ -61,7 +61,7 @@ export const teardownRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 
  * adapter without the deploy, the watch or the Lambda invoker), build logs from CloudWatch (`BuildLogs`).
  */
 export const logsRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'logs'>>('runtime', () => {
-  const cluster = config().eks.clusterName ? new EksClusterLogs(eksClusterOptionsFromEnv({})) : undefined;
+  const cluster = config().eks.clusterName ? new EksClusterLogs(eksClusterOptions({})) : undefined;
   return {
     logs: async (target, app, query) =>
       query.source === 'build' ? buildLogs().logs(target, app, query) : cluster?.logs(target, app, query),
@@ -70,14 +70,14 @@ export const logsRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'log
 
 /** The EKS cluster for DeployApps (it completes no task: the watcher does), if one is configured. */
 const clusterCalls = /* @__PURE__ */ once((): EksCluster | undefined =>
-  config().eks.clusterName ? eksClusterFromEnv({ watcherFunction: config().eks.watcherFunction }) : undefined,
+  config().eks.clusterName ? eksClusterOf({ watcherFunction: config().eks.watcherFunction }) : undefined,
 );
 
 /**
  * The EKS cluster previews run on (AWS mode), also what the rollout watcher Lambda drives. Its settings
  * (EKS_CLUSTER_NAME, EKS_INGRESS_*, …) are set by the stack; the watcher invokes itself by its own name.
  */
-export const rolloutWatcher = /* @__PURE__ */ once((): EksCluster => eksClusterFromEnv(watcherDeps()));
+export const rolloutWatcher = /* @__PURE__ */ once((): EksCluster => eksClusterOf(watcherDeps()));
 
 /** What the watching cluster adapter completes tasks with, and its own name for invoking itself. */
 function watcherDeps() {

@@ -6,6 +6,7 @@
  */
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { V1Namespace } from '@kubernetes/client-node';
+import { type Config, config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import { maskSecrets } from '../../shared/mask.js';
@@ -346,51 +347,34 @@ export function superseded(what: string, current: number, gen: number): Supersed
 }
 
 /**
- * The EKS cluster's options from environment variables, until shared/config.ts carries them:
- * `EKS_CLUSTER_NAME`, `AWS_REGION`, `EKS_INGRESS_CLASS`, `EKS_INGRESS_DOMAIN` (required);
- * `EKS_CLUSTER_ENDPOINT` and `EKS_CLUSTER_CA_DATA` (the cluster's API, set by the stack on the functions
- * that call it: without them `deps.api` looks it up, or the first cluster call throws a ConfigError);
- * `ROLLOUT_WATCHER_FUNCTION` (needed by whoever calls awaitReady; `deps.watcherFunction` wins),
- * `EKS_INGRESS_NAMESPACE`, `EKS_INGRESS_ANNOTATIONS` (JSON object), `EKS_TLS_SECRET_NAME`,
- * `EKS_ALLOW_FROM_CIDRS` (comma-separated), `EKS_SYSTEM_NAMESPACE` (optional).
+ * The EKS cluster's options from the configuration (shared/config.ts, validated once per container:
+ * `EKS_*`, `AWS_REGION`, `ROLLOUT_WATCHER_FUNCTION`). The cluster's name, ingress class and domain are
+ * required here, by whoever uses the cluster. Without the cluster's API (`EKS_CLUSTER_ENDPOINT` and
+ * `EKS_CLUSTER_CA_DATA`, set by the stack on the functions that call it) `deps.api` looks it up, or the
+ * first cluster call throws a ConfigError; `deps.watcherFunction` wins over the configured one.
  */
-export function eksClusterOptionsFromEnv(
+export function eksClusterOptions(
   deps: Pick<EksClusterOptions, 'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api'>,
-  env: NodeJS.ProcessEnv = process.env,
+  settings: Pick<Config, 'region' | 'eks'> = config(),
 ): EksClusterOptions {
-  const need = (name: string) => {
-    const v = env[name];
-    if (!v) throw new ConfigError(`${name} is not set: the stack sets it on every function that needs it`);
-    return v;
+  const { eks } = settings;
+  const need = <T>(value: T | undefined, name: string): T => {
+    if (!value)
+      throw new ConfigError(`${name} is not set: the stack sets it on every function that needs it`);
+    return value;
   };
-  let annotations: Record<string, string> | undefined;
-  if (env.EKS_INGRESS_ANNOTATIONS) {
-    try {
-      annotations = JSON.parse(env.EKS_INGRESS_ANNOTATIONS) as Record<string, string>;
-    } catch {
-      throw new ConfigError('EKS_INGRESS_ANNOTATIONS must be a JSON object of strings');
-    }
-  }
-  const endpoint = env.EKS_CLUSTER_ENDPOINT;
-  const caData = env.EKS_CLUSTER_CA_DATA;
-  if (Boolean(endpoint) !== Boolean(caData))
-    throw new ConfigError('EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA are set together or not at all');
-  if (endpoint && !/^https?:\/\//.test(endpoint))
-    throw new ConfigError('EKS_CLUSTER_ENDPOINT must be the URL of the cluster API (https://…)');
   return {
     ...deps,
-    api: endpoint && caData ? { endpoint, caData } : deps.api,
-    watcherFunction: deps.watcherFunction || env.ROLLOUT_WATCHER_FUNCTION || undefined,
-    clusterName: need('EKS_CLUSTER_NAME'),
-    region: need('AWS_REGION'),
-    ingressClassName: need('EKS_INGRESS_CLASS'),
-    domain: need('EKS_INGRESS_DOMAIN'),
-    ingressNamespace: env.EKS_INGRESS_NAMESPACE || undefined,
-    ingressAnnotations: annotations,
-    tlsSecretName: env.EKS_TLS_SECRET_NAME || undefined,
-    allowFromCidrs: env.EKS_ALLOW_FROM_CIDRS?.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-    systemNamespace: env.EKS_SYSTEM_NAMESPACE || undefined,
+    api: eks.api ?? deps.api,
+    watcherFunction: deps.watcherFunction || eks.watcherFunction || undefined,
+    clusterName: need(eks.clusterName, 'EKS_CLUSTER_NAME'),
+    region: settings.region,
+    ingressClassName: need(eks.ingressClassName, 'EKS_INGRESS_CLASS'),
+    domain: need(eks.domain, 'EKS_INGRESS_DOMAIN'),
+    ingressNamespace: eks.ingressNamespace,
+    ingressAnnotations: eks.ingressAnnotations,
+    tlsSecretName: eks.tlsSecretName,
+    allowFromCidrs: eks.allowFromCidrs,
+    systemNamespace: eks.systemNamespace,
   };
 }

@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../test/cloud/fakes/kubernetes.js';
 import { FakeEksAndLambda } from '../../../test/cloud/fakes/kubernetes-aws.js';
+import { parseEksConfig } from '../../shared/config.js';
 import { setLogSink } from '../../shared/log.js';
 import { MASK } from '../../shared/mask.js';
 import type { TaskOutcome } from '../workflows/port.js';
-import { EksCluster, type EksClusterOptions, eksClusterFromEnv, type RolloutWatchEvent } from './eks.js';
+import { EksCluster, type EksClusterOptions, eksClusterOf, type RolloutWatchEvent } from './eks.js';
 import { EksTokens, eksToken } from './eks-auth.js';
 import { describeCluster } from './eks-describe.js';
 import { fitName, hostOf, internalUrl, namespaceName, OBJECT_DEFAULTS, objectName } from './eks-objects.js';
@@ -679,25 +680,47 @@ describe('EksCluster', () => {
     });
   });
 
-  test('the cluster API from the environment: both variables or neither, an https URL', () => {
+  test('the cluster from the configuration: its API both variables or neither, an https URL', () => {
     const env = {
       EKS_CLUSTER_NAME: CLUSTER,
-      AWS_REGION: REGION,
       EKS_INGRESS_CLASS: 'nginx',
       EKS_INGRESS_DOMAIN: DOMAIN,
     };
-    expect(() => eksClusterFromEnv({}, { ...env, EKS_CLUSTER_ENDPOINT: 'https://x.example' })).toThrow(
-      /set together or not at all/,
+    const of = (vars: NodeJS.ProcessEnv) => eksClusterOf({}, { region: REGION, eks: parseEksConfig(vars) });
+    expect(() => of({ ...env, EKS_CLUSTER_ENDPOINT: 'https://x.example' })).toThrow(
+      /EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA are set together or not at all/,
     );
-    expect(() =>
-      eksClusterFromEnv({}, { ...env, EKS_CLUSTER_ENDPOINT: 'x.example', EKS_CLUSTER_CA_DATA: 'Y2E=' }),
-    ).toThrow(/must be the URL/);
+    expect(() => of({ ...env, EKS_CLUSTER_ENDPOINT: 'x.example', EKS_CLUSTER_CA_DATA: 'Y2E=' })).toThrow(
+      /EKS_CLUSTER_ENDPOINT: must be the URL/,
+    );
     expect(
-      eksClusterFromEnv(
-        {},
-        { ...env, EKS_CLUSTER_ENDPOINT: 'https://x.example', EKS_CLUSTER_CA_DATA: 'Y2E=' },
-      ),
+      of({ ...env, EKS_CLUSTER_ENDPOINT: 'https://x.example', EKS_CLUSTER_CA_DATA: 'Y2E=' }),
     ).toBeInstanceOf(EksCluster);
+    // Required by whoever uses the cluster, each named.
+    expect(() => of({ EKS_CLUSTER_NAME: CLUSTER, EKS_INGRESS_CLASS: 'nginx' })).toThrow(
+      /^EKS_INGRESS_DOMAIN is not set/,
+    );
+    // Validated with the rest of the configuration: every bad variable named at once.
+    expect(() =>
+      parseEksConfig({
+        ...env,
+        EKS_INGRESS_ANNOTATIONS: '{"a": 1}',
+        EKS_ALLOW_FROM_CIDRS: '10.0.0.0/8, everywhere',
+      }),
+    ).toThrow(
+      'invalid configuration: EKS_INGRESS_ANNOTATIONS: must be a JSON object of strings; EKS_ALLOW_FROM_CIDRS: ' +
+        'must be comma-separated CIDR blocks (10.0.0.0/8,fd00::/8)',
+    );
+    expect(
+      parseEksConfig({
+        ...env,
+        EKS_INGRESS_ANNOTATIONS: '{"alb.ingress.kubernetes.io/scheme":"internal"}',
+        EKS_ALLOW_FROM_CIDRS: '10.0.0.0/8, fd00::/8',
+      }),
+    ).toMatchObject({
+      ingressAnnotations: { 'alb.ingress.kubernetes.io/scheme': 'internal' },
+      allowFromCidrs: ['10.0.0.0/8', 'fd00::/8'],
+    });
   });
 });
 

@@ -38,6 +38,7 @@
  * `teardownWaitMs`) until it is gone; still there then, it throws `TransientError` (the state machine
  * retries, and the retry waits again), so the environment becomes torn_down only once the namespace is gone.
  */
+import { type Config, config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import { maskSecrets } from '../../shared/mask.js';
@@ -48,7 +49,7 @@ import type { Cluster } from './cloud.js';
 import { isCode, type Kube, KubeError, type Resource } from './eks-client.js';
 import {
   type EksClusterOptions,
-  eksClusterOptionsFromEnv,
+  eksClusterOptions,
   type Kind,
   type ObjOf,
   type RolloutWatchEvent,
@@ -92,7 +93,7 @@ export {
   EksClusterCore,
   type EksClusterOptions,
   type EksTiming,
-  eksClusterOptionsFromEnv,
+  eksClusterOptions,
   type RolloutWatchEvent,
   TIMING_DEFAULTS,
   type WatchOutcome,
@@ -564,13 +565,10 @@ export class EksCluster extends EksClusterLogs implements Cluster {
   }
 }
 
-/**
- * The EKS cluster as configured by environment variables (`eksClusterOptionsFromEnv` of eks-core.ts names
- * them).
- */
-export function eksClusterFromEnv(
+/** The EKS cluster as configured (`eksClusterOptions` of eks-core.ts: shared/config.ts, EKS_*). */
+export function eksClusterOf(
   deps: Pick<EksClusterOptions, 'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api'>,
-  env: NodeJS.ProcessEnv = process.env,
+  settings: Pick<Config, 'region' | 'eks'> = config(),
 ): EksCluster {
-  return new EksCluster(eksClusterOptionsFromEnv(deps, env));
+  return new EksCluster(eksClusterOptions(deps, settings));
 }
