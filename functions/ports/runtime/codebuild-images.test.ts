@@ -255,6 +255,41 @@ describe('CodeBuildImages.onBuildFinished', () => {
     expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('ignored');
   });
 
+  test('a delivery that fails before the task ends keeps the token: the retry of the event ends it', async () => {
+    // Step Functions refuses the first SendTaskSuccess (past the client's retries): Lambda retries the event.
+    let refusals = 1;
+    const rt = new CodeBuildImages({
+      codebuild: codebuild.client(),
+      ecr: ecr.client(),
+      logs: logs.client(),
+      project: 'preview-images',
+      repositoryUri: REPOSITORY_URI,
+      artifactsBucket: 'preview-artifacts',
+      complete: async (token, outcome) => {
+        if (refusals-- > 0) throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+        completed.push({ token, outcome });
+      },
+    });
+    const ref = await started(rt, 'token-retry');
+    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
+    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    await expect(rt.onBuildFinished(finished('SUCCEEDED', ref))).rejects.toThrow('Rate exceeded');
+    expect(completed).toEqual([]);
+    // The retry finds the record and ends the task; a redelivery after that does nothing.
+    expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('completed');
+    expect(completed).toEqual([
+      {
+        token: 'token-retry',
+        outcome: {
+          ok: true,
+          output: { images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` } },
+        },
+      },
+    ]);
+    expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('ignored');
+    expect(completed).toHaveLength(1);
+  });
+
   test('a failure ends the task with the cause its log names, read with GetLogEvents', async () => {
     const rt = images();
     const ref = await started(rt, 'token-4');

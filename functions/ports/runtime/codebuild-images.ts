@@ -214,8 +214,12 @@ export class CodeBuildImages {
   }
 
   /**
-   * End the task of a build that reached a terminal state. Idempotent: the record is deleted on the way
-   * (conditionally), so a redelivered event, or one for a build this service did not start, does nothing.
+   * End the task of a build that reached a terminal state. The record (the task token) is deleted only
+   * once the task is ended: when anything before fails (the log pointer, ECR, Step Functions), the error
+   * reaches Lambda, whose retry of the event finds the record and ends the task then (after its retries,
+   * the event goes to the function's on-failure queue with the record still there). A redelivered event
+   * after that, or one for a build this service did not start, does nothing; two deliveries at once may
+   * both end the task, and the second is a no-op (`completeTask` ignores a task that has ended).
    */
   async onBuildFinished(detail: BuildStateChange): Promise<'completed' | 'ignored'> {
     const vars = detail['additional-information']?.environment?.['environment-variables'] ?? [];
@@ -226,18 +230,6 @@ export class CodeBuildImages {
     );
     const record = Item as BuildRecord | undefined;
     if (!record) return 'ignored';
-    try {
-      await ddb().send(
-        new DeleteCommand({
-          TableName: table('builds'),
-          Key: { buildId },
-          ConditionExpression: 'attribute_exists(buildId)',
-        }),
-      );
-    } catch (err) {
-      if (isConditionFailure(err)) return 'ignored'; // a concurrent delivery of the same event won
-      throw err;
-    }
     const logs = detail['additional-information']?.logs;
     if (logs?.['group-name'] && logs['stream-name'])
       await this.pointLogs(record, Object.keys(record.tags), {
@@ -245,30 +237,38 @@ export class CodeBuildImages {
         logGroup: logs['group-name'],
         logStream: logs['stream-name'],
       });
-    const status = detail['build-status'];
-    if (status === 'SUCCEEDED') {
-      const built = await this.existing(record.tags);
-      const missing = Object.keys(record.tags).filter((app) => !(app in built));
-      if (missing.length > 0) {
-        await this.opts.complete(record.taskToken, {
-          ok: false,
-          error: 'DeployFailed',
-          cause: `image build ${detail['build-id'] ?? buildId} succeeded but pushed no image for ${missing.join(', ')}`,
-        });
-      } else {
-        await this.opts.complete(record.taskToken, {
-          ok: true,
-          output: { images: { ...record.reused, ...built } },
-        });
-      }
-      return 'completed';
-    }
-    await this.opts.complete(record.taskToken, {
-      ok: false,
-      error: 'DeployFailed',
-      cause: await this.failureCause(record, detail),
-    });
+    await this.opts.complete(record.taskToken, await this.outcomeOf(record, detail, buildId));
+    await ddb()
+      .send(
+        new DeleteCommand({
+          TableName: table('builds'),
+          Key: { buildId },
+          ConditionExpression: 'attribute_exists(buildId)',
+        }),
+      )
+      .catch((err) => {
+        if (!isConditionFailure(err)) throw err; // a concurrent delivery of the same event deleted it
+      });
     return 'completed';
+  }
+
+  /** What a finished build ends its task with: the pushed images, or DeployFailed and its cause. */
+  private async outcomeOf(
+    record: BuildRecord,
+    detail: BuildStateChange,
+    buildId: string,
+  ): Promise<TaskOutcome> {
+    if (detail['build-status'] !== 'SUCCEEDED')
+      return { ok: false, error: 'DeployFailed', cause: await this.failureCause(record, detail) };
+    const built = await this.existing(record.tags);
+    const missing = Object.keys(record.tags).filter((app) => !(app in built));
+    if (missing.length > 0)
+      return {
+        ok: false,
+        error: 'DeployFailed',
+        cause: `image build ${detail['build-id'] ?? buildId} succeeded but pushed no image for ${missing.join(', ')}`,
+      };
+    return { ok: true, output: { images: { ...record.reused, ...built } } };
   }
 
   /** A client this instance was given (each handler's getter gives only those its calls use). */
