@@ -66,7 +66,12 @@ const rules = {
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestUpdated] },
     target: {
       entry: 'functions/events/pull-request-updated.ts',
-      access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'], prStatus: true },
+      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`).
+      access: {
+        tables: { applications: 'R', environments: 'RW', runs: 'R' },
+        starts: ['deploy'],
+        prStatus: true,
+      },
     },
   },
   pullRequestClosed: {
@@ -75,7 +80,8 @@ const rules = {
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestClosed] },
     target: {
       entry: 'functions/events/pull-request-closed.ts',
-      access: { tables: { environments: 'RW' }, starts: ['teardown'], prStatus: true },
+      // The PR's status is reported by the teardown it starts (TearDown), not here.
+      access: { tables: { environments: 'RW' }, starts: ['teardown'] },
     },
   },
   defaultBranchPushed: {
@@ -85,7 +91,7 @@ const rules = {
     target: {
       entry: 'functions/events/default-branch-pushed.ts',
       access: {
-        tables: { applications: 'R', environments: 'RW' },
+        tables: { applications: 'R', environments: 'RW', runs: 'R' },
         starts: ['deploy'],
         sourceHost: true,
         prStatus: true,
@@ -98,7 +104,11 @@ const rules = {
     pattern: { source: [REDEPLOY_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.redeployRequested] },
     target: {
       entry: 'functions/events/redeploy-requested.ts',
-      access: { tables: { environments: 'RW' }, starts: ['deploy', 'redeployApp'], prStatus: true },
+      access: {
+        tables: { environments: 'RW', runs: 'R' },
+        starts: ['deploy', 'redeployApp'],
+        prStatus: true,
+      },
     },
   },
 } as const satisfies Record<string, EventRuleDef>;

@@ -102,7 +102,8 @@ export const routes = {
     path: '/v1/preview/environments',
     entry: 'functions/api/environments/create.ts',
     auth: 'apiKey',
-    access: { tables: { environments: 'RW' }, starts: ['deploy'] },
+    // The repository must be linked to an application of the caller's organization (`byRepo`).
+    access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'] },
   },
   deployMainBranch: {
     method: 'POST',

@@ -15,7 +15,7 @@ function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'log
     ...clients,
     project: required(c.imageBuilds.project, 'IMAGE_BUILD_PROJECT'),
     repositoryUri: required(c.imageBuilds.repositoryUri, 'IMAGE_REPOSITORY_URI'),
-    artifactsBucket: required(c.artifactsBucket, 'ARTIFACTS_BUCKET'),
+    artifactsBucket: c.artifactsBucket, // builds need it (CodeBuildImages.build); the completion events not
     // Where a build's log is while it runs (the project logs there): without it, only a finished build's.
     logGroup: c.imageBuilds.logGroup,
     complete: (token, outcome) => workflows().completeTask(token, outcome),

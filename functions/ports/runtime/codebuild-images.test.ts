@@ -290,6 +290,35 @@ describe('CodeBuildImages.onBuildFinished', () => {
     expect(completed).toHaveLength(1);
   });
 
+  test("the completion events' handler goes without the artifacts bucket (its function is not given it)", async () => {
+    const rt = images();
+    const ref = await started(rt, 'token-nobucket');
+    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
+    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    const finisher = new CodeBuildImages({
+      ecr: ecr.client(),
+      logs: logs.client(),
+      project: 'preview-images',
+      repositoryUri: REPOSITORY_URI,
+      complete: async (token, outcome) => void completed.push({ token, outcome }),
+    });
+    expect(await finisher.onBuildFinished(finished('SUCCEEDED', ref))).toBe('completed');
+    expect(completed.map((c) => c.token)).toEqual(['token-nobucket']);
+    // Starting a build does need it, and says so before anything is written.
+    const starter = new CodeBuildImages({
+      codebuild: codebuild.client(),
+      ecr: ecr.client(),
+      project: 'preview-images',
+      repositoryUri: REPOSITORY_URI,
+      complete: async () => undefined,
+    });
+    const before = codebuild.sent.length;
+    await expect(starter.build(target, SHA, apps, 'token-x', { rebuild: true })).rejects.toThrow(
+      /^ARTIFACTS_BUCKET is not set/,
+    );
+    expect(codebuild.sent.length).toBe(before);
+  });
+
   test('a failure ends the task with the cause its log names, read with GetLogEvents', async () => {
     const rt = images();
     const ref = await started(rt, 'token-4');

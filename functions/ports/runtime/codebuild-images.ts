@@ -46,8 +46,11 @@ export interface CodeBuildImagesOptions {
   project: string;
   /** `<account>.dkr.ecr.<region>.amazonaws.com/<name>`: every app image is a tag of this repository. */
   repositoryUri: string;
-  /** The bucket source archives are staged in (FetchSource put them there). */
-  artifactsBucket: string;
+  /**
+   * The bucket source archives are staged in (FetchSource put them there): what a build downloads. Only
+   * `build` needs it; the handler of completion events goes without (its function is not given it).
+   */
+  artifactsBucket?: string;
   /** Ends a callback task (`Workflows.completeTask`). */
   complete: (token: string, outcome: TaskOutcome) => Promise<void>;
   /**
@@ -117,7 +120,11 @@ export class CodeBuildImages {
     token: string,
     options: BuildOptions = {},
   ): Promise<void> {
-    const codebuild = this.client('codebuild'); // before anything is written
+    // Before anything is written.
+    const codebuild = this.client('codebuild');
+    const bucket = this.opts.artifactsBucket;
+    if (!bucket)
+      throw new ConfigError('ARTIFACTS_BUCKET is not set: image builds download their source from it');
     const tags = Object.fromEntries(Object.keys(apps).map((app) => [app, this.tagOf(target, app, sha)]));
     const reused = options.rebuild ? {} : await this.existing(tags);
     const toBuild = Object.keys(apps).filter((app) => !(app in reused));
@@ -150,7 +157,7 @@ export class CodeBuildImages {
       idempotencyToken: buildId,
       environmentVariablesOverride: [
         { name: BUILD_REF_VAR, value: buildId, type: 'PLAINTEXT' },
-        { name: 'SOURCE_BUCKET', value: this.opts.artifactsBucket, type: 'PLAINTEXT' },
+        { name: 'SOURCE_BUCKET', value: bucket, type: 'PLAINTEXT' },
         {
           name: 'SOURCE_KEY',
           value: artifactKeys.source(target.orgId, target.repoFullName, sha),
