@@ -6,10 +6,42 @@ import {
   findEnvironment,
   liveEnvironments,
   requestTeardown,
+  resumeEnvironment,
 } from './environments.js';
 import { type Application, DEFAULT_TTL_HOURS, findApplicationByRepo } from './tenancy.js';
 
 const HOUR = 3600_000;
+const MINUTE = 60_000;
+
+/** How long a requested deploy may stay `pending` before the sweep starts its state machine again. */
+export const STRANDED_DEPLOY_MS = 10 * MINUTE;
+/**
+ * How long a requested teardown may go without an outcome before the sweep starts it again: longer than
+ * the TearDown task can take with its retries (4 attempts of at most 300 s, statemachines/teardown.asl.json).
+ */
+export const STRANDED_TEARDOWN_MS = 30 * MINUTE;
+
+/**
+ * The work an environment is marked for that nothing is doing. A deploy or teardown request writes the
+ * record first and starts its state machine after; when the start fails for good (Step Functions
+ * unavailable past the client's retries and Lambda's, a function timing out between the two), the record
+ * claims work in flight that never began, and nothing else would ever move it: expiry waits for a settled
+ * environment, and an app redeploy for a settled one. `deploy`: still `pending` long after the request
+ * (the first step of every deploy moves it to `building` within seconds); `teardown`: requested, and
+ * neither torn down nor failed long after. Undefined otherwise.
+ */
+export function strandedWork(
+  env: Pick<Environment, 'status' | 'tornDownRequested' | 'updatedAt'>,
+  now: number,
+): 'deploy' | 'teardown' | undefined {
+  const since = Date.parse(env.updatedAt);
+  if (Number.isNaN(since)) return undefined;
+  if (env.tornDownRequested)
+    return env.status !== 'torn_down' && env.status !== 'failed' && now - since > STRANDED_TEARDOWN_MS
+      ? 'teardown'
+      : undefined;
+  return env.status === 'pending' && now - since > STRANDED_DEPLOY_MS ? 'deploy' : undefined;
+}
 
 /**
  * When an environment expires under a ttl (hours; 0 = never), or undefined when it never does: the
@@ -34,16 +66,20 @@ export const ttlHoursOf = (app: Pick<Application, 'ttlHours'> | undefined): numb
 
 /**
  * The expiry sweep (a schedule in AWS, a timer locally): tear down every PR environment that went longer
- * than its application's ttl without a deploy.
- * Steps: walk the environments not torn down (the `byStatus` index, every organization); for each settled
- * PR environment, its application's ttl (one lookup per organization and repository); when past it, read
+ * than its application's ttl without a deploy, and start again the work of any environment stranded by a
+ * failed start (`strandedWork`).
+ * Steps: walk the environments not torn down (the `byStatus` index, every organization); for one whose
+ * work is stranded, read it again (its state machine may just have moved it) and, still stranded, start
+ * that work again at its generation (`resumeEnvironment`: a deploy, or the teardown; the steps are fenced
+ * by generation, so a start that did happen after all is superseded, not doubled); for each settled PR
+ * environment, its application's ttl (one lookup per organization and repository); when past it, read
  * the environment again (a deploy may just have come in) and, still expired, request its teardown (the
  * API's use case: a newer generation, the teardown state machine, `inactive` on the PR).
  */
 export async function sweepExpired(
   deps: { workflows: Workflows },
   now: Date = new Date(),
-): Promise<{ checked: number; expired: EnvRef[] }> {
+): Promise<{ checked: number; expired: EnvRef[]; restarted: EnvRef[] }> {
   const ttls = new Map<string, Promise<number>>();
   const ttlFor = (env: Environment) => {
     const k = `${env.orgId}#${env.repoFullName.toLowerCase()}`;
@@ -55,9 +91,25 @@ export async function sweepExpired(
     return t;
   };
   const expired: EnvRef[] = [];
+  const restarted: EnvRef[] = [];
   let checked = 0;
   for await (const env of liveEnvironments()) {
     checked++;
+    const stranded = strandedWork(env, now.getTime());
+    if (stranded) {
+      const fresh = await findEnvironment(env.orgId, env.envKey);
+      if (!fresh || strandedWork(fresh, now.getTime()) !== stranded) continue;
+      await resumeEnvironment(deps.workflows, fresh);
+      restarted.push({ orgId: env.orgId, repoFullName: env.repoFullName, prNumber: env.prNumber });
+      log.warn('stranded environment: its work is started again', {
+        orgId: env.orgId,
+        envKey: env.envKey,
+        work: stranded,
+        generation: fresh.generation,
+        since: fresh.updatedAt,
+      });
+      continue;
+    }
     if (env.prNumber === 0 || (env.status !== 'ready' && env.status !== 'failed')) continue;
     const ttl = await ttlFor(env);
     const at = expiryOf(env, ttl);
@@ -75,5 +127,5 @@ export async function sweepExpired(
       lastDeployAt: fresh.lastDeployAt ?? fresh.updatedAt,
     });
   }
-  return { checked, expired };
+  return { checked, expired, restarted };
 }

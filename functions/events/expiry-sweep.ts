@@ -4,10 +4,11 @@ import { log } from '../shared/log.js';
 
 /**
  * Target of the `expirySweep` schedule (functions/manifest/events.ts; a timer locally): tear down the PR
- * environments idle past their application's ttl. The schedule's event carries nothing it needs.
+ * environments idle past their application's ttl, and start again the work of environments stranded by a
+ * failed start (core/expiry.ts). The schedule's event carries nothing it needs.
  */
-export async function handler(): Promise<{ checked: number; expired: number }> {
-  const { checked, expired } = await sweepExpired({ workflows: workflows() });
-  log.info('expiry sweep', { checked, expired: expired.length });
-  return { checked, expired: expired.length };
+export async function handler(): Promise<{ checked: number; expired: number; restarted: number }> {
+  const { checked, expired, restarted } = await sweepExpired({ workflows: workflows() });
+  log.info('expiry sweep', { checked, expired: expired.length, restarted: restarted.length });
+  return { checked, expired: expired.length, restarted: restarted.length };
 }

@@ -131,12 +131,13 @@ export interface ScheduleDef {
 export const schedules = {
   expirySweep: {
     description:
-      "Tear down preview environments that went longer than their application's ttl without a deploy",
+      "Tear down preview environments that went longer than their application's ttl without a deploy; " +
+      'start again the deploys and teardowns a failed start left stranded',
     schedule: 'rate(15 minutes)',
     localEverySeconds: 60,
     target: {
       entry: 'functions/events/expiry-sweep.ts',
-      access: { tables: { environments: 'RW', applications: 'R' }, starts: ['teardown'], prStatus: true },
+      access: { tables: { environments: 'RW', applications: 'R' }, starts: ['teardown', 'deploy'] },
     },
   },
 } as const satisfies Record<string, ScheduleDef>;

@@ -2,8 +2,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { STRANDED_DEPLOY_MS, STRANDED_TEARDOWN_MS } from '../../functions/core/expiry.js';
 import { createApplication, getApplication, updateApplication } from '../../functions/core/tenancy.js';
 import { DETAIL_TYPES, REDEPLOY_EVENT_SOURCE } from '../../functions/manifest/events.js';
+import { keys } from '../../functions/manifest/tables.js';
+import { ddb, table } from '../../functions/shared/dynamo.js';
+import { UpdateCommand } from '../../functions/shared/dynamo-document.js';
 import { queueLocalEvents } from '../../lib/local/bus.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
@@ -284,4 +288,54 @@ describe('expiry', () => {
       ).code,
     ).toBe(2);
   }, 30_000);
+
+  test('work a failed start left stranded is started again by the sweep: a deploy, a teardown', async () => {
+    // Ready environments, then the write of a deploy request (6) and of a teardown request (7) without
+    // the start that follows it (what a Step Functions outage past every retry leaves), dated as long ago.
+    const before = await deploy(6);
+    expect(before.status).toBe('ready');
+    const pidBefore = (await hit(before.urls.web!)).pid;
+    expect((await deploy(7)).status).toBe('ready');
+    expect((await deploy(8)).status).toBe('ready');
+    const strand = (pr: number, set: string, values: Record<string, unknown>) =>
+      ddb().send(
+        new UpdateCommand({
+          TableName: table('environments'),
+          Key: { orgId: h.org.orgId, envKey: keys.environments.envKey('acme/bus', pr) },
+          UpdateExpression: `SET ${set}, updatedAt = :then ADD generation :one`,
+          ...(set.includes('#status') ? { ExpressionAttributeNames: { '#status': 'status' } } : {}),
+          ExpressionAttributeValues: { ...values, ':one': 1 },
+        }),
+      );
+    const ago = (ms: number) => new Date(Date.now() - ms - 60_000).toISOString();
+    await strand(6, '#status = :pending, phase = :queued', {
+      ':pending': 'pending',
+      ':queued': 'queued',
+      ':then': ago(STRANDED_DEPLOY_MS),
+    });
+    await strand(7, 'tornDownRequested = :t, phase = :phase', {
+      ':t': true,
+      ':phase': 'tearing-down',
+      ':then': ago(STRANDED_TEARDOWN_MS),
+    });
+    // A request made just now is not stranded, whatever its state: its state machine may be starting.
+    await strand(8, '#status = :pending, phase = :queued', {
+      ':pending': 'pending',
+      ':queued': 'queued',
+      ':then': new Date().toISOString(),
+    });
+    const get = async (pr: number) => (await call<Status>(h, 'GET', path(pr), { headers: auth })).body;
+    expect(await get(6)).toMatchObject({ status: 'pending', phase: 'queued' });
+
+    const swept = (await h.service.expiry.runNow()) as { restarted: number };
+    expect(swept.restarted).toBe(2);
+    await settle();
+    // Deployed again at its new generation: new app processes, answering.
+    const six = await status(6);
+    expect(six).toMatchObject({ status: 'ready' });
+    expect((await hit(six.urls.web!)).pid).not.toBe(pidBefore);
+    expect((await hit(six.urls.web!)).version).toBe('v1');
+    expect(await status(7, (s) => s.status === 'torn_down')).toMatchObject({ urls: {} });
+    expect(await get(8)).toMatchObject({ status: 'pending', phase: 'queued' });
+  }, 60_000);
 });
