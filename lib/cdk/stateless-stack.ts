@@ -1,17 +1,31 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, isAbsolute, join } from 'node:path';
-import { CfnOutput, Duration, RemovalPolicy, Size, Stack, type StackProps, Tags, Token } from 'aws-cdk-lib';
+import {
+  ArnFormat,
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Size,
+  Stack,
+  type StackProps,
+  Tags,
+  Token,
+} from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import type * as ecr from 'aws-cdk-lib/aws-ecr';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as cr from 'aws-cdk-lib/custom-resources';
@@ -344,15 +358,16 @@ const imageBuildMarginSeconds = 5 * 60;
 
 /**
  * The stateless stack: everything that can be destroyed and recreated without losing data (its buckets and
- * the run-link secret are retained). Reads top to bottom: (0) artifacts bucket and image build, the
- * service event bus, the media bucket, the run-link secret and the ffmpeg layer, (1) step functions (the
- * browser one on x86_64) and workers, (2) state machines (then the steps' and workers' grants, and the
- * cluster access of those that call it), (3) route functions, (4) event rules (default bus and service bus)
- * and schedules, (5) REST API, (6) outputs. Routes, workflows, event rules, schedules and workers come from
- * the manifests (functions/manifest/{routes,workflows,events,workers}.ts) the local server also runs, so
- * the cloud and local APIs cannot drift. With `eksClusterName`, the runtime functions get the cluster's
- * settings, and the roles that call it an EKS access entry (Kubernetes group `preview-runtime`, whose
- * rights are deploy/rbac.yaml).
+ * the run-link secret are retained). Reads top to bottom: the alarm topic (every failure queue's alarm
+ * notifies it), (0) artifacts bucket and image build, the service event bus, the media bucket, the run-link
+ * secret and the ffmpeg layer, (1) step functions (the browser one on x86_64) and workers, (2) state
+ * machines (then the steps' and workers' grants, and the cluster access of those that call it), (3) route
+ * functions, (4) event rules (default bus and service bus) and schedules, (5) REST API, (6) outputs. Routes,
+ * workflows, event rules, schedules and workers come from the manifests
+ * (functions/manifest/{routes,workflows,events,workers}.ts) the local server also runs, so the cloud and
+ * local APIs cannot drift. With `eksClusterName`, the runtime functions get the cluster's settings, and the
+ * roles that call it an EKS access entry (Kubernetes group `preview-runtime`, whose rights are
+ * deploy/rbac.yaml).
  */
 export class StatelessStack extends Stack {
   /** Staged source archives (`sources/<orgId>/<owner>/<repo>/<sha>.tar.gz`), expiring. */
@@ -381,6 +396,11 @@ export class StatelessStack extends Stack {
   readonly workers: Record<WorkerId, WorkerResources>;
   /** The EKS cluster and ingress settings, or undefined when the stack has no cluster. */
   readonly cluster?: ClusterSettings;
+  /**
+   * Where operational alarms notify (output `AlarmTopicArn`; operators subscribe to it): every failure
+   * queue's alarm (`failureQueue`) publishes here.
+   */
+  readonly alarmTopic: sns.Topic;
   readonly api: apigateway.RestApi;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
@@ -393,6 +413,8 @@ export class StatelessStack extends Stack {
     }
     const cluster = clusterSettings(props);
     this.cluster = cluster && { ...cluster, api: clusterApi(this, cluster.name) };
+    // The topic every failure queue's alarm notifies (before the first queue, in 1).
+    this.alarmTopic = alarmTopic(this);
 
     // 0. Artifacts bucket and image build (steps and event targets are granted on them by their access).
     this.artifacts = artifactsBucket(this, props.artifactsExpiration ?? Duration.days(7));
@@ -640,6 +662,10 @@ export class StatelessStack extends Stack {
       });
     }
     new CfnOutput(this, 'ArtifactsBucketName', { value: this.artifacts.bucketName });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.alarmTopic.topicArn,
+      description: 'Operational alarms (a message in any failure queue): subscribe to be notified',
+    });
     new CfnOutput(this, 'EventBusName', {
       value: this.eventBus.eventBusName,
       description: 'The service bus: put Preview Redeploy Requested events here (source preview.redeploy)',
@@ -744,7 +770,13 @@ export class StatelessStack extends Stack {
       timeout: Duration.seconds(def.timeoutSeconds),
     });
     Tags.of(fn).add('preview:worker', workerId);
-    const failureDlq = failureQueue(this, `${id}FailureDlq`, `invocations the ${workerId} worker failed on`);
+    const failureDlq = failureQueue(this, `${id}FailureDlq`, this.alarmTopic, {
+      holds: `Invocations of the ${workerId} worker that failed, after Lambda's retries`,
+      message: invocationRecord,
+      action:
+        'Replaying is pointless: the task it was to end has already failed on its missed heartbeat. Fix ' +
+        'the cause, redeploy the environment, then delete the message.',
+    });
     fn.configureAsyncInvoke({
       ...workerInvocation,
       onFailure: new destinations.SqsDestination(failureDlq),
@@ -785,6 +817,18 @@ export class StatelessStack extends Stack {
         invocation: eventInvocation,
       },
       deps,
+      (fn) => ({
+        delivery: {
+          holds: `Events the ${ruleId} rule could not deliver to its function`,
+          message: deliveredEvent,
+          action: `${fixDelivery}, then ${replay(fn, 'message body')}.`,
+        },
+        failure: {
+          holds: `Events the ${ruleId} function failed on, after Lambda's retries`,
+          message: invocationRecord,
+          action: `Fix the function (or what it calls), then ${replay(fn, 'its requestPayload')}.`,
+        },
+      }),
     );
   }
 
@@ -813,10 +857,25 @@ export class StatelessStack extends Stack {
         invocation: { retryAttempts: scheduleRetries.invocation, maxEventAge: age },
       },
       deps,
+      () => ({
+        delivery: {
+          holds: `Runs of the ${scheduleId} schedule that could not be delivered to its function`,
+          message: deliveredEvent,
+          action: `${supersededRun} ${fixDelivery}, then delete the message.`,
+        },
+        failure: {
+          holds: `Runs of the ${scheduleId} schedule its function failed on, after Lambda's retries`,
+          message: invocationRecord,
+          action: `${supersededRun} Fix the function (or what it calls), then delete the message.`,
+        },
+      }),
     );
   }
 
-  /** A rule, its target function (granted from `target.access`), the delivery DLQ and the failure DLQ. */
+  /**
+   * A rule, its target function (granted from `target.access`), the delivery DLQ and the failure DLQ (each
+   * with its alarm: `queues` says what lands in each and what an operator does about it).
+   */
   private ruleWithTarget(
     id: string,
     target: EventRuleDef['target'],
@@ -829,6 +888,7 @@ export class StatelessStack extends Stack {
       invocation: { retryAttempts: number; maxEventAge: Duration };
     },
     deps: TargetDeps,
+    queues: (fn: ApiFunction) => { delivery: FailureQueueSpec; failure: FailureQueueSpec },
   ): EventRuleResources {
     const access = target.access as RouteAccess;
     const fn = new ApiFunction(this, `${id}Target`, {
@@ -842,8 +902,9 @@ export class StatelessStack extends Stack {
       timeout: fnProps.timeout,
     }).bindAccess(access, deps.resources);
     Tags.of(fn).add(...fnProps.tag);
-    const deliveryDlq = failureQueue(this, `${id}DeliveryDlq`, 'events the rule could not deliver');
-    const failureDlq = failureQueue(this, `${id}FailureDlq`, 'events its function failed on');
+    const specs = queues(fn);
+    const deliveryDlq = failureQueue(this, `${id}DeliveryDlq`, this.alarmTopic, specs.delivery);
+    const failureDlq = failureQueue(this, `${id}FailureDlq`, this.alarmTopic, specs.failure);
     fn.configureAsyncInvoke({
       ...fnProps.invocation,
       onFailure: new destinations.SqsDestination(failureDlq),
@@ -1147,8 +1208,83 @@ function ffmpegLayer(scope: Stack, props: StatelessStackProps): lambda.ILayerVer
   });
 }
 
-/** A queue where failed events wait for an operator: encrypted (SSE-SQS), TLS only, kept 14 days. */
-function failureQueue(scope: Stack, id: string, holds: string): sqs.Queue {
+/** What a failure queue holds and what to do about a message in it (its alarm's description). */
+interface FailureQueueSpec {
+  /** What lands in it, worded as its URL output's description. */
+  holds: string;
+  /** What each message is. */
+  message: string;
+  /** What an operator does once the cause is known (replay, or why not). */
+  action: string;
+}
+
+/** The message of an EventBridge target DLQ. */
+const deliveredEvent =
+  'Each message is the event, with error attributes (ERROR_CODE, ERROR_MESSAGE, RULE_ARN, TARGET_ARN).';
+/** The message of a Lambda on-failure destination. */
+const invocationRecord =
+  'Each message is an invocation record: the event as requestPayload, the error as responsePayload.';
+/** What keeps EventBridge from delivering to a function. */
+const fixDelivery = 'Fix the cause (a permission, throttling, a deleted function)';
+/** Why a schedule's queues need no replay. */
+const supersededRun = 'No replay needed: the next run of the schedule supersedes a missed one.';
+/** How to replay a message's event to a function (asynchronously, as EventBridge invokes it). */
+const replay = (fn: lambda.IFunction, payload: string): string =>
+  `replay it with aws lambda invoke --function-name ${fn.functionName} --invocation-type Event ` +
+  `--cli-binary-format raw-in-base64-out --payload '<${payload}>' /dev/null, and delete the message`;
+
+/**
+ * The topic operational alarms notify, encrypted with its own key: CloudWatch cannot publish to a topic
+ * under the AWS-managed `alias/aws/sns` key (its key policy cannot be changed to let CloudWatch use it),
+ * so the key policy here lets it. TLS only; CloudWatch alarms of this account may publish.
+ */
+function alarmTopic(scope: Stack): sns.Topic {
+  const key = new kms.Key(scope, 'AlarmTopicKey', {
+    description: `${scope.stackName}: encrypts the operational alarm topic`,
+    enableKeyRotation: true,
+    removalPolicy: RemovalPolicy.DESTROY,
+    pendingWindow: Duration.days(7),
+  });
+  key.addToResourcePolicy(
+    new iam.PolicyStatement({
+      sid: 'CloudWatchAlarmsPublish',
+      principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      resources: ['*'],
+    }),
+  );
+  const topic = new sns.Topic(scope, 'AlarmTopic', {
+    displayName: `${scope.stackName} alarms`,
+    masterKey: key,
+    enforceSSL: true,
+  });
+  topic.addToResourcePolicy(
+    new iam.PolicyStatement({
+      sid: 'CloudWatchAlarmsOfThisAccount',
+      principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: {
+        StringEquals: { 'aws:SourceAccount': scope.account },
+        ArnLike: {
+          'aws:SourceArn': scope.formatArn({
+            service: 'cloudwatch',
+            resource: 'alarm',
+            resourceName: '*',
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+        },
+      },
+    }),
+  );
+  return topic;
+}
+
+/**
+ * A queue where failed events wait for an operator: encrypted (SSE-SQS), TLS only, kept 14 days, and
+ * alarmed: one message visible notifies `topic`, with what the queue holds, how to read it and what to do.
+ */
+function failureQueue(scope: Stack, id: string, topic: sns.ITopic, spec: FailureQueueSpec): sqs.Queue {
   const queue = new sqs.Queue(scope, id, {
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
@@ -1157,10 +1293,24 @@ function failureQueue(scope: Stack, id: string, holds: string): sqs.Queue {
   acknowledge(
     queue,
     'AwsSolutions-SQS3',
-    `This queue is itself a dead-letter queue (${holds}); cdk-nag recognises only queues named in another ` +
-      "queue's redrive policy or a function's DeadLetterConfig, not an EventBridge target DLQ or a Lambda " +
-      'on-failure destination.',
+    `This queue is itself a dead-letter queue (${spec.holds}); cdk-nag recognises only queues named in ` +
+      "another queue's redrive policy or a function's DeadLetterConfig, not an EventBridge target DLQ or a " +
+      'Lambda on-failure destination.',
   );
+  const alarm = new cloudwatch.Alarm(scope, `${id}Alarm`, {
+    metric: queue.metricApproximateNumberOfMessagesVisible({
+      period: Duration.minutes(5),
+      statistic: cloudwatch.Stats.MAXIMUM,
+    }),
+    threshold: 1,
+    evaluationPeriods: 1,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    alarmDescription:
+      `${spec.holds}. ${spec.message} Inspect: aws sqs receive-message --queue-url ${queue.queueUrl} ` +
+      `--attribute-names All --message-attribute-names All --max-number-of-messages 10. ${spec.action}`,
+  });
+  alarm.addAlarmAction(new cloudwatchActions.SnsAction(topic));
   return queue;
 }
 
