@@ -119,41 +119,73 @@ const executionName = (kind: string, env: Environment) =>
   `${kind}-${env.prNumber}-g${env.generation}-${newId()}`.slice(0, 80);
 
 /**
- * Create or redeploy a whole environment at a new head (POST deploy, main-branch deploy).
+ * Source-host events act on an environment in the order they happened, whatever order they arrive in
+ * (EventBridge does not promise one, and delivers at least once): `order` is the event's key
+ * (core/webhooks.ts `orderKey`). The write that acts on the event records it, on the condition that no
+ * later or equal key was recorded before, so a stale event and a redelivered one change nothing
+ * (`StaleEvent`), and of two events racing in, the later one wins whichever writes first.
+ */
+export interface SourceOrder {
+  order?: string;
+}
+const NEWER_SOURCE_EVENT = 'attribute_not_exists(sourceEventAt) OR sourceEventAt < :order';
+
+/** An event older than (or the same as) the last one the environment acted on: nothing was done. */
+export class StaleEvent extends Error {
+  override readonly name = 'StaleEvent';
+  constructor() {
+    super('a later or the same source event was already acted on');
+  }
+}
+
+/**
+ * Create or redeploy a whole environment at a new head (POST deploy, main-branch deploy, a PR event).
  * Steps: upsert the record as `pending` with the new inputs and a bumped generation (a torn-down
- * environment comes back); start the deploy state machine for that generation.
+ * environment comes back), and with `order` only if it is newer than the last one recorded (else
+ * `StaleEvent`, nothing written); start the deploy state machine for that generation.
  */
 export async function requestDeploy(
   workflows: Workflows,
   ref: EnvRef,
   inputs: DeployInputs,
+  opts: SourceOrder = {},
 ): Promise<Environment> {
   const now = new Date().toISOString();
-  const { Attributes } = await ddb().send(
-    new UpdateCommand({
-      TableName: table('environments'),
-      Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
-      UpdateExpression:
-        'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
-        'updatedAt = :now, lastDeployAt = :now, createdAt = if_not_exists(createdAt, :now), ' +
-        'urls = if_not_exists(urls, :empty), environmentId = if_not_exists(environmentId, :environmentId) ' +
-        'ADD generation :one REMOVE #error, tornDownRequested',
-      ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
-      ExpressionAttributeValues: {
-        ':repo': ref.repoFullName,
-        ':pr': ref.prNumber,
-        ':pending': 'pending',
-        ':queued': 'queued',
-        ':inputs': inputs,
-        ':now': now,
-        ':empty': {},
-        ':one': 1,
-        ':environmentId': newId(),
-      },
-      ReturnValues: 'ALL_NEW',
-    }),
-  );
-  const env = Attributes as Environment;
+  const order = opts.order;
+  let env: Environment;
+  try {
+    const { Attributes } = await ddb().send(
+      new UpdateCommand({
+        TableName: table('environments'),
+        Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
+        UpdateExpression:
+          'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
+          'updatedAt = :now, lastDeployAt = :now, createdAt = if_not_exists(createdAt, :now), ' +
+          'urls = if_not_exists(urls, :empty), environmentId = if_not_exists(environmentId, :environmentId)' +
+          (order === undefined ? '' : ', sourceEventAt = :order') +
+          ' ADD generation :one REMOVE #error, tornDownRequested',
+        ...(order === undefined ? {} : { ConditionExpression: NEWER_SOURCE_EVENT }),
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+        ExpressionAttributeValues: {
+          ':repo': ref.repoFullName,
+          ':pr': ref.prNumber,
+          ':pending': 'pending',
+          ':queued': 'queued',
+          ':inputs': inputs,
+          ':now': now,
+          ':empty': {},
+          ':one': 1,
+          ':environmentId': newId(),
+          ...(order === undefined ? {} : { ':order': order }),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    env = Attributes as Environment;
+  } catch (err) {
+    if (order !== undefined && isConditionFailure(err)) throw new StaleEvent();
+    throw err;
+  }
   await workflows.start(
     'deploy',
     { orgId: env.orgId, envKey: env.envKey, generation: env.generation },
@@ -176,6 +208,7 @@ export async function requestPrDeploy(
   repoFullName: string,
   prNumber: number,
   inputs: DeployInputs,
+  opts: SourceOrder = {},
 ): Promise<Environment> {
   const app = await findApplicationByRepo(orgId, repoFullName);
   if (!app?.repoFullName)
@@ -183,42 +216,61 @@ export async function requestPrDeploy(
       `repository ${repoFullName} is not linked to an application of this organization`,
     );
   if (app.disabled) throw new ConflictError('application is disabled');
-  return requestDeploy(workflows, { orgId, repoFullName: app.repoFullName, prNumber }, inputs);
+  return requestDeploy(workflows, { orgId, repoFullName: app.repoFullName, prNumber }, inputs, opts);
 }
 
 /**
  * Tear an environment down. Nothing happens for an environment that does not exist in the org (the
- * caller still gets 202). Steps: mark the teardown requested with a bumped generation (so in-flight work
- * of older generations stops), start the teardown state machine.
+ * caller still gets 202), nor, with `order`, for a stale source event (`SourceOrder`). Steps: mark the
+ * teardown requested with a bumped generation (so in-flight work of older generations stops), start the
+ * teardown state machine. Says what it did.
  */
-export async function requestTeardown(workflows: Workflows, ref: EnvRef): Promise<void> {
+export async function requestTeardown(
+  workflows: Workflows,
+  ref: EnvRef,
+  opts: SourceOrder = {},
+): Promise<'requested' | 'absent' | 'stale'> {
+  const order = opts.order;
   let env: Environment;
   try {
     const { Attributes } = await ddb().send(
       new UpdateCommand({
         TableName: table('environments'),
         Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
-        UpdateExpression: 'SET tornDownRequested = :t, phase = :phase, updatedAt = :now ADD generation :one',
-        ConditionExpression: 'attribute_exists(envKey)',
+        UpdateExpression:
+          'SET tornDownRequested = :t, phase = :phase, updatedAt = :now' +
+          (order === undefined ? '' : ', sourceEventAt = :order') +
+          ' ADD generation :one',
+        ConditionExpression:
+          order === undefined
+            ? 'attribute_exists(envKey)'
+            : `attribute_exists(envKey) AND (${NEWER_SOURCE_EVENT})`,
         ExpressionAttributeValues: {
           ':t': true,
           ':phase': 'tearing-down',
           ':now': new Date().toISOString(),
           ':one': 1,
+          ...(order === undefined ? {} : { ':order': order }),
         },
         ReturnValues: 'ALL_NEW',
       }),
     );
     env = Attributes as Environment;
   } catch (err) {
-    if (isConditionFailure(err)) return;
-    throw err;
+    if (!isConditionFailure(err)) throw err;
+    if (order === undefined) return 'absent';
+    const current = await findEnvironment(
+      ref.orgId,
+      keys.environments.envKey(ref.repoFullName, ref.prNumber),
+    );
+    return current ? 'stale' : 'absent';
   }
   await workflows.start(
     'teardown',
     { orgId: env.orgId, envKey: env.envKey, generation: env.generation },
     executionName('teardown', env),
   );
+  return 'requested';
 }
 
 function assertRedeployable(env: Environment): asserts env is Environment & { inputs: DeployInputs } {

@@ -6,18 +6,18 @@ import type { PrStatus } from '../ports/pr-status/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { DeleteCommand, PutCommand, UpdateCommand } from '../shared/dynamo-document.js';
+import { DeleteCommand, PutCommand } from '../shared/dynamo-document.js';
 import { ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { appName, describeIssues, MAX_PR, repoFullName, rowId } from '../shared/validation.js';
 import {
-  type EnvRef,
-  findEnvironment,
+  type Environment,
   requestAppRedeploy,
   requestMainBranchDeploy,
   requestPrDeploy,
   requestRedeploy,
   requestTeardown,
+  StaleEvent,
 } from './environments.js';
 import { reportStatus } from './pr-status.js';
 import { type Application, findApplicationByRepo, orgsLinkingRepo } from './tenancy.js';
@@ -361,48 +361,37 @@ export interface ConsumerDeps {
 
 /**
  * Ordering of source-host events per environment: EventBridge does not promise order, so an event older
- * than the last one acted on is stale (a push that arrives after the close is ignored). Keys are the pull
- * request's `updated_at`; a close sorts after an update of the same second (teardown wins a tie).
+ * than the last one acted on is stale (a push that arrives after the close is ignored), and so is one
+ * acted on already (a redelivery). Keys are the pull request's `updated_at`; a close sorts after an update
+ * of the same second (teardown wins a tie). The write that acts on the event checks and records its key
+ * in one conditional update (environments.ts `SourceOrder`).
  */
 const orderKey = (eventAt: string, closed: boolean) => (closed ? `${eventAt}|closed` : eventAt);
-
-async function isStale(ref: EnvRef, key: string): Promise<boolean> {
-  const env = await findEnvironment(ref.orgId, keys.environments.envKey(ref.repoFullName, ref.prNumber));
-  return env?.sourceEventAt !== undefined && env.sourceEventAt > key;
-}
-
-async function recordOrder(ref: EnvRef, key: string): Promise<void> {
-  try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('environments'),
-        Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
-        UpdateExpression: 'SET sourceEventAt = :k',
-        ConditionExpression:
-          'attribute_exists(envKey) AND (attribute_not_exists(sourceEventAt) OR sourceEventAt < :k)',
-        ExpressionAttributeValues: { ':k': key },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
-}
 
 /**
  * Pull Request Updated: deploy the head (the API's `requestPrDeploy`: a new generation supersedes any
  * deploy in flight; a fork's head is marked so its apps get no secret bundles), then show it on the PR.
  */
 export async function onPullRequestUpdated(deps: ConsumerDeps, d: PullRequestUpdatedDetail): Promise<string> {
-  const ref = { orgId: d.orgId, repoFullName: d.repoFullName, prNumber: d.prNumber };
-  const key = orderKey(d.eventAt, false);
-  if (await isStale(ref, key)) return 'stale';
-  const env = await requestPrDeploy(deps.workflows, d.orgId, d.repoFullName, d.prNumber, {
-    headSha: d.headSha,
-    headRef: d.headRef,
-    ...(d.baseSha ? { baseSha: d.baseSha } : {}),
-    ...(d.fork ? { fork: true } : {}),
-  });
-  await recordOrder({ ...ref, repoFullName: env.repoFullName }, key);
+  let env: Environment;
+  try {
+    env = await requestPrDeploy(
+      deps.workflows,
+      d.orgId,
+      d.repoFullName,
+      d.prNumber,
+      {
+        headSha: d.headSha,
+        headRef: d.headRef,
+        ...(d.baseSha ? { baseSha: d.baseSha } : {}),
+        ...(d.fork ? { fork: true } : {}),
+      },
+      { order: orderKey(d.eventAt, false) },
+    );
+  } catch (err) {
+    if (err instanceof StaleEvent) return 'stale';
+    throw err;
+  }
   await reportStatus(deps, env);
   return 'deploy requested';
 }
@@ -416,11 +405,8 @@ export async function onPullRequestClosed(
   d: PullRequestClosedDetail,
 ): Promise<string> {
   const ref = { orgId: d.orgId, repoFullName: d.repoFullName, prNumber: d.prNumber };
-  const key = orderKey(d.eventAt, true);
-  if (await isStale(ref, key)) return 'stale';
-  await recordOrder(ref, key);
-  await requestTeardown(deps.workflows, ref);
-  return 'teardown requested';
+  const done = await requestTeardown(deps.workflows, ref, { order: orderKey(d.eventAt, true) });
+  return done === 'stale' ? 'stale' : done === 'absent' ? 'no such environment' : 'teardown requested';
 }
 
 /** Default Branch Pushed: redeploy the main-branch environment (the API's `requestMainBranchDeploy`). */

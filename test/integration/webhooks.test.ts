@@ -227,6 +227,39 @@ describe('a pull request, start to end', () => {
     });
   });
 
+  test('the bus delivers an event twice (EventBridge: at least once): acted on once', async () => {
+    const executions = h.service.workflows.executions.size;
+    const delivered = h.service.bus.deliveries.filter((d) => d.rule === 'pullRequestUpdated').length;
+    const env = await findEnvironment(h.org.orgId, 'acme/shop#1');
+    // The event the webhook put for `opened`, put again twice at once (the same `updated_at`).
+    const again = {
+      source: 'preview.github',
+      detailType: 'Pull Request Updated',
+      detail: {
+        orgId: h.org.orgId,
+        repoFullName: 'acme/shop',
+        prNumber: 1,
+        headSha: sha1,
+        headRef: 'feature',
+        fork: false,
+        eventAt: env!.sourceEventAt!,
+        deliveryId: opened.deliveryId,
+      },
+    };
+    await h.service.bus.put([again, again]);
+    await settle();
+    const outcomes = h.service.bus.deliveries
+      .filter((d) => d.rule === 'pullRequestUpdated')
+      .slice(delivered)
+      .map((d) => (d as { result?: { outcome?: string } }).result?.outcome);
+    expect(outcomes).toEqual(['stale', 'stale']);
+    expect(h.service.workflows.executions.size).toBe(executions);
+    expect(await findEnvironment(h.org.orgId, 'acme/shop#1')).toMatchObject({
+      generation: env!.generation,
+      status: 'ready',
+    });
+  });
+
   test('synchronize: the new head is deployed', async () => {
     const sha2 = commitFiles(gitRoot, 'acme/shop', files('v2'));
     expect((await send('pull_request', prPayload('synchronize', { number: 1, sha: sha2 }))).status).toBe(202);
