@@ -27,8 +27,8 @@ export interface RouteAccess {
   /** Staged source archives (in AWS: the artifacts S3 bucket, ARTIFACTS_BUCKET): read, or read and write. */
   artifacts?: 'R' | 'RW';
   /**
-   * The handler starts image builds and reads their outcome (in AWS: StartBuild/BatchGetBuilds on the
-   * image-build project, DescribeImages on the image repository, the build logs; IMAGE_* env vars).
+   * The handler starts image builds and reads their outcome (in AWS: StartBuild on the image-build
+   * project, BatchGetImage on the image repository, GetLogEvents on the build log; IMAGE_* env vars).
    */
   imageBuilds?: true;
   /**

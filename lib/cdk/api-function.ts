@@ -71,9 +71,9 @@ export const artifactReadActions = ['s3:GetObject'];
 export const artifactWriteActions = ['s3:PutObject', 's3:AbortMultipartUpload'];
 /** `imageBuilds`: start builds and read them, read the pushed images, read the build logs. */
 export const imageBuildActions = {
-  project: ['codebuild:StartBuild', 'codebuild:BatchGetBuilds'],
-  repository: ['ecr:DescribeImages', 'ecr:BatchGetImage'],
-  logs: ['logs:GetLogEvents', 'logs:FilterLogEvents'],
+  project: ['codebuild:StartBuild'],
+  repository: ['ecr:BatchGetImage'],
+  logs: ['logs:GetLogEvents'],
 };
 
 /** `logs` access (an app's and its build's output): the image-build log, read only. */
@@ -451,9 +451,10 @@ export class ApiFunction extends NodejsFunction {
   }
 
   /**
-   * Image builds: start and read builds of the image-build project (StartBuild, BatchGetBuilds), read the
-   * images it pushed (DescribeImages, BatchGetImage on the image repository) and its log (GetLogEvents,
-   * FilterLogEvents on its log group). IMAGE_BUILD_PROJECT, IMAGE_REPOSITORY_URI and IMAGE_BUILD_LOG_GROUP
+   * Image builds: start builds of the image-build project (StartBuild), read the images it pushed
+   * (BatchGetImage on the image repository: which exist, their digests) and its log (GetLogEvents on its
+   * log group): the calls codebuild-images.ts and build-logs.ts make, nothing more (a build's outcome comes
+   * from its completion event). IMAGE_BUILD_PROJECT, IMAGE_REPOSITORY_URI and IMAGE_BUILD_LOG_GROUP
    * name them. The task token is never passed to a build: CodeBuild's events echo a build's environment.
    */
   bindImageBuilds(imageBuilds: ImageBuildResources): this {

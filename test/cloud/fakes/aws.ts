@@ -8,8 +8,7 @@
  * - Step Functions (JSON 1.0): StartExecution, SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat — the
  *   state machines are the project's ASL files run in-process by the local ASL runner (LocalWorkflows),
  *   whose tasks invoke the real step handlers, as Lambda would.
- * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event),
- *   BatchGetBuilds.
+ * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event).
  * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`).
  * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a build "logged": `logBuild` while it runs,
  *   `finishBuild` at its end), in the project's log group (`projectLogGroups`, else CodeBuild's default).
@@ -281,12 +280,6 @@ export class FakeAws {
           },
         };
       }
-      case 'CodeBuild.BatchGetBuilds':
-        return {
-          builds: this.builds
-            .filter((b) => (input.ids as string[]).includes(b.id))
-            .map((b) => ({ id: b.id, buildStatus: b.status })),
-        };
       case 'ECR.BatchGetImage': {
         const images: unknown[] = [];
         const failures: unknown[] = [];
