@@ -47,9 +47,11 @@ describe('StepFunctionsWorkflows', () => {
     ]);
   });
 
-  test('a retried start of the same execution counts as started', async () => {
+  test('a retried start of an execution that has closed since counts as started: its execution ARN', async () => {
     stepFunctions.on('StartExecution', () => new Fault('ExecutionAlreadyExists', 'exists'));
-    expect(await workflows().start('deploy', {}, 'n')).toEqual({ executionId: `${arns.deploy}:n` });
+    expect(await workflows().start('deploy', {}, 'n')).toEqual({
+      executionId: 'arn:aws:states:eu-west-1:1:execution:deploy:n',
+    });
   });
 
   test('other start errors propagate, named by their code', async () => {

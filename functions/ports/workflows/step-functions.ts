@@ -53,8 +53,12 @@ export class StepFunctionsWorkflows implements Workflows {
       const out = await this.client.call<StartExecutionOutput>('StartExecution', request);
       return { executionId: out.executionArn };
     } catch (err) {
-      // Same name and input: a retried start of the same request. Treat as started.
-      if (isAwsError(err, 'ExecutionAlreadyExists')) return { executionId: `${stateMachineArn}:${name}` };
+      // The client's retry of this very call, after its first attempt started the execution: Step Functions
+      // answers a start of a running execution of the same name and input with that execution, and this
+      // error once it has closed. No other start can collide: every name carries a fresh id
+      // (core/environments.ts `executionName`, core/runs.ts).
+      if (isAwsError(err, 'ExecutionAlreadyExists'))
+        return { executionId: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}` };
       throw err;
     }
   }
