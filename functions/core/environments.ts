@@ -130,6 +130,20 @@ export interface SourceOrder {
 }
 const NEWER_SOURCE_EVENT = 'attribute_not_exists(sourceEventAt) OR sourceEventAt < :order';
 
+/**
+ * What an update adds to record a source event's order (`SourceOrder`), when it has one: the SET clause,
+ * its condition (beside the update's own `condition`) and its value.
+ */
+function ordered(order: string | undefined, condition?: string) {
+  if (order === undefined)
+    return { set: '', ...(condition ? { ConditionExpression: condition } : {}), values: {} };
+  return {
+    set: ', sourceEventAt = :order',
+    ConditionExpression: condition ? `${condition} AND (${NEWER_SOURCE_EVENT})` : NEWER_SOURCE_EVENT,
+    values: { ':order': order },
+  };
+}
+
 /** An event older than (or the same as) the last one the environment acted on: nothing was done. */
 export class StaleEvent extends Error {
   override readonly name = 'StaleEvent';
@@ -151,7 +165,7 @@ export async function requestDeploy(
   opts: SourceOrder = {},
 ): Promise<Environment> {
   const now = new Date().toISOString();
-  const order = opts.order;
+  const { set, values, ...condition } = ordered(opts.order);
   let env: Environment;
   try {
     const { Attributes } = await ddb().send(
@@ -162,9 +176,8 @@ export async function requestDeploy(
           'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
           'updatedAt = :now, lastDeployAt = :now, createdAt = if_not_exists(createdAt, :now), ' +
           'urls = if_not_exists(urls, :empty), environmentId = if_not_exists(environmentId, :environmentId)' +
-          (order === undefined ? '' : ', sourceEventAt = :order') +
-          ' ADD generation :one REMOVE #error, tornDownRequested',
-        ...(order === undefined ? {} : { ConditionExpression: NEWER_SOURCE_EVENT }),
+          `${set} ADD generation :one REMOVE #error, tornDownRequested`,
+        ...condition,
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
         ExpressionAttributeValues: {
           ':repo': ref.repoFullName,
@@ -176,14 +189,14 @@ export async function requestDeploy(
           ':empty': {},
           ':one': 1,
           ':environmentId': newId(),
-          ...(order === undefined ? {} : { ':order': order }),
+          ...values,
         },
         ReturnValues: 'ALL_NEW',
       }),
     );
     env = Attributes as Environment;
   } catch (err) {
-    if (order !== undefined && isConditionFailure(err)) throw new StaleEvent();
+    if (opts.order !== undefined && isConditionFailure(err)) throw new StaleEvent();
     throw err;
   }
   await workflows.start(
@@ -230,27 +243,21 @@ export async function requestTeardown(
   ref: EnvRef,
   opts: SourceOrder = {},
 ): Promise<'requested' | 'absent' | 'stale'> {
-  const order = opts.order;
+  const { set, values, ...condition } = ordered(opts.order, 'attribute_exists(envKey)');
   let env: Environment;
   try {
     const { Attributes } = await ddb().send(
       new UpdateCommand({
         TableName: table('environments'),
         Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
-        UpdateExpression:
-          'SET tornDownRequested = :t, phase = :phase, updatedAt = :now' +
-          (order === undefined ? '' : ', sourceEventAt = :order') +
-          ' ADD generation :one',
-        ConditionExpression:
-          order === undefined
-            ? 'attribute_exists(envKey)'
-            : `attribute_exists(envKey) AND (${NEWER_SOURCE_EVENT})`,
+        UpdateExpression: `SET tornDownRequested = :t, phase = :phase, updatedAt = :now${set} ADD generation :one`,
+        ...condition,
         ExpressionAttributeValues: {
           ':t': true,
           ':phase': 'tearing-down',
           ':now': new Date().toISOString(),
           ':one': 1,
-          ...(order === undefined ? {} : { ':order': order }),
+          ...values,
         },
         ReturnValues: 'ALL_NEW',
       }),
@@ -258,7 +265,7 @@ export async function requestTeardown(
     env = Attributes as Environment;
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
-    if (order === undefined) return 'absent';
+    if (opts.order === undefined) return 'absent';
     const current = await findEnvironment(
       ref.orgId,
       keys.environments.envKey(ref.repoFullName, ref.prNumber),
