@@ -40,10 +40,20 @@ export interface RouteAccess {
    */
   logs?: true;
   /**
-   * The handler drives the runtime (EKS in AWS) and may end callback tasks of the state machines
-   * (states:SendTaskSuccess / SendTaskFailure).
+   * The handler calls the cluster the apps run on (EKS in AWS): its settings (EKS_* env vars). Grants
+   * nothing by itself: getting into the cluster's API is `bindClusterAccess` of lib/cdk/api-function.ts.
    */
   runtime?: true;
+  /**
+   * The handler starts the rollout watcher (in AWS: lambda:InvokeFunction on the watcher Lambda;
+   * ROLLOUT_WATCHER_FUNCTION, except on the watcher itself, which invokes itself by its own name).
+   */
+  invokesWatcher?: true;
+  /**
+   * The handler ends or heartbeats callback tasks of the state machines with the token it was given (in
+   * AWS: states:SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat on them).
+   */
+  completesTasks?: true;
   /**
    * The handler puts events on the service's own event bus (in AWS: events:PutEvents on that bus;
    * EVENT_BUS_NAME).

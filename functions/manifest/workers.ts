@@ -12,8 +12,11 @@ export interface WorkerDef {
   /** Lambda timeout: a worker plans its work within it (the watcher hands over to itself before it ends). */
   timeoutSeconds: number;
   access: Omit<RouteAccess, 'starts'>;
-  /** Who invokes it asynchronously (the functions that get lambda:InvokeFunction on it and its name). */
-  invokedBy: 'runtime';
+  /**
+   * Who invokes it asynchronously: the functions with `invokesWatcher` access (they get
+   * lambda:InvokeFunction on it and its name).
+   */
+  invokedBy: 'invokesWatcher';
 }
 
 export const workers = {
@@ -25,8 +28,9 @@ export const workers = {
     entry: 'functions/watchers/rollout.ts',
     description: 'Watch an environment rollout on EKS and end the DeployApps task',
     timeoutSeconds: 900,
-    access: { tables: {}, runtime: true },
-    invokedBy: 'runtime',
+    // The cluster, its own next invocation (a policy of its own) and the DeployApps task (end, heartbeat).
+    access: { tables: {}, runtime: true, invokesWatcher: true, completesTasks: true },
+    invokedBy: 'invokesWatcher',
   },
 } as const satisfies Record<string, WorkerDef>;
 

@@ -28,11 +28,23 @@ const markFailed: TaskDef = {
 };
 const buildImages: TaskDef = {
   entry: 'functions/steps/build-images.ts',
-  access: { tables: { environments: 'RW', builds: 'RW' }, artifacts: 'R', imageBuilds: true, runtime: true },
+  // completesTasks: the build ends its own task when every image exists already (else imageBuildFinished).
+  access: {
+    tables: { environments: 'RW', builds: 'RW' },
+    artifacts: 'R',
+    imageBuilds: true,
+    completesTasks: true,
+  },
 };
 const deployApps: TaskDef = {
   entry: 'functions/steps/deploy-apps.ts',
-  access: { tables: { environments: 'RW', applications: 'R' }, secrets: 'R', runtime: true },
+  // runtime and invokesWatcher: it deploys to the cluster and starts the rollout watcher, which ends the task.
+  access: {
+    tables: { environments: 'RW', applications: 'R' },
+    secrets: 'R',
+    runtime: true,
+    invokesWatcher: true,
+  },
 };
 const markReady: TaskDef = {
   entry: 'functions/steps/mark-ready.ts',
@@ -67,6 +79,7 @@ export const workflows = {
     tasks: {
       TearDownFunctionArn: {
         entry: 'functions/steps/tear-down.ts',
+        // runtime: it removes the environment from the cluster (no watcher, no callback task).
         access: { tables: { environments: 'RW', runs: 'R' }, runtime: true, prStatus: true },
       },
       MarkFailedFunctionArn: markFailed,

@@ -180,7 +180,7 @@ export interface ClusterSettings {
   api?: { endpoint: string; caData: string };
 }
 
-/** The runtime, as the functions with `runtime` access see it. */
+/** The runtime, as the functions with `runtime` (the cluster) or `invokesWatcher` access see it. */
 export interface RuntimeResources {
   /** Unset: no cluster (images build; deploys fail saying no cluster is configured). */
   cluster?: ClusterSettings;
@@ -529,18 +529,19 @@ export class ApiFunction extends NodejsFunction {
   }
 
   /**
-   * The runtime seam: end (or heartbeat) the callback tasks of these state machines with the task token
-   * the step was given. The statement lives in its own policy, not the role's default policy: a function
-   * depends on its default policy, and a state machine depends on the step functions whose ARNs its
-   * definition substitutes, so granting a step on its own machine through the default policy would be a
-   * dependency cycle (function → policy → machine → function). Nothing depends on this policy; it is in
-   * place before any execution can start, since it is created with the machines.
+   * The runtime seam (`completesTasks` access): end (or heartbeat) the callback tasks of these state
+   * machines with the task token the step was given. The statement lives in its own policy, not the
+   * role's default policy: a function depends on its default policy, and a state machine depends on the
+   * step functions whose ARNs its definition substitutes, so granting a step on its own machine through
+   * the default policy would be a dependency cycle (function → policy → machine → function). Nothing
+   * depends on this policy; it is in place before any execution can start, since it is created with the
+   * machines.
    *
    * What the cluster itself allows is `bindClusterAccess` (only for the functions that call its API).
    */
   bindRuntime(stateMachines: sfn.IStateMachine[]): this {
     if (stateMachines.length === 0 || !this.role) {
-      throw new Error(`${this.node.path}: runtime access needs a role and the state machines`);
+      throw new Error(`${this.node.path}: completesTasks access needs a role and the state machines`);
     }
     new iam.Policy(this, 'TaskResponse', {
       roles: [this.role],
@@ -556,8 +557,9 @@ export class ApiFunction extends NodejsFunction {
 
   /**
    * The cluster's settings, as the EKS_* variables shared/config.ts validates (`Config.eks`; the adapter is
-   * built from them by `eksClusterOptions` of functions/ports/runtime/eks-core.ts). Every runtime function gets them, not only those that call the cluster: the cloud runtime
-   * builds its cluster adapter whenever EKS_CLUSTER_NAME is set, and that needs the ingress settings.
+   * built from them by `eksClusterOptions` of functions/ports/runtime/eks-core.ts). For the functions with
+   * `runtime` access (the cluster steps and the rollout watcher) and the app-logs route (`logs`); the image
+   * builds (BuildImages, the image-build event target) never build the cluster adapter and get none.
    * Grants nothing: see `bindClusterAccess`.
    */
   bindClusterSettings(cluster: ClusterSettings): this {
@@ -626,10 +628,10 @@ export class ApiFunction extends NodejsFunction {
    * Grant what a manifest entry declares, by kind: its tables (and their indexes, from
    * functions/manifest/tables.ts), the workflows it starts, secret bundles, the source host and PR status
    * (the GitHub App), publishing on the service bus, test-run media, the browser, the artifacts
-   * bucket, image builds, and for `runtime` the callback tasks of every state machine in
-   * `deps.stateMachines` (so bind after they exist), the cluster's settings and invoking the rollout
-   * watcher. A declared kind whose resources `deps` lacks throws. Calling the cluster's API is granted
-   * apart (`bindClusterAccess`), to the functions that do.
+   * bucket, image builds, for `completesTasks` the callback tasks of every state machine in
+   * `deps.stateMachines` (so bind after they exist), for `runtime` the cluster's settings, and for
+   * `invokesWatcher` invoking the rollout watcher. A declared kind whose resources `deps` lacks throws.
+   * Calling the cluster's API is granted apart (`bindClusterAccess`), to the functions that do.
    */
   bindAccess(access: RouteAccess, deps: AccessResources): this {
     for (const [name, mode] of Object.entries(access.tables) as [TableName, 'R' | 'RW'][]) {
@@ -658,12 +660,13 @@ export class ApiFunction extends NodejsFunction {
         this.required(deps.artifacts, 'logs'),
         deps.runtime?.cluster,
       );
-    if (access.runtime) {
+    if (access.completesTasks)
       this.bindRuntime(Object.values(deps.stateMachines ?? {}).filter((m) => m !== undefined));
-      const runtime = this.required(deps.runtime, 'runtime');
-      if (runtime.cluster) this.bindClusterSettings(runtime.cluster);
-      this.bindWatcher(runtime.watcher);
+    if (access.runtime) {
+      const { cluster } = this.required(deps.runtime, 'runtime');
+      if (cluster) this.bindClusterSettings(cluster);
     }
+    if (access.invokesWatcher) this.bindWatcher(this.required(deps.runtime, 'invokesWatcher').watcher);
     return this;
   }
 

@@ -212,10 +212,8 @@ const ipv6Cidr = /^[0-9a-fA-F:]*:[0-9a-fA-F:.]*\/(12[0-8]|1[01]\d|[1-9]?\d)$/;
 
 /**
  * The step entries whose functions call the cluster's API (deploy, restart, prune; teardown): with the
- * workers, the only roles granted eks:DescribeCluster and an access entry. The other runtime steps and
- * event targets (image builds) get the cluster's settings (the cloud runtime is built with them) but no
- * access to it. The manifests' `runtime` access does not tell the two apart, so an infra test holds each
- * entry here to a runtime step of the workflow manifest.
+ * workers, the only roles granted eks:DescribeCluster and an access entry. They are the steps whose
+ * manifest entry declares `runtime` (the cluster's settings), which an infra test holds them to.
  */
 export const clusterStepEntries = ['functions/steps/deploy-apps.ts', 'functions/steps/tear-down.ts'];
 /** The routes that call the cluster's API: those with `logs` access (an app's pods' logs). */
@@ -976,6 +974,8 @@ function stepAccessByEntry(): Map<string, RouteAccess> {
       if (task.access.sourceHost) merged.sourceHost = true;
       if (task.access.imageBuilds) merged.imageBuilds = true;
       if (task.access.runtime) merged.runtime = true;
+      if (task.access.invokesWatcher) merged.invokesWatcher = true;
+      if (task.access.completesTasks) merged.completesTasks = true;
       if (task.access.publishes) merged.publishes = true;
       if (task.access.prStatus) merged.prStatus = true;
       if (task.access.browser) merged.browser = true;

@@ -24,6 +24,7 @@ import {
   resourcesOf,
   type Synthesized,
   statementsOf,
+  stepAccess,
   synthesize,
 } from './synth.js';
 
@@ -47,26 +48,31 @@ const envOf = (s: Synthesized, id: string): Record<string, Json> =>
   functionsOf(s)[id].Properties.Environment.Variables;
 const roleOf = (s: Synthesized, id: string): string => functionsOf(s)[id].Properties.Role['Fn::GetAtt'][0];
 
-/** Every function of a stack: whether its manifest entry declares `runtime`, and whether it calls the cluster. */
+/**
+ * Every function of a stack: which of the runtime flags its manifest entry declares (a step entry: any
+ * workflow's; `runtime` the cluster's settings, `invokesWatcher` the watcher, `completesTasks` SendTask*),
+ * and whether it calls the cluster.
+ */
 interface Built {
   id: string;
   runtime: boolean;
+  invokesWatcher: boolean;
+  completesTasks: boolean;
   callsCluster: boolean;
   isWatcher: boolean;
 }
+const flagsOf = (access: RouteAccess) => ({
+  runtime: Boolean(access.runtime),
+  invokesWatcher: Boolean(access.invokesWatcher),
+  completesTasks: Boolean(access.completesTasks),
+});
 function built(s: Synthesized): [string, Built][] {
-  const stepRuntime = (entry: string) =>
-    workflowNames.some((w) =>
-      Object.values(workflows[w].tasks as Record<string, TaskDef>).some(
-        (t) => t.entry === entry && t.access.runtime,
-      ),
-    );
   return [
     ...routeIds.map((r): [string, Built] => [
       `route ${r}`,
       {
         id: idIn(s, s.stateless.routeFunctions[r]),
-        runtime: Boolean((routes[r].access as RouteAccess).runtime),
+        ...flagsOf(routes[r].access as RouteAccess),
         callsCluster: clusterRouteIds.includes(r),
         isWatcher: false,
       },
@@ -75,7 +81,7 @@ function built(s: Synthesized): [string, Built][] {
       `step ${entry}`,
       {
         id: idIn(s, fn),
-        runtime: stepRuntime(entry),
+        ...flagsOf(stepAccess(entry)),
         callsCluster: clusterStepEntries.includes(entry),
         isWatcher: false,
       },
@@ -84,7 +90,7 @@ function built(s: Synthesized): [string, Built][] {
       `event target ${r}`,
       {
         id: idIn(s, s.stateless.eventRules[r].function),
-        runtime: Boolean((eventRules[r].target.access as RouteAccess).runtime),
+        ...flagsOf(eventRules[r].target.access as RouteAccess),
         callsCluster: false,
         isWatcher: false,
       },
@@ -93,7 +99,7 @@ function built(s: Synthesized): [string, Built][] {
       `worker ${w}`,
       {
         id: idIn(s, s.stateless.workers[w].function),
-        runtime: Boolean((workers[w].access as RouteAccess).runtime),
+        ...flagsOf(workers[w].access as RouteAccess),
         callsCluster: true,
         isWatcher: w === 'rolloutWatcher',
       },
@@ -192,7 +198,9 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
       const cluster = eksClusterOf({ complete: async () => undefined }, config);
       // Assess
       expect(config.eks.clusterName).toBe('previews');
-      expect(config.eks.watcherFunction).toBe(fn.isWatcher ? undefined : 'resolved:ROLLOUT_WATCHER_FUNCTION');
+      expect(config.eks.watcherFunction).toBe(
+        fn.invokesWatcher && !fn.isWatcher ? 'resolved:ROLLOUT_WATCHER_FUNCTION' : undefined,
+      );
       const target = { orgId: 'org', repoFullName: 'acme/shop', prNumber: 7 };
       expect(cluster.urlOf(target, 'web')).toBe(
         `https://web-${cluster.namespaceOf(target)}.previews.example.com`,
@@ -314,28 +322,108 @@ describe('the rollout watcher', () => {
 });
 
 describe('invoking the watcher', () => {
-  test.each(built(full))('%s may invoke it exactly when it declares runtime, and knows its name', (_, fn) => {
-    const invokes = statementsOf(full.statelessTemplate, fn.id).filter((s) =>
-      s.actions.includes('lambda:InvokeFunction'),
-    );
-    const env = envOf(full, fn.id);
-    if (!fn.runtime) {
-      expect(invokes).toEqual([]);
-      expect(env.ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
-      return;
-    }
-    expect(invokes.map((s) => [s.actions, s.resources])).toEqual([
-      [['lambda:InvokeFunction'], [{ 'Fn::GetAtt': [watcherId(full), 'Arn'] }]],
-    ]);
-    if (!fn.isWatcher) expect(env.ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(full) });
-  });
+  test.each(built(full))(
+    '%s may invoke it exactly when it declares invokesWatcher, and knows its name',
+    (_, fn) => {
+      const invokes = statementsOf(full.statelessTemplate, fn.id).filter((s) =>
+        s.actions.includes('lambda:InvokeFunction'),
+      );
+      const env = envOf(full, fn.id);
+      if (!fn.invokesWatcher) {
+        expect(invokes).toEqual([]);
+        expect(env.ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
+        return;
+      }
+      expect(invokes.map((s) => [s.actions, s.resources])).toEqual([
+        [['lambda:InvokeFunction'], [{ 'Fn::GetAtt': [watcherId(full), 'Arn'] }]],
+      ]);
+      if (!fn.isWatcher) expect(env.ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(full) });
+    },
+  );
 
-  test.each(built(none).filter(([, fn]) => fn.runtime && !fn.isWatcher))(
+  test.each(built(none).filter(([, fn]) => fn.invokesWatcher && !fn.isWatcher))(
     '%s knows the watcher without a cluster too',
     (_, fn) => {
       expect(envOf(none, fn.id).ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(none) });
     },
   );
+});
+
+describe('least privilege among the runtime functions (with a cluster)', () => {
+  const taskResponse = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
+  const byLabel = Object.fromEntries(built(full));
+  const fnOf = (label: string): Built => {
+    expect(byLabel[label]).toBeDefined();
+    return byLabel[label]!;
+  };
+  const respondsTo = (fn: Built) =>
+    statementsOf(full.statelessTemplate, fn.id)
+      .flatMap((st) => st.actions)
+      .filter((a) => a.startsWith('states:SendTask'))
+      .sort();
+  const invokesTheWatcher = (fn: Built) =>
+    statementsOf(full.statelessTemplate, fn.id).some(
+      (st) =>
+        st.actions.includes('lambda:InvokeFunction') &&
+        st.resources.some((r) => mentions(r, watcherId(full))),
+    );
+  const buildImages = 'step functions/steps/build-images.ts';
+  const deployApps = 'step functions/steps/deploy-apps.ts';
+  const tearDown = 'step functions/steps/tear-down.ts';
+
+  test.each([buildImages, 'event target imageBuildFinished'])(
+    '%s ends tasks (SendTask*) but neither starts the watcher nor gets the cluster’s settings',
+    (label) => {
+      const fn = fnOf(label);
+      expect(fn).toMatchObject({ runtime: false, invokesWatcher: false, completesTasks: true });
+      expect(respondsTo(fn)).toEqual(taskResponse);
+      expect(invokesTheWatcher(fn)).toBe(false);
+      expect(envOf(full, fn.id).ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
+      expect(eksEnvOf(full, fn.id)).toEqual({});
+    },
+  );
+
+  test('DeployApps gets the cluster’s settings and starts the watcher, but ends no task itself', () => {
+    const fn = fnOf(deployApps);
+    expect(fn).toMatchObject({ runtime: true, invokesWatcher: true, completesTasks: false });
+    expect(respondsTo(fn)).toEqual([]);
+    expect(invokesTheWatcher(fn)).toBe(true);
+    expect(envOf(full, fn.id).ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(full) });
+    expect(eksEnvOf(full, fn.id).EKS_CLUSTER_NAME).toBe('previews');
+  });
+
+  test('TearDown gets the cluster’s settings only: no task to end, no watcher to start', () => {
+    const fn = fnOf(tearDown);
+    expect(fn).toMatchObject({ runtime: true, invokesWatcher: false, completesTasks: false });
+    expect(respondsTo(fn)).toEqual([]);
+    expect(invokesTheWatcher(fn)).toBe(false);
+    expect(envOf(full, fn.id).ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
+    expect(eksEnvOf(full, fn.id).EKS_CLUSTER_NAME).toBe('previews');
+  });
+
+  test('the rollout watcher has all three: the cluster, itself, and the tasks', () => {
+    const fn = fnOf('worker rolloutWatcher');
+    expect(fn).toMatchObject({ runtime: true, invokesWatcher: true, completesTasks: true });
+    expect(respondsTo(fn)).toEqual(taskResponse);
+    expect(invokesTheWatcher(fn)).toBe(true);
+    expect(eksEnvOf(full, fn.id).EKS_CLUSTER_NAME).toBe('previews');
+  });
+
+  test('only the image builds and the watcher may end tasks; only DeployApps and the watcher start it', () => {
+    const all = built(full);
+    expect(
+      all
+        .filter(([, fn]) => respondsTo(fn).length > 0)
+        .map(([l]) => l)
+        .sort(),
+    ).toEqual([buildImages, 'event target imageBuildFinished', 'worker rolloutWatcher'].sort());
+    expect(
+      all
+        .filter(([, fn]) => invokesTheWatcher(fn))
+        .map(([l]) => l)
+        .sort(),
+    ).toEqual([deployApps, 'worker rolloutWatcher'].sort());
+  });
 });
 
 /**
@@ -363,7 +451,7 @@ describe('cluster access', () => {
   const eksStatements = (s: Synthesized, id: string) =>
     statementsOf(s.statelessTemplate, id).filter((st) => st.actions.some((a) => a.startsWith('eks:')));
 
-  test('the steps that call the cluster are runtime steps of the workflow manifest', () => {
+  test('the steps that call the cluster are exactly the runtime steps of the workflow manifest', () => {
     for (const entry of clusterStepEntries) {
       const declared = workflowNames.flatMap((w) =>
         Object.values(workflows[w].tasks as Record<string, TaskDef>).filter((t) => t.entry === entry),
@@ -373,6 +461,8 @@ describe('cluster access', () => {
         runtime: true,
       });
     }
+    const runtimeSteps = [...full.stateless.stepFunctions.keys()].filter((e) => stepAccess(e).runtime);
+    expect(runtimeSteps.sort()).toEqual([...clusterStepEntries].sort());
   });
 
   test.each(built(full))(

@@ -146,13 +146,21 @@ function stepStates(name: WorkflowName): StepState[] {
   });
 }
 
-/** Whether any workflow declares runtime access for a step entry. */
-const stepRuntime = (entry: string): boolean =>
+/** Whether any workflow declares that a step entry ends callback tasks (`completesTasks`). */
+const stepCompletesTasks = (entry: string): boolean =>
   workflowNames.some((w) =>
     Object.values(workflows[w].tasks as Record<string, TaskDef>).some(
-      (t) => t.entry === entry && t.access.runtime,
+      (t) => t.entry === entry && (t.access as RouteAccess).completesTasks,
     ),
   );
+
+/** Who ends the token of each callback task (see the manifests' `completesTasks`). */
+const taskEnders: Record<string, string[]> = {
+  // Itself when every image exists already, else the image-build event target when the build finishes.
+  BuildImagesFunctionArn: ['itself', 'event target imageBuildFinished'],
+  // The rollout watcher it starts (it ends no task itself).
+  DeployAppsFunctionArn: ['worker rolloutWatcher'],
+};
 
 /** The logical id of a function's execution role. */
 const fnRoleId = (functionId: string): string => functions[functionId].Properties.Role['Fn::GetAtt'][0];
@@ -311,10 +319,10 @@ describe('routes', () => {
     expectSecrets(routeFunctionId(id), route.access.secrets);
   });
 
-  test.each(routeIds)('%s may end callback tasks only if it declares runtime access', (id) => {
+  test.each(routeIds)('%s may end callback tasks only if it declares completesTasks', (id) => {
     const route: RouteDef = routes[id];
     const responds = actionsOf(routeFunctionId(id)).filter((a) => taskResponseActions.includes(a));
-    expect(responds.sort()).toEqual(route.access.runtime ? taskResponseActions : []);
+    expect(responds.sort()).toEqual(route.access.completesTasks ? taskResponseActions : []);
   });
 });
 
@@ -410,15 +418,15 @@ describe('workflows', () => {
       expect(tableAccess(fnId)).toEqual(expected);
       const modes = declared.map((t) => t.access.secrets);
       expectSecrets(fnId, modes.includes('RW') ? 'RW' : modes.includes('R') ? 'R' : undefined);
-      // A step starts only the workflows it declares and never stops or describes executions; runtime
-      // steps may end callback tasks.
-      const runtime = declared.some((t) => t.access.runtime);
+      // A step starts only the workflows it declares and never stops or describes executions; the steps
+      // that declare completesTasks may end callback tasks.
+      const completesTasks = declared.some((t) => (t.access as RouteAccess).completesTasks);
       const starts = [...new Set(declared.flatMap((t) => (t.access as RouteAccess).starts ?? []))];
       const states = actionsOf(fnId).filter((a) => a.startsWith('states:'));
       expect(states.sort()).toEqual(
         [
           ...(starts.length > 0 ? ['states:StartExecution'] : []),
-          ...(runtime ? taskResponseActions : []),
+          ...(completesTasks ? taskResponseActions : []),
         ].sort(),
       );
       const variables = functions[fnId].Properties.Environment.Variables;
@@ -469,8 +477,20 @@ describe('workflows', () => {
       expect(def.Parameters.Payload).toEqual({ 'input.$': '$', 'taskToken.$': '$$.Task.Token' });
       // Without a timeout, a lost callback would hold the execution for a year.
       expect(def.TimeoutSeconds).toBeGreaterThan(callbackStepSeconds);
-      const tasks = workflows[name].tasks as Record<string, TaskDef>;
-      expect(tasks[placeholderOf(def.Parameters.FunctionName)!]?.access.runtime).toBe(true);
+      // Someone may end its token: the step itself, the image-build event target (a step that starts image
+      // builds) or the rollout watcher (a step that starts it).
+      const placeholder = placeholderOf(def.Parameters.FunctionName)!;
+      const access = (workflows[name].tasks as Record<string, TaskDef>)[placeholder]!.access as RouteAccess;
+      const enders = [
+        ...(access.completesTasks ? ['itself'] : []),
+        ...(access.imageBuilds && (eventRules.imageBuildFinished.target.access as RouteAccess).completesTasks
+          ? ['event target imageBuildFinished']
+          : []),
+        ...(access.invokesWatcher && (workers.rolloutWatcher.access as RouteAccess).completesTasks
+          ? ['worker rolloutWatcher']
+          : []),
+      ];
+      expect({ placeholder, enders }).toEqual({ placeholder, enders: taskEnders[placeholder] });
     }
     // Every placeholder of the definition is a step some Task state runs.
     const asl = readFileSync(join(repoRoot, workflows[name].definition), 'utf8');
@@ -484,8 +504,8 @@ describe('workflows', () => {
     for (const action of secretWriteActions) expect(actions).not.toContain(action);
   });
 
-  test.each(stepEntries.filter((e) => stepRuntime(e)))(
-    'runtime step %s may end the callback tasks of every state machine of the stack, from its own policy',
+  test.each(stepEntries.filter((e) => stepCompletesTasks(e)))(
+    'step %s (completesTasks) may end the callback tasks of every state machine of the stack, from its own policy',
     (entry) => {
       const fn = stateless.stepFunctions.get(entry)!;
       const fnId = logicalId(fn);

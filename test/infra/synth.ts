@@ -183,7 +183,16 @@ export function stepAccess(entry: string): RouteAccess {
   }
   const media = widestMedia(tasks.map((t) => accessOf(t).media));
   if (media) access.media = media;
-  for (const flag of ['sourceHost', 'imageBuilds', 'runtime', 'publishes', 'prStatus', 'browser'] as const) {
+  for (const flag of [
+    'sourceHost',
+    'imageBuilds',
+    'runtime',
+    'invokesWatcher',
+    'completesTasks',
+    'publishes',
+    'prStatus',
+    'browser',
+  ] as const) {
     if (tasks.some((t) => accessOf(t)[flag])) access[flag] = true;
   }
   const starts = [...new Set(tasks.flatMap((t) => accessOf(t).starts ?? []))];
