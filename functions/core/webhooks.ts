@@ -295,7 +295,9 @@ function eventsOf(n: Normalized, apps: Application[], deliveryId: string): BusEv
  * is the event's; find the organizations it acts for (ignored when none: no application links the
  * repository, or every one is disabled; a draft only for those whose application deploys drafts);
  * claim the delivery id (a redelivery is ignored: it changes nothing); put one event per organization on
- * the bus (on failure the claim is released, so GitHub's redelivery can do it).
+ * the bus (on failure the claim is released and the answer is a 5xx: GitHub does not redeliver by itself,
+ * but the `webhookRedelivery` schedule asks it to, and the redelivery, same GUID, can then do it;
+ * core/webhook-redelivery.ts).
  */
 export async function receiveWebhook(deps: WebhookDeps, delivery: WebhookDelivery): Promise<WebhookOutcome> {
   if (!delivery.event) throw new ValidationError('X-GitHub-Event header is required');

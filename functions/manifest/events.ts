@@ -57,7 +57,7 @@ const rules = {
     ownImageBuildProject: true,
     target: {
       entry: 'functions/events/image-build-finished.ts',
-      access: { tables: { builds: 'RW' }, imageBuilds: true, runtime: true },
+      access: { tables: { builds: 'RW' }, imageBuilds: true, completesTasks: true },
     },
   },
   pullRequestUpdated: {
@@ -138,6 +138,19 @@ export const schedules = {
     target: {
       entry: 'functions/events/expiry-sweep.ts',
       access: { tables: { environments: 'RW', applications: 'R' }, starts: ['teardown', 'deploy'] },
+    },
+  },
+  webhookRedelivery: {
+    description:
+      'Ask GitHub to redeliver the App webhook deliveries of the last day that failed and were never ' +
+      'acted on (GitHub does not redeliver by itself); a delivery is given up after three redeliveries',
+    schedule: 'rate(15 minutes)',
+    // Not run by the local server: locally there is no GitHub App, so no delivery to ask for again.
+    localEverySeconds: 900,
+    target: {
+      entry: 'functions/events/webhook-redelivery.ts',
+      // deliveries: the claims of the deliveries acted on; sourceHost: the GitHub App secret and API URL.
+      access: { tables: { deliveries: 'R' }, sourceHost: true },
     },
   },
 } as const satisfies Record<string, ScheduleDef>;

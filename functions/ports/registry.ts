@@ -28,5 +28,6 @@ export {
 } from './registry/runtime.js';
 export { secretStore } from './registry/secret-store.js';
 export { sourceHost } from './registry/source-host.js';
+export { webhookDeliveries } from './registry/webhook-deliveries.js';
 export { webhookSecret } from './registry/webhook-secret.js';
 export { workflows } from './registry/workflows.js';

@@ -10,6 +10,7 @@ import { provideLocalAdapters } from '../../functions/ports/registry.js';
 import { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
 import { bubblewrapUsable, type Isolation } from '../../functions/ports/runtime/local-sandbox.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
+import { NoWebhookDeliveries } from '../../functions/ports/source-host/local-deliveries.js';
 import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
 import { LocalWebhookSecret } from '../../functions/ports/webhook-secret/local-file.js';
 import { LocalWorkflows } from '../../functions/ports/workflows/local-asl.js';
@@ -89,6 +90,8 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
     eventBus: () => bus,
     prStatus: () => prStatus,
     webhookSecret: () => new LocalWebhookSecret(c.dataDir!, c.events.localWebhookSecret),
+    // No GitHub App locally: nothing to redeliver (the local server does not run that schedule either).
+    webhookDeliveries: () => new NoWebhookDeliveries(),
     browser: () => browser,
     media: () => new LocalMediaStore(c.dataDir!),
   });

@@ -20,7 +20,7 @@ import type { MediaStore } from '../media/port.js';
 import type { PrStatus } from '../pr-status/port.js';
 import type { Runtime } from '../runtime/port.js';
 import type { SecretStore } from '../secret-store/port.js';
-import type { SourceHost } from '../source-host/port.js';
+import type { SourceHost, WebhookDeliveries } from '../source-host/port.js';
 import type { WebhookSecret } from '../webhook-secret/port.js';
 import type { Workflows } from '../workflows/port.js';
 
@@ -34,6 +34,7 @@ export interface Adapters {
   eventBus: EventBus;
   prStatus: PrStatus;
   webhookSecret: WebhookSecret;
+  webhookDeliveries: WebhookDeliveries;
   browser: Browser;
   media: MediaStore;
 }

@@ -12,7 +12,7 @@ import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import '../../shared/zod-locale.js';
 import { TransientError } from '../../shared/step-errors.js';
-import type { RefResolution, SourceHost } from './port.js';
+import type { HookDelivery, RefResolution, SourceHost, WebhookDeliveries } from './port.js';
 
 /*
  * The GitHub App source host (AWS mode): the REST API at a configurable base URL (GitHub Enterprise
@@ -27,6 +27,10 @@ import type { RefResolution, SourceHost } from './port.js';
  *   readFile       GET  /repos/{o}/{r}/contents/{path}?ref={sha}   Accept: application/vnd.github.raw+json
  *   archive        GET  /repos/{o}/{r}/tarball/{sha} → 302 → the gzipped tarball, streamed
  *   checkout       archive, extracted with `tar -xz --strip-components=1`
+ * and, for the App's webhook deliveries (`webhookDeliveries()`, the WebhookDeliveries port):
+ *   recent         GET  /app/hook/deliveries?per_page=100[&cursor=…]   (App JWT; newest first, the next
+ *                                                                           page's cursor in the Link header)
+ *   redeliver      POST /app/hook/deliveries/{id}/attempts              (App JWT; 202)
  * Every repository operation first looks up the installation (no installation → the port's
  * "not accessible" outcome) and makes sure the installation token is fresh.
  *
@@ -184,6 +188,22 @@ type RequestFailure = {
 const REPO_RE = /^([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))\/([A-Za-z0-9._-]{1,100})$/;
 const SHA_RE = /^[0-9a-f]{7,40}$/i;
 const MINUTE = 60_000;
+/** Pages of webhook deliveries read per listing at most (100 each), whatever `since` says. */
+const MAX_DELIVERY_PAGES = 30;
+
+/** The `cursor` of the Link header's `rel="next"` URL (GitHub's cursor pagination), if any. */
+export function nextCursor(link: string | undefined): string | undefined {
+  for (const part of (link ?? '').split(',')) {
+    const m = /<([^>]+)>\s*;\s*rel="?next"?/.exec(part);
+    if (!m) continue;
+    try {
+      return new URL(m[1]!).searchParams.get('cursor') ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
 
 function parseRepo(fullName: string): Repo | undefined {
   const m = REPO_RE.exec(fullName);
@@ -429,6 +449,56 @@ export class GitHubAppSourceHost implements SourceHost {
       );
     } finally {
       opts.signal?.removeEventListener('abort', kill);
+    }
+  }
+
+  /**
+   * The App's webhook deliveries (the WebhookDeliveries port), as the App, with this adapter's retries and
+   * error mapping. A 404 on the listing (the App has no webhook) lists nothing.
+   */
+  webhookDeliveries(): WebhookDeliveries {
+    return {
+      recent: (since) => this.recentDeliveries(since),
+      redeliver: async (id) => {
+        const app = await this.app();
+        await this.call(
+          `asking GitHub to redeliver webhook delivery ${id}`,
+          () => app.octokit.request('POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: id }),
+          [],
+          'app',
+        );
+      },
+    };
+  }
+
+  private async *recentDeliveries(since: Date): AsyncGenerator<HookDelivery> {
+    const app = await this.app();
+    let cursor: string | undefined;
+    for (let page = 1; page <= MAX_DELIVERY_PAGES; page++) {
+      const r = await this.call(
+        "listing the App's webhook deliveries",
+        () =>
+          app.octokit.request('GET /app/hook/deliveries', { per_page: 100, ...(cursor ? { cursor } : {}) }),
+        [404],
+        'app',
+      );
+      if (!r.found) return;
+      let older = false;
+      for (const d of r.value.data) {
+        const delivery: HookDelivery = {
+          id: Number(d.id),
+          guid: d.guid,
+          deliveredAt: d.delivered_at,
+          redelivery: d.redelivery === true,
+          statusCode: typeof d.status_code === 'number' ? d.status_code : 0,
+          event: d.event,
+          ...(d.action ? { action: d.action } : {}),
+        };
+        if (Date.parse(delivery.deliveredAt) < since.getTime()) older = true;
+        yield delivery;
+      }
+      cursor = nextCursor(r.value.headers.link);
+      if (older || !cursor || r.value.data.length === 0) return;
     }
   }
 

@@ -34,3 +34,37 @@ export interface SourceHost {
    */
   archive(repoFullName: string, sha: string): Promise<Readable>;
 }
+
+/**
+ * One attempt at delivering a webhook, as the source host records it (GitHub: `GET /app/hook/deliveries`).
+ * A redelivery is a new attempt with its own `id` and the same `guid` (the `X-GitHub-Delivery` header).
+ */
+export interface HookDelivery {
+  /** The attempt's id (what a redelivery request names). */
+  id: number;
+  /** The delivery's GUID, shared by all its attempts. */
+  guid: string;
+  /** When this attempt was made (ISO 8601). */
+  deliveredAt: string;
+  /** Whether this attempt is a redelivery. */
+  redelivery: boolean;
+  /** The HTTP status the receiver answered (0 or absent when it did not answer: a timeout, say). */
+  statusCode: number;
+  event: string;
+  action?: string;
+}
+
+/**
+ * The webhook deliveries of the source host's app, for the schedule that asks for failed ones again
+ * (core/webhook-redelivery.ts). Adapters: `github-app.ts` (`GitHubAppWebhookDeliveries`, as the App),
+ * `local-deliveries.ts` (none: locally nothing delivers webhooks from outside).
+ */
+export interface WebhookDeliveries {
+  /**
+   * The attempts made since `since`, newest first (an adapter may yield a few older ones: the page that
+   * crosses `since` is read whole).
+   */
+  recent(since: Date): AsyncIterable<HookDelivery>;
+  /** Ask the source host to make a new attempt at this one's delivery (same GUID). */
+  redeliver(id: number): Promise<void>;
+}

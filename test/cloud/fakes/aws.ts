@@ -17,6 +17,8 @@
  *   are not checked).
  * - EventBridge (JSON 1.1): PutEvents (recorded).
  * - EKS DescribeCluster and Lambda Invoke (REST-JSON): `kubernetes-aws.ts`, routed by SigV4 scope.
+ * - Fault injection for the JSON operations: `failNext('EventBridge.PutEvents', n)` makes the next n calls
+ *   of an operation answer an AWS error (500 `InternalFailure` unless told) instead (still recorded).
  * What it does not: signatures (SigV4 is not checked), pagination, IAM, anything else.
  * An unknown operation answers 400 `UnknownOperationException`, so a test notices.
  */
@@ -78,6 +80,7 @@ export class FakeAws {
   /** EKS DescribeCluster and Lambda Invoke (REST-JSON), claimed by their SigV4 scope. */
   readonly eksLambda = new FakeEksAndLambda(REGION);
   private server?: Server;
+  private readonly faults: { operation: string; remaining: number; error: AwsError }[] = [];
   url = '';
 
   constructor(repoRoot: string) {
@@ -119,6 +122,16 @@ export class FakeAws {
       'LAMBDA',
     ];
     return Object.fromEntries(services.map((s) => [`AWS_ENDPOINT_URL_${s}`, this.url]));
+  }
+
+  /** The next `count` calls of `operation` (`Service.Operation`, as in `calls`) answer an AWS error. */
+  failNext(
+    operation: string,
+    count = 1,
+    error: { type: string; message?: string; status?: number } = { type: 'InternalFailure', status: 500 },
+  ): void {
+    const err = new AwsError(error.type, error.message ?? 'injected fault', error.status ?? 500);
+    this.faults.push({ operation, remaining: count, error: err });
   }
 
   /** Put an image into the repository (as a build's `docker push` would); returns its digest. */
@@ -196,6 +209,11 @@ export class FakeAws {
       const service = SERVICES[prefix];
       this.calls.push(`${service ?? prefix}.${op}`);
       try {
+        const fault = this.faults.find((f) => f.remaining > 0 && f.operation === `${service}.${op}`);
+        if (fault) {
+          fault.remaining--;
+          throw fault.error;
+        }
         const input = body.length ? (JSON.parse(body.toString('utf8')) as Record<string, any>) : {};
         const out = await this.json(service, op, input);
         res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });

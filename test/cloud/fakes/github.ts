@@ -18,11 +18,16 @@
  *   → 302 to `/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=…` on this server, which serves a gzipped tar
  *   (made with `tar -cz`) whose files sit under `{o}-{r}-{sha7}/`, like GitHub's. Refs are branch names,
  *   full SHAs or unique SHA prefixes of at least 7 characters.
+ * - The App's webhook deliveries (JWT; each App sees its own), as a test records them with
+ *   `recordDelivery` (the fake delivers nothing itself): `GET /app/hook/deliveries` → newest first,
+ *   `per_page` (default 30, at most `deliveriesPageSize`, 100 as on GitHub) and an opaque `cursor`, the
+ *   next page's URL in a `Link: <…>; rel="next"` header; `POST /app/hook/deliveries/{id}/attempts` →
+ *   202 and recorded in `redeliveryRequests` (an unknown id, or another App's → 404).
  * - Fault injection: `failNext(path, n, fault)` makes the next n requests to a path answer the fault
  *   (`faults.serverError`, `faults.secondaryRateLimit`, `faults.tooManyRequests`, `faults.primaryRateLimit`).
  * - `requests` records every request (method, path, query); `calls()` lists them as `METHOD /path`.
  * - An optional base path (`/api/v3`, as on GitHub Enterprise Server) in front of every route.
- * What it does not: pagination, permissions per endpoint, public repositories (every repository is private),
+ * What it does not: pagination (but of deliveries), permissions per endpoint, public repositories (every repository is private),
  * rate-limit headers on ordinary answers, ETags, the GraphQL API, webhooks, anything else (→ 404, recorded).
  */
 import { execFileSync } from 'node:child_process';
@@ -74,6 +79,21 @@ export const faults = {
   }),
 };
 
+/** One attempt at delivering a webhook, as GitHub lists it (`GET /app/hook/deliveries`). */
+export interface FakeHookDelivery {
+  id: number;
+  guid: string;
+  delivered_at: string;
+  redelivery: boolean;
+  duration: number;
+  status: string;
+  status_code: number;
+  event: string;
+  action: string | null;
+  installation_id: number | null;
+  repository_id: number | null;
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
@@ -123,6 +143,13 @@ export class FakeGitHub {
   private readonly tarballs = new Map<string, Buffer>();
   private readonly faults: { path: string | RegExp; remaining: number; fault: Fault }[] = [];
   private nextRepoId = 1000;
+  /** Webhook delivery attempts, by App id, in the order recorded. */
+  private readonly deliveries = new Map<string, FakeHookDelivery[]>();
+  private nextDeliveryId = 90_000_000_001;
+  /** The largest `per_page` the deliveries listing honours (100 on GitHub; tests lower it to page). */
+  deliveriesPageSize = 100;
+  /** The attempt ids redelivery was asked for (`POST /app/hook/deliveries/{id}/attempts`), in order. */
+  readonly redeliveryRequests: number[] = [];
 
   /** `basePath`: a prefix in front of every route (`/api/v3` on GitHub Enterprise Server). */
   constructor(private readonly basePath = '') {}
@@ -198,6 +225,45 @@ export class FakeGitHub {
     return sha;
   }
 
+  /**
+   * Record one attempt at delivering a webhook of an App (what GitHub lists afterwards); returns its id.
+   * `statusCode`: what the receiver answered (0: no answer). `deliveredAt` defaults to now.
+   */
+  recordDelivery(
+    appId: string,
+    d: {
+      guid: string;
+      statusCode: number;
+      event: string;
+      action?: string;
+      redelivery?: boolean;
+      deliveredAt?: Date;
+    },
+  ): number {
+    const id = this.nextDeliveryId++;
+    const list = this.deliveries.get(appId) ?? [];
+    list.push({
+      id,
+      guid: d.guid,
+      delivered_at: (d.deliveredAt ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      redelivery: d.redelivery ?? false,
+      duration: 0.05,
+      status:
+        d.statusCode >= 200 && d.statusCode < 300
+          ? 'OK'
+          : d.statusCode
+            ? 'Invalid HTTP Response'
+            : 'timed out',
+      status_code: d.statusCode,
+      event: d.event,
+      action: d.action ?? null,
+      installation_id: null,
+      repository_id: null,
+    });
+    this.deliveries.set(appId, list);
+    return id;
+  }
+
   /** The next `count` requests whose path is (or matches) `path` answer `fault`. */
   failNext(path: string | RegExp, count: number, fault: Fault): void {
     this.faults.push({ path, remaining: count, fault });
@@ -229,6 +295,11 @@ export class FakeGitHub {
     if (method === 'POST' && mint) {
       const app = this.appOf(req);
       return typeof app === 'string' ? this.mintToken(app, Number(mint[1])) : app;
+    }
+
+    if (path === '/app/hook/deliveries' || /^\/app\/hook\/deliveries\/\d+\/attempts$/.test(path)) {
+      const app = this.appOf(req);
+      return typeof app === 'string' ? this.hookDeliveries(app, method, path, url) : app;
     }
 
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
@@ -346,6 +417,35 @@ export class FakeGitHub {
       },
       body,
     };
+  }
+
+  /** The App's webhook deliveries: the listing (newest first, cursor-paged) and redelivery requests. */
+  private hookDeliveries(appId: string, method: string, path: string, url: URL): Reply {
+    const all = [...(this.deliveries.get(appId) ?? [])].sort(
+      (a, b) => b.delivered_at.localeCompare(a.delivered_at) || b.id - a.id,
+    );
+    const redeliver = /^\/app\/hook\/deliveries\/(\d+)\/attempts$/.exec(path);
+    if (redeliver && method === 'POST') {
+      const id = Number(redeliver[1]);
+      if (!all.some((d) => d.id === id)) return notFound();
+      this.redeliveryRequests.push(id);
+      return json(202, {});
+    }
+    if (redeliver || method !== 'GET') return notFound();
+    const perPage = Math.min(Number(url.searchParams.get('per_page') ?? 30) || 30, this.deliveriesPageSize);
+    // The cursor: how many attempts earlier pages held (opaque to clients, like GitHub's `v1_…`).
+    const cursor = url.searchParams.get('cursor');
+    const start = cursor ? Number(/^v1_(\d+)$/.exec(cursor)?.[1] ?? Number.NaN) : 0;
+    if (!Number.isInteger(start)) return json(422, { message: 'Invalid cursor' });
+    const page = all.slice(start, start + perPage);
+    const headers: Record<string, string> = {};
+    if (start + perPage < all.length) {
+      const next = new URL(`${this.url}/app/hook/deliveries`);
+      next.searchParams.set('per_page', String(perPage));
+      next.searchParams.set('cursor', `v1_${start + perPage}`);
+      headers.link = `<${next.href}>; rel="next"`;
+    }
+    return json(200, page, headers);
   }
 
   private mintToken(appId: string, id: number): Reply {
