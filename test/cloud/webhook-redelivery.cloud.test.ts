@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { deliver, prPayload } from '../support/webhooks.js';
-import { appKeyPair, FakeGitHub } from './fakes/github.js';
-import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './harness.js';
+import type { FakeGitHub } from './fakes/github.js';
+import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import type { Cloud } from './harness.js';
 
 /*
  * Failed webhook deliveries, asked for again, in the cloud simulation tier: a delivery whose events the
@@ -29,29 +29,19 @@ const scheduled = () => ({
 
 let cloud: Cloud;
 let github: FakeGitHub;
-let org: OrgCredentials;
 let sha: string;
 let claimOf: (guid: string) => Promise<unknown>;
 const logs: string[] = [];
 
 beforeAll(async () => {
   setLogSink((line) => logs.push(line));
-  github = await new FakeGitHub().start();
+  ({ cloud, github, sha } = await startGitHubApp(
+    'cloud-redelivery',
+    { 'preview.yaml': 'apps:\n  web:\n    port: 3000\n' },
+    { env: { EVENT_BUS_NAME: BUS }, appId: APP_ID, installationId: INSTALLATION, webhookSecret: HOOK_SECRET },
+  ));
   // Small pages, so the listing follows the Link header.
   github.deliveriesPageSize = 2;
-  const keys = appKeyPair();
-  github.addApp(APP_ID, keys.publicKey);
-  github.addRepo('acme/shop');
-  github.addInstallation(INSTALLATION, APP_ID, ['acme/shop']);
-  sha = github.addCommit('acme/shop', { 'preview.yaml': 'apps:\n  web:\n    port: 3000\n' }, 'main');
-  cloud = await startCloud({ GITHUB_API_URL: github.url, EVENT_BUS_NAME: BUS });
-  cloud.aws.secrets.set(
-    GITHUB_APP_SECRET_ARN,
-    JSON.stringify({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: HOOK_SECRET }),
-  );
-  const tenancy = await import('../../functions/core/tenancy.js');
-  org = await tenancy.createOrganization('cloud-redelivery');
-  await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' });
   const { ddb, table } = await import('../../functions/shared/dynamo.js');
   const { GetCommand } = await import('../../functions/shared/dynamo-document.js');
   const { keys: tableKeys } = await import('../../functions/manifest/tables.js');
@@ -66,10 +56,7 @@ beforeAll(async () => {
       )
     ).Item;
 }, 60_000);
-afterAll(async () => {
-  await cloud?.stop();
-  await github?.stop();
-}, 30_000);
+afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
 type Entry = { EventBusName: string; Source: string; DetailType: string; Detail: string };
 const entries = () => cloud.aws.events as Entry[];

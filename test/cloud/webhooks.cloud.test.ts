@@ -4,8 +4,9 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/harness.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
 import { ACCOUNT, REGION } from './fakes/aws.js';
-import { appKeyPair, FakeGitHub } from './fakes/github.js';
-import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './harness.js';
+import type { FakeGitHub } from './fakes/github.js';
+import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import type { Cloud } from './harness.js';
 
 /*
  * Previews that follow the pull request, in the cloud simulation tier (issue 13): the webhook handler in
@@ -28,26 +29,19 @@ const logs: string[] = [];
 
 beforeAll(async () => {
   setLogSink((line) => logs.push(line));
-  github = await new FakeGitHub().start();
-  const keys = appKeyPair();
-  github.addApp(APP_ID, keys.publicKey);
-  github.addRepo('acme/shop');
-  github.addRepo('acme/other');
-  github.addInstallation(INSTALLATION, APP_ID, ['acme/shop']);
-  sha = github.addCommit('acme/shop', { 'preview.yaml': 'apps:\n  web:\n    port: 3000\n' }, 'main');
-  cloud = await startCloud({ GITHUB_API_URL: github.url, EVENT_BUS_NAME: BUS });
-  cloud.aws.secrets.set(
-    GITHUB_APP_SECRET_ARN,
-    JSON.stringify({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: HOOK_SECRET }),
-  );
-  const tenancy = await import('../../functions/core/tenancy.js');
-  org = await tenancy.createOrganization('cloud-hooks');
-  await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' });
+  ({ cloud, github, org, sha } = await startGitHubApp(
+    'cloud-hooks',
+    { 'preview.yaml': 'apps:\n  web:\n    port: 3000\n' },
+    {
+      env: { EVENT_BUS_NAME: BUS },
+      appId: APP_ID,
+      installationId: INSTALLATION,
+      webhookSecret: HOOK_SECRET,
+      otherRepos: ['acme/other'],
+    },
+  ));
 }, 60_000);
-afterAll(async () => {
-  await cloud?.stop();
-  await github?.stop();
-}, 30_000);
+afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
 type Entry = { EventBusName: string; Source: string; DetailType: string; Detail: string };
 const entries = () => cloud.aws.events as Entry[];
