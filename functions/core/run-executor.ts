@@ -238,8 +238,16 @@ export interface ExecuteInput {
   target: RunTarget;
 }
 
-/** The values to mask in outputs: the run's variables and every secret of the environment's apps. */
-async function secretValues(deps: ExecuteDeps, run: RunItem, target: RunTarget): Promise<string[]> {
+/**
+ * The values to mask in outputs: the run's variables and every secret of the environment's apps. Fails
+ * closed: a bundle that cannot be read means outputs that cannot be masked, so the run does not start
+ * (the cause names the app and the error's name, never a value).
+ */
+async function secretValues(
+  deps: ExecuteDeps,
+  run: RunItem,
+  target: RunTarget,
+): Promise<{ values: string[] } | { error: string }> {
   const values = Object.values(run.variables ?? {});
   for (const app of target.apps) {
     try {
@@ -247,9 +255,14 @@ async function secretValues(deps: ExecuteDeps, run: RunItem, target: RunTarget):
       values.push(...Object.values(bundle ?? {}));
     } catch (err) {
       log.warn('could not read a secret bundle to mask run outputs', { app, error: (err as Error).name });
+      return {
+        error:
+          `the secret bundle of app ${app} could not be read (${(err as Error).name}), so the run's output ` +
+          'could not be masked: the run did not start; run it again',
+      };
     }
   }
-  return values;
+  return { values };
 }
 
 /**
@@ -311,7 +324,12 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
     skipRest(0);
     return end('failed', missing);
   }
-  const masked = await secretValues(deps, run, input.target);
+  const secrets = await secretValues(deps, run, input.target);
+  if ('error' in secrets) {
+    skipRest(0);
+    return end('failed', secrets.error);
+  }
+  const masked = secrets.values;
   const mask = (text: string) => maskSecrets(text, masked);
 
   // Scenario data (issue 12): `up` before the browser opens; `down` once the steps ended.

@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { recoverRuns } from '../../functions/core/runs.js';
 import { keys } from '../../functions/manifest/tables.js';
+import { secretStore } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { UpdateCommand } from '../../functions/shared/dynamo-document.js';
 import { call, client } from '../support/harness.js';
@@ -78,6 +79,28 @@ test('the target app going down mid-run fails the step with the browser error', 
     /^page\.goto: net::ERR_CONNECTION_REFUSED at http:\/\/127\.0\.0\.1:(\d+)\/ \| navigating to "http:\/\/127\.0\.0\.1:\1\/", waiting until "load"$/,
   );
   expect(run.error).toBe(`step 3 (navigate) failed: ${run.steps[2].output}`);
+}, 60_000);
+
+test('a secret bundle that cannot be read: the run does not start (its output could not be masked)', async () => {
+  const testId = await w.importTest({ name: 'Unmaskable', steps: signUpSteps });
+  const read = jest
+    .spyOn(secretStore(), 'read')
+    .mockRejectedValueOnce(Object.assign(new Error('unavailable'), { name: 'ServiceUnavailableError' }));
+  const before = new Set(ourBrowsers());
+  try {
+    const run = await runEnded(w.h, await start(testId), 30_000);
+    expect(run.status).toBe('failed');
+    expect(run.error).toBe(
+      "the secret bundle of app api could not be read (ServiceUnavailableError), so the run's output could " +
+        'not be masked: the run did not start; run it again',
+    );
+    expect(run.steps.map((s: any) => s.status)).toEqual(signUpSteps.map(() => 'skipped'));
+    expect(read).toHaveBeenCalled();
+    // No browser was opened for it.
+    expect(ourBrowsers().filter((pid) => !before.has(pid))).toEqual([]);
+  } finally {
+    read.mockRestore();
+  }
 }, 60_000);
 
 test('a browser that dies mid-run fails the run with that cause', async () => {
