@@ -9,10 +9,16 @@ import { getApplication } from './tenancy.js';
 
 /** Secrets Manager's SecretString limit, which a bundle (a JSON object of env vars) must fit. */
 export const MAX_BUNDLE_BYTES = 65_536;
-/** How long a writer may hold a bundle; a crashed writer's lease expires after this. */
-const LEASE_MS = 15_000;
-/** How long a writer waits for a busy bundle before answering 409 (below API Gateway's 29 s). */
-const WAIT_MS = 20_000;
+/**
+ * The bundle lease's timing (module state so that tests can shorten it):
+ * - `leaseMs`: how long a writer may hold a bundle; a crashed writer's lease expires after this. Longer
+ *   than an API function may run (28 s, lib/cdk/api-function.ts), so no writer outlives its lease in AWS;
+ * - `waitMs`: how long a writer waits for a busy bundle before answering 409 (below API Gateway's 29 s);
+ * - `writeBudgetMs`: the least lease time left for a writer to start writing the bundle. A writer whose
+ *   read was slow writes nothing (409): its lease may run out mid-write, another writer take the bundle
+ *   and commit, and this write land over it (a lost key).
+ */
+export const leaseTiming = { leaseMs: 30_000, waitMs: 20_000, writeBudgetMs: 5_000 };
 const MASK_CAP = 32;
 
 /** One key of a bundle as listed: never its value. */
@@ -122,7 +128,7 @@ function submit(store: SecretStore, orgId: string, ref: BundleRef, change: Chang
     const bundles = waiting.get(store) ?? new Map<string, Pending[]>();
     waiting.set(store, bundles);
     const id = `${orgId}\0${ref.applicationId}\0${ref.app}`;
-    const pending: Pending = { change, giveUpAt: Date.now() + WAIT_MS, resolve, reject };
+    const pending: Pending = { change, giveUpAt: Date.now() + leaseTiming.waitMs, resolve, reject };
     const queue = bundles.get(id);
     if (queue) {
       queue.push(pending);
@@ -159,6 +165,8 @@ async function writeWhilePending(
 
 interface Lease {
   token: string;
+  /** When this lease runs out (epoch ms, as written on the item). */
+  expiresAt: number;
   /**
    * The lease attributes as they were before this lease was taken. `lockToken` (kept when a lease is
    * released) is the token of the last lease taken: when it is the token of this container's last write
@@ -183,7 +191,7 @@ type LeaseProbe = Pick<BundleMeta, 'applicationId' | 'orgId' | 'lockExpiresAt'>;
  *
  * While only deletions wait, the lease is taken only on an item that exists: when there is none, the
  * deletions queued before any upsert are answered 404 `secret bundle not found` and no item is created.
- * A change that has waited WAIT_MS is answered 409. Returns undefined when no change is left waiting.
+ * A change that has waited `leaseTiming.waitMs` is answered 409. Returns undefined when no change is left waiting.
  */
 async function takeLease(orgId: string, ref: BundleRef, queue: Pending[]): Promise<Lease | undefined> {
   const token = newId();
@@ -195,22 +203,29 @@ async function takeLease(orgId: string, ref: BundleRef, queue: Pending[]): Promi
     const owner = verified ? '(attribute_not_exists(orgId) OR orgId = :org)' : 'orgId = :org';
     const now = Date.now();
     let taken: Lease['before'] | undefined;
+    let expiresAt = 0;
     try {
       const res = await ddb().send(
         new UpdateCommand({
           ...base,
           UpdateExpression: 'SET lockToken = :t, lockExpiresAt = :exp, orgId = :org',
           ConditionExpression: `${owner} AND ${existing ? 'attribute_exists(applicationId) AND ' : ''}${free}`,
-          ExpressionAttributeValues: { ':t': token, ':exp': now + LEASE_MS, ':now': now, ':org': orgId },
+          ExpressionAttributeValues: {
+            ':t': token,
+            ':exp': now + leaseTiming.leaseMs,
+            ':now': now,
+            ':org': orgId,
+          },
           ReturnValues: 'UPDATED_OLD',
         }),
       );
       taken = (res.Attributes ?? {}) as Lease['before'];
+      expiresAt = now + leaseTiming.leaseMs;
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
     }
     if (taken) {
-      return { token, before: taken };
+      return { token, expiresAt, before: taken };
     }
     // The condition failed: another organization's item, no item (or one without `orgId`), or busy.
     const { Item } = await ddb().send(
@@ -368,6 +383,10 @@ async function applyBatch(store: SecretStore, ref: BundleRef, lease: Lease, batc
     if (outcomes.some((o) => o === undefined)) {
       values = undefined; // unknown until the write and its commit succeed
       const next = Object.fromEntries(applied.values);
+      if (Date.now() + leaseTiming.writeBudgetMs > lease.expiresAt)
+        throw new ConflictError(
+          'the secret bundle was busy too long to be written safely: nothing was changed; retry',
+        );
       wrote = true;
       await store.write(ref, next);
       await commitKeys(ref, lease, applied.values, applied.touched, now, stored === undefined);

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { deleteSecret, upsertSecrets } from '../../functions/core/secrets.js';
+import { deleteSecret, leaseTiming, upsertSecrets } from '../../functions/core/secrets.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import type { BundleRef, SecretStore } from '../../functions/ports/secret-store/port.js';
@@ -86,6 +86,41 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h.stop();
+});
+
+describe('a writer whose lease ran short', () => {
+  test('writes nothing when too little of its lease is left (its read was slow): 409, no key lost', async () => {
+    const app = 'slow-read';
+    const ref = { applicationId: appId, app };
+    await upsertSecrets(store, h.org.orgId, ref, [{ key: 'FIRST', value: valueFor('FIRST') }]);
+    const saved = { ...leaseTiming };
+    // A 2 s lease, a 1 s write budget, and a bundle read that takes 1.5 s (from another container's view:
+    // this container did not write the bundle last, so it reads it).
+    Object.assign(leaseTiming, { leaseMs: 2_000, writeBudgetMs: 1_000 });
+    const slow = countingStore();
+    const read = slow.read;
+    slow.read = async (r: BundleRef) => {
+      await new Promise((done) => setTimeout(done, 1_500));
+      return read(r);
+    };
+    try {
+      await expect(
+        upsertSecrets(slow, h.org.orgId, ref, [{ key: 'LATE', value: valueFor('LATE') }]),
+      ).rejects.toThrow(
+        new ConflictError(
+          'the secret bundle was busy too long to be written safely: nothing was changed; retry',
+        ),
+      );
+      expect([slow.reads, slow.writes]).toEqual([1, 0]);
+    } finally {
+      Object.assign(leaseTiming, saved);
+    }
+    // Released, and nothing lost: the next writer goes in at once.
+    expect(await bundleItem(app)).toMatchObject({ lockExpiresAt: 0 });
+    expect(await store.read(ref)).toEqual({ FIRST: valueFor('FIRST') });
+    await upsertSecrets(slow, h.org.orgId, ref, [{ key: 'LATE', value: valueFor('LATE') }]);
+    expect(await store.read(ref)).toEqual({ FIRST: valueFor('FIRST'), LATE: valueFor('LATE') });
+  });
 });
 
 describe('concurrent writers of one secret bundle', () => {
