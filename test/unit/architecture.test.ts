@@ -127,6 +127,12 @@ describe('state machines and step errors agree', () => {
     expect(unknown).toEqual([]);
   });
 
+  test("a run's MarkFailed retries every error (States.ALL, last): a run it cannot end would stay running", () => {
+    const run = asl.find((a) => a.file.includes('test-run'))!;
+    const retry = run.doc.States.MarkFailed!.Retry ?? [];
+    expect(retry.at(-1)?.ErrorEquals).toEqual(['States.ALL']);
+  });
+
   test('every Task retries TransientError, and every Task but MarkFailed ends quietly on Superseded', () => {
     for (const { file, doc } of asl)
       for (const [name, state] of Object.entries(doc.States)) {
