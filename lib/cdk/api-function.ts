@@ -513,6 +513,8 @@ export class ApiFunction extends NodejsFunction {
       'secretsmanager:PutSecretValue',
       'secretsmanager:CreateSecret',
       'secretsmanager:TagResource',
+      // A bundle written again after an operator deleted its secret: restored, then written.
+      'secretsmanager:RestoreSecret',
     ];
     this.addToRolePolicy(
       new iam.PolicyStatement({ actions: mode === 'RW' ? [...read, ...write] : read, resources: [resource] }),

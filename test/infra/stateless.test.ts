@@ -83,6 +83,7 @@ const secretWriteActions = [
   'secretsmanager:CreateSecret',
   'secretsmanager:PutSecretValue',
   'secretsmanager:TagResource',
+  'secretsmanager:RestoreSecret',
 ];
 const taskResponseActions = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
 

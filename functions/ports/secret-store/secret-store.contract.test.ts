@@ -264,6 +264,41 @@ describe('SecretsManagerStore specifics', () => {
     expect(`${String((err as Error).stack)} ${JSON.stringify(err)}`).not.toContain('needle');
   });
 
+  test('a secret scheduled for deletion reads as absent; a write restores it and puts the value', async () => {
+    const marked = () =>
+      new Fault(
+        'InvalidRequestException',
+        "You can't perform this operation on the secret because it was marked for deletion.",
+      );
+    let deleted = true;
+    secrets.set('preview/app1/web', '{"OLD":"1"}');
+    secretsManager.on('GetSecretValue', ({ SecretId }) =>
+      deleted ? marked() : { ARN: SecretId, SecretString: secrets.get(SecretId) },
+    );
+    secretsManager.on('PutSecretValue', ({ SecretId, SecretString }) => {
+      if (deleted) return marked();
+      secrets.set(SecretId, SecretString);
+      return { ARN: SecretId };
+    });
+    secretsManager.on('RestoreSecret', ({ SecretId }) => {
+      deleted = false;
+      return { ARN: SecretId };
+    });
+    expect(await store().read(ref)).toBeUndefined();
+    await store().write(ref, { NEW: '2' });
+    expect(secretsManager.sent.map((s) => s.operation)).toEqual([
+      'GetSecretValue',
+      'PutSecretValue',
+      'RestoreSecret',
+      'PutSecretValue',
+    ]);
+    expect(secretsManager.sentOf('RestoreSecret')).toEqual([{ SecretId: 'preview/app1/web' }]);
+    expect(await store().read(ref)).toEqual({ NEW: '2' });
+    // Another invalid request is not taken for it.
+    secretsManager.on('GetSecretValue', () => new Fault('InvalidRequestException', 'something else'));
+    await expect(store().read(ref)).rejects.toMatchObject({ name: 'InvalidRequestException' });
+  });
+
   test('a CreateSecret failure other than exists propagates', async () => {
     secretsManager.on('CreateSecret', () => new Fault('LimitExceededException', 'too many secrets'));
     await expect(store().write(ref, { A: '1' })).rejects.toMatchObject({ name: 'LimitExceededException' });

@@ -39,12 +39,16 @@ export class SecretsManagerStore implements SecretStore {
     return `${this.prefix}/${ref.applicationId}/${ref.app}`;
   }
 
+  /**
+   * The bundle's values; undefined when its secret does not exist, or is scheduled for deletion (an
+   * operator deleted it: Secrets Manager refuses reads of it during the recovery window).
+   */
   async read(ref: BundleRef): Promise<Record<string, string> | undefined> {
     let secretString: string | undefined;
     try {
       secretString = await getSecretString(this.client, this.secretName(ref));
     } catch (err) {
-      if (isAwsError(err, 'ResourceNotFoundException')) return undefined;
+      if (isAwsError(err, 'ResourceNotFoundException') || markedForDeletion(err)) return undefined;
       throw err;
     }
     if (!secretString) return undefined;
@@ -59,7 +63,8 @@ export class SecretsManagerStore implements SecretStore {
   /**
    * Put a new value; the first write of a bundle creates its secret. When the secret appears between the
    * two calls (another writer created it), the value is put on it after all, so a write always leaves
-   * this bundle's value, whole.
+   * this bundle's value, whole. A secret scheduled for deletion (an operator deleted it) is restored
+   * first, and takes the new value: a bundle written again is the bundle.
    */
   async write(ref: BundleRef, values: Record<string, string>): Promise<void> {
     const SecretString = JSON.stringify(values);
@@ -74,6 +79,11 @@ export class SecretsManagerStore implements SecretStore {
     try {
       await put();
     } catch (err) {
+      if (markedForDeletion(err)) {
+        await this.client.call('RestoreSecret', { SecretId: this.secretName(ref) });
+        await put();
+        return;
+      }
       if (!isAwsError(err, 'ResourceNotFoundException')) throw err;
       try {
         const input: CreateSecretInput = {
@@ -93,4 +103,12 @@ export class SecretsManagerStore implements SecretStore {
       }
     }
   }
+}
+
+/**
+ * Whether Secrets Manager refused a call because the secret is scheduled for deletion: an
+ * InvalidRequestException saying so (the same code names other invalid requests, which are not this).
+ */
+function markedForDeletion(err: unknown): boolean {
+  return isAwsError(err, 'InvalidRequestException') && /marked for deletion/i.test((err as Error).message);
 }
