@@ -30,9 +30,9 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `ingressAnnotations` (default none): a JSON object of strings, put on every Ingress;
  * - `tlsSecretName` (default none: the controller's default certificate);
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
- * - `ffmpegLayerArn` (default none): an existing x86_64 layer with ffmpeg at bin/ffmpeg, for test-run videos;
- * - `ffmpegLayerPath` (default none): or a local directory (or .zip) with bin/ffmpeg, published as a layer.
- *   Without either, test runs end failed saying ffmpeg is missing.
+ * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/ffmpeg-layer.ts): an existing x86_64 layer with
+ *   ffmpeg at bin/ffmpeg, for test-run videos;
+ * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg.
  * Env-agnostic (no account or region, no lookups): synthesis never calls AWS. The other settings are
  * stack props (StatefulStackProps, StatelessStackProps), with their defaults documented there.
  */

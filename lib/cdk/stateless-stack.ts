@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { basename, isAbsolute, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import {
   ArnFormat,
   CfnOutput,
@@ -20,7 +20,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -63,6 +63,7 @@ import {
   repoRoot,
   type Tables,
 } from './api-function.js';
+import { ffmpegLayer, ffmpegPath } from './ffmpeg-layer.js';
 import { ImageBuild, type ImageBuildArchitecture } from './image-build.js';
 import { acknowledge } from './nag.js';
 import { pascal } from './stateful-stack.js';
@@ -184,15 +185,14 @@ export interface StatelessStackProps extends StackProps {
   browserEphemeralStorageSize?: Size;
   /**
    * The complete ARN, with its version, of an existing x86_64 Lambda layer that holds ffmpeg at
-   * `bin/ffmpeg` (so at /opt/bin/ffmpeg). Test runs record their video with it; without ffmpeg (neither
-   * this nor `ffmpegLayerPath`), every test run ends failed saying that ffmpeg is missing.
-   * @default - none
+   * `bin/ffmpeg` (so at /opt/bin/ffmpeg), in place of the packaged one (lib/cdk/ffmpeg-layer.ts).
+   * @default - a layer of the static ffmpeg that @ffmpeg-installer/linux-x64 carries
    */
   ffmpegLayerArn?: string;
   /**
    * A local directory (or .zip) with an x86_64 ffmpeg at `bin/ffmpeg`, published as a layer of this stack
-   * (e.g. a static build from https://johnvansickle.com/ffmpeg/). Exclusive with `ffmpegLayerArn`.
-   * @default - none
+   * in place of the packaged one. Exclusive with `ffmpegLayerArn`.
+   * @default - a layer of the static ffmpeg that @ffmpeg-installer/linux-x64 carries
    */
   ffmpegLayerPath?: string;
 }
@@ -319,10 +319,7 @@ export const workerInvocation = { retryAttempts: 2, maxEventAge: Duration.minute
 export const scheduleRetries = { delivery: 24, invocation: 2 };
 /** A scheduled target's Lambda timeout (it must end well within its schedule's period). */
 export const scheduleTargetTimeout = Duration.minutes(5);
-/** Where an ffmpeg layer puts the binary (LAMBDA_FFMPEG_PATH of functions/ports/browser/lambda-chromium.ts). */
-export const ffmpegPath = '/opt/bin/ffmpeg';
-/** A Lambda layer version ARN. */
-const layerVersionArn = /^arn:[\w-]+:lambda:[\w-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+$/;
+export { ffmpegPath };
 
 /**
  * The period of a `rate(...)` schedule expression; undefined for a `cron(...)` one.
@@ -388,8 +385,8 @@ export class StatelessStack extends Stack {
   readonly media: s3.Bucket;
   /** The random key report links are signed with. */
   readonly runLinkSecret: secretsmanager.Secret;
-  /** The ffmpeg layer test runs record their video with, when the deployment names one. */
-  readonly ffmpegLayer?: lambda.ILayerVersion;
+  /** The ffmpeg layer test runs record their video with (the operator's, else the packaged build). */
+  readonly ffmpegLayer: lambda.ILayerVersion;
   /** Per worker (functions/manifest/workers.ts): its function and the queue its failed invocations end in. */
   readonly workers: Record<WorkerId, WorkerResources>;
   /** The EKS cluster and ingress settings, or undefined when the stack has no cluster. */
@@ -1180,32 +1177,6 @@ function clusterApi(scope: Stack, clusterName: string): { endpoint: string; caDa
     endpoint: resource.getResponseField('cluster.endpoint'),
     caData: resource.getResponseField('cluster.certificateAuthority.data'),
   };
-}
-
-/** The ffmpeg layer test runs record with: an existing one by ARN, one built from a local path, or none. */
-function ffmpegLayer(scope: Stack, props: StatelessStackProps): lambda.ILayerVersion | undefined {
-  const { ffmpegLayerArn: arn, ffmpegLayerPath: path } = props;
-  if (arn !== undefined && path !== undefined)
-    throw new Error('ffmpegLayerArn and ffmpegLayerPath are exclusive: name one ffmpeg layer');
-  if (arn !== undefined) {
-    if (!Token.isUnresolved(arn) && !layerVersionArn.test(arn))
-      throw new Error(
-        `ffmpegLayerArn must be a layer version ARN (arn:aws:lambda:<region>:<account>:layer:<name>:<version>, got "${arn}")`,
-      );
-    return lambda.LayerVersion.fromLayerVersionArn(scope, 'FfmpegLayer', arn);
-  }
-  if (path === undefined) return undefined;
-  const full = isAbsolute(path) ? path : join(repoRoot, path);
-  const isZip = full.endsWith('.zip') && existsSync(full) && statSync(full).isFile();
-  if (!isZip && !existsSync(join(full, 'bin', 'ffmpeg')))
-    throw new Error(`ffmpegLayerPath must be a .zip or a directory with bin/ffmpeg (got "${path}")`);
-  return new lambda.LayerVersion(scope, 'FfmpegLayer', {
-    code: lambda.Code.fromAsset(full),
-    compatibleArchitectures: [lambda.Architecture.X86_64],
-    compatibleRuntimes: [lambda.Runtime.NODEJS_22_X],
-    description: 'ffmpeg for test-run videos (/opt/bin/ffmpeg)',
-    removalPolicy: RemovalPolicy.DESTROY,
-  });
 }
 
 /** What a failure queue holds and what to do about a message in it (its alarm's description). */

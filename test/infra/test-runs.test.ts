@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { Duration, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { mediaKeys } from '../../functions/core/runs.js';
 import { workflows } from '../../functions/manifest/workflows.js';
 import { LAMBDA_FFMPEG_PATH } from '../../functions/ports/browser/lambda-chromium.js';
@@ -20,6 +20,7 @@ import {
   repoRoot,
   stateMachineArnEnv,
 } from '../../lib/cdk/api-function.js';
+import { FFMPEG_PACKAGE, ffmpegLayer } from '../../lib/cdk/ffmpeg-layer.js';
 import { StatefulStack } from '../../lib/cdk/stateful-stack.js';
 import { ffmpegPath, StatelessStack } from '../../lib/cdk/stateless-stack.js';
 import {
@@ -114,13 +115,50 @@ describe('the browser function (run executor)', () => {
     expect(props.Timeout).toBeGreaterThan(840);
   });
 
-  test('finds ffmpeg where the layer puts it, and no layer is attached unless one is configured', () => {
+  test('finds ffmpeg where the layer puts it: the packaged layer by default, on the executor only', () => {
     expect(ffmpegPath).toBe(LAMBDA_FFMPEG_PATH);
     expect(envOf(executor.id).PREVIEW_FFMPEG_PATH).toBe(LAMBDA_FFMPEG_PATH);
-    expect(props.Layers).toBeUndefined();
+    const layers = template.findResources('AWS::Lambda::LayerVersion', {
+      Properties: { Description: Match.stringLikeRegexp(FFMPEG_PACKAGE) },
+    });
+    expect(Object.keys(layers)).toHaveLength(1);
+    expect(props.Layers).toEqual([{ Ref: Object.keys(layers)[0] }]);
     for (const [, fn] of declared.filter(([, f]) => !f.access.browser)) {
       expect(envOf(fn.id).PREVIEW_FFMPEG_PATH).toBeUndefined();
     }
+  });
+
+  test("the operator's ffmpeg layer replaces the packaged one", () => {
+    const arn = 'arn:aws:lambda:eu-west-1:123456789012:layer:ffmpeg:3';
+    const t = Template.fromStack(statelessWith({ ffmpegLayerArn: arn }));
+    expect(
+      Object.keys(
+        t.findResources('AWS::Lambda::LayerVersion', {
+          Properties: { Description: Match.stringLikeRegexp(FFMPEG_PACKAGE) },
+        }),
+      ),
+    ).toHaveLength(0);
+    const withLayer = Object.values(t.findResources('AWS::Lambda::Function')).filter((r) =>
+      JSON.stringify(r.Properties.Layers ?? []).includes(arn),
+    );
+    expect(withLayer).toHaveLength(1);
+  });
+
+  test('the packaged layer holds an x86_64 ffmpeg at bin/ffmpeg that encodes H.264 (libx264)', () => {
+    // Prepare: a stack with bundling on (the infra tests skip it), so the asset is built as at deploy.
+    const outdir = join(scratch, 'ffmpeg-out');
+    const app = new App({ outdir });
+    ffmpegLayer(new Stack(app, 'Ffmpeg'), {});
+    // Act
+    const assembly = app.synth();
+    const staged = readdirSync(assembly.directory).filter((d) => d.startsWith('asset.'));
+    const binary = join(assembly.directory, staged[0]!, 'bin', 'ffmpeg');
+    const encoders = spawnSync(binary, ['-hide_banner', '-encoders'], { encoding: 'utf8' });
+    // Assess
+    expect(staged).toHaveLength(1);
+    expect(statSync(binary).mode & 0o111).toBeTruthy();
+    expect(encoders.status).toBe(0);
+    expect(encoders.stdout).toMatch(/libx264/);
   });
 
   test('its environment is what config.ts reads for a test run', () => {
