@@ -7,6 +7,11 @@ import type { PrReport, PublishOutcome } from './port.js';
  *                    POST  /repos/{o}/{r}/deployments   (none of ours for this commit yet)
  *   its status       POST  /repos/{o}/{r}/deployments/{id}/statuses
  *   the comment      PATCH /repos/{o}/{r}/issues/comments/{id}  or  POST /repos/{o}/{r}/issues/{pr}/comments
+ *   after a POST     GET (the comments again), DELETE /repos/{o}/{r}/issues/comments/{id} of duplicates
+ * GitHub has no conditional create, so two reporters that both found no comment (two functions reporting
+ * the same pull request for the first time) both create one; each then lists the comments carrying the
+ * marker again and keeps the oldest (lowest id), deleting the others and showing its report on the kept
+ * one unless that already shows a newer one. Both racers agree on the oldest, so one comment remains.
  * The comment carries the report's version (generation, last change): a report older than the comment
  * changes nothing, neither the deployment nor the comment, so a superseded deploy never overwrites a newer
  * status. A teardown (`inactive`) of a commit that never got a deployment creates none.
@@ -20,7 +25,7 @@ export interface RestResponse {
 /** A GitHub REST transport: a call, and GitHub's answer (HTTP errors are answers, not throws). */
 export interface GitHubRest {
   request(
-    method: 'GET' | 'POST' | 'PATCH',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     body?: Record<string, unknown>,
   ): Promise<RestResponse>;
@@ -74,20 +79,9 @@ export async function publishToGitHub(rest: GitHubRest, report: PrReport): Promi
   const [owner, name] = report.repoFullName.split('/') as [string, string];
   const repo = `/repos/${enc(owner)}/${enc(name)}`;
 
-  let comment: { id: number; body: string } | undefined;
+  let comment: Comment | undefined;
   if (report.prNumber > 0 && report.comment !== undefined) {
-    const marker = commentMarker(report);
-    for (let page = 1; page <= 50 && !comment; page++) {
-      const res = expect(
-        await rest.request('GET', `${repo}/issues/${report.prNumber}/comments?per_page=${PAGE}&page=${page}`),
-        [200],
-        'listing the pull request comments',
-      );
-      const list = (res.data ?? []) as { id: number; body?: string }[];
-      const found = list.find((c) => typeof c.body === 'string' && c.body.includes(marker));
-      if (found) comment = { id: found.id, body: found.body ?? '' };
-      if (list.length < PAGE) break;
-    }
+    comment = (await markedComments(rest, repo, report, true))[0];
     const shown = comment && versionOf(comment.body);
     if (shown && olderThan(report.version, shown))
       return { published: false, reason: 'the pull request already shows a newer status' };
@@ -123,10 +117,60 @@ export async function publishToGitHub(rest: GitHubRest, report: PrReport): Promi
         [201],
         'commenting on the pull request',
       );
-      commentId = (res.data as { id: number }).id;
+      commentId = await keepOldest(rest, repo, report, { id: (res.data as { id: number }).id, body });
     }
   }
   return { published: true, deploymentId, commentId };
+}
+
+interface Comment {
+  id: number;
+  body: string;
+}
+
+/** The comments of the report's pull request that carry its marker, oldest first (or only the first). */
+async function markedComments(rest: GitHubRest, repo: string, report: PrReport, first: boolean) {
+  const marker = commentMarker(report);
+  const found: Comment[] = [];
+  for (let page = 1; page <= 50; page++) {
+    const res = expect(
+      await rest.request('GET', `${repo}/issues/${report.prNumber}/comments?per_page=${PAGE}&page=${page}`),
+      [200],
+      'listing the pull request comments',
+    );
+    const list = (res.data ?? []) as { id: number; body?: unknown }[];
+    for (const c of list)
+      if (typeof c.body === 'string' && c.body.includes(marker)) found.push({ id: c.id, body: c.body });
+    if ((first && found.length > 0) || list.length < PAGE) break;
+  }
+  return found.sort((a, b) => a.id - b.id);
+}
+
+/**
+ * After creating `created`: the id of the environment's one comment. When a racing reporter created one
+ * too, the oldest is kept and the others deleted (a 404: the other reporter deleted it first); the kept
+ * one shows this report unless it already shows a newer one.
+ */
+async function keepOldest(rest: GitHubRest, repo: string, report: PrReport, created: Comment) {
+  const marked = await markedComments(rest, repo, report, false);
+  // A listing that does not show our new comment yet still counts it.
+  if (!marked.some((c) => c.id === created.id)) marked.push(created);
+  if (marked.length === 1) return created.id;
+  const [keep, ...extra] = marked.sort((a, b) => a.id - b.id) as [Comment, ...Comment[]];
+  for (const c of extra)
+    expect(
+      await rest.request('DELETE', `${repo}/issues/comments/${c.id}`),
+      [204, 404],
+      'deleting a duplicate pull request comment',
+    );
+  const shown = versionOf(keep.body);
+  if (keep.id !== created.id && !(shown && olderThan(report.version, shown)))
+    expect(
+      await rest.request('PATCH', `${repo}/issues/comments/${keep.id}`, { body: created.body }),
+      [200],
+      'updating the pull request comment',
+    );
+  return keep.id;
 }
 
 /** Our deployment of this environment at this commit: found, or created (never for a teardown). */

@@ -17,7 +17,7 @@ export const githubOutboxPath = (dataDir: string): string => join(dataDir, 'gith
 /** One line of the outbox. */
 export interface OutboxLine {
   time: string;
-  method: 'POST' | 'PATCH';
+  method: 'POST' | 'PATCH' | 'DELETE';
   path: string;
   body: Record<string, unknown>;
   response: { status: number; id?: number };
@@ -60,7 +60,7 @@ export class OutboxRest implements GitHubRest {
   }
 
   async request(
-    method: 'GET' | 'POST' | 'PATCH',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     body: Record<string, unknown> = {},
   ): Promise<RestResponse> {
@@ -129,6 +129,13 @@ export class OutboxRest implements GitHubRest {
         body: String(line.body.body),
       });
       return { status: 201, id };
+    }
+    const deleted = match('DELETE', '/issues/comments/(\\d+)');
+    if (deleted) {
+      const at = this.comments.findIndex((c) => c.id === Number(deleted[3]));
+      if (at < 0) return { status: 404 };
+      this.comments.splice(at, 1);
+      return { status: 204 };
     }
     const updated = match('PATCH', '/issues/comments/(\\d+)');
     if (updated) {

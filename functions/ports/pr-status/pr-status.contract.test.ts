@@ -27,6 +27,8 @@ let front: Server;
 let frontUrl = '';
 /** The deployment and comment endpoints of the fake, with what they were called with. */
 const backend = new OutboxRest(join(dir, 'cloud-backend.jsonl'));
+/** Holds comment listings (a test that races two reporters sets it). */
+let gate: ((path: string) => Promise<void>) | undefined;
 const writes: { method: string; path: string; auth: string }[] = [];
 
 beforeAll(async () => {
@@ -48,8 +50,9 @@ beforeAll(async () => {
         res.writeHead(401, { 'content-type': 'application/json' });
         return res.end(JSON.stringify({ message: 'Bad credentials' }));
       }
+      if (req.method === 'GET' && /\/issues\/\d+\/comments/.test(path)) await gate?.(path);
       const answer = await backend.request(
-        req.method as 'GET' | 'POST' | 'PATCH',
+        req.method as 'GET' | 'POST' | 'PATCH' | 'DELETE',
         path,
         body.length ? JSON.parse(body.toString()) : undefined,
       );
@@ -177,6 +180,52 @@ describe.each(adapters)('%s', (name, make) => {
       expect(writes.length).toBeGreaterThan(0);
       expect(writes.filter((w) => !/^token ghs_/.test(w.auth))).toEqual([]);
       expect(github.calls()).toContain('GET /repos/acme/shop/installation');
+    });
+
+    test('two reporters racing on a pull request with no comment leave one comment, showing the newer report', async () => {
+      // Prepare: both reporters list the comments (and find none) before either creates one, as two
+      // functions reporting the same pull request for the first time can.
+      const pr = 8;
+      let waiting: (() => void)[] = [];
+      let first = 2;
+      gate = (path) => {
+        if (!path.includes(`/issues/${pr}/comments`) || first === 0) return Promise.resolve();
+        first--;
+        return new Promise<void>((go) => {
+          waiting.push(go);
+          if (waiting.length === 2) for (const release of waiting.splice(0)) release();
+        });
+      };
+      const other = make();
+      const at = (s: number) => ({ generation: 1, at: `2030-01-01T00:00:0${s}.000Z` });
+      try {
+        // Act
+        const [a, b] = await Promise.all([
+          adapter.publish(
+            report({ prNumber: pr, environment: 'preview/pr-8', comment: 'older', version: at(1) }),
+          ),
+          other.publish(
+            report({ prNumber: pr, environment: 'preview/pr-8', comment: 'newer', version: at(2) }),
+          ),
+        ]);
+        // Assess: each says the same comment, the only one left, and it shows the newer report.
+        const left = (await backend.request('GET', `/repos/acme/shop/issues/${pr}/comments?per_page=100`))
+          .data as { id: number; body: string }[];
+        expect(left).toHaveLength(1);
+        expect(left[0]!.body).toMatch(/\nnewer$/);
+        expect(a).toMatchObject({ published: true, commentId: left[0]!.id });
+        expect(b).toMatchObject({ published: true, commentId: left[0]!.id });
+        expect(
+          writes.filter((w) => w.method === 'POST' && w.path.endsWith(`/issues/${pr}/comments`)),
+        ).toHaveLength(2);
+        // Both racers delete the same duplicate (the second DELETE answers 404), never the kept one.
+        const deleted = new Set(writes.filter((w) => w.method === 'DELETE').map((w) => w.path));
+        expect([...deleted]).toEqual([expect.stringMatching(/\/issues\/comments\/\d+$/)]);
+        expect([...deleted][0]).not.toMatch(new RegExp(`/${left[0]!.id}$`));
+      } finally {
+        gate = undefined;
+        waiting = [];
+      }
     });
 
     test('a repository no installation covers: nothing is published, saying why', async () => {
