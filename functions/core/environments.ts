@@ -1,10 +1,10 @@
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { AppSpec } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { GetCommand, QueryCommand, UpdateCommand } from '../shared/dynamo-document.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
 import { findApplicationByRepo, getApplication } from './tenancy.js';
 

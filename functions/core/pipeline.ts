@@ -1,9 +1,9 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { artifactKeys } from '../manifest/tables.js';
 import type { Artifacts } from '../ports/artifacts/port.js';
 import type { AppSpec, RuntimeTarget } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { UpdateCommand } from '../shared/dynamo-document.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
 import { type Environment, type EnvironmentStatus, findEnvironment } from './environments.js';
 

@@ -1,7 +1,7 @@
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { PutCommand, UpdateCommand } from '../shared/dynamo-document.js';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../shared/errors.js';
 import { jsonInteger } from '../shared/json-literal.js';
 import { issuePath } from '../shared/validation.js';

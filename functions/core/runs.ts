@@ -1,9 +1,4 @@
 import { timingSafeEqual } from 'node:crypto';
-import { keys, repoKey } from '../manifest/tables.js';
-import type { SecretStore } from '../ports/secret-store/port.js';
-import type { Workflows } from '../ports/workflows/port.js';
-import { newId, sha256Hex } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import {
   BatchGetCommand,
   GetCommand,
@@ -11,7 +6,12 @@ import {
   QueryCommand,
   ScanCommand,
   UpdateCommand,
-} from '../shared/dynamo-document.js';
+} from '@aws-sdk/lib-dynamodb';
+import { keys, repoKey } from '../manifest/tables.js';
+import type { SecretStore } from '../ports/secret-store/port.js';
+import type { Workflows } from '../ports/workflows/port.js';
+import { newId, sha256Hex } from '../shared/crypto.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import type { Environment } from './environments.js';

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { ddb, table } from '../shared/dynamo.js';
-import { GetCommand, UpdateCommand } from '../shared/dynamo-document.js';
 import { ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';

@@ -1,7 +1,7 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../shared/dynamo-document.js';
 import { AlreadyExistsError, NotFoundError } from '../shared/errors.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */

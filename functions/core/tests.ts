@@ -1,7 +1,7 @@
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { GetCommand, PutCommand, UpdateCommand } from '../shared/dynamo-document.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { describeIssues, issuePath, RESERVED_KEY, reservedMemberPath, rowId } from '../shared/validation.js';
 import { checkScenarioRefs, type ScenarioRef } from './scenarios.js';

@@ -1,3 +1,4 @@
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { DETAIL_TYPES, GITHUB_EVENT_SOURCE } from '../manifest/events.js';
 import { keys } from '../manifest/tables.js';
@@ -6,7 +7,6 @@ import type { PrStatus } from '../ports/pr-status/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { DeleteCommand, PutCommand } from '../shared/dynamo-document.js';
 import { ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { appName, describeIssues, MAX_PR, repoFullName, rowId } from '../shared/validation.js';

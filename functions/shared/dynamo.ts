@@ -1,33 +1,36 @@
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
-import { AwsJsonClient, DYNAMODB, isAwsError } from './aws-json.js';
+import { isAwsError } from './aws-errors.js';
 import { config } from './config.js';
-import { DocumentClient } from './dynamo-document.js';
 
-let client: DocumentClient | undefined;
+let client: DynamoDBDocumentClient | undefined;
 
 /**
- * The DynamoDB document client of this container, created once: the document layer of
- * shared/dynamo-document.ts over the JSON-protocol client of shared/aws-json.ts. Local mode points it at
- * dynalite (`DYNAMODB_ENDPOINT`) with placeholder credentials; every query is the same code in both modes.
+ * The DynamoDB document client of this container, created once: `@aws-sdk/lib-dynamodb`'s
+ * `DynamoDBDocumentClient` over a `DynamoDBClient` of the configured region, with the SDK's own retry mode
+ * and endpoint handling (`AWS_ENDPOINT_URL_DYNAMODB`, which the cloud tier points at dynalite). Items go in
+ * and come out as plain JavaScript values; attributes whose value is `undefined` are left out
+ * (`removeUndefinedValues`), numbers come back as JavaScript numbers and sets as `Set`s (the SDK's
+ * defaults). Local mode points it at dynalite (`DYNAMODB_ENDPOINT`) with placeholder credentials; every
+ * query is the same code in both modes.
+ *
+ * The document client converts inputs and outputs, not errors: an error's `Item`
+ * (`ReturnValuesOnConditionCheckFailure`) or `CancellationReasons[].Item` stays in DynamoDB's attribute
+ * form (nothing reads them today; `unmarshall` from `@aws-sdk/util-dynamodb` where one would).
  */
-export function ddb(): DocumentClient {
+export function ddb(): DynamoDBDocumentClient {
   if (client) return client;
   const c = config();
-  const local = c.dynamodbEndpoint ? localDynamoClientConfig(c.dynamodbEndpoint) : undefined;
-  client = new DocumentClient(
-    new AwsJsonClient(DYNAMODB, {
+  client = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
       region: c.region,
-      ...(local
-        ? {
-            endpoint: local.endpoint,
-            credentials: async () => local.credentials,
-            ...(local.requestHandler ? { handler: local.requestHandler } : {}),
-          }
-        : {}),
+      ...(c.dynamodbEndpoint ? localDynamoClientConfig(c.dynamodbEndpoint) : {}),
     }),
+    { marshallOptions: { removeUndefinedValues: true } },
   );
   return client;
 }

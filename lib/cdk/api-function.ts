@@ -67,7 +67,7 @@ export const tableWriteActions = [
 ];
 /** `R` on the artifacts bucket; ListBucket makes a HeadObject of a missing key a 404 rather than a 403. */
 export const artifactReadActions = ['s3:GetObject'];
-/** What `RW` adds: single and multipart uploads (shared/s3-objects.ts), and aborting a failed one. */
+/** What `RW` adds: single and multipart uploads (lib-storage's `Upload`), and aborting a failed one. */
 export const artifactWriteActions = ['s3:PutObject', 's3:AbortMultipartUpload'];
 /** `imageBuilds`: start builds and read them, read the pushed images, read the build logs. */
 export const imageBuildActions = {
@@ -129,8 +129,11 @@ export interface BrowserResources {
 export const mediaPrefix = 'runs/';
 /** `media: 'R'`: presigned GETs are authorized by the signing role's s3:GetObject. */
 export const mediaReadActions = ['s3:GetObject'];
-/** `media: 'W'` (and what `RW` adds): each screenshot and the video is a single PutObject. */
-export const mediaWriteActions = ['s3:PutObject'];
+/**
+ * `media: 'W'` (and what `RW` adds): screenshots and videos through lib-storage's `Upload` (a PutObject, or
+ * a multipart upload for a video longer than 5 MiB), and aborting a failed multipart upload.
+ */
+export const mediaWriteActions = ['s3:PutObject', 's3:AbortMultipartUpload'];
 /** `publishes`: put events on the service's own bus (and nothing else: no rule or bus management). */
 export const publishActions = ['events:PutEvents'];
 
@@ -152,7 +155,7 @@ export const browserRequirements = {
 export const clusterGroup = 'preview-runtime';
 
 /**
- * The EKS cluster previews run on, and how their Ingresses look (functions/ports/runtime/eks.ts reads these
+ * The EKS cluster previews run on, and how their Ingresses look (functions/ports/runtime/eks/cluster.ts reads these
  * as EKS_* variables, validated by shared/config.ts).
  */
 export interface ClusterSettings {
@@ -373,8 +376,9 @@ export class ApiFunction extends NodejsFunction {
   /**
    * Test-run media and report links. `R`: s3:GetObject on `runs/*` of the media bucket (the presigned GET
    * URLs it mints are authorized by this role) and the link-signing secret (GetSecretValue,
-   * DescribeSecret), RUN_LINK_SECRET_ARN naming it; `W`: s3:PutObject there only (screenshots, videos;
-   * the run executor); `RW` both. MEDIA_BUCKET names the bucket. No ListBucket: nothing lists media.
+   * DescribeSecret), RUN_LINK_SECRET_ARN naming it; `W`: s3:PutObject and s3:AbortMultipartUpload there
+   * only (screenshots, videos; the run executor); `RW` both. MEDIA_BUCKET names the bucket. No
+   * ListBucket: nothing lists media.
    */
   bindMedia(media: MediaResources, mode: 'R' | 'W' | 'RW'): this {
     const objects = media.bucket.arnForObjects(`${mediaPrefix}*`);
@@ -453,7 +457,7 @@ export class ApiFunction extends NodejsFunction {
   /**
    * Image builds: start builds of the image-build project (StartBuild), read the images it pushed
    * (BatchGetImage on the image repository: which exist, their digests) and its log (GetLogEvents on its
-   * log group): the calls codebuild-images.ts and build-logs.ts make, nothing more (a build's outcome comes
+   * log group): the calls codebuild/images.ts and codebuild/build-logs.ts make, nothing more (a build's outcome comes
    * from its completion event). IMAGE_BUILD_PROJECT, IMAGE_REPOSITORY_URI and IMAGE_BUILD_LOG_GROUP
    * name them. The task token is never passed to a build: CodeBuild's events echo a build's environment.
    */
@@ -559,7 +563,7 @@ export class ApiFunction extends NodejsFunction {
 
   /**
    * The cluster's settings, as the EKS_* variables shared/config.ts validates (`Config.eks`; the adapter is
-   * built from them by `eksClusterOptions` of functions/ports/runtime/eks-core.ts). For the functions with
+   * built from them by `eksClusterOptions` of functions/ports/runtime/eks/core.ts). For the functions with
    * `runtime` access (the cluster steps and the rollout watcher) and the app-logs route (`logs`); the image
    * builds (BuildImages, the image-build event target) never build the cluster adapter and get none.
    * Grants nothing: see `bindClusterAccess`.

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import {
   environmentStatus,
   listEnvironments,
@@ -14,12 +15,11 @@ import {
 } from '../../functions/core/runs.js';
 import type { Application } from '../../functions/core/tenancy.js';
 import { runtime as cloudRuntime, secretStore } from '../../functions/ports/registry.js';
-import { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
+import { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import type { Runtime } from '../../functions/ports/runtime/port.js';
 import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
 import { config } from '../../functions/shared/config.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { ScanCommand } from '../../functions/shared/dynamo-document.js';
 import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
 import { defaultWorkDir } from './adapters.js';
 

@@ -1,7 +1,7 @@
 import { liveEnvironments, type Resumption, resumeEnvironment } from '../../functions/core/environments.js';
 import { recoverRuns } from '../../functions/core/runs.js';
 import { secretStore } from '../../functions/ports/registry.js';
-import type { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
+import type { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { log } from '../../functions/shared/log.js';
 

@@ -3,7 +3,7 @@
  * workers) exactly as CDK does (lib/cdk/bundling.ts: the same esbuild settings, aliases and external
  * modules), print each bundle's size, raw and gzipped, and the modules shipped beside bundles (shared
  * layers, copied modules); time how long each bundle takes to import in a fresh Node process; report the
- * issue-14 figures through `reportFigure`.
+ * budget figures (issue 22) through `reportFigure`.
  *
  * `-- --check` (`npm run check:bundles`, part of `npm test`): compare every bundle, layer and copied
  * module set with its entry in test/bench/bundles.budget.json and exit 1 when one is more than
@@ -54,8 +54,12 @@ const checkMode = args.includes('--check');
 const writeBudget = args.includes('--write-budget');
 const budgetPath = join(repoRoot, 'test/bench/bundles.budget.json');
 
-/** Every Lambda entry, with a readable name and its access (which decides its external modules). */
-type Access = { browser?: boolean };
+/**
+ * Every Lambda entry, with a readable name and its access (which decides its external modules, and whether
+ * it calls S3: media or staged source archives, whose budget is larger).
+ */
+type Access = { browser?: boolean; media?: string; artifacts?: string };
+const usesS3 = (access: Access) => access.media !== undefined || access.artifacts !== undefined;
 const entries = new Map<string, { name: string; access: Access }>();
 const add = (entry: string, name: string, access: object) => {
   if (!entries.has(entry)) entries.set(entry, { name, access: access as Access });
@@ -70,6 +74,17 @@ for (const [id, s] of Object.entries(schedules)) add(s.target.entry, `schedule $
 for (const [id, w] of Object.entries(workers)) add(w.entry, `worker ${id}`, w.access);
 
 const kb = (n: number) => `${(n / 1024).toFixed(0)} KB`;
+
+/**
+ * The budget with the AWS SDK v3 clients the design names in every bundle (issue 22): the median bundle,
+ * the largest of the functions that call only JSON-protocol services (DynamoDB, Step Functions, Secrets
+ * Manager, CloudWatch Logs, CodeBuild, ECR, EventBridge, Lambda), the largest of those that use S3, and the
+ * median import. The SDK is not traded for bytes: a figure over its target is reported, and the SDK stays.
+ */
+const MEDIAN_KB = 350;
+const JSON_ONLY_KB = 425;
+const S3_KB = 550;
+const IMPORT_MS = 60;
 const work = mkdtempSync(join(tmpdir(), 'bench-bundles-'));
 
 /** Total size of the files under a directory (what a zip of it holds, uncompressed). */
@@ -109,6 +124,8 @@ interface Row {
   beside: string[];
   /** The packages it leaves out (layers, copied): loaded lazily, so timed with the bundle, nothing hidden. */
   external: string[];
+  /** It calls S3 (the S3 client, lib-storage or the presigner): the larger budget. */
+  s3: boolean;
   importMs?: number;
   wallMs?: number;
 }
@@ -161,14 +178,15 @@ async function worker(): Promise<void> {
       dir,
       beside,
       external: externalModulesFor(entry, access),
+      s3: usesS3(access),
     });
   }
 }
 await Promise.all([worker(), worker(), worker()]);
 
 /**
- * The SDK reference (test/bench/fixtures/sdk-reference.ts: the SDK's DynamoDB document client alone), built the
- * same way: what every bundle carried before shared/aws-json.ts replaced the SDK clients, and its floor then.
+ * The SDK reference (test/bench/fixtures/sdk-reference.ts: the SDK's DynamoDB document client alone, as
+ * `ddb()` builds it), built the same way: the floor every bundle carries.
  */
 const sdkRefEntry = 'test/bench/fixtures/sdk-reference.ts';
 const sdkRefBuild = await bundle(sdkRefEntry, []);
@@ -198,7 +216,7 @@ function linkModules(row: Row): void {
  */
 function timeImport(file: string, also: readonly string[] = []): [number, number] {
   // On Node < 22.19 (this machine may have Node 20) @kubernetes/client-node's undici needs the stand-ins
-  // functions/ports/runtime/eks-client.ts `loadClient` installs before loading it; installed the same way
+  // functions/ports/runtime/eks/client.ts `loadClient` installs before loading it; installed the same way
   // here, before the clock starts (no-ops on Lambda's Node 22).
   const script =
     "import{createRequire}from'node:module';import zlib from'node:zlib';import wt from'node:worker_threads';" +
@@ -352,7 +370,7 @@ if (checkMode) {
   const importMedian = median(rows.map((r) => r.importMs!));
   const wallMedian = median(rows.map((r) => r.wallMs!));
   const ratio = wallMedian / baseline.wallMs;
-  const ratioLimit = (baseline.wallMs + 35) / baseline.wallMs;
+  const ratioLimit = (baseline.wallMs + IMPORT_MS) / baseline.wallMs;
   const besideRows = rows.filter((r) => r.beside.length > 0);
   console.log(
     `\nimport (fresh node, in-process): median ${importMedian.toFixed(1)} ms over ${rows.length} bundles; ` +
@@ -365,37 +383,45 @@ if (checkMode) {
       .map((r) => `${r.name} ${r.importMs!.toFixed(1)} ms (${r.beside.join(', ')})`)
       .join('; ')}`,
   );
+  const largestOf = (s3: boolean) => rows.filter((r) => r.s3 === s3).sort((a, b) => b.raw - a.raw)[0]!;
+  const apart = [
+    ...layers.map((l) => `layer ${l.id} ${kb(l.bytes)}`),
+    ...[...copiedSets].map(([k, s]) => `copied ${k} ${kb(s.bytes)}`),
+  ].join(', ');
   reportFigure({
     name: 'bundles / median minified size',
     measured: Math.round(medianBytes / 1024),
-    target: '≤ 250 KB (stretch 200 KB)',
-    ok: medianBytes <= 250 * 1024,
+    target: `≤ ${MEDIAN_KB} KB`,
+    ok: medianBytes <= MEDIAN_KB * 1024,
     unit: 'KB',
-    detail: `${rows.length} bundles; stretch ${medianBytes <= 200 * 1024 ? 'met' : 'not met'}; the SDK reference, a bundle of the SDK's DynamoDB document client alone: ${kb(sdkRef.raw)} (median ${(medianBytes / sdkRef.raw).toFixed(2)}× it)`,
+    detail: `${rows.length} bundles, each with the SDK v3 clients of the services it calls; the SDK reference, a bundle of the SDK's DynamoDB document client alone: ${kb(sdkRef.raw)} (median ${(medianBytes / sdkRef.raw).toFixed(2)}× it)`,
   });
-  reportFigure({
-    name: 'bundles / largest minified size',
-    measured: Math.round(largest.raw / 1024),
-    target: '≤ 350 KB',
-    ok: largest.raw <= 350 * 1024,
-    unit: 'KB',
-    detail: `${largest.name}; layers and copied modules apart: ${[
-      ...layers.map((l) => `layer ${l.id} ${kb(l.bytes)}`),
-      ...[...copiedSets].map(([k, s]) => `copied ${k} ${kb(s.bytes)}`),
-    ].join(', ')}`,
-  });
+  for (const [s3, limit, what] of [
+    [false, JSON_ONLY_KB, 'functions that call only JSON-protocol services'],
+    [true, S3_KB, 'functions that use S3'],
+  ] as const) {
+    const top = largestOf(s3);
+    reportFigure({
+      name: `bundles / largest minified size, ${what}`,
+      measured: Math.round(top.raw / 1024),
+      target: `≤ ${limit} KB`,
+      ok: top.raw <= limit * 1024,
+      unit: 'KB',
+      detail: `${top.name} (${rows.filter((r) => r.s3 === s3).length} bundles); layers and copied modules apart: ${apart}`,
+    });
+  }
   reportFigure({
     name: 'bundles / median import time',
     measured: Number(importMedian.toFixed(1)),
-    target: '≤ 35 ms',
-    ok: importMedian <= 35,
+    target: `≤ ${IMPORT_MS} ms`,
+    ok: importMedian <= IMPORT_MS,
     unit: 'ms',
     detail: `fresh node, await import() timed in-process, median of ${RUNS} runs each; functions with layers or copied modules timed importing those packages too; the SDK reference (its DynamoDB document client alone) ${sdkRef.importMs.toFixed(1)} ms (median ${(importMedian / sdkRef.importMs).toFixed(2)}× it)`,
   });
   reportFigure({
     name: 'bundles / median import process vs empty module',
     measured: Number(ratio.toFixed(2)),
-    target: `≤ ${ratioLimit.toFixed(2)}× (35 ms over the empty-module process)`,
+    target: `≤ ${ratioLimit.toFixed(2)}× (${IMPORT_MS} ms over the empty-module process)`,
     ok: ratio <= ratioLimit,
     unit: '×',
     detail: `${wallMedian.toFixed(0)} vs ${baseline.wallMs.toFixed(0)} ms (node start + import of the bundle vs of an empty ES module, same run)`,
@@ -405,7 +431,7 @@ if (checkMode) {
       name: `bundles / import with what is shipped beside: ${r.name}`,
       measured: Number(r.importMs!.toFixed(1)),
       target: '— (loaded on first use, not on import; the median is the target)',
-      ok: r.importMs! <= 35,
+      ok: r.importMs! <= IMPORT_MS,
       unit: 'ms',
       detail: `bundle ${kb(r.raw)} + ${r.beside.join(', ')}`,
       informational: true,

@@ -3,14 +3,15 @@
  * side by side in one run (issue 14, target 1). This machine is shared and noisy, so every figure is a
  * ratio against the bare server measured in the same run, in alternating rounds.
  *
- * Both servers live in this process and read the same dynalite through the same DynamoDB client
- * (functions/shared/dynamo.ts `ddb()`):
+ * Every server lives in this process and reads the same dynalite through the same DynamoDB client
+ * (functions/shared/dynamo.ts `ddb()`, the SDK's `DynamoDBDocumentClient`), so the SDK's cost is on both
+ * sides of every ratio:
  *  - bare: `node:http`, one `GetItem` of the environment item per request, the item as JSON;
  *  - status poll: GET /v1/preview/environments/{owner}/{repo}/{pr} (an environment of the org);
  *  - secrets listing: GET /v1/preview/secrets/{applicationId}/{app} (a bundle of 5 keys);
  *  - runs listing: GET /run (a page of 20 runs, the default);
  *  - bare page: `node:http`, the one Query GET /run makes for that page (21 entries of the org's page
- *    index), the items as JSON: the like-for-like baseline of GET /run, reported apart (informational).
+ *    index), the items as JSON: the like-for-like baseline of GET /run.
  * The load comes from autocannon in a child process (10 connections, BENCH_POLL_SECONDS each, default 5),
  * so it does not share this process's CPU. Each round measures bare, poll, bare, secrets, bare, bare page,
  * runs, bare, bare page: every route sits between two bare measurements, and its ratio in that round is its req/s over the
@@ -29,8 +30,9 @@
  * `BENCH_POLL_ONLY=<bare|bareQuery|poll|secrets|runs>` runs that one load for BENCH_POLL_SECONDS and exits
  * without figures: a profiler's view of one path.
  *
- * Targets: status poll ≥ 0.8×, secrets listing ≥ 0.6×, runs listing ≥ 0.6×. Exit 1 when one is missed
- * (the bare-page figure does not count).
+ * Targets (issue 22): status poll ≥ 0.75× and secrets listing ≥ 0.6× of the bare GetItem server, GET /run
+ * ≥ 0.8× of the bare page server (a page of 21 items is not held to one GetItem: GET /run against the
+ * bare GetItem server is printed for context, not counted). Exit 1 when one is missed.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
@@ -38,12 +40,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Environment } from '../../functions/core/environments.js';
 import type { RunItem } from '../../functions/core/runs.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { GetCommand, PutCommand, QueryCommand } from '../../functions/shared/dynamo-document.js';
 import { batchedSink, setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { bearer, call, client } from '../support/harness.js';
@@ -297,18 +299,19 @@ try {
     const cpu = (name: keyof typeof loads) => median(samples[name].map((s) => s.cpuUs));
     const failures = (name: keyof typeof loads): number =>
       samples[name].reduce((n, s) => n + s.non2xx + s.errors, 0) + (name === 'bare' ? 0 : failures('bare'));
-    const figures: [Route, string, number][] = [
-      ['poll', 'status poll / bare GetItem server', 0.8],
-      ['secrets', 'secrets listing / bare GetItem server', 0.6],
-      ['runs', 'GET /run / bare GetItem server', 0.6],
+    // [route, label, target, counted]: GET /run is held to the bare page server below, not to one GetItem.
+    const figures: [Route, string, number, boolean][] = [
+      ['poll', 'status poll / bare GetItem server', 0.75, true],
+      ['secrets', 'secrets listing / bare GetItem server', 0.6, true],
+      ['runs', 'GET /run / bare GetItem server (informational)', 0.6, false],
     ];
     let allOk = true;
-    for (const [name, label, target] of figures) {
+    for (const [name, label, target, counted] of figures) {
       const ratio = median(ratios[name].map((r) => r.rps));
       const cpuRatio = median(ratios[name].map((r) => r.cpu));
       const bad = failures(name);
       const ok = ratio >= target && bad === 0;
-      allOk &&= ok;
+      if (counted) allOk &&= ok;
       reportFigure({
         name: label,
         measured: Math.round(ratio * 100) / 100,
@@ -321,23 +324,25 @@ try {
           `CPU ${cpu(name).toFixed(0)} vs ${cpu('bare').toFixed(0)} µs/request (bare/route CPU, paired: ` +
           `${cpuRatio.toFixed(2)}×); ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections` +
           (bad ? `; ${bad} non-2xx or failed responses` : ''),
+        ...(counted ? {} : { informational: true as const }),
       });
     }
-    // Not a target of the issue: what GET /run costs over the Query it makes, the like-for-like comparison
-    // (the GetItem baseline reads one item; a page is 21). Held to the status poll's bound against its read.
+    // GET /run's target (issue 22): what it costs over the Query it makes, the like-for-like comparison
+    // (the GetItem baseline reads one item; a page is 21).
     const pageRatio = median(pageRatios.map((r) => r.rps));
+    const pageOk = pageRatio >= 0.8 && failures('runs') === 0;
+    allOk &&= pageOk;
     reportFigure({
-      name: 'GET /run / bare page Query server (informational)',
+      name: 'GET /run / bare page Query server',
       measured: Math.round(pageRatio * 100) / 100,
-      target: '≥ 0.8× (proposed: the status poll’s bound, against the read it makes)',
-      ok: pageRatio >= 0.8 && failures('runs') === 0,
+      target: '≥ 0.8×',
+      ok: pageOk,
       unit: '×',
       detail:
         `req/s ratio per round ${pageRatios.map((r) => r.rps.toFixed(2)).join(' ')}; ` +
         `medians ${rps('runs').toFixed(0)} vs ${rps('bareQuery').toFixed(0)} req/s (the bare page Query itself: ` +
         `${(rps('bareQuery') / rps('bare')).toFixed(2)}× the bare GetItem); CPU ${cpu('runs').toFixed(0)} vs ` +
         `${cpu('bareQuery').toFixed(0)} µs/request (paired: ${median(pageRatios.map((r) => r.cpu)).toFixed(2)}×)`,
-      informational: true,
     });
     process.exitCode = allOk ? 0 : 1;
   }

@@ -43,7 +43,7 @@ beforeAll(async () => {
   // Small pages, so the listing follows the Link header.
   github.deliveriesPageSize = 2;
   const { ddb, table } = await import('../../functions/shared/dynamo.js');
-  const { GetCommand } = await import('../../functions/shared/dynamo-document.js');
+  const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
   const { keys: tableKeys } = await import('../../functions/manifest/tables.js');
   claimOf = async (guid) =>
     (
@@ -69,7 +69,8 @@ describe('a delivery the bus refused, redelivered on request', () => {
 
   test('the bus refuses its events: 5xx, nothing published, the claim released', async () => {
     body = payload();
-    cloud.aws.failNext('EventBridge.PutEvents', 1);
+    // A 500 on every attempt the EventBridge client makes (the SDK's standard retry mode: 3).
+    cloud.aws.failNext('EventBridge.PutEvents', 3);
     failed = await deliver(cloud, HOOK_SECRET, 'pull_request', body);
     expect(failed.status).toBeGreaterThanOrEqual(500);
     expect(entries()).toEqual([]);

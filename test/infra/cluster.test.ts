@@ -5,7 +5,7 @@ import { type EventRuleId, eventRules } from '../../functions/manifest/events.js
 import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
 import { type WorkerId, workers } from '../../functions/manifest/workers.js';
 import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
-import { eksClusterOf, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks.js';
+import { eksClusterOf, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks/cluster.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { parseConfig } from '../../functions/shared/config.js';
 import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/api-function.js';

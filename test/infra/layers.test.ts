@@ -74,7 +74,7 @@ describe('the Kubernetes layer content', () => {
     const dir = join(scratch, 'nodejs', 'node_modules', '@kubernetes', 'client-node');
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
     // A function's `import('@kubernetes/client-node')` resolved from beside the layer's node_modules. On
-    // Node < 22.19 the stand-ins of functions/ports/runtime/eks-client.ts `loadClient` come first, as there.
+    // Node < 22.19 the stand-ins of functions/ports/runtime/eks/client.ts `loadClient` come first, as there.
     const script =
       "import zlib from 'node:zlib'; import wt from 'node:worker_threads';" +
       "if (typeof zlib.createZstdDecompress !== 'function') zlib.createZstdDecompress = () => { throw new Error('zstd'); };" +

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { PutCommand } from '../../functions/shared/dynamo-document.js';
 import { SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
@@ -428,7 +428,7 @@ describe('routing', () => {
 // Hardening (issue 8): each test reproduces the attack that found the hole.
 describe('a deploy needs the repository to belong to the caller', () => {
   const tableItems = async () => {
-    const { ScanCommand } = await import('../../functions/shared/dynamo-document.js');
+    const { ScanCommand } = await import('@aws-sdk/lib-dynamodb');
     const { Items } = await ddb().send(new ScanCommand({ TableName: table('environments') }));
     return (Items ?? []).map((i) => `${i.orgId}/${i.envKey}@${i.generation}`).sort();
   };

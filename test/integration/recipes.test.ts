@@ -1,6 +1,6 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { GetCommand } from '../../functions/shared/dynamo-document.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 let h: Harness;

@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { recoverRuns } from '../../functions/core/runs.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { UpdateCommand } from '../../functions/shared/dynamo-document.js';
 import { call, client } from '../support/harness.js';
 import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../support/runs-app.js';
 

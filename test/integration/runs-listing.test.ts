@@ -9,6 +9,7 @@ import {
   PutItemCommand,
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import fc from 'fast-check';
 import {
@@ -22,7 +23,6 @@ import {
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { keys, tables } from '../../functions/manifest/tables.js';
 import { ddb, localDynamoClientConfig, table } from '../../functions/shared/dynamo.js';
-import { BatchWriteCommand } from '../../functions/shared/dynamo-document.js';
 import { ensureTables, localTableName, startDynalite } from '../../lib/local/dynalite.js';
 import { call, client, type Harness, startHarness } from '../support/harness.js';
 

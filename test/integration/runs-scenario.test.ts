@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { testRunShortId } from '../../functions/core/recipes.js';
 import { recoverRuns } from '../../functions/core/runs.js';
@@ -8,7 +9,6 @@ import { importTests } from '../../functions/core/tests.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { GetCommand, UpdateCommand } from '../../functions/shared/dynamo-document.js';
 import { type FactoryWorld, startFactoryWorld } from '../support/factory-app.js';
 import { call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';

@@ -1,10 +1,10 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import type { RunStatus } from '../../functions/core/runs.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { GetCommand, UpdateCommand } from '../../functions/shared/dynamo-document.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import { closeSnapshots, scanTable } from '../fuzz/support.js';
 import { bearer, call, client, type Harness, startHarness } from '../support/harness.js';

@@ -1,13 +1,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { STRANDED_DEPLOY_MS, STRANDED_TEARDOWN_MS } from '../../functions/core/expiry.js';
 import { createApplication, getApplication, updateApplication } from '../../functions/core/tenancy.js';
 import { DETAIL_TYPES, REDEPLOY_EVENT_SOURCE } from '../../functions/manifest/events.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { UpdateCommand } from '../../functions/shared/dynamo-document.js';
 import { queueLocalEvents } from '../../lib/local/bus.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';

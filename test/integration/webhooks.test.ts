@@ -1,13 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { findEnvironment } from '../../functions/core/environments.js';
 import { reportStatus } from '../../functions/core/pr-status.js';
 import { createApplication, updateApplication } from '../../functions/core/tenancy.js';
 import { prStatus } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { PutCommand } from '../../functions/shared/dynamo-document.js';
 import { webhookStartupLines } from '../../lib/local/server.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';

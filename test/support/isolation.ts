@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from '@jest/globals';
 import { createApplication, createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
-import { bubblewrapUsable } from '../../functions/ports/runtime/local-sandbox.js';
+import { bubblewrapUsable } from '../../functions/ports/runtime/local/sandbox.js';
 import type { LocalService } from '../../lib/local/server.js';
 import { hit, pollUntil, SERVER_JS, settled } from './apps.js';
 import { commitFiles, makeRepo } from './git.js';

@@ -1,8 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
 
 /**
- * SigV4 by hand, as AWS documents it, for tests that check what our signed requests carry (the S3 objects,
- * the presigned media URLs, the Lambda invoke) without trusting the signer that made them.
+ * SigV4 by hand, as AWS documents it, for tests that check what a signer made (the presigned media URLs of
+ * the S3 presigner) without trusting the signer that made them.
  */
 
 /** SigV4's UriEncode (RFC 3986): `encodeURIComponent` plus `!'()*`. */

@@ -28,7 +28,8 @@ function floorOf(file: string): { floor: number; name: string } | undefined {
 }
 
 const isTestCode = (file: string) => /\.(test|contract)\.ts$/.test(file) || file.startsWith('test/');
-const isLocalAdapter = (file: string) => /^functions\/ports\/[^/]+\/local-[^/]+\.ts$/.test(file);
+/** A local adapter: `ports/<port>/local-<x>.ts`, or anything under an adapter family's `local/` folder. */
+const isLocalAdapter = (file: string) => /^functions\/ports\/[^/]+\/(local-[^/]+|local\/.+)\.ts$/.test(file);
 const isPortContract = (file: string) => /^functions\/ports\/[^/]+\/port\.ts$/.test(file);
 
 function sourceFiles(dir: string): string[] {

@@ -9,9 +9,9 @@ import {
   runtime,
   teardownRuntime,
 } from '../../functions/ports/registry.js';
-import { BuildLogs } from '../../functions/ports/runtime/build-logs.js';
 import { CloudRuntime } from '../../functions/ports/runtime/cloud.js';
-import { CodeBuildImages } from '../../functions/ports/runtime/codebuild-images.js';
+import { BuildLogs } from '../../functions/ports/runtime/codebuild/build-logs.js';
+import { CodeBuildImages } from '../../functions/ports/runtime/codebuild/images.js';
 
 // AWS mode: the runtime is images on CodeBuild plus a cluster; until the cluster adapter exists, a deploy
 // fails saying so (a clear error, never a 500) and a teardown has nothing to remove.

@@ -1,10 +1,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  EventBridgeClient,
+  InternalException,
+  PutEventsCommand,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-eventbridge';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
+import { ServiceUnavailableError } from '../../shared/errors.js';
 import { setLogSink } from '../../shared/log.js';
 import { TransientError } from '../../shared/step-errors.js';
 import { EventBridgeBus } from './eventbridge.js';
@@ -13,8 +19,8 @@ import type { BusEvent, DeliveredEvent, EventBus } from './port.js';
 
 /*
  * The EventBus contract, run against both adapters: the local in-process bus (for real: rules, target
- * modules, retries, the dead-letter file) and EventBridge at its wire boundary (the AWS fake's PutEvents,
- * and a server answering what EventBridge answers on failure).
+ * modules, retries, the dead-letter file) and EventBridge through a real EventBridgeClient against the
+ * AWS fake's PutEvents; what EventBridge answers on failure, at the SDK boundary (aws-sdk-client-mock).
  */
 
 const REPO_ROOT = new URL('../../..', import.meta.url).pathname;
@@ -83,13 +89,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const credentials = async () => ({ accessKeyId: 'AKIAFAKE', secretAccessKey: 'secret' });
+const credentials = { accessKeyId: 'AKIAFAKE', secretAccessKey: 'secret' };
+/** A client as a Lambda's, pointed at the fake. */
+const fakeClient = () => new EventBridgeClient({ region: 'eu-west-1', credentials, endpoint: aws.url });
 const adapters: [string, () => EventBus][] = [
   ['LocalBus', () => local],
-  [
-    'EventBridgeBus',
-    () => new EventBridgeBus({ busName: 'preview-bus', region: 'eu-west-1', credentials, endpoint: aws.url }),
-  ],
+  ['EventBridgeBus', () => new EventBridgeBus(fakeClient(), 'preview-bus')],
 ];
 
 describe.each(adapters)('%s', (_name, make) => {
@@ -188,12 +193,7 @@ describe('LocalBus', () => {
 describe('EventBridgeBus', () => {
   test('PutEvents on the named bus: source, detail type, the detail as JSON', async () => {
     aws.events.length = 0;
-    const bus = new EventBridgeBus({
-      busName: 'preview-bus',
-      region: 'eu-west-1',
-      credentials,
-      endpoint: aws.url,
-    });
+    const bus = new EventBridgeBus(fakeClient(), 'preview-bus');
     await bus.put([{ ...event(5), time: '2030-01-01T00:00:00Z' }]);
     expect(aws.events).toEqual([
       {
@@ -207,60 +207,63 @@ describe('EventBridgeBus', () => {
     expect(aws.calls).toContain('EventBridge.PutEvents');
   });
 
-  describe('against answers EventBridge gives', () => {
-    let server: Server;
-    let url = '';
-    let answer: { status: number; body: unknown } = { status: 200, body: {} };
-    const seen: IncomingMessage['headers'][] = [];
-    beforeAll(async () => {
-      server = createServer((req, res) => {
-        seen.push(req.headers);
-        req.resume();
-        req.on('end', () => {
-          res.writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.1' });
-          res.end(JSON.stringify(answer.body));
-        });
-      });
-      await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
-      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  describe('against answers EventBridge gives (at the SDK boundary)', () => {
+    const client = new EventBridgeClient({ region: 'eu-west-1', credentials });
+    const mock = mockClient(client);
+    afterEach(() => {
+      mock.reset();
     });
-    afterAll(() => new Promise<void>((done) => server.close(() => done())));
-    const bus = () => new EventBridgeBus({ busName: 'b', region: 'eu-west-1', credentials, endpoint: url });
+    const bus = () => new EventBridgeBus(client, 'b');
+    const meta = (httpStatusCode: number) => ({ $metadata: { httpStatusCode } });
 
-    test('the request is SigV4-signed for events, with the JSON 1.1 target', async () => {
-      answer = { status: 200, body: { FailedEntryCount: 0, Entries: [{ EventId: 'e1' }] } };
-      await expect(bus().put([event(1)])).resolves.toEqual({ eventIds: ['e1'] });
-      const h = seen.at(-1)!;
-      expect(h['x-amz-target']).toBe('AWSEvents.PutEvents');
-      expect(h['content-type']).toBe('application/x-amz-json-1.1');
-      expect(h.authorization).toMatch(
-        /^AWS4-HMAC-SHA256 Credential=AKIAFAKE\/\d{8}\/eu-west-1\/events\/aws4_request, SignedHeaders=[^,]*host[^,]*x-amz-target/,
-      );
+    test('batches of 10: one PutEvents per batch, the ids in order', async () => {
+      let n = 0;
+      mock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({
+        FailedEntryCount: 0,
+        Entries: input.Entries.map(() => ({ EventId: `e${++n}` })),
+      }));
+      const { eventIds } = await bus().put(Array.from({ length: 12 }, (_, i) => event(i)));
+      expect(eventIds).toEqual(Array.from({ length: 12 }, (_, i) => `e${i + 1}`));
+      const calls = mock.commandCalls(PutEventsCommand).map((c) => c.args[0].input.Entries!);
+      expect(calls.map((entries) => entries.length)).toEqual([10, 2]);
+      expect(calls[1]![1]).toEqual({
+        EventBusName: 'b',
+        Source: 'preview.test',
+        DetailType: 'Thing Happened',
+        Detail: JSON.stringify({ n: 11, nested: { ok: true } }),
+      });
     });
 
     test('a partial failure is a TransientError naming the codes', async () => {
-      answer = {
-        status: 200,
-        body: {
-          FailedEntryCount: 1,
-          Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }],
-        },
-      };
+      mock.on(PutEventsCommand).resolves({
+        FailedEntryCount: 1,
+        Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }],
+      });
       await expect(bus().put([event(1)])).rejects.toThrow(
         new TransientError('EventBridge refused 1 of 1 events (ThrottlingException)'),
       );
     });
 
-    test('a 5xx is transient; a missing bus or permission is not', async () => {
-      answer = { status: 500, body: { __type: 'InternalException' } };
-      await expect(bus().put([event(1)])).rejects.toBeInstanceOf(TransientError);
-      answer = {
-        status: 400,
-        body: { __type: 'ResourceNotFoundException', message: 'Event bus b does not exist.' },
+    test('a 5xx or throttling (after the SDK’s retries) is transient; a missing bus or permission is not', async () => {
+      const answer = async (err: Error) => {
+        mock.reset();
+        mock.on(PutEventsCommand).rejects(err);
+        return bus()
+          .put([event(1)])
+          .catch((e: Error) => e);
       };
-      const err = await bus()
-        .put([event(1)])
-        .catch((e: Error) => e);
+      expect(await answer(new InternalException({ message: 'oops', ...meta(500) }))).toBeInstanceOf(
+        TransientError,
+      );
+      const throttled = Object.assign(new Error('Rate exceeded'), {
+        name: 'ThrottlingException',
+        ...meta(400),
+      });
+      expect(await answer(throttled)).toBeInstanceOf(TransientError);
+      const err = await answer(
+        new ResourceNotFoundException({ message: 'Event bus b does not exist.', ...meta(400) }),
+      );
+      expect(err).toBeInstanceOf(ServiceUnavailableError);
       expect(err).not.toBeInstanceOf(TransientError);
       expect((err as Error).message).toBe(
         'EventBridge PutEvents to b answered 400 ResourceNotFoundException',

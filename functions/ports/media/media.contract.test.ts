@@ -1,23 +1,29 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { SignatureV4 } from '@smithy/signature-v4';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { canonicalQuery, sigv4Signature } from '../../../test/support/sigv4.js';
-import { parseEndpoint, S3Objects, type S3Target, s3TargetFromEnv } from '../../shared/s3-objects.js';
-import { NodeSha256 } from '../../shared/sha256.js';
 import { LocalMediaStore } from './local-files.js';
 import { MEDIA_URL_TTL_SECONDS, type MediaStore } from './port.js';
-import { S3MediaReader, S3MediaWriter } from './s3.js';
+import { S3MediaReader } from './s3.js';
+import { S3MediaWriter } from './s3-writer.js';
 
 /*
  * The MediaStore contract, run against every adapter: local files (for real, in a temp dir), and S3 (the
- * reader and the writer together) pointed at the loopback AWS fake. Clocks are injected: links are
- * checked at chosen times. The S3 reader's presigned URLs are held to the ones the previous adapter
- * minted from an SDK S3Client's configuration (`legacyPresign`, kept below verbatim), and their SigV4
- * signature is recomputed by hand.
+ * reader and the writer together, through a real S3Client) pointed at the loopback AWS fake. Clocks are
+ * injected: links are checked at chosen times. The S3 reader's presigned URLs (the SDK's presigner) have
+ * their SigV4 signature recomputed by hand, and the writer's uploads are checked at the SDK boundary
+ * (aws-sdk-client-mock) as well as against the fake.
  */
 
 const dir = mkdtempSync(join(tmpdir(), 'media-'));
@@ -80,21 +86,25 @@ function mediaContract(name: string, make: (now: () => number) => MediaStore) {
 mediaContract('LocalMediaStore', (now) => new LocalMediaStore(dir, { now }));
 
 const CREDENTIALS = { accessKeyId: 'AKIDFAKE', secretAccessKey: 'fake-secret' };
-const fakeTarget = (): S3Target => ({
-  region: 'eu-west-1',
-  endpoint: parseEndpoint(aws.url),
-  credentials: async () => CREDENTIALS,
-});
+/** An S3 client as a Lambda's (region, credentials), pointed at `endpoint` (default: the fake). */
+const client = (
+  opts: { endpoint?: string | null; credentials?: typeof CREDENTIALS & { sessionToken?: string } } = {},
+) =>
+  new S3Client({
+    region: 'eu-west-1',
+    credentials: opts.credentials ?? CREDENTIALS,
+    ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint ?? aws.url }),
+  });
 
 /** Both S3 halves over one bucket, as one MediaStore (in AWS they are separate adapters). */
 function s3Media(
   bucket: string,
   loadLinkKey: () => Promise<Buffer>,
   now: () => number = Date.now,
-  target: S3Target = fakeTarget(),
+  s3: S3Client = client(),
 ): MediaStore & { reader: S3MediaReader } {
-  const reader = new S3MediaReader(target, bucket, loadLinkKey, { now });
-  const writer = new S3MediaWriter(new S3Objects(target, bucket));
+  const reader = new S3MediaReader(s3, bucket, loadLinkKey, { now });
+  const writer = new S3MediaWriter(s3, bucket);
   return {
     reader,
     put: (key, body, type) => writer.put(key, body, type),
@@ -107,52 +117,11 @@ mediaContract('S3 media (reader and writer)', (now) =>
   s3Media('preview-media', async () => Buffer.from('k'.repeat(64)), now),
 );
 
-/**
- * The presigned URL of the previous S3 adapter (S3MediaStore.url, which took an SDK S3Client for its
- * region, credentials and endpoint), kept verbatim as the reference the reader must reproduce.
- */
-async function legacyPresign(client: S3Client, bucket: string, key: string, nowMs: number): Promise<string> {
-  const encodeKey = (k: string): string => k.split('/').map(encodeURIComponent).join('/');
-  const config = client.config;
-  const region = await config.region();
-  const custom = config.endpoint ? await config.endpoint() : undefined;
-  const protocol = custom?.protocol ?? 'https:';
-  const hostname = custom?.hostname ?? `${bucket}.s3.${region}.amazonaws.com`;
-  const port = custom?.port;
-  const path = custom
-    ? `${(custom.path ?? '').replace(/\/+$/, '')}/${bucket}/${encodeKey(key)}`
-    : `/${encodeKey(key)}`;
-  const host = port ? `${hostname}:${port}` : hostname;
-  const signer = new SignatureV4({
-    credentials: config.credentials,
-    region,
-    service: 's3',
-    sha256: NodeSha256,
-    uriEscapePath: false,
-    applyChecksum: false,
-  });
-  const signed = await signer.presign(
-    {
-      method: 'GET',
-      protocol,
-      hostname,
-      port,
-      path,
-      query: {},
-      headers: { host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
-    },
-    { expiresIn: MEDIA_URL_TTL_SECONDS, signingDate: new Date(nowMs) },
-  );
-  const query = new URLSearchParams();
-  for (const [k, v] of Object.entries(signed.query ?? {}))
-    for (const value of Array.isArray(v) ? v : [v]) if (value != null) query.append(k, value);
-  return `${protocol}//${host}${path}?${query.toString()}`;
-}
-
 /** The signature a presigned GET URL must carry (SigV4 by hand, test/support/sigv4.ts). */
 function expectedSignature(url: URL, secretAccessKey: string, region: string): string {
   const canonicalRequest = [
     'GET',
+    // S3 signs the path as sent (no second encoding, unlike the other services).
     url.pathname,
     canonicalQuery(url.searchParams, ['X-Amz-Signature']),
     `host:${url.host}`,
@@ -164,81 +133,110 @@ function expectedSignature(url: URL, secretAccessKey: string, region: string): s
   return sigv4Signature({ canonicalRequest, amzDate, region, service: 's3', secretAccessKey }).signature;
 }
 
-describe('S3MediaReader presigns exactly the URLs the previous adapter did', () => {
+describe('S3MediaReader presigns GET URLs valid for an hour from its clock', () => {
   const keys = ['runs/o/r/step-001-a.png', 'runs/org 1/r/vidéo (1).mp4', 'runs/o/r/a+b=c&d~e!.webm'];
   const cases: {
     name: string;
     endpoint?: string;
     credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+    origin: string;
+    prefix: string;
   }[] = [
-    { name: 'AWS, virtual-hosted', credentials: CREDENTIALS },
+    {
+      name: 'AWS, virtual-hosted',
+      credentials: CREDENTIALS,
+      origin: 'https://my-media.s3.eu-west-1.amazonaws.com',
+      prefix: '/',
+    },
     {
       name: 'AWS, virtual-hosted, with a session token',
       credentials: { ...CREDENTIALS, sessionToken: 'IQoJb3JpZ2luX2VjE/token+with=chars' },
+      origin: 'https://my-media.s3.eu-west-1.amazonaws.com',
+      prefix: '/',
     },
-    { name: 'a custom endpoint, path-style', endpoint: 'http://127.0.0.1:4566', credentials: CREDENTIALS },
     {
-      name: 'a custom endpoint with a path and https',
-      endpoint: 'https://s3.example.test:8443/store/',
+      // An IP endpoint (the cloud tier's fake, an S3-compatible store on an address) is path-style.
+      name: 'a custom endpoint on an IP address, path-style',
+      endpoint: 'http://127.0.0.1:4566',
       credentials: CREDENTIALS,
+      origin: 'http://127.0.0.1:4566',
+      prefix: '/my-media/',
     },
   ];
   for (const c of cases) {
     test(c.name, async () => {
       const region = 'eu-west-1';
-      const client = new S3Client({
-        region,
-        credentials: c.credentials,
-        ...(c.endpoint ? { endpoint: c.endpoint } : {}),
-      });
       const reader = new S3MediaReader(
-        {
-          region,
-          credentials: async () => c.credentials,
-          ...(c.endpoint ? { endpoint: parseEndpoint(c.endpoint) } : {}),
-        },
+        client({ endpoint: c.endpoint ?? null, credentials: c.credentials }),
         'my-media',
         async () => Buffer.from('k'),
         { now: () => T0 + 1234 },
       );
       for (const key of keys) {
-        const url = await reader.url(key, 'ignored');
-        expect(url).toBe(await legacyPresign(client, 'my-media', key, T0 + 1234));
-        const parsed = new URL(url);
-        expect(parsed.searchParams.get('X-Amz-Signature')).toBe(
-          expectedSignature(parsed, c.credentials.secretAccessKey, region),
+        const url = new URL(await reader.url(key, 'ignored'));
+        expect(url.origin).toBe(c.origin);
+        expect(decodeURIComponent(url.pathname)).toBe(c.prefix + key);
+        expect(url.searchParams.get('X-Amz-Date')).toBe('20260101T000001Z');
+        expect(url.searchParams.get('X-Amz-Expires')).toBe(String(MEDIA_URL_TTL_SECONDS));
+        expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('host');
+        expect(url.searchParams.get('X-Amz-Credential')).toBe(
+          `${c.credentials.accessKeyId}/20260101/${region}/s3/aws4_request`,
         );
-        expect(parsed.searchParams.get('X-Amz-Security-Token')).toBe(c.credentials.sessionToken ?? null);
+        expect(url.searchParams.get('X-Amz-Security-Token')).toBe(c.credentials.sessionToken ?? null);
+        expect(url.searchParams.get('X-Amz-Signature')).toBe(
+          expectedSignature(url, c.credentials.secretAccessKey, region),
+        );
       }
     });
   }
+});
 
-  test('the endpoint comes from AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, unless ignored; none: AWS', () => {
-    const endpoint = (env: NodeJS.ProcessEnv) => s3TargetFromEnv('eu-west-1', env).endpoint;
-    expect(endpoint({})).toBeUndefined();
-    expect(endpoint({ AWS_ENDPOINT_URL: 'http://127.0.0.1:1' })).toEqual({
-      protocol: 'http:',
-      hostname: '127.0.0.1',
-      port: 1,
-      path: '/',
+describe('S3MediaWriter at the SDK boundary', () => {
+  const s3 = new S3Client({ region: 'eu-west-1', credentials: CREDENTIALS });
+  const mock = mockClient(s3);
+  afterEach(() => {
+    mock.reset();
+  });
+
+  test('a screenshot is one PutObject of its bytes, with its content type', async () => {
+    mock.on(PutObjectCommand).resolves({ ETag: '"e"' });
+    await new S3MediaWriter(s3, 'preview-media').put('runs/o/r/step-001-a.png', PNG, 'image/png');
+    const calls = mock.commandCalls(PutObjectCommand);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.args[0].input).toMatchObject({
+      Bucket: 'preview-media',
+      Key: 'runs/o/r/step-001-a.png',
+      ContentType: 'image/png',
     });
-    expect(
-      endpoint({ AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_ENDPOINT_URL_S3: 'https://s3.test/x' }),
-    ).toEqual({
-      protocol: 'https:',
-      hostname: 's3.test',
-      path: '/x',
+    expect(Buffer.from(calls[0]!.args[0].input.Body as Uint8Array)).toEqual(PNG);
+    expect(mock.commandCalls(CreateMultipartUploadCommand)).toHaveLength(0);
+  });
+
+  test('a refused PutObject is the caller’s error', async () => {
+    mock.on(PutObjectCommand).rejects(Object.assign(new Error('Access Denied'), { name: 'AccessDenied' }));
+    await expect(
+      new S3MediaWriter(s3, 'preview-media').put('runs/o/r/a.png', PNG, 'image/png'),
+    ).rejects.toMatchObject({ name: 'AccessDenied' });
+  });
+
+  test('a video longer than a part goes up in 5 MiB parts; a failed part aborts the upload', async () => {
+    mock.on(CreateMultipartUploadCommand).resolves({ UploadId: 'u1' });
+    mock.on(UploadPartCommand).resolves({ ETag: '"p"' });
+    mock.on(UploadPartCommand, { PartNumber: 2 }).rejects(new Error('connection reset'));
+    mock.on(AbortMultipartUploadCommand).resolves({});
+    const video = Buffer.alloc(11 * 1024 * 1024, 7);
+    await expect(
+      new S3MediaWriter(s3, 'preview-media').put('runs/o/r/video.webm', video, 'video/webm'),
+    ).rejects.toThrow('connection reset');
+    expect(mock.commandCalls(CreateMultipartUploadCommand)[0]!.args[0].input).toMatchObject({
+      Bucket: 'preview-media',
+      Key: 'runs/o/r/video.webm',
+      ContentType: 'video/webm',
     });
-    expect(
-      endpoint({ AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1', AWS_IGNORE_CONFIGURED_ENDPOINT_URLS: 'true' }),
-    ).toBeUndefined();
-    // What the SDK's own parsing gives the previous adapter for the same URL.
-    expect(parseEndpoint('http://127.0.0.1:9/x/')).toEqual({
-      protocol: 'http:',
-      hostname: '127.0.0.1',
-      port: 9,
-      path: '/x/',
-    });
+    expect(mock.commandCalls(AbortMultipartUploadCommand).map((c) => c.args[0].input)).toEqual([
+      { Bucket: 'preview-media', Key: 'runs/o/r/video.webm', UploadId: 'u1' },
+    ]);
+    expect(mock.commandCalls(CompleteMultipartUploadCommand)).toHaveLength(0);
   });
 });
 
@@ -293,20 +291,36 @@ describe('specifics', () => {
     expect(Buffer.from(await res.arrayBuffer())).toEqual(PNG);
   });
 
+  test('S3 media: a video longer than a part is reassembled byte for byte, and its URL opens it', async () => {
+    const store = s3Media('preview-media', async () => Buffer.from('k'));
+    const video = Buffer.alloc(6 * 1024 * 1024 + 99);
+    for (let i = 0; i < video.length; i++) video[i] = (i * 31) % 256;
+    const before = aws.calls.length;
+    await store.put('runs/o/r/video.webm', video, 'video/webm');
+    // Create, two parts (5 MiB and the rest), complete.
+    expect(aws.calls.slice(before)).toEqual([
+      'S3.POST /preview-media/runs/o/r/video.webm',
+      'S3.PUT /preview-media/runs/o/r/video.webm',
+      'S3.PUT /preview-media/runs/o/r/video.webm',
+      'S3.POST /preview-media/runs/o/r/video.webm',
+    ]);
+    expect(aws.uploads.size).toBe(0);
+    const res = await fetch(await store.url('runs/o/r/video.webm', 'ignored'));
+    expect(res.headers.get('content-type')).toBe('video/webm');
+    expect(Buffer.from(await res.arrayBuffer()).equals(video)).toBe(true);
+  });
+
   test('S3MediaReader: without an endpoint, a virtual-hosted URL of the bucket', async () => {
-    const store = new S3MediaReader(
-      { region: 'eu-west-1', credentials: async () => ({ accessKeyId: 'A', secretAccessKey: 'B' }) },
-      'my-media',
-      async () => Buffer.from('k'),
-      { now: () => T0 },
-    );
+    const store = new S3MediaReader(client({ endpoint: null }), 'my-media', async () => Buffer.from('k'), {
+      now: () => T0,
+    });
     const url = new URL(await store.url('runs/o/r/video.mp4', 'ignored'));
     expect(url.origin + url.pathname).toBe('https://my-media.s3.eu-west-1.amazonaws.com/runs/o/r/video.mp4');
   });
 
   test('S3MediaReader loads its link key once, and again after a failure', async () => {
     let loads = 0;
-    const store = new S3MediaReader(fakeTarget(), 'b', async () => {
+    const store = new S3MediaReader(client(), 'b', async () => {
       loads++;
       if (loads === 1) throw new Error('throttled');
       return Buffer.from('key');

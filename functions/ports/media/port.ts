@@ -1,8 +1,8 @@
 /**
  * The MediaStore port: screenshots and videos of test runs, and the signed links that open a run's report
- * without credentials. Adapters: `s3.ts` (a private S3 bucket, presigned GET URLs; a reader and a writer),
- * `local-files.ts` (files under the data dir, served by the local server at HMAC-signed URLs; both
- * halves). Only keys are stored with a run; URLs are minted when a run is read, so each is valid for
+ * without credentials. Adapters: `s3.ts` and `s3-writer.ts` (a private S3 bucket, presigned GET URLs; the
+ * reader and the writer), `local-files.ts` (files under the data dir, served by the local server at
+ * HMAC-signed URLs; both halves). Only keys are stored with a run; URLs are minted when a run is read, so each is valid for
  * `MEDIA_URL_TTL_SECONDS` from then.
  */
 
@@ -16,7 +16,7 @@ export type LinkCheck = 'ok' | 'forbidden' | 'expired';
 
 /**
  * Reading media: URLs of stored objects and the signed links of run reports. What the read-side routes
- * (runs get/list/report/start) need; in AWS no S3 client, only the region, credentials and endpoint.
+ * (runs get/list/report/start) need; in AWS the S3 client's presigner (nothing that uploads).
  */
 export interface MediaReader {
   /**
@@ -41,6 +41,6 @@ export interface MediaWriter {
 
 /**
  * The whole port, as one adapter serves it locally (`local-files.ts`). In AWS the two halves are
- * separate adapters (`s3.ts`), so that a function carries only the half it uses.
+ * separate adapters (`s3.ts`, `s3-writer.ts`), so that a function carries only the half it uses.
  */
 export interface MediaStore extends MediaReader, MediaWriter {}

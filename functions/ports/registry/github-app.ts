@@ -1,10 +1,9 @@
-import { SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { GitHubAppCredentials } from '../source-host/github-app.js';
 import { once } from './adapters.js';
-import { awsClient } from './aws-clients.js';
+import { secretsManagerClient } from './aws-clients.js';
 
 /** The GitHub App's credentials (its secret), once per container, for the ports that act as the App. */
 export const githubAppCredentials = /* @__PURE__ */ once(
-  () => new GitHubAppCredentials(awsClient(SECRETS_MANAGER), config().github.appSecretArn),
+  () => new GitHubAppCredentials(secretsManagerClient(), config().github.appSecretArn),
 );

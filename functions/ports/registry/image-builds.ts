@@ -1,11 +1,10 @@
-import { CLOUDWATCH_LOGS, CODEBUILD, ECR } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { ConfigError } from '../../shared/errors.js';
-import { BuildLogs } from '../runtime/build-logs.js';
-import { CodeBuildImages, type CodeBuildImagesOptions } from '../runtime/codebuild-images.js';
+import { BuildLogs } from '../runtime/codebuild/build-logs.js';
+import { CodeBuildImages, type CodeBuildImagesOptions } from '../runtime/codebuild/images.js';
 import type { Runtime } from '../runtime/port.js';
 import { adapter, once, required } from './adapters.js';
-import { awsClient } from './aws-clients.js';
+import { cloudWatchLogsClient, codeBuildClient, ecrClient } from './aws-clients.js';
 import { workflows } from './workflows.js';
 
 /** CodeBuild images with the settings of the stack and the clients given (see the getters below). */
@@ -21,9 +20,6 @@ function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'log
     complete: (token, outcome) => workflows().completeTask(token, outcome),
   });
 }
-const codebuildClient = () => awsClient(CODEBUILD);
-const ecrClient = () => awsClient(ECR);
-const logsClient = () => awsClient(CLOUDWATCH_LOGS);
 
 /**
  * The image half of the cloud runtime (CodeBuild, ECR, the build log), once per container: what the whole
@@ -31,11 +27,11 @@ const logsClient = () => awsClient(CLOUDWATCH_LOGS);
  * calls use: `buildRuntime` (CodeBuild and ECR), `imageBuilds` (ECR and CloudWatch Logs), `buildLogs`.
  */
 export const codeBuildImages = /* @__PURE__ */ once(() =>
-  images({ codebuild: codebuildClient(), ecr: ecrClient(), logs: logsClient() }),
+  images({ codebuild: codeBuildClient(), ecr: ecrClient(), logs: cloudWatchLogsClient() }),
 );
 
 /** The image builds' logs alone (CloudWatch Logs), for the app-logs route (registry/runtime.ts `logsRuntime`). */
-export const buildLogs = /* @__PURE__ */ once(() => new BuildLogs(logsClient()));
+export const buildLogs = /* @__PURE__ */ once(() => new BuildLogs(cloudWatchLogsClient()));
 
 /**
  * The runtime as the BuildImages step uses it: `build` only. AWS: CodeBuild images with the CodeBuild and
@@ -43,7 +39,7 @@ export const buildLogs = /* @__PURE__ */ once(() => new BuildLogs(logsClient()))
  * runtime.
  */
 export const buildRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'build'>>('runtime', () =>
-  images({ codebuild: codebuildClient(), ecr: ecrClient() }),
+  images({ codebuild: codeBuildClient(), ecr: ecrClient() }),
 );
 
 /**
@@ -55,4 +51,4 @@ export function imageBuilds(): CodeBuildImages {
     throw new ConfigError('image-build events come from CodeBuild: AWS mode only');
   return finishedBuilds();
 }
-const finishedBuilds = /* @__PURE__ */ once(() => images({ ecr: ecrClient(), logs: logsClient() }));
+const finishedBuilds = /* @__PURE__ */ once(() => images({ ecr: ecrClient(), logs: cloudWatchLogsClient() }));

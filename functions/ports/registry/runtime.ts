@@ -1,12 +1,13 @@
 import { config } from '../../shared/config.js';
 import { CloudCluster, CloudRuntime } from '../runtime/cloud.js';
-import { type EksCluster, eksClusterOf } from '../runtime/eks.js';
-import { EksClusterCore, eksClusterOptions } from '../runtime/eks-core.js';
-import { describeCluster } from '../runtime/eks-describe.js';
-import { EksClusterLogs } from '../runtime/eks-logs.js';
+import { type EksCluster, eksClusterOf } from '../runtime/eks/cluster.js';
+import { EksClusterCore, eksClusterOptions } from '../runtime/eks/core.js';
+import { describeCluster } from '../runtime/eks/describe.js';
+import { EksClusterLogs } from '../runtime/eks/logs.js';
 import type { Runtime } from '../runtime/port.js';
 import type { TaskOutcome } from '../workflows/port.js';
 import { adapter, once } from './adapters.js';
+import { eksClient, lambdaClient } from './aws-clients.js';
 import { buildLogs, codeBuildImages } from './image-builds.js';
 import { workflows } from './workflows.js';
 
@@ -25,7 +26,7 @@ export const runtime = /* @__PURE__ */ adapter('runtime', () => {
     ? eksClusterOf({
         ...watcherDeps(),
         // Outside the stack's functions (the CLI) the cluster's API may not be configured: look it up.
-        api: describeCluster(c.eks.clusterName, c.region),
+        api: describeCluster(c.eks.clusterName, c.region, eksClient()),
       })
     : undefined;
   return new CloudRuntime(codeBuildImages(), cluster);
@@ -70,7 +71,9 @@ export const logsRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'log
 
 /** The EKS cluster for DeployApps (it completes no task: the watcher does), if one is configured. */
 const clusterCalls = /* @__PURE__ */ once((): EksCluster | undefined =>
-  config().eks.clusterName ? eksClusterOf({ watcherFunction: config().eks.watcherFunction }) : undefined,
+  config().eks.clusterName
+    ? eksClusterOf({ watcherFunction: config().eks.watcherFunction, lambda: lambdaClient() })
+    : undefined,
 );
 
 /**
@@ -79,10 +82,14 @@ const clusterCalls = /* @__PURE__ */ once((): EksCluster | undefined =>
  */
 export const rolloutWatcher = /* @__PURE__ */ once((): EksCluster => eksClusterOf(watcherDeps()));
 
-/** What the watching cluster adapter completes tasks with, and its own name for invoking itself. */
+/**
+ * What the watching cluster adapter completes tasks with, its own name for invoking itself and the Lambda
+ * client it does that with.
+ */
 function watcherDeps() {
   return {
     watcherFunction: config().eks.watcherFunction ?? process.env.AWS_LAMBDA_FUNCTION_NAME,
+    lambda: lambdaClient(),
     complete: (token: string, outcome: TaskOutcome) => workflows().completeTask(token, outcome),
     // A task nobody waits on any more (it timed out, its execution ended): the watcher stops.
     heartbeat: async (token: string) =>

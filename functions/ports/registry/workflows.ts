@@ -1,11 +1,10 @@
-import { SFN } from '../../shared/aws-json.js';
 import { config } from '../../shared/config.js';
 import { StepFunctionsWorkflows } from '../workflows/step-functions.js';
 import { adapter } from './adapters.js';
-import { awsClient } from './aws-clients.js';
+import { sfnClient } from './aws-clients.js';
 
 /** The state machines (AWS: Step Functions, STATE_MACHINE_*_ARN; the container’s Step Functions client, aws-clients.ts). */
 export const workflows = /* @__PURE__ */ adapter(
   'workflows',
-  () => new StepFunctionsWorkflows(awsClient(SFN), config().stateMachines),
+  () => new StepFunctionsWorkflows(sfnClient(), config().stateMachines),
 );

@@ -1,5 +1,5 @@
 import { DeployFailed } from '../../shared/step-errors.js';
-import type { CodeBuildImages } from './codebuild-images.js';
+import type { CodeBuildImages } from './codebuild/images.js';
 import type {
   AppLaunch,
   AppSpec,
@@ -15,7 +15,7 @@ import type {
 /** The cluster half of the cloud runtime: run built images (EKS). */
 export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown' | 'logs'>;
 
-/** What reads a build's log (the image half: build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
+/** What reads a build's log (the image half: codebuild/build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
 export type BuildLogReader = Pick<Runtime, 'logs'>;
 
 /** Why an environment cannot run: this deployment has no cluster configured. */

@@ -1,5 +1,5 @@
 /**
- * The Runtime port: where preview apps are built and run. Adapters: `local-process.ts` (processes on this
+ * The Runtime port: where preview apps are built and run. Adapters: `local/process.ts` (processes on this
  * machine); the EKS adapter (images and pods) is the seam for AWS mode.
  *
  * Long waits (builds, rollouts) complete through `Workflows.completeTask` with the token they were given,

@@ -1,54 +1,93 @@
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  CreateSecretCommand,
+  GetSecretValueCommand,
+  InvalidRequestException,
+  LimitExceededException,
+  PutSecretValueCommand,
+  ResourceExistsException,
+  ResourceNotFoundException,
+  RestoreSecretCommand,
+  SecretsManagerClient,
+  SecretsManagerServiceException,
+} from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
-import { FakeJsonService, Fault } from '../../../test/support/aws-json-fake.js';
-import { SECRETS_MANAGER } from '../../shared/aws-json.js';
+import { mockClient } from 'aws-sdk-client-mock';
 import { LocalSecretStore } from './local-files.js';
 import type { SecretStore } from './port.js';
 import { SecretsManagerStore } from './secrets-manager.js';
 
 /*
  * The SecretStore contract, run against every adapter: the local encrypted files, and Secrets Manager at
- * the HTTP boundary (the adapter's AwsJsonClient sends to a FakeJsonService that records each request, its
- * operation and JSON input, scripted here to answer from an in-memory map the way the service does:
- * GetSecretValue/PutSecretValue of a missing secret → ResourceNotFoundException, CreateSecret of an
- * existing one → ResourceExistsException). Adapter-specific behaviour follows the contract.
+ * the SDK boundary (aws-sdk-client-mock on the adapter's SecretsManagerClient, answering from an in-memory
+ * map the way the service does: GetSecretValue/PutSecretValue of a missing secret →
+ * ResourceNotFoundException, CreateSecret of an existing one → ResourceExistsException). Adapter-specific
+ * behaviour follows the contract. The SDK's own retries of a call are the SDK's (not run under the mock);
+ * registry/aws-clients.test.ts runs the container's client against a loopback fake.
  */
 
 const dir = mkdtempSync(join(tmpdir(), 'secret-store-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const secrets = new Map<string, string>();
-const secretsManager = new FakeJsonService(SECRETS_MANAGER);
+const client = new SecretsManagerClient({ region: 'eu-west-1' });
+const secretsManager = mockClient(client);
+
+/** An error the service answers, as the SDK raises it (its modeled class when it has one). */
+function fault<E extends Error>(
+  Modeled: new (opts: { message: string; $metadata: object }) => E,
+  message: string,
+): E {
+  return new Modeled({ message, $metadata: { httpStatusCode: 400 } });
+}
+/** An error code Secrets Manager does not model (AccessDeniedException, ThrottlingException…). */
+function unmodeled(name: string, message: string) {
+  return new SecretsManagerServiceException({
+    name,
+    message,
+    $fault: 'client',
+    $metadata: { httpStatusCode: 400 },
+  });
+}
+const notFound = () => fault(ResourceNotFoundException, "Secrets Manager can't find the specified secret.");
+
+/** What the adapter sent, in order: each command's name (without `Command`) and input. */
+function sent() {
+  return secretsManager.calls().map((call) => {
+    const command = call.args[0];
+    return {
+      operation: command.constructor.name.replace(/Command$/, ''),
+      input: command.input as Record<string, unknown>,
+    };
+  });
+}
+const sentOf = (operation: string) =>
+  sent()
+    .filter((s) => s.operation === operation)
+    .map((s) => s.input);
 
 function inMemorySecretsManager() {
   secrets.clear();
   secretsManager.reset();
-  const notFound = () =>
-    new Fault('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
-  secretsManager.on('GetSecretValue', ({ SecretId }) => {
-    if (!secrets.has(SecretId)) return notFound();
-    return {
-      ARN: SecretId,
-      Name: SecretId,
-      SecretString: secrets.get(SecretId),
-      CreatedDate: 1_700_000_000.5,
-    };
+  secretsManager.on(GetSecretValueCommand).callsFake(({ SecretId }) => {
+    if (!secrets.has(SecretId)) throw notFound();
+    return { ARN: SecretId, Name: SecretId, SecretString: secrets.get(SecretId), CreatedDate: new Date() };
   });
-  secretsManager.on('PutSecretValue', ({ SecretId, SecretString }) => {
-    if (!secrets.has(SecretId)) return notFound();
+  secretsManager.on(PutSecretValueCommand).callsFake(({ SecretId, SecretString }) => {
+    if (!secrets.has(SecretId)) throw notFound();
     secrets.set(SecretId, SecretString);
     return { ARN: SecretId };
   });
-  secretsManager.on('CreateSecret', ({ Name, SecretString }) => {
-    if (secrets.has(Name)) return new Fault('ResourceExistsException', 'the secret already exists');
+  secretsManager.on(CreateSecretCommand).callsFake(({ Name, SecretString }) => {
+    if (secrets.has(Name)) throw fault(ResourceExistsException, 'the secret already exists');
     secrets.set(Name, SecretString);
     return { ARN: Name, Name };
   });
 }
 
-const secretsManagerStore = () => new SecretsManagerStore(secretsManager.client(), 'preview');
+const secretsManagerStore = () => new SecretsManagerStore(client, 'preview');
 
 function secretStoreContract(name: string, make: () => SecretStore) {
   describe(`${name} honours the SecretStore contract`, () => {
@@ -177,7 +216,7 @@ describe('SecretsManagerStore specifics', () => {
   test('the first write creates the secret, tagged; later writes put a new value', async () => {
     await store().write(ref, { A: '1' });
     await store().write(ref, { A: '2' });
-    expect(secretsManager.sent).toEqual([
+    expect(sent()).toEqual([
       {
         operation: 'PutSecretValue',
         input: { SecretId: 'preview/app1/web', ClientRequestToken: uuid, SecretString: '{"A":"1"}' },
@@ -200,41 +239,32 @@ describe('SecretsManagerStore specifics', () => {
         input: { SecretId: 'preview/app1/web', ClientRequestToken: uuid, SecretString: '{"A":"2"}' },
       },
     ]);
-    // A new version id per write, as the SDK generated them.
-    expect(new Set(secretsManager.sent.map((s) => s.input.ClientRequestToken)).size).toBe(3);
+    // A new version id per write (the SDK's retries of one call reuse its serialized token).
+    expect(new Set(sent().map((s) => s.input.ClientRequestToken)).size).toBe(3);
   });
 
   test('a secret another writer created between the two calls gets the value put on it', async () => {
-    secretsManager.on('PutSecretValue', ({ SecretId, SecretString }) => {
+    secretsManager.on(PutSecretValueCommand).callsFake(({ SecretId, SecretString }) => {
       if (!secrets.has(SecretId)) {
         secrets.set(SecretId, '{"OTHER":"1"}'); // the other writer's CreateSecret lands now
-        return new Fault('ResourceNotFoundException', 'not found');
+        throw fault(ResourceNotFoundException, 'not found');
       }
       secrets.set(SecretId, SecretString);
       return {};
     });
     await store().write(ref, { A: '1' });
-    expect(secretsManager.sent.map((s) => s.operation)).toEqual([
-      'PutSecretValue',
-      'CreateSecret',
-      'PutSecretValue',
-    ]);
+    expect(sent().map((s) => s.operation)).toEqual(['PutSecretValue', 'CreateSecret', 'PutSecretValue']);
     expect(await store().read(ref)).toEqual({ A: '1' });
   });
 
   test('reads send GetSecretValue with the secret name', async () => {
     secrets.set('preview/app1/web', '{"A":"1"}');
     expect(await store().read(ref)).toEqual({ A: '1' });
-    expect(secretsManager.sent).toEqual([
-      { operation: 'GetSecretValue', input: { SecretId: 'preview/app1/web' } },
-    ]);
+    expect(sent()).toEqual([{ operation: 'GetSecretValue', input: { SecretId: 'preview/app1/web' } }]);
   });
 
   test('a secret without a string value (binary) reads as undefined', async () => {
-    secretsManager.on('GetSecretValue', () => ({
-      ARN: 'a',
-      SecretBinary: Buffer.from('x').toString('base64'),
-    }));
+    secretsManager.on(GetSecretValueCommand).resolves({ ARN: 'a', SecretBinary: Buffer.from('x') });
     expect(await store().read(ref)).toBeUndefined();
   });
 
@@ -249,58 +279,58 @@ describe('SecretsManagerStore specifics', () => {
   });
 
   test('errors other than not-found propagate, named by their code, quoting no value', async () => {
-    secretsManager.on(
-      'GetSecretValue',
-      () => new Fault('AccessDeniedException', 'not authorized to GetSecretValue'),
-    );
+    secretsManager
+      .on(GetSecretValueCommand)
+      .rejects(unmodeled('AccessDeniedException', 'not authorized to GetSecretValue'));
     await expect(store().read(ref)).rejects.toMatchObject({ name: 'AccessDeniedException' });
-    secretsManager.on('PutSecretValue', () => new Fault('ThrottlingException', 'Rate exceeded'));
+    secretsManager.on(PutSecretValueCommand).rejects(unmodeled('ThrottlingException', 'Rate exceeded'));
     const err = await store()
       .write(ref, { K: 'value-needle' })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'ThrottlingException', $fault: 'client' });
-    // The standard retry mode tried three times.
-    expect(secretsManager.sentOf('PutSecretValue')).toHaveLength(3);
+    expect(sentOf('PutSecretValue')).toHaveLength(1);
+    expect(sentOf('CreateSecret')).toEqual([]);
     expect(`${String((err as Error).stack)} ${JSON.stringify(err)}`).not.toContain('needle');
   });
 
   test('a secret scheduled for deletion reads as absent; a write restores it and puts the value', async () => {
     const marked = () =>
-      new Fault(
-        'InvalidRequestException',
+      fault(
+        InvalidRequestException,
         "You can't perform this operation on the secret because it was marked for deletion.",
       );
     let deleted = true;
     secrets.set('preview/app1/web', '{"OLD":"1"}');
-    secretsManager.on('GetSecretValue', ({ SecretId }) =>
-      deleted ? marked() : { ARN: SecretId, SecretString: secrets.get(SecretId) },
-    );
-    secretsManager.on('PutSecretValue', ({ SecretId, SecretString }) => {
-      if (deleted) return marked();
+    secretsManager.on(GetSecretValueCommand).callsFake(({ SecretId }) => {
+      if (deleted) throw marked();
+      return { ARN: SecretId, SecretString: secrets.get(SecretId) };
+    });
+    secretsManager.on(PutSecretValueCommand).callsFake(({ SecretId, SecretString }) => {
+      if (deleted) throw marked();
       secrets.set(SecretId, SecretString);
       return { ARN: SecretId };
     });
-    secretsManager.on('RestoreSecret', ({ SecretId }) => {
+    secretsManager.on(RestoreSecretCommand).callsFake(({ SecretId }) => {
       deleted = false;
       return { ARN: SecretId };
     });
     expect(await store().read(ref)).toBeUndefined();
     await store().write(ref, { NEW: '2' });
-    expect(secretsManager.sent.map((s) => s.operation)).toEqual([
+    expect(sent().map((s) => s.operation)).toEqual([
       'GetSecretValue',
       'PutSecretValue',
       'RestoreSecret',
       'PutSecretValue',
     ]);
-    expect(secretsManager.sentOf('RestoreSecret')).toEqual([{ SecretId: 'preview/app1/web' }]);
+    expect(sentOf('RestoreSecret')).toEqual([{ SecretId: 'preview/app1/web' }]);
     expect(await store().read(ref)).toEqual({ NEW: '2' });
     // Another invalid request is not taken for it.
-    secretsManager.on('GetSecretValue', () => new Fault('InvalidRequestException', 'something else'));
+    secretsManager.on(GetSecretValueCommand).rejects(fault(InvalidRequestException, 'something else'));
     await expect(store().read(ref)).rejects.toMatchObject({ name: 'InvalidRequestException' });
   });
 
   test('a CreateSecret failure other than exists propagates', async () => {
-    secretsManager.on('CreateSecret', () => new Fault('LimitExceededException', 'too many secrets'));
+    secretsManager.on(CreateSecretCommand).rejects(fault(LimitExceededException, 'too many secrets'));
     await expect(store().write(ref, { A: '1' })).rejects.toMatchObject({ name: 'LimitExceededException' });
   });
 });

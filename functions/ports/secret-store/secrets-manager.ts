@@ -1,37 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { type AwsJsonClient, getSecretString, isAwsError } from '../../shared/aws-json.js';
+import {
+  CreateSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  RestoreSecretCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
+import { isAwsError } from '../../shared/aws-errors.js';
 import type { BundleRef, SecretStore } from './port.js';
-
-/*
- * The Secrets Manager operations sent here, as far as they are sent and read (the wire JSON of the AWS
- * JSON 1.1 protocol: shared/aws-json.ts). The other output fields (ARN, VersionId, CreatedDate as epoch
- * seconds…) are unread. `ClientRequestToken` is the id of the version a write creates: the SDK generated
- * one when none was given, and the API reference asks callers without an SDK to send their own. One per
- * call, the same across its retries (the input is serialized once per call), so a retried write puts no
- * second version.
- */
-interface PutSecretValueInput {
-  SecretId: string;
-  ClientRequestToken: string;
-  SecretString: string;
-}
-interface CreateSecretInput {
-  Name: string;
-  ClientRequestToken: string;
-  SecretString: string;
-  Description?: string;
-  Tags?: { Key: string; Value: string }[];
-}
 
 /**
  * Secrets Manager adapter: one secret per (application, app) named `<prefix>/<applicationId>/<app>`,
  * its SecretString a JSON object of env vars. Secrets Manager has no compare-and-set, so the service
  * serializes writers per bundle before calling `write` (core/secrets.ts).
+ *
+ * Every write names the version it creates (`ClientRequestToken`, one per call): the SDK would generate
+ * one when none is given; naming it here keeps it visible to tests. The SDK serializes a call once, so its
+ * retries of the call carry the same token and a retried write puts no second version.
  */
 export class SecretsManagerStore implements SecretStore {
-  /** `client`: a Secrets Manager client (`new AwsJsonClient(SECRETS_MANAGER, …)`). */
+  /** `client`: the container's Secrets Manager client (registry/aws-clients.ts). */
   constructor(
-    private readonly client: AwsJsonClient,
+    private readonly client: SecretsManagerClient,
     private readonly prefix: string,
   ) {}
 
@@ -46,7 +36,8 @@ export class SecretsManagerStore implements SecretStore {
   async read(ref: BundleRef): Promise<Record<string, string> | undefined> {
     let secretString: string | undefined;
     try {
-      secretString = await getSecretString(this.client, this.secretName(ref));
+      const out = await this.client.send(new GetSecretValueCommand({ SecretId: this.secretName(ref) }));
+      secretString = out.SecretString;
     } catch (err) {
       if (isAwsError(err, 'ResourceNotFoundException') || markedForDeletion(err)) return undefined;
       throw err;
@@ -68,35 +59,33 @@ export class SecretsManagerStore implements SecretStore {
    */
   async write(ref: BundleRef, values: Record<string, string>): Promise<void> {
     const SecretString = JSON.stringify(values);
-    const put = () => {
-      const input: PutSecretValueInput = {
-        SecretId: this.secretName(ref),
-        ClientRequestToken: randomUUID(),
-        SecretString,
-      };
-      return this.client.call('PutSecretValue', input);
-    };
+    const SecretId = this.secretName(ref);
+    const put = () =>
+      this.client.send(
+        new PutSecretValueCommand({ SecretId, ClientRequestToken: randomUUID(), SecretString }),
+      );
     try {
       await put();
     } catch (err) {
       if (markedForDeletion(err)) {
-        await this.client.call('RestoreSecret', { SecretId: this.secretName(ref) });
+        await this.client.send(new RestoreSecretCommand({ SecretId }));
         await put();
         return;
       }
       if (!isAwsError(err, 'ResourceNotFoundException')) throw err;
       try {
-        const input: CreateSecretInput = {
-          Name: this.secretName(ref),
-          ClientRequestToken: randomUUID(),
-          SecretString,
-          Description: `Preview env vars of app ${ref.app} of application ${ref.applicationId}`,
-          Tags: [
-            { Key: 'preview:applicationId', Value: ref.applicationId },
-            { Key: 'preview:app', Value: ref.app },
-          ],
-        };
-        await this.client.call('CreateSecret', input);
+        await this.client.send(
+          new CreateSecretCommand({
+            Name: SecretId,
+            ClientRequestToken: randomUUID(),
+            SecretString,
+            Description: `Preview env vars of app ${ref.app} of application ${ref.applicationId}`,
+            Tags: [
+              { Key: 'preview:applicationId', Value: ref.applicationId },
+              { Key: 'preview:app', Value: ref.app },
+            ],
+          }),
+        );
       } catch (createErr) {
         if (!isAwsError(createErr, 'ResourceExistsException')) throw createErr;
         await put();

@@ -1,10 +1,16 @@
 import type { Readable } from 'node:stream';
+import {
+  DecryptionFailure,
+  GetSecretValueCommand,
+  InternalServiceError,
+  SecretsManagerClient,
+  SecretsManagerServiceException,
+} from '@aws-sdk/client-secrets-manager';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub, faults } from '../../../test/cloud/fakes/github.js';
-import { FakeJsonService, Fault } from '../../../test/support/aws-json-fake.js';
 import { tableNames, tables } from '../../manifest/tables.js';
-import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { ServiceUnavailableError } from '../../shared/errors.js';
 import { setLogSink } from '../../shared/log.js';
 import { TransientError } from '../../shared/step-errors.js';
@@ -18,7 +24,9 @@ import {
 /*
  * What the SourceHost contract cannot show about the GitHub App adapter: its GitHub calls, token caching,
  * retries and rate limits, and the errors an operator sees for bad credentials. Against the fake GitHub
- * REST API, with the App secret in the fake Secrets Manager.
+ * REST API, with the App secret in the loopback fake Secrets Manager (a real SecretsManagerClient sent there
+ * through AWS_ENDPOINT_URL_SECRETS_MANAGER); the failures of a secret read are scripted at the SDK boundary
+ * (aws-sdk-client-mock).
  */
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:000000000000:secret:preview/github-app-AbCdEf';
@@ -29,7 +37,7 @@ const MINUTE = 60_000;
 const aws = new FakeAws(new URL('../../..', import.meta.url).pathname);
 let keys: { privateKey: string; publicKey: string };
 let otherKeys: { privateKey: string; publicKey: string };
-let client: AwsJsonClient;
+let client: SecretsManagerClient;
 const logLines: string[] = [];
 
 beforeAll(async () => {
@@ -37,9 +45,9 @@ beforeAll(async () => {
   keys = appKeyPair();
   otherKeys = appKeyPair();
   process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = aws.url;
-  client = new AwsJsonClient(SECRETS_MANAGER, {
+  client = new SecretsManagerClient({
     region: 'eu-west-1',
-    credentials: async () => ({ accessKeyId: 'test', secretAccessKey: 'test' }),
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   });
   setLogSink((line) => logLines.push(line));
 });
@@ -387,50 +395,82 @@ describe('GitHubAppSourceHost: credentials', () => {
     expect(await host.installation('acme/shop')).toEqual({ installationId: '42' });
   });
 
-  /** Credentials whose Secrets Manager answers every GetSecretValue with this error (at the HTTP boundary). */
-  function failingSecretsManager(status: number, code: string) {
-    const secretsManager = new FakeJsonService(SECRETS_MANAGER);
-    secretsManager.on('GetSecretValue', () => new Fault(code, `${code} answered`, status));
+  /** Credentials whose Secrets Manager client raises this error on every GetSecretValue (the SDK boundary). */
+  function failingSecretsManager(error: Error) {
+    const failing = new SecretsManagerClient({ region: 'eu-west-1' });
+    const mock = mockClient(failing);
+    mock.on(GetSecretValueCommand).rejects(error);
     return {
-      sent: secretsManager.sent,
-      credentials: new GitHubAppCredentials(secretsManager.client(), ARN),
+      sent: () => mock.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input),
+      credentials: new GitHubAppCredentials(failing, ARN),
     };
   }
+  /** An error the service answered with `status`, as the SDK raises it (modeled or not). */
+  const answered = (status: number, code: string) => {
+    const opts = { message: `${code} answered`, $metadata: { httpStatusCode: status } };
+    if (code === 'InternalServiceError') return new InternalServiceError(opts);
+    if (code === 'DecryptionFailure') return new DecryptionFailure(opts);
+    return new SecretsManagerServiceException({
+      ...opts,
+      name: code,
+      $fault: status >= 500 ? 'server' : 'client',
+    });
+  };
 
   test.each([
-    [500, 'InternalServiceError', 3],
-    [400, 'ThrottlingException', 3],
+    [500, 'InternalServiceError'],
+    [400, 'ThrottlingException'],
+    [429, 'TooManyRequestsException'],
   ])(
-    'a secret read failing with %s %s (after %s attempts): a TransientError naming the secret',
-    async (status, code, attempts) => {
-      const { sent, credentials } = failingSecretsManager(status, code);
+    'a secret read failing with %s %s (past the SDK retries): a TransientError naming the secret',
+    async (status, code) => {
+      const { sent, credentials } = failingSecretsManager(answered(status, code));
       const err = await makeHost({ credentials })
         .installation('acme/shop')
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TransientError);
       expect((err as Error).message).toBe(`could not read the GitHub App secret ${ARN} (${code})`);
-      expect(sent).toEqual(
-        Array.from({ length: attempts }, () => ({
-          operation: 'GetSecretValue',
-          input: { SecretId: ARN },
-        })),
-      );
+      expect(sent()).toEqual([{ SecretId: ARN }]);
       expect(github.calls()).toEqual([]);
     },
   );
+
+  test('a secret read with no answer (the network failed): a TransientError', async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const { credentials } = failingSecretsManager(refused);
+    const err = await makeHost({ credentials })
+      .installation('acme/shop')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientError);
+    expect((err as Error).message).toBe(`could not read the GitHub App secret ${ARN} (Error)`);
+  });
 
   test.each([
     [400, 'AccessDeniedException'],
     [400, 'DecryptionFailure'],
   ])('a secret read failing with %s %s: a 503 naming the secret, not transient', async (status, code) => {
-    const { sent, credentials } = failingSecretsManager(status, code);
+    const { sent, credentials } = failingSecretsManager(answered(status, code));
     const err = await makeHost({ credentials })
       .installation('acme/shop')
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServiceUnavailableError);
     expect(err).not.toBeInstanceOf(TransientError);
     expect((err as Error).message).toBe(`could not read the GitHub App secret ${ARN} (${code})`);
-    expect(sent).toHaveLength(1);
+    expect(sent()).toHaveLength(1);
+  });
+
+  test("a secret read the service keeps failing is retried by the SDK's standard mode (3 attempts), then transient", async () => {
+    aws.failNext('SecretsManager.GetSecretValue', 3, { type: 'InternalServiceError', status: 500 });
+    const before = aws.calls.filter((c) => c === 'SecretsManager.GetSecretValue').length;
+    const err = await makeHost()
+      .installation('acme/shop')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientError);
+    expect((err as Error).message).toBe(`could not read the GitHub App secret ${ARN} (InternalServiceError)`);
+    expect(aws.calls.filter((c) => c === 'SecretsManager.GetSecretValue').length - before).toBe(3);
+    // One failure fewer: the SDK's third attempt reads the secret.
+    aws.failNext('SecretsManager.GetSecretValue', 2, { type: 'InternalServiceError', status: 500 });
+    expect(await makeHost().installation('acme/shop')).toEqual({ installationId: '42' });
   });
 
   test('no secret ARN configured: a clear 503', async () => {

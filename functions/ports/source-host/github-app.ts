@@ -4,10 +4,11 @@ import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/core';
 import * as z from 'zod/mini';
-import { type AwsJsonClient, getSecretString, isAwsError } from '../../shared/aws-json.js';
+import { isAwsError, isRetryableAwsError } from '../../shared/aws-errors.js';
 import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import '../../shared/zod-locale.js';
@@ -114,9 +115,9 @@ export function parseGitHubAppSecret(secretString: string | undefined, secretArn
 export class GitHubAppCredentials {
   private cached: Promise<GitHubAppSecret> | undefined;
 
-  /** `client`: a Secrets Manager client (`new AwsJsonClient(SECRETS_MANAGER, …)`). */
+  /** `client`: the container's Secrets Manager client (registry/aws-clients.ts). */
   constructor(
-    private readonly client: AwsJsonClient,
+    private readonly client: SecretsManagerClient,
     readonly secretArn: string | undefined,
   ) {}
 
@@ -138,16 +139,13 @@ export class GitHubAppCredentials {
     }
     let secretString: string | undefined;
     try {
-      secretString = await getSecretString(this.client, arn);
+      secretString = (await this.client.send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
     } catch (err) {
       if (isAwsError(err, 'ResourceNotFoundException')) secretString = undefined;
       else {
-        const e = err as { name?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
-        const status = e.$metadata?.httpStatusCode ?? 0;
-        const message = `could not read the GitHub App secret ${arn} (${e.name ?? 'error'})`;
-        if (e.$retryable || status >= 500 || isAwsError(err, 'ThrottlingException')) {
-          throw new TransientError(message, { cause: err });
-        }
+        const message = `could not read the GitHub App secret ${arn} (${(err as Error).name ?? 'error'})`;
+        // Throttled, a server error or no answer, after the SDK's own retries: worth another try later.
+        if (isRetryableAwsError(err)) throw new TransientError(message, { cause: err });
         throw new ServiceUnavailableError(message, { cause: err });
       }
     }

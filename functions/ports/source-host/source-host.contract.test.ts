@@ -3,11 +3,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub } from '../../../test/cloud/fakes/github.js';
 import { makeRepo } from '../../../test/support/git.js';
-import { AwsJsonClient, SECRETS_MANAGER } from '../../shared/aws-json.js';
 import { GitHubAppCredentials, GitHubAppSourceHost } from './github-app.js';
 import { GitSourceHost } from './local-git.js';
 import type { SourceHost } from './port.js';
@@ -144,9 +144,9 @@ sourceHostContract('GitHubAppSourceHost', async () => {
   github.addCommit('acme/other', FILES, 'main', sha);
   github.addInstallation(42, '123456', ['acme/shop']);
   process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = aws.url;
-  const client = new AwsJsonClient(SECRETS_MANAGER, {
+  const client = new SecretsManagerClient({
     region: 'eu-west-1',
-    credentials: async () => ({ accessKeyId: 'test', secretAccessKey: 'test' }),
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   });
   const host = new GitHubAppSourceHost({
     credentials: new GitHubAppCredentials(client, secretArn),

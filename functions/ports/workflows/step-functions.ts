@@ -1,33 +1,13 @@
-import { type AwsJsonClient, isAwsError } from '../../shared/aws-json.js';
+import {
+  SendTaskFailureCommand,
+  SendTaskHeartbeatCommand,
+  SendTaskSuccessCommand,
+  type SFNClient,
+  StartExecutionCommand,
+} from '@aws-sdk/client-sfn';
+import { isAwsError } from '../../shared/aws-errors.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
-
-/*
- * The Step Functions operations sent here, as far as they are sent and read (the wire JSON of the AWS JSON
- * 1.0 protocol: shared/aws-json.ts). `StartExecution` also answers `startDate`, epoch seconds; unread.
- */
-interface StartExecutionInput {
-  stateMachineArn: string;
-  name: string;
-  /** The execution input, as JSON text. */
-  input: string;
-}
-interface StartExecutionOutput {
-  executionArn: string;
-}
-interface SendTaskSuccessInput {
-  taskToken: string;
-  /** The task's output, as JSON text. */
-  output: string;
-}
-interface SendTaskFailureInput {
-  taskToken: string;
-  error: string;
-  cause: string;
-}
-interface SendTaskHeartbeatInput {
-  taskToken: string;
-}
 
 /** Step Functions cap a failure's error at 256 and its cause at 32768 characters. */
 const MAX_ERROR = 256;
@@ -39,9 +19,9 @@ const taskEnded = (err: unknown) => isAwsError(err, ...TASK_ENDED);
 
 /** Step Functions adapter: StartExecution on the state machine CDK wired to each workflow name. */
 export class StepFunctionsWorkflows implements Workflows {
-  /** `client`: a Step Functions client (`new AwsJsonClient(SFN, …)`). */
+  /** `client`: the container's Step Functions client (registry/aws-clients.ts). */
   constructor(
-    private readonly client: AwsJsonClient,
+    private readonly client: SFNClient,
     private readonly arns: Partial<Record<WorkflowName, string>>,
   ) {}
 
@@ -49,11 +29,12 @@ export class StepFunctionsWorkflows implements Workflows {
     const stateMachineArn = this.arns[workflow];
     if (!stateMachineArn) throw new ConfigError(`no state machine ARN configured for workflow "${workflow}"`);
     try {
-      const request: StartExecutionInput = { stateMachineArn, name, input: JSON.stringify(input) };
-      const out = await this.client.call<StartExecutionOutput>('StartExecution', request);
-      return { executionId: out.executionArn };
+      const out = await this.client.send(
+        new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }),
+      );
+      return { executionId: out.executionArn! };
     } catch (err) {
-      // The client's retry of this very call, after its first attempt started the execution: Step Functions
+      // The SDK's retry of this very call, after its first attempt started the execution: Step Functions
       // answers a start of a running execution of the same name and input with that execution, and this
       // error once it has closed. No other start can collide: every name carries a fresh id
       // (core/environments.ts `executionName`, core/runs.ts).
@@ -65,8 +46,7 @@ export class StepFunctionsWorkflows implements Workflows {
 
   async heartbeat(token: string): Promise<boolean> {
     try {
-      const request: SendTaskHeartbeatInput = { taskToken: token };
-      await this.client.call('SendTaskHeartbeat', request);
+      await this.client.send(new SendTaskHeartbeatCommand({ taskToken: token }));
       return true;
     } catch (err) {
       if (taskEnded(err)) return false;
@@ -77,15 +57,17 @@ export class StepFunctionsWorkflows implements Workflows {
   async completeTask(token: string, outcome: TaskOutcome): Promise<void> {
     try {
       if (outcome.ok) {
-        const request: SendTaskSuccessInput = { taskToken: token, output: JSON.stringify(outcome.output) };
-        await this.client.call('SendTaskSuccess', request);
+        await this.client.send(
+          new SendTaskSuccessCommand({ taskToken: token, output: JSON.stringify(outcome.output) }),
+        );
       } else {
-        const request: SendTaskFailureInput = {
-          taskToken: token,
-          error: outcome.error.slice(0, MAX_ERROR),
-          cause: outcome.cause.slice(0, MAX_CAUSE),
-        };
-        await this.client.call('SendTaskFailure', request);
+        await this.client.send(
+          new SendTaskFailureCommand({
+            taskToken: token,
+            error: outcome.error.slice(0, MAX_ERROR),
+            cause: outcome.cause.slice(0, MAX_CAUSE),
+          }),
+        );
       }
     } catch (err) {
       // The task already ended (timed out, its execution stopped, or completed once): nothing waits on it.

@@ -12,9 +12,11 @@
  * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`).
  * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a build "logged": `logBuild` while it runs,
  *   `finishBuild` at its end), in the project's log group (`projectLogGroups`, else CodeBuild's default).
- * - S3 (REST, path-style): PutObject (plain or aws-chunked bodies), HeadObject, GetObject, and multipart
- *   uploads (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload; part sizes
- *   are not checked).
+ * - S3 (REST-XML, path-style: the S3 client addresses a bucket by path when its endpoint is an IP address,
+ *   as this fake's is, so no `forcePathStyle` is configured anywhere): PutObject (plain or aws-chunked
+ *   bodies), HeadObject, GetObject (also through a presigned URL), and multipart uploads as lib-storage's
+ *   `Upload` makes them (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload;
+ *   part sizes and checksums are not checked).
  * - EventBridge (JSON 1.1): PutEvents (recorded).
  * - EKS DescribeCluster and Lambda Invoke (REST-JSON): `kubernetes-aws.ts`, routed by SigV4 scope.
  * - Fault injection for the JSON operations: `failNext('EventBridge.PutEvents', n)` makes the next n calls
@@ -216,12 +218,12 @@ export class FakeAws {
         }
         const input = body.length ? (JSON.parse(body.toString('utf8')) as Record<string, any>) : {};
         const out = await this.json(service, op, input);
-        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+        res.writeHead(200, { 'content-type': jsonContentType(prefix) });
         res.end(JSON.stringify(out ?? {}));
       } catch (err) {
         if (!(err instanceof AwsError)) throw err;
         res.writeHead(err.status, {
-          'content-type': 'application/x-amz-json-1.1',
+          'content-type': jsonContentType(prefix),
           'x-amzn-errortype': err.type,
         });
         res.end(JSON.stringify({ __type: err.type, message: err.message }));
@@ -403,8 +405,10 @@ export class FakeAws {
       );
     if (req.method === 'PUT') {
       const n = Number(url.searchParams.get('partNumber'));
-      upload.parts.set(n, raw);
-      res.writeHead(200, { etag: etag(raw) });
+      const encoding = String(req.headers['content-encoding'] ?? '');
+      const part = encoding.includes('aws-chunked') ? decodeAwsChunked(raw) : raw;
+      upload.parts.set(n, part);
+      res.writeHead(200, { etag: etag(part) });
       res.end();
       return true;
     }
@@ -415,12 +419,12 @@ export class FakeAws {
       return true;
     }
     if (req.method === 'POST') {
-      const listed = [
-        ...raw.toString('utf8').matchAll(/<PartNumber>(\d+)<\/PartNumber><ETag>([^<]*)<\/ETag>/g),
-      ];
-      const parts = listed.map(([, n, tag]) => ({
-        body: upload.parts.get(Number(n)),
-        tag: tag!.replace(/&quot;/g, '"'),
+      // Each <Part> names its PartNumber and ETag (and, from the SDK, its checksum) in any order.
+      const text = (part: string, tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(part)?.[1];
+      const listed = [...raw.toString('utf8').matchAll(/<Part>([\s\S]*?)<\/Part>/g)].map(([, p]) => p!);
+      const parts = listed.map((part) => ({
+        body: upload.parts.get(Number(text(part, 'PartNumber'))),
+        tag: (text(part, 'ETag') ?? '').replace(/&quot;/g, '"'),
       }));
       if (!parts.length || parts.some((p) => !p.body || etag(p.body) !== p.tag))
         return xml(
@@ -448,6 +452,11 @@ const SERVICES: Record<string, string> = {
   Logs_20140328: 'Logs',
   AWSEvents: 'EventBridge',
 };
+
+/** The content type a JSON-protocol service answers with: Step Functions speaks JSON 1.0, the others 1.1. */
+function jsonContentType(targetPrefix: string): string {
+  return `application/x-amz-json-${targetPrefix === 'AWSStepFunctions' ? '1.0' : '1.1'}`;
+}
 
 function readAll(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {

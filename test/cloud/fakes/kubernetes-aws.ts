@@ -2,7 +2,7 @@
  * The two AWS APIs the EKS runtime calls besides the Kubernetes API, faked for the cloud simulation tier
  * and the adapter's tests. Test support code, not product. (The functions get the cluster's API from the
  * stack, EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA; DescribeCluster is the CLI's lookup,
- * eks-describe.ts. Invoke is sent by lambda-invoke.ts, not the SDK client.)
+ * eks/describe.ts. Invoke is the rollout watcher's, eks/lambda-invoke.ts; both through their SDK clients.)
  *
  * - EKS `DescribeCluster` (REST-JSON, not `X-Amz-Target`): `GET /clusters/{name}` answers
  *   `{ cluster: { name, arn, endpoint, certificateAuthority: { data }, status: 'ACTIVE', version } }` for a

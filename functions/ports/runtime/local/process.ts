@@ -15,17 +15,16 @@ import {
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { keys } from '../../manifest/tables.js';
-import { newId } from '../../shared/crypto.js';
-import { log } from '../../shared/log.js';
-import { maskSecrets } from '../../shared/mask.js';
-import { ensurePrivateDir } from '../../shared/private-dir.js';
-import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
-import type { SourceHost } from '../source-host/port.js';
-import type { TaskOutcome } from '../workflows/port.js';
-import { type AppAddress, resolveAppRefs } from './app-refs.js';
-import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './local-sandbox.js';
-import { failureMessage } from './log-cause.js';
+import { keys } from '../../../manifest/tables.js';
+import { newId } from '../../../shared/crypto.js';
+import { log } from '../../../shared/log.js';
+import { maskSecrets } from '../../../shared/mask.js';
+import { ensurePrivateDir } from '../../../shared/private-dir.js';
+import { DeployFailed, Superseded, TransientError } from '../../../shared/step-errors.js';
+import type { SourceHost } from '../../source-host/port.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import { type AppAddress, resolveAppRefs } from '../app-refs.js';
+import { failureMessage } from '../log-cause.js';
 import type {
   AppLaunch,
   AppSpec,
@@ -35,7 +34,8 @@ import type {
   LogText,
   Runtime,
   RuntimeTarget,
-} from './port.js';
+} from '../port.js';
+import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './sandbox.js';
 
 /** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
 const INHERITED_VARS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ', 'NODE_EXTRA_CA_CERTS', 'SHELL'];
@@ -105,7 +105,7 @@ export interface ProcessRuntimeOptions {
   /** How long an app may take to answer its readiness check. */
   readyTimeoutMs: number;
   /**
-   * How builds and apps are confined (see local-sandbox.ts): `bwrap`, each in a bubblewrap sandbox that
+   * How builds and apps are confined (see local/sandbox.ts): `bwrap`, each in a bubblewrap sandbox that
    * sees only its own working copy and processes; `none`, plain processes of this user (single-tenant).
    * @default 'none'
    */

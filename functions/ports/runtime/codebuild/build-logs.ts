@@ -1,30 +1,12 @@
-import { keys } from '../../manifest/tables.js';
-import { type AwsJsonClient, isAwsError } from '../../shared/aws-json.js';
-import { ddb, table } from '../../shared/dynamo.js';
-import { GetCommand } from '../../shared/dynamo-document.js';
-import type { LogQuery, LogTarget, LogText } from './port.js';
+import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../../../manifest/tables.js';
+import { isAwsError } from '../../../shared/aws-errors.js';
+import { ddb, table } from '../../../shared/dynamo.js';
+import type { LogQuery, LogTarget, LogText } from '../port.js';
 
 /** GetLogEvents answers at most this many events. */
 const MAX_LOG_EVENTS = 10_000;
-
-/** CloudWatch Logs `GetLogEvents`, as far as it is sent and read here (the wire JSON). */
-export interface GetLogEventsInput {
-  logGroupName: string;
-  logStreamName: string;
-  limit?: number;
-  startFromHead?: boolean;
-}
-export interface GetLogEventsOutput {
-  /** `timestamp`/`ingestionTime` are epoch milliseconds (numbers, as in the SDK's output). */
-  events?: { timestamp?: number; message?: string; ingestionTime?: number }[];
-  nextForwardToken?: string;
-  nextBackwardToken?: string;
-}
-
-/** `GetLogEvents` on a CloudWatch Logs client (shared/aws-json.ts `CLOUDWATCH_LOGS`). */
-export function getLogEvents(client: AwsJsonClient, input: GetLogEventsInput): Promise<GetLogEventsOutput> {
-  return client.call<GetLogEventsOutput>('GetLogEvents', input);
-}
 
 /** Where an app's latest build logs (table `builds`, key `keys.builds.latestLog`): one CodeBuild stream. */
 export interface LogPointer {
@@ -41,8 +23,8 @@ export interface LogPointer {
  * the CloudWatch Logs client and not CodeBuild's or ECR's. `CodeBuildImages` writes the pointers.
  */
 export class BuildLogs {
-  /** `client`: a CloudWatch Logs client (`new AwsJsonClient(CLOUDWATCH_LOGS, …)`). */
-  constructor(private readonly client: AwsJsonClient) {}
+  /** `client`: the container's CloudWatch Logs client (registry/aws-clients.ts). */
+  constructor(private readonly client: CloudWatchLogsClient) {}
 
   /**
    * The end of an app's latest image build log (CloudWatch Logs `GetLogEvents`, newest events): undefined
@@ -61,12 +43,14 @@ export class BuildLogs {
     const limit = Math.min(query.tailLines, MAX_LOG_EVENTS);
     let events: { message?: string }[];
     try {
-      const out = await getLogEvents(this.client, {
-        logGroupName: pointer.logGroup,
-        logStreamName: pointer.logStream,
-        limit,
-        startFromHead: false,
-      });
+      const out = await this.client.send(
+        new GetLogEventsCommand({
+          logGroupName: pointer.logGroup,
+          logStreamName: pointer.logStream,
+          limit,
+          startFromHead: false,
+        }),
+      );
       events = out.events ?? [];
     } catch (err) {
       if (isAwsError(err, 'ResourceNotFoundException')) return undefined;

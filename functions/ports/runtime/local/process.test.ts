@@ -22,16 +22,16 @@ import {
   pidFileBuild,
   SERVER_JS,
   waitForBuildPid,
-} from '../../../test/support/apps.js';
-import { makeRepo } from '../../../test/support/git.js';
-import { setLogSink } from '../../shared/log.js';
-import { MASK } from '../../shared/mask.js';
-import { GitSourceHost } from '../source-host/local-git.js';
-import type { TaskOutcome } from '../workflows/port.js';
-import { ProcessRuntime } from './local-process.js';
-import { bubblewrapUsable, type Isolation, SANDBOX_HOME } from './local-sandbox.js';
-import type { AppLaunch, AppSpec, RuntimeTarget } from './port.js';
-import { runtimeContract } from './runtime.contract.js';
+} from '../../../../test/support/apps.js';
+import { makeRepo } from '../../../../test/support/git.js';
+import { setLogSink } from '../../../shared/log.js';
+import { MASK } from '../../../shared/mask.js';
+import { GitSourceHost } from '../../source-host/local-git.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import type { AppLaunch, AppSpec, RuntimeTarget } from '../port.js';
+import { runtimeContract } from '../runtime.contract.js';
+import { ProcessRuntime } from './process.js';
+import { bubblewrapUsable, type Isolation, SANDBOX_HOME } from './sandbox.js';
 
 /*
  * The local process runtime on its own: a real git source host over a repository on disk, real app

@@ -1,22 +1,29 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  CloudWatchLogsClient,
+  CloudWatchLogsServiceException,
+  GetLogEventsCommand,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-cloudwatch-logs';
+import { AccountLimitExceededException, CodeBuildClient, StartBuildCommand } from '@aws-sdk/client-codebuild';
+import { BatchGetImageCommand, ECRClient } from '@aws-sdk/client-ecr';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
-import { type EmbeddedDynamo, ensureTables, startDynalite } from '../../../lib/local/dynalite.js';
-import { FakeJsonService, Fault, REQUEST_ID } from '../../../test/support/aws-json-fake.js';
-import { keys } from '../../manifest/tables.js';
-import { CLOUDWATCH_LOGS, CODEBUILD, ECR } from '../../shared/aws-json.js';
-import { ddb, table } from '../../shared/dynamo.js';
-import { GetCommand, PutCommand } from '../../shared/dynamo-document.js';
-import type { TaskOutcome } from '../workflows/port.js';
+import { mockClient } from 'aws-sdk-client-mock';
+import { type EmbeddedDynamo, ensureTables, startDynalite } from '../../../../lib/local/dynalite.js';
+import { keys } from '../../../manifest/tables.js';
+import { ddb, table } from '../../../shared/dynamo.js';
+import type { TaskOutcome } from '../../workflows/port.js';
 import { BuildLogs } from './build-logs.js';
-import { BUILD_REF_VAR, type BuildStateChange, CodeBuildImages } from './codebuild-images.js';
+import { BUILD_REF_VAR, type BuildStateChange, CodeBuildImages } from './images.js';
 
 /*
- * CodeBuildImages and BuildLogs against their HTTP boundary: the CodeBuild, ECR and CloudWatch Logs clients
- * are FakeJsonService clients: real `AwsJsonClient`s whose HTTP handler is a fake (what was sent is
- * recorded, the answers are scripted per operation); the build records are in an in-process dynalite. The
- * whole flow with the real handlers (deploy, completion event, the logs route) is
+ * CodeBuildImages and BuildLogs at their SDK boundary: aws-sdk-client-mock on the CodeBuild, ECR and
+ * CloudWatch Logs clients records each command (its input) and answers as the services would (scripted
+ * below from the fake repository and log streams); the build records are in an in-process dynalite. The
+ * whole flow with the real handlers and SDK clients (deploy, completion event, the logs route) is
  * test/cloud/deploy.cloud.test.ts and logs.cloud.test.ts.
  */
 
@@ -48,9 +55,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-let codebuild: FakeJsonService;
-let ecr: FakeJsonService;
-let logs: FakeJsonService;
+const codebuildClient = new CodeBuildClient({ region: 'eu-west-1' });
+const ecrClient = new ECRClient({ region: 'eu-west-1' });
+const logsClient = new CloudWatchLogsClient({ region: 'eu-west-1' });
+const codebuild = mockClient(codebuildClient);
+const ecr = mockClient(ecrClient);
+const logs = mockClient(logsClient);
 let completed: { token: string; outcome: TaskOutcome }[];
 /** Tags pushed to the fake repository: tag → digest. */
 let pushed: Map<string, string>;
@@ -61,16 +71,18 @@ beforeEach(() => {
   completed = [];
   pushed = new Map();
   streams = new Map();
-  codebuild = new FakeJsonService(CODEBUILD).on('StartBuild', (input) => ({
+  codebuild.reset();
+  ecr.reset();
+  logs.reset();
+  codebuild.on(StartBuildCommand).callsFake((input) => ({
     build: {
       id: `${input.projectName}:build-1`,
       arn: 'arn:aws:codebuild:eu-west-1:000000000000:build/p:build-1',
       buildStatus: 'IN_PROGRESS',
-      // A timestamp as CodeBuild sends it (epoch seconds); nothing here reads it.
-      startTime: 1_767_225_600.123,
+      startTime: new Date('2026-01-01T00:00:00.123Z'), // nothing here reads it
     },
   }));
-  ecr = new FakeJsonService(ECR).on('BatchGetImage', (input) => {
+  ecr.on(BatchGetImageCommand).callsFake((input) => {
     const images = [];
     const failures = [];
     for (const imageId of input.imageIds as { imageTag: string }[]) {
@@ -86,9 +98,13 @@ beforeEach(() => {
     }
     return { images, failures };
   });
-  logs = new FakeJsonService(CLOUDWATCH_LOGS).on('GetLogEvents', (input) => {
+  logs.on(GetLogEventsCommand).callsFake((input) => {
     const lines = streams.get(`${input.logGroupName}/${input.logStreamName}`);
-    if (!lines) return new Fault('ResourceNotFoundException', 'The specified log stream does not exist.');
+    if (!lines)
+      throw new ResourceNotFoundException({
+        message: 'The specified log stream does not exist.',
+        $metadata: { httpStatusCode: 400 },
+      });
     return {
       events: lines.slice(-input.limit).map((message, i) => ({
         timestamp: 1_767_225_600_000 + i,
@@ -103,9 +119,9 @@ beforeEach(() => {
 
 function images(clients: { codebuild?: boolean; logs?: boolean } = { codebuild: true, logs: true }) {
   return new CodeBuildImages({
-    ...(clients.codebuild ? { codebuild: codebuild.client() } : {}),
-    ecr: ecr.client(),
-    ...(clients.logs ? { logs: logs.client() } : {}),
+    ...(clients.codebuild ? { codebuild: codebuildClient } : {}),
+    ecr: ecrClient,
+    ...(clients.logs ? { logs: logsClient } : {}),
     project: 'preview-images',
     repositoryUri: REPOSITORY_URI,
     artifactsBucket: 'preview-artifacts',
@@ -138,26 +154,23 @@ describe('CodeBuildImages.build', () => {
 
     await rt.build(target, SHA, apps, 'token-1');
 
-    expect(ecr.sent).toEqual([
+    expect(ecr.calls()).toHaveLength(1);
+    expect(ecr.commandCalls(BatchGetImageCommand).map((c) => c.args[0].input)).toEqual([
       {
-        operation: 'BatchGetImage',
-        input: {
-          repositoryName: 'preview-apps',
-          imageIds: [{ imageTag: webTag }, { imageTag: apiTag }],
-          acceptedMediaTypes: [
-            'application/vnd.docker.distribution.manifest.v2+json',
-            'application/vnd.oci.image.manifest.v1+json',
-            'application/vnd.oci.image.index.v1+json',
-            'application/vnd.docker.distribution.manifest.list.v2+json',
-          ],
-        },
+        repositoryName: 'preview-apps',
+        imageIds: [{ imageTag: webTag }, { imageTag: apiTag }],
+        acceptedMediaTypes: [
+          'application/vnd.docker.distribution.manifest.v2+json',
+          'application/vnd.oci.image.manifest.v1+json',
+          'application/vnd.oci.image.index.v1+json',
+          'application/vnd.docker.distribution.manifest.list.v2+json',
+        ],
       },
     ]);
-    expect(codebuild.sent).toHaveLength(1);
-    const [start] = codebuild.sent;
-    expect(start!.operation).toBe('StartBuild');
-    const buildRef = start!.input.idempotencyToken as string;
-    expect(start!.input).toEqual({
+    expect(codebuild.calls()).toHaveLength(1);
+    const [start] = codebuild.commandCalls(StartBuildCommand).map((c) => c.args[0].input);
+    const buildRef = start!.idempotencyToken as string;
+    expect(start).toEqual({
       projectName: 'preview-images',
       idempotencyToken: buildRef,
       environmentVariablesOverride: [
@@ -201,7 +214,7 @@ describe('CodeBuildImages.build', () => {
     pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
     pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
     await rt.build(target, SHA, apps, 'token-2');
-    expect(codebuild.sent).toEqual([]);
+    expect(codebuild.calls()).toEqual([]);
     expect(completed).toEqual([
       {
         token: 'token-2',
@@ -213,27 +226,28 @@ describe('CodeBuildImages.build', () => {
     ]);
   });
 
-  test('an error of CodeBuild reaches the caller by its code, with its fields', async () => {
-    codebuild.on(
-      'StartBuild',
-      () => new Fault('AccountLimitExceededException', 'Cannot have more than 60 builds'),
-    );
-    await expect(
-      images({ codebuild: true }).build(target, SHA, apps, 't', { rebuild: true }),
-    ).rejects.toMatchObject({
-      name: 'AccountLimitExceededException',
+  test('an error of CodeBuild reaches the caller as the SDK raised it', async () => {
+    const refused = new AccountLimitExceededException({
       message: 'Cannot have more than 60 builds',
-      $fault: 'client',
-      $metadata: { httpStatusCode: 400, requestId: REQUEST_ID },
+      $metadata: { httpStatusCode: 400, requestId: 'req-1' },
     });
-    expect(ecr.sent).toEqual([]); // rebuild: no lookup
+    codebuild.on(StartBuildCommand).rejects(refused);
+    const err = await images({ codebuild: true })
+      .build(target, SHA, apps, 't', { rebuild: true })
+      .catch((e: unknown) => e);
+    expect(err).toBe(refused);
+    expect(err).toMatchObject({ name: 'AccountLimitExceededException', $fault: 'client' });
+    expect(ecr.calls()).toEqual([]); // rebuild: no lookup
   });
 });
 
 describe('CodeBuildImages.onBuildFinished', () => {
   async function started(rt: CodeBuildImages, token: string): Promise<string> {
     await rt.build(target, SHA, apps, token, { rebuild: true });
-    return codebuild.sent.at(-1)!.input.idempotencyToken as string;
+    return codebuild
+      .commandCalls(StartBuildCommand)
+      .map((c) => c.args[0].input)
+      .at(-1)!.idempotencyToken as string;
   }
 
   test('a success ends the task with the pushed images; a redelivery is ignored', async () => {
@@ -251,7 +265,7 @@ describe('CodeBuildImages.onBuildFinished', () => {
         },
       },
     ]);
-    expect(logs.sent).toEqual([]);
+    expect(logs.calls()).toEqual([]);
     expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('ignored');
   });
 
@@ -259,9 +273,9 @@ describe('CodeBuildImages.onBuildFinished', () => {
     // Step Functions refuses the first SendTaskSuccess (past the client's retries): Lambda retries the event.
     let refusals = 1;
     const rt = new CodeBuildImages({
-      codebuild: codebuild.client(),
-      ecr: ecr.client(),
-      logs: logs.client(),
+      codebuild: codebuildClient,
+      ecr: ecrClient,
+      logs: logsClient,
       project: 'preview-images',
       repositoryUri: REPOSITORY_URI,
       artifactsBucket: 'preview-artifacts',
@@ -296,8 +310,8 @@ describe('CodeBuildImages.onBuildFinished', () => {
     pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
     pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
     const finisher = new CodeBuildImages({
-      ecr: ecr.client(),
-      logs: logs.client(),
+      ecr: ecrClient,
+      logs: logsClient,
       project: 'preview-images',
       repositoryUri: REPOSITORY_URI,
       complete: async (token, outcome) => void completed.push({ token, outcome }),
@@ -306,17 +320,17 @@ describe('CodeBuildImages.onBuildFinished', () => {
     expect(completed.map((c) => c.token)).toEqual(['token-nobucket']);
     // Starting a build does need it, and says so before anything is written.
     const starter = new CodeBuildImages({
-      codebuild: codebuild.client(),
-      ecr: ecr.client(),
+      codebuild: codebuildClient,
+      ecr: ecrClient,
       project: 'preview-images',
       repositoryUri: REPOSITORY_URI,
       complete: async () => undefined,
     });
-    const before = codebuild.sent.length;
+    const before = codebuild.calls().length;
     await expect(starter.build(target, SHA, apps, 'token-x', { rebuild: true })).rejects.toThrow(
       /^ARTIFACTS_BUCKET is not set/,
     );
-    expect(codebuild.sent.length).toBe(before);
+    expect(codebuild.calls().length).toBe(before);
   });
 
   test('a failure ends the task with the cause its log names, read with GetLogEvents', async () => {
@@ -328,15 +342,13 @@ describe('CodeBuildImages.onBuildFinished', () => {
       'PREVIEW-BUILD-FAILED app=api: docker build exited 1',
     ]);
     expect(await rt.onBuildFinished(finished('FAILED', ref))).toBe('completed');
-    expect(logs.sent).toEqual([
+    expect(logs.calls()).toHaveLength(1);
+    expect(logs.commandCalls(GetLogEventsCommand).map((c) => c.args[0].input)).toEqual([
       {
-        operation: 'GetLogEvents',
-        input: {
-          logGroupName: '/aws/codebuild/preview-images',
-          logStreamName: 'build-1',
-          limit: 300,
-          startFromHead: false,
-        },
+        logGroupName: '/aws/codebuild/preview-images',
+        logStreamName: 'build-1',
+        limit: 300,
+        startFromHead: false,
       },
     ]);
     expect(completed).toEqual([
@@ -358,7 +370,7 @@ describe('CodeBuildImages.onBuildFinished', () => {
     const ref = await started(rt, 'token-5');
     // No such stream: GetLogEvents answers ResourceNotFoundException.
     expect(await rt.onBuildFinished(finished('FAILED', ref))).toBe('completed');
-    expect(logs.sent).toHaveLength(1);
+    expect(logs.calls()).toHaveLength(1);
     expect(completed[0]!.outcome).toMatchObject({
       ok: false,
       error: 'DeployFailed',
@@ -385,37 +397,39 @@ describe('BuildLogs', () => {
   test("the last lines of an app's latest build log, newest events first asked for", async () => {
     await pointTo('web', 'stream-web');
     streams.set('/aws/codebuild/preview-images/stream-web', ['one', 'two', 'three']);
-    const reader = new BuildLogs(logs.client());
+    const reader = new BuildLogs(logsClient);
     expect(await reader.logs(target, 'web', query)).toEqual({ text: 'two\nthree\n', truncated: true });
-    expect(logs.sent).toEqual([
+    expect(logs.calls()).toHaveLength(1);
+    expect(logs.commandCalls(GetLogEventsCommand).map((c) => c.args[0].input)).toEqual([
       {
-        operation: 'GetLogEvents',
-        input: {
-          logGroupName: '/aws/codebuild/preview-images',
-          logStreamName: 'stream-web',
-          limit: 2,
-          startFromHead: false,
-        },
+        logGroupName: '/aws/codebuild/preview-images',
+        logStreamName: 'stream-web',
+        limit: 2,
+        startFromHead: false,
       },
     ]);
   });
 
   test('no pointer: undefined without a call; a stream that is gone (ResourceNotFoundException): undefined', async () => {
-    const reader = new BuildLogs(logs.client());
+    const reader = new BuildLogs(logsClient);
     expect(await reader.logs(target, 'nothing', query)).toBeUndefined();
-    expect(logs.sent).toEqual([]);
+    expect(logs.calls()).toEqual([]);
     await pointTo('gone', 'stream-gone');
     expect(await reader.logs(target, 'gone', query)).toBeUndefined();
-    expect(logs.sent).toHaveLength(1);
+    expect(logs.calls()).toHaveLength(1);
   });
 
   test('any other error reaches the caller by its code', async () => {
     await pointTo('web', 'stream-web');
-    logs.on(
-      'GetLogEvents',
-      () => new Fault('AccessDeniedException', 'not authorized to perform: logs:GetLogEvents'),
+    logs.on(GetLogEventsCommand).rejects(
+      new CloudWatchLogsServiceException({
+        name: 'AccessDeniedException',
+        message: 'not authorized to perform: logs:GetLogEvents',
+        $fault: 'client',
+        $metadata: { httpStatusCode: 400 },
+      }),
     );
-    const reader = new BuildLogs(logs.client());
+    const reader = new BuildLogs(logsClient);
     await expect(reader.logs(target, 'web', query)).rejects.toMatchObject({
       name: 'AccessDeniedException',
       $fault: 'client',

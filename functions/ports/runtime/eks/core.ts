@@ -1,19 +1,21 @@
 /**
- * The EKS cluster adapter's core (eks.ts has the whole story): the connection to the cluster's API (its
+ * The EKS cluster adapter's core (eks/cluster.ts has the whole story): the connection to the cluster's API (its
  * endpoint and CA from the stack, an STS-presigned token), the fenced teardown, and the options. What the
  * TearDown step runs (`EksClusterCore`), so its bundle leaves the deploy, the rollout watch, the pod logs and
- * the Lambda invoker out; `EksCluster` (eks.ts) extends it with those.
+ * the Lambda invoker out; `EksCluster` (eks/cluster.ts) extends it with those.
  */
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { V1Namespace } from '@kubernetes/client-node';
-import { type Config, config } from '../../shared/config.js';
-import { ConfigError } from '../../shared/errors.js';
-import { log } from '../../shared/log.js';
-import { maskSecrets } from '../../shared/mask.js';
-import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
-import type { TaskOutcome } from '../workflows/port.js';
-import { type CredentialProvider, EksTokens } from './eks-auth.js';
-import { connect, isCode, type Kube, KubeError, type Resource } from './eks-client.js';
+import { type Config, config } from '../../../shared/config.js';
+import { ConfigError } from '../../../shared/errors.js';
+import { log } from '../../../shared/log.js';
+import { maskSecrets } from '../../../shared/mask.js';
+import { DeployFailed, Superseded, TransientError } from '../../../shared/step-errors.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import type { RuntimeTarget } from '../port.js';
+import { type CredentialProvider, EksTokens } from './auth.js';
+import { connect, isCode, type Kube, KubeError, type Resource } from './client.js';
 import {
   ANNOTATIONS,
   fenceName,
@@ -24,8 +26,7 @@ import {
   namespaceName,
   type ObjectOptions,
   publicUrl,
-} from './eks-objects.js';
-import type { RuntimeTarget } from './port.js';
+} from './objects.js';
 
 /** What the rollout watcher is invoked with. No secret values: it reads what it masks from the cluster. */
 export interface RolloutWatchEvent {
@@ -82,7 +83,7 @@ export interface EksClusterOptions extends ObjectOptions {
   heartbeat?: (token: string) => Promise<undefined | 'gone'>;
   /**
    * Starts a watcher invocation asynchronously. Default: Lambda `Invoke` (InvocationType `Event`) of
-   * `watcherFunction`, signed and sent by lambda-invoke.ts. Tests run the watcher in-process instead.
+   * `watcherFunction` through `lambda` (eks/lambda-invoke.ts). Tests run the watcher in-process instead.
    */
   invokeWatcher?: (event: RolloutWatchEvent) => Promise<void>;
   /** The watcher Lambda's name or ARN (default: `ROLLOUT_WATCHER_FUNCTION`). */
@@ -91,14 +92,18 @@ export interface EksClusterOptions extends ObjectOptions {
    * The cluster's Kubernetes API: its endpoint (`https://…`) and CA (base64 of its PEM), as
    * `eks:DescribeCluster` gives them; the stack resolves them at deploy time (EKS_CLUSTER_ENDPOINT,
    * EKS_CLUSTER_CA_DATA). Or a function that looks them up on first use (the CLI: `describeCluster` of
-   * eks-describe.ts). Missing, the first cluster call throws a ConfigError naming the variables.
+   * eks/describe.ts). Missing, the first cluster call throws a ConfigError naming the variables.
    */
   api?: ClusterApi | (() => Promise<ClusterApi>);
-  /** Where the watcher invocations go (default: `AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL`, regional). */
-  lambdaEndpoint?: string;
   /**
-   * What signs the cluster tokens and the watcher invocations. Default: the SDK's default credential
-   * chain (in a Lambda bundle, the function's environment credentials: lib/cdk/bundling.ts).
+   * The Lambda client the watcher invocations go through (the registry passes the container's,
+   * registry/aws-clients.ts `lambdaClient()`). Needed only by a cluster that starts the watcher without
+   * `invokeWatcher`.
+   */
+  lambda?: LambdaClient;
+  /**
+   * What signs the cluster tokens. Default: the SDK's default credential chain (in a Lambda bundle, the
+   * function's environment credentials: lib/cdk/bundling.ts).
    */
   credentials?: CredentialProvider;
   stsHost?: string;
@@ -120,7 +125,7 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0
 export const terminating = (ns: V1Namespace | undefined) =>
   ns !== undefined && (ns.metadata?.deletionTimestamp !== undefined || ns.status?.phase === 'Terminating');
 
-/** The cluster connection and the fenced teardown (see eks.ts); `EksCluster` adds deploy, readiness, logs. */
+/** The cluster connection and the fenced teardown (see eks/cluster.ts); `EksCluster` adds deploy, readiness, logs. */
 export class EksClusterCore {
   readonly timing: EksTiming;
   protected readonly credentials: CredentialProvider;
@@ -354,7 +359,10 @@ export function superseded(what: string, current: number, gen: number): Supersed
  * first cluster call throws a ConfigError; `deps.watcherFunction` wins over the configured one.
  */
 export function eksClusterOptions(
-  deps: Pick<EksClusterOptions, 'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api'>,
+  deps: Pick<
+    EksClusterOptions,
+    'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api' | 'lambda'
+  >,
   settings: Pick<Config, 'region' | 'eks'> = config(),
 ): EksClusterOptions {
   const { eks } = settings;

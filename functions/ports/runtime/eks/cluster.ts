@@ -1,19 +1,19 @@
 /**
  * The EKS cluster half of the cloud runtime (`Cluster` of cloud.ts): a namespace per environment on the
  * customer's EKS cluster, each app an image in a Deployment behind a Service and an https Ingress. The
- * connection and the teardown are `EksClusterCore` (eks-core.ts), which the TearDown step uses alone;
+ * connection and the teardown are `EksClusterCore` (eks/core.ts), which the TearDown step uses alone;
  * `EksCluster` adds the deploy, the readiness watch and the logs. The
- * objects are eks-objects.ts; the API calls go through the real `@kubernetes/client-node` (eks-client.ts),
+ * objects are eks/objects.ts; the API calls go through the real `@kubernetes/client-node` (eks/client.ts),
  * reached at the cluster's endpoint with its CA, which the stack resolved at deploy time (its
  * `eks:DescribeCluster`, as EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA: no function bundles the EKS
- * client), and an STS-presigned bearer token (eks-auth.ts).
+ * client), and an STS-presigned bearer token (eks/auth.ts).
  *
  * **Fencing by generation.** The namespace's `preview-control-plane/generation` annotation is the
  * environment's fence: a call of an older generation changes nothing and throws `Superseded`; a newer one
  * bumps it (a compare-and-set on the namespace's resourceVersion). Every object carries the generation
  * that wrote it too, and is written with optimistic concurrency, so of two deploys racing, the older never
  * overwrites what the newer wrote. A teardown leaves a fence behind the namespace it deletes (a ConfigMap in
- * `systemNamespace`, eks-objects.ts `fenceObject`), so a late call of an older generation can't re-create
+ * `systemNamespace`, eks/objects.ts `fenceObject`), so a late call of an older generation can't re-create
  * it either.
  *
  * **deploy** applies, per app, its Secret, Deployment, Service and Ingress (create, or replace when what
@@ -38,15 +38,17 @@
  * `teardownWaitMs`) until it is gone; still there then, it throws `TransientError` (the state machine
  * retries, and the retry waits again), so the environment becomes torn_down only once the namespace is gone.
  */
-import { type Config, config } from '../../shared/config.js';
-import { ConfigError } from '../../shared/errors.js';
-import { log } from '../../shared/log.js';
-import { maskSecrets } from '../../shared/mask.js';
-import { Superseded, TransientError } from '../../shared/step-errors.js';
-import type { TaskOutcome } from '../workflows/port.js';
-import { type AppAddress, resolveAppRefs } from './app-refs.js';
-import type { Cluster } from './cloud.js';
-import { isCode, type Kube, KubeError, type Resource } from './eks-client.js';
+import { type Config, config } from '../../../shared/config.js';
+import { ConfigError } from '../../../shared/errors.js';
+import { log } from '../../../shared/log.js';
+import { maskSecrets } from '../../../shared/mask.js';
+import { Superseded, TransientError } from '../../../shared/step-errors.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import { type AppAddress, resolveAppRefs } from '../app-refs.js';
+import type { Cluster } from '../cloud.js';
+import { failureMessage } from '../log-cause.js';
+import type { AppLaunch, AppSpec, DeployOptions, RuntimeTarget } from '../port.js';
+import { isCode, type Kube, KubeError, type Resource } from './client.js';
 import {
   type EksClusterOptions,
   eksClusterOptions,
@@ -58,8 +60,9 @@ import {
   superseded,
   terminating,
   type WatchOutcome,
-} from './eks-core.js';
-import { EksClusterLogs } from './eks-logs.js';
+} from './core.js';
+import { LambdaInvoker } from './lambda-invoke.js';
+import { EksClusterLogs } from './logs.js';
 import {
   ANNOTATIONS,
   appSelector,
@@ -82,11 +85,8 @@ import {
   secretVersionOf,
   serviceObject,
   specHashOf,
-} from './eks-objects.js';
-import { newest, podFailure, podSummary, rolloutState } from './eks-rollout.js';
-import { LambdaInvoker } from './lambda-invoke.js';
-import { failureMessage } from './log-cause.js';
-import type { AppLaunch, AppSpec, DeployOptions, RuntimeTarget } from './port.js';
+} from './objects.js';
+import { newest, podFailure, podSummary, rolloutState } from './rollout.js';
 
 export {
   type ClusterApi,
@@ -97,10 +97,10 @@ export {
   type RolloutWatchEvent,
   TIMING_DEFAULTS,
   type WatchOutcome,
-} from './eks-core.js';
+} from './core.js';
 
-export { EksClusterLogs } from './eks-logs.js';
-export { internalUrl, namespaceName, publicUrl } from './eks-objects.js';
+export { EksClusterLogs } from './logs.js';
+export { internalUrl, namespaceName, publicUrl } from './objects.js';
 
 /** A watcher stops this long before its invocation's time runs out, to hand over in time. */
 const SLICE_MARGIN_MS = 15_000;
@@ -358,11 +358,9 @@ export class EksCluster extends EksClusterLogs implements Cluster {
   private async invokeLambda(event: RolloutWatchEvent): Promise<void> {
     const fn = this.opts.watcherFunction ?? process.env.ROLLOUT_WATCHER_FUNCTION;
     if (!fn) throw new ConfigError('ROLLOUT_WATCHER_FUNCTION is not set: the stack sets it for the runtime');
-    this.lambda ??= new LambdaInvoker({
-      region: this.opts.region,
-      credentials: this.credentials,
-      endpoint: this.opts.lambdaEndpoint,
-    });
+    if (!this.opts.lambda)
+      throw new ConfigError('this EKS cluster adapter has no Lambda client to start the rollout watcher');
+    this.lambda ??= new LambdaInvoker(this.opts.lambda);
     await this.lambda.invokeAsync(fn, event);
   }
 
@@ -565,9 +563,12 @@ export class EksCluster extends EksClusterLogs implements Cluster {
   }
 }
 
-/** The EKS cluster as configured (`eksClusterOptions` of eks-core.ts: shared/config.ts, EKS_*). */
+/** The EKS cluster as configured (`eksClusterOptions` of eks/core.ts: shared/config.ts, EKS_*). */
 export function eksClusterOf(
-  deps: Pick<EksClusterOptions, 'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api'>,
+  deps: Pick<
+    EksClusterOptions,
+    'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api' | 'lambda'
+  >,
   settings: Pick<Config, 'region' | 'eks'> = config(),
 ): EksCluster {
   return new EksCluster(eksClusterOptions(deps, settings));

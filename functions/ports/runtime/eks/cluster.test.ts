@@ -1,25 +1,26 @@
 import { EKSClient } from '@aws-sdk/client-eks';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../test/cloud/fakes/kubernetes.js';
-import { FakeEksAndLambda } from '../../../test/cloud/fakes/kubernetes-aws.js';
-import { parseEksConfig } from '../../shared/config.js';
-import { setLogSink } from '../../shared/log.js';
-import { MASK } from '../../shared/mask.js';
-import type { TaskOutcome } from '../workflows/port.js';
-import { EksCluster, type EksClusterOptions, eksClusterOf, type RolloutWatchEvent } from './eks.js';
-import { EksTokens, eksToken } from './eks-auth.js';
-import { describeCluster } from './eks-describe.js';
-import { fitName, hostOf, internalUrl, namespaceName, OBJECT_DEFAULTS, objectName } from './eks-objects.js';
-import { rolloutState } from './eks-rollout.js';
-import type { AppLaunch, AppSpec, RuntimeTarget } from './port.js';
+import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../../test/cloud/fakes/kubernetes.js';
+import { FakeEksAndLambda } from '../../../../test/cloud/fakes/kubernetes-aws.js';
+import { parseEksConfig } from '../../../shared/config.js';
+import { setLogSink } from '../../../shared/log.js';
+import { MASK } from '../../../shared/mask.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import type { AppLaunch, AppSpec, RuntimeTarget } from '../port.js';
+import { EksTokens, eksToken } from './auth.js';
+import { EksCluster, type EksClusterOptions, eksClusterOf, type RolloutWatchEvent } from './cluster.js';
+import { describeCluster } from './describe.js';
+import { fitName, hostOf, internalUrl, namespaceName, OBJECT_DEFAULTS, objectName } from './objects.js';
+import { rolloutState } from './rollout.js';
 
 /*
  * The EKS cluster adapter against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes.ts) with
  * the real @kubernetes/client-node, found through a fake eks:DescribeCluster, authenticated with a real
  * STS-presigned token that the fake verifies (SigV4 recomputed with these test credentials). The rollout
  * watcher runs in-process (an injected invoker), except in the test of its self re-invocation, which goes
- * through the default Lambda invoker against a fake Lambda Invoke.
+ * through the default Lambda invoker (a real LambdaClient) against a fake Lambda Invoke.
  *
  * The Runtime contract (runtime.contract.ts) takes a whole Runtime, build included, and two of its four
  * tests are about the build half (a build fences generations; a build of a missing source fails), which
@@ -580,7 +581,7 @@ describe('EksCluster', () => {
     const events: RolloutWatchEvent[] = [];
     const c = cluster({
       invokeWatcher: undefined,
-      lambdaEndpoint: aws.url,
+      lambda: new LambdaClient({ region: REGION, endpoint: aws.url, credentials: CREDENTIALS }),
       watcherFunction: `arn:aws:lambda:${REGION}:000000000000:function:rollout-watcher`,
       timing: { pollMs: 25, sliceMs: 100, readyTimeoutMs: 20_000 },
     });
@@ -754,7 +755,7 @@ describe('rollout status', () => {
 
 describe('the rollout watcher Lambda', () => {
   test('refuses an event it cannot read', async () => {
-    const { handler } = await import('../../watchers/rollout.js');
+    const { handler } = await import('../../../watchers/rollout.js');
     await expect(handler({ target: {} })).rejects.toMatchObject({ name: 'MalformedEvent' });
   });
 });

@@ -38,7 +38,7 @@ let client: Promise<ClientModule> | undefined;
  */
 export function loadClient(): Promise<ClientModule> {
   client ??= (async () => {
-    await import('../../shared/polyfills.js'); // Promise.withResolvers, which undici 8 uses too
+    await import('../../../shared/polyfills.js'); // Promise.withResolvers, which undici 8 uses too
     const zlib = (await import('node:zlib')).default as unknown as Record<string, unknown>;
     const workers = (await import('node:worker_threads')).default as unknown as Record<string, unknown>;
     if (typeof zlib.createZstdDecompress !== 'function')

@@ -1,6 +1,6 @@
 /**
  * The Kubernetes objects of a preview environment, as plain data: names, labels, and one builder per
- * object. No API calls here (eks.ts applies them), so every shape can be checked on its own.
+ * object. No API calls here (eks/cluster.ts applies them), so every shape can be checked on its own.
  *
  * Per environment, one Namespace `pv-<owner-repo slug>-<pr>-<hash>` holding:
  * - a ResourceQuota `preview-quota` and a NetworkPolicy `preview-isolation` (ingress only from the
@@ -28,9 +28,9 @@ import type {
   V1Secret,
   V1Service,
 } from '@kubernetes/client-node';
-import { repoKey } from '../../manifest/tables.js';
-import { DeployFailed } from '../../shared/step-errors.js';
-import type { AppLaunch, RuntimeTarget } from './port.js';
+import { repoKey } from '../../../manifest/tables.js';
+import { DeployFailed } from '../../../shared/step-errors.js';
+import type { AppLaunch, RuntimeTarget } from '../port.js';
 
 export const MANAGED_BY = 'preview-control-plane';
 const PREFIX = 'preview-control-plane/';

@@ -1,14 +1,14 @@
-import { maskSecrets } from '../../shared/mask.js';
-import { isCode, KubeError } from './eks-client.js';
-import { EksClusterCore } from './eks-core.js';
-import { LABELS, namespaceName, objectName } from './eks-objects.js';
-import { podSummary } from './eks-rollout.js';
-import type { LogQuery, LogTarget, LogText } from './port.js';
+import { maskSecrets } from '../../../shared/mask.js';
+import type { LogQuery, LogTarget, LogText } from '../port.js';
+import { isCode, KubeError } from './client.js';
+import { EksClusterCore } from './core.js';
+import { LABELS, namespaceName, objectName } from './objects.js';
+import { podSummary } from './rollout.js';
 
 /**
  * The cluster adapter's core plus the apps' pod logs: what the app-logs route uses (`logsRuntime` of
  * registry/runtime.ts), so its bundle leaves the deploy, the rollout watch and the Lambda invoker out.
- * `EksCluster` (eks.ts) extends it.
+ * `EksCluster` (eks/cluster.ts) extends it.
  */
 export class EksClusterLogs extends EksClusterCore {
   /**

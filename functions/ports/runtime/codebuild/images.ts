@@ -1,15 +1,17 @@
 import { createHash } from 'node:crypto';
-import { artifactKeys, keys, repoKey } from '../../manifest/tables.js';
-import type { AwsJsonClient } from '../../shared/aws-json.js';
-import { newId } from '../../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '../../shared/dynamo-document.js';
-import { ConfigError } from '../../shared/errors.js';
-import { log } from '../../shared/log.js';
-import type { TaskOutcome } from '../workflows/port.js';
-import { BuildLogs, getLogEvents, type LogPointer } from './build-logs.js';
-import { failureMessage } from './log-cause.js';
-import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from './port.js';
+import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
+import { type CodeBuildClient, StartBuildCommand } from '@aws-sdk/client-codebuild';
+import { BatchGetImageCommand, type ECRClient } from '@aws-sdk/client-ecr';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { artifactKeys, keys, repoKey } from '../../../manifest/tables.js';
+import { newId } from '../../../shared/crypto.js';
+import { ddb, isConditionFailure, table } from '../../../shared/dynamo.js';
+import { ConfigError } from '../../../shared/errors.js';
+import { log } from '../../../shared/log.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import { failureMessage } from '../log-cause.js';
+import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
+import { BuildLogs, type LogPointer } from './build-logs.js';
 
 /** The env var through which a build names itself (echoed by CodeBuild's events; not a secret). */
 export const BUILD_REF_VAR = 'PREVIEW_BUILD_REF';
@@ -21,27 +23,13 @@ const CAUSE_SEARCH_LINES = 300;
 /** How long the pointer to an app's latest build log is kept (the log group's retention: a month). */
 const LOG_POINTER_TTL_SECONDS = 31 * 24 * 3600;
 
-/** CodeBuild `StartBuild`'s output, as far as it is read here (the wire JSON). */
-interface StartBuildOutput {
-  build?: { id?: string; arn?: string; buildStatus?: string };
-}
-
-/** ECR `BatchGetImage`'s output, as far as it is read here (the wire JSON). */
-interface BatchGetImageOutput {
-  images?: { repositoryName?: string; imageId?: { imageTag?: string; imageDigest?: string } }[];
-  failures?: { imageId?: { imageTag?: string }; failureCode?: string; failureReason?: string }[];
-}
-
-/**
- * The clients are shared/aws-json.ts `AwsJsonClient`s, one per service: `CODEBUILD`, `ECR`,
- * `CLOUDWATCH_LOGS`.
- */
+/** The clients are the container's SDK clients of each service (registry/aws-clients.ts). */
 export interface CodeBuildImagesOptions {
   /** Starts the builds (`build`); a handler that only ends them (`onBuildFinished`) goes without. */
-  codebuild?: AwsJsonClient;
-  ecr: AwsJsonClient;
+  codebuild?: CodeBuildClient;
+  ecr: ECRClient;
   /** Reads the build logs (`logs`, `onBuildFinished`); the BuildImages step goes without. */
-  logs?: AwsJsonClient;
+  logs?: CloudWatchLogsClient;
   /** The image-build project (CDK: the stack's project). */
   project: string;
   /** `<account>.dkr.ecr.<region>.amazonaws.com/<name>`: every app image is a tag of this repository. */
@@ -152,21 +140,23 @@ export class CodeBuildImages {
       context: apps[app]!.context ?? '.',
       tag: tags[app]!,
     }));
-    const out = await codebuild.call<StartBuildOutput>('StartBuild', {
-      projectName: this.opts.project,
-      idempotencyToken: buildId,
-      environmentVariablesOverride: [
-        { name: BUILD_REF_VAR, value: buildId, type: 'PLAINTEXT' },
-        { name: 'SOURCE_BUCKET', value: bucket, type: 'PLAINTEXT' },
-        {
-          name: 'SOURCE_KEY',
-          value: artifactKeys.source(target.orgId, target.repoFullName, sha),
-          type: 'PLAINTEXT',
-        },
-        { name: 'IMAGE_REPOSITORY_URI', value: this.opts.repositoryUri, type: 'PLAINTEXT' },
-        { name: 'BUILDS', value: JSON.stringify(builds), type: 'PLAINTEXT' },
-      ],
-    });
+    const out = await codebuild.send(
+      new StartBuildCommand({
+        projectName: this.opts.project,
+        idempotencyToken: buildId,
+        environmentVariablesOverride: [
+          { name: BUILD_REF_VAR, value: buildId, type: 'PLAINTEXT' },
+          { name: 'SOURCE_BUCKET', value: bucket, type: 'PLAINTEXT' },
+          {
+            name: 'SOURCE_KEY',
+            value: artifactKeys.source(target.orgId, target.repoFullName, sha),
+            type: 'PLAINTEXT',
+          },
+          { name: 'IMAGE_REPOSITORY_URI', value: this.opts.repositoryUri, type: 'PLAINTEXT' },
+          { name: 'BUILDS', value: JSON.stringify(builds), type: 'PLAINTEXT' },
+        ],
+      }),
+    );
     await ddb()
       .send(
         new UpdateCommand({
@@ -214,7 +204,7 @@ export class CodeBuildImages {
     );
   }
 
-  /** The end of an app's latest image build log (build-logs.ts `BuildLogs`, on this adapter's client). */
+  /** The end of an app's latest image build log (codebuild/build-logs.ts `BuildLogs`, on this adapter's client). */
   logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
     this.buildLogs ??= new BuildLogs(this.client('logs'));
     return this.buildLogs.logs(target, app, query);
@@ -290,16 +280,18 @@ export class CodeBuildImages {
     const entries = Object.entries(tags);
     if (entries.length === 0) return {};
     const repositoryName = this.opts.repositoryUri.slice(this.opts.repositoryUri.indexOf('/') + 1);
-    const out = await this.opts.ecr.call<BatchGetImageOutput>('BatchGetImage', {
-      repositoryName,
-      imageIds: entries.map(([, tag]) => ({ imageTag: tag })),
-      acceptedMediaTypes: [
-        'application/vnd.docker.distribution.manifest.v2+json',
-        'application/vnd.oci.image.manifest.v1+json',
-        'application/vnd.oci.image.index.v1+json',
-        'application/vnd.docker.distribution.manifest.list.v2+json',
-      ],
-    });
+    const out = await this.opts.ecr.send(
+      new BatchGetImageCommand({
+        repositoryName,
+        imageIds: entries.map(([, tag]) => ({ imageTag: tag })),
+        acceptedMediaTypes: [
+          'application/vnd.docker.distribution.manifest.v2+json',
+          'application/vnd.oci.image.manifest.v1+json',
+          'application/vnd.oci.image.index.v1+json',
+          'application/vnd.docker.distribution.manifest.list.v2+json',
+        ],
+      }),
+    );
     const found: Record<string, string> = {};
     for (const image of out.images ?? []) {
       const app = entries.find(([, tag]) => tag === image.imageId?.imageTag)?.[0];
@@ -323,12 +315,14 @@ export class CodeBuildImages {
     let output = '';
     if (logs?.['group-name'] && logs['stream-name']) {
       try {
-        const out = await getLogEvents(this.client('logs'), {
-          logGroupName: logs['group-name'],
-          logStreamName: logs['stream-name'],
-          limit: CAUSE_SEARCH_LINES,
-          startFromHead: false,
-        });
+        const out = await this.client('logs').send(
+          new GetLogEventsCommand({
+            logGroupName: logs['group-name'],
+            logStreamName: logs['stream-name'],
+            limit: CAUSE_SEARCH_LINES,
+            startFromHead: false,
+          }),
+        );
         const lines = (out.events ?? []).map((e) => (e.message ?? '').trimEnd()).filter(Boolean);
         output = lines.join('\n');
         tail = lines.slice(-LOG_TAIL_LINES).join(' | ');

@@ -5,9 +5,13 @@
  * with its own name) and maps the caller's IAM principal to a Kubernetes user through the cluster's access
  * entries. A token is accepted for 15 minutes after its signing time; `EksTokens` signs a new one after
  * 10 (or sooner, before the credentials behind it expire).
+ *
+ * No SDK client builds this token (the CLI's `aws eks get-token` does, and @kubernetes/client-node runs
+ * that CLI as an exec plugin, which a Lambda function does not have), so it is made here: the SDK's own
+ * SigV4 signer (@smithy/signature-v4) and hash (@smithy/core/checksum's `Sha256`) presigning one URL.
  */
+import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { NodeSha256 } from '../../shared/sha256.js';
 
 export const TOKEN_PREFIX = 'k8s-aws-v1.';
 /** The header that binds a token to one cluster (signed, not sent: EKS supplies it when it checks). */
@@ -25,7 +29,6 @@ export interface AwsCredentials {
   expiration?: Date;
 }
 
-export { NodeSha256 };
 export type CredentialProvider = () => Promise<AwsCredentials>;
 
 export interface TokenRequest {
@@ -49,7 +52,8 @@ export async function presignedCallerIdentityUrl(req: TokenRequest): Promise<str
     credentials: req.credentials,
     region: req.region,
     service: 'sts',
-    sha256: NodeSha256,
+    // The SHA-256 the SDK clients sign with (node:crypto under Node.js).
+    sha256: Sha256,
   });
   const request: Parameters<SignatureV4['presign']>[0] = {
     method: 'GET',
