@@ -12,7 +12,7 @@ const common = {
   transform,
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  setupFiles: ['<rootDir>/functions/shared/polyfills.ts'],
+  setupFiles: ['<rootDir>/functions/shared/polyfills.ts', '<rootDir>/test/support/env.ts'],
 };
 export default {
   projects: [

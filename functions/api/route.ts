@@ -4,6 +4,7 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { authenticate, type Principal } from '../core/auth.js';
+import { takeRequest } from '../core/fair-share.js';
 import { DEFAULT_MAX_BODY_BYTES, type RouteDef, type RouteId, routes } from '../manifest/routes.js';
 import {
   AlreadyExistsError,
@@ -11,6 +12,7 @@ import {
   PayloadTooLargeError,
   publicMessage,
   statusOf,
+  TooManyRequestsError,
   ValidationError,
 } from '../shared/errors.js';
 import { log } from '../shared/log.js';
@@ -168,6 +170,11 @@ const errorHandler = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayPro
       error: publicMessage(request.error),
       ...(existing ? { existingId: existing } : {}),
     });
+    if (request.error instanceof TooManyRequestsError)
+      request.response.headers = {
+        ...request.response.headers,
+        'retry-after': String(request.error.retryAfterSeconds),
+      };
   },
 });
 
@@ -190,6 +197,17 @@ const authn = (
         ? { rawBody: rawBytesOf(request.event), secret: webhookSecret }
         : undefined,
     );
+  },
+});
+
+/**
+ * 3b. Count the request against its organization's fair share (core/fair-share.ts): 429 with
+ * `Retry-After` past it. GitHub's webhooks act for no one organization and are not counted.
+ */
+const fairShare = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
+  before: async (request) => {
+    const principal = (request as Request).internal.principal;
+    if (principal?.orgId && !principal.githubWebhook) await takeRequest(principal.orgId);
   },
 });
 
@@ -319,7 +337,7 @@ const validate = <B extends z.core.$ZodType, P extends z.core.$ZodType, Q extend
 
 /**
  * Wrap a route's use-case function in the one middleware stack, in a fixed order:
- * log → error handler → authenticate → body (size cap, JSON) → validate → `main`.
+ * log → error handler → authenticate → fair share → body (size cap, JSON) → validate → `main`.
  * Authentication reads only headers, so a caller without credentials gets 401 whatever the body is.
  * Returns `main` too, so tests can call the raw function.
  */
@@ -336,6 +354,7 @@ export function route<B extends z.core.$ZodType, P extends z.core.$ZodType, Q ex
     .use(requestLog(routeId))
     .use(errorHandler())
     .use(authn(routeId, schemas.webhookSecret))
+    .use(fairShare())
     .use(jsonBody(routeId, schemas.bodyRequired ?? false, schemas.body !== undefined))
     .use(validate(schemas))
     .handler(async (event) => {

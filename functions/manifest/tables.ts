@@ -99,6 +99,11 @@ export const tables = {
   /** Tests by id. */
   tests: { envVar: 'TABLE_TESTS', partitionKey: S('testId'), indexes: [] },
   /**
+   * Each organization's request budget (core/fair-share.ts): one counter per organization and window
+   * (`RATE#org#window`), expired by TTL a window after it ends. Nothing else: small, write-heavy, no index.
+   */
+  quotas: { envVar: 'TABLE_QUOTAS', partitionKey: S('pk'), indexes: [], ttlAttribute: 'expiresAt' },
+  /**
    * Runs by id, and one index per filter GET /run allows, each partitioned by exactly the filtered set and
    * sorted by `createdKey` = `<created_at>#<id>` (newest first when read backwards): the org, (org, test),
    * (org, folder), (org, status), (org, test, status), (org, folder, status). A test never changes folder,
@@ -225,6 +230,10 @@ export const keys = {
     client: (clientId: string) => `CLIENT#${clientId}`,
     /** The organizations linking a repository (GitHub webhooks act for them). */
     repo: (repoFullName: string) => `REPO#${repoKey(repoFullName)}`,
+  },
+  quotas: {
+    /** An organization's request counter of one fixed window (its start, epoch seconds). */
+    rate: (orgId: string, windowStart: number) => `RATE#${orgId}#${windowStart}`,
   },
   builds: {
     /** Where an app's latest image build logged (CloudWatch Logs group and stream), per environment. */

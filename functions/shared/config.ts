@@ -106,6 +106,9 @@ const schema = z
     PREVIEW_FFMPEG_PATH: z.optional(nonEmpty),
     PREVIEW_RUN_STEP_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(600)), 15),
     PREVIEW_RUN_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(5), z.lte(840)), 600),
+    PREVIEW_ORG_REQUESTS_PER_SECOND: z._default(z.coerce.number().check(z.gte(0), z.lte(10_000)), 20),
+    PREVIEW_ORG_CONCURRENT_DEPLOYS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(10_000)), 20),
+    PREVIEW_ORG_CONCURRENT_RUNS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(10_000)), 10),
     ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, nonEmpty])),
   })
   .check(
@@ -161,10 +164,16 @@ export interface Config {
     stepTimeoutSeconds: number;
     runTimeoutSeconds: number;
   };
+  /**
+   * Each organization's fair share (core/fair-share.ts); 0 turns a limit off. Requests: per second,
+   * counted in 10-second windows. Deploys: environments pending, building or deploying. Runs: pending or
+   * running.
+   */
+  fairShare: { requestsPerSecond: number; concurrentDeploys: number; concurrentRuns: number };
   tableNames: Record<TableName, string>;
 }
 
-/** The EKS cluster's settings (`Config.eks`): what eks-core.ts `eksClusterOptions` builds the adapter from. */
+/** The EKS cluster's settings (`Config.eks`): what eks/core.ts `eksClusterOptions` builds the adapter from. */
 export interface EksConfig {
   clusterName?: string;
   watcherFunction?: string;
@@ -256,6 +265,11 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       ffmpegPath: e.PREVIEW_FFMPEG_PATH,
       stepTimeoutSeconds: e.PREVIEW_RUN_STEP_TIMEOUT_SECONDS,
       runTimeoutSeconds: e.PREVIEW_RUN_TIMEOUT_SECONDS,
+    },
+    fairShare: {
+      requestsPerSecond: e.PREVIEW_ORG_REQUESTS_PER_SECOND,
+      concurrentDeploys: e.PREVIEW_ORG_CONCURRENT_DEPLOYS,
+      concurrentRuns: e.PREVIEW_ORG_CONCURRENT_RUNS,
     },
     tableNames: Object.fromEntries(tableNames.map((t) => [t, e[tables[t].envVar] as string])) as Record<
       TableName,

@@ -45,6 +45,20 @@ export class PayloadTooLargeError extends AppError {
 }
 
 /**
+ * 429: the caller's organization used its fair share (core/fair-share.ts); `retryAfterSeconds` becomes the
+ * `Retry-After` header.
+ */
+export class TooManyRequestsError extends AppError {
+  readonly statusCode = 429;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * 503: a capability this deployment does not provide (an adapter that is not configured or not built).
  * The message says which, so an operator can act on it.
  */

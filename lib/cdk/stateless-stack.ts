@@ -75,9 +75,13 @@ export interface StatelessStackProps extends StackProps {
   secretNamePrefix: string;
   /** API Gateway stage (the first path segment of the API URL). @default 'api' */
   apiStageName?: string;
-  /** Steady-state requests per second across the API. @default 50 */
+  /**
+   * Steady-state requests per second across the API (every organization together; each organization's
+   * own share is core/fair-share.ts). At ~50 ms a request, 1,000/s keeps about 50 API functions busy, well
+   * within the account's default Lambda concurrency (docs/scale.md). @default 1000
+   */
   throttlingRateLimit?: number;
-  /** @default 100 */
+  /** @default 2000 */
   throttlingBurstLimit?: number;
   /**
    * Create the account-level role API Gateway needs to write access logs (AWS::ApiGateway::Account).
@@ -541,7 +545,9 @@ export class StatelessStack extends Stack {
       }
     }
 
-    // 3. Route functions: one per route; tenancy is readable by all (authentication), the rest per route.
+    // 3. Route functions: one per route; tenancy is readable by all (authentication), each organization's
+    // request counters writable by all (core/fair-share.ts, in the middleware of every route), the rest
+    // per route.
     this.routeFunctions = {} as Record<RouteId, ApiFunction>;
     for (const routeId of routeIds) {
       const route: RouteDef = routes[routeId];
@@ -553,7 +559,10 @@ export class StatelessStack extends Stack {
         secretNamePrefix,
         logRetention,
         description: `${route.method} ${route.path}`,
-      }).bindAccess({ ...route.access, tables: { tenancy: 'R', ...route.access.tables } }, resources());
+      }).bindAccess(
+        { ...route.access, tables: { tenancy: 'R', quotas: 'RW', ...route.access.tables } },
+        resources(),
+      );
       // A GitHub webhook is authenticated by its signature, under the App secret's webhookSecret.
       if (route.auth === 'githubWebhook') fn.bindSourceHost(sourceHost);
       // Reading pods' logs calls the cluster's API (DescribeCluster, an access entry).
@@ -613,8 +622,8 @@ export class StatelessStack extends Stack {
       cloudWatchRole: props.apiGatewayCloudWatchRole ?? true,
       deployOptions: {
         stageName: props.apiStageName ?? 'api',
-        throttlingRateLimit: props.throttlingRateLimit ?? 50,
-        throttlingBurstLimit: props.throttlingBurstLimit ?? 100,
+        throttlingRateLimit: props.throttlingRateLimit ?? 1000,
+        throttlingBurstLimit: props.throttlingBurstLimit ?? 2000,
         tracingEnabled: true,
         metricsEnabled: true,
         // Execution logs and data traces would include request bodies (secret values); access logs only.

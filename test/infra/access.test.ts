@@ -78,7 +78,12 @@ describe('what each function reaches, it is given', () => {
     ).toEqual({ tables: ['builds', 'runs'], settings: ['MEDIA_BUCKET'] });
     // And reads real bundles: what a deploy request and the image-build completion reach.
     const of = (name: string) => reached.get(declared.find(([n]) => n === name)![1].id)!;
-    expect(of('route createEnvironment').tables).toEqual(['applications', 'environments', 'tenancy']);
+    expect(of('route createEnvironment').tables).toEqual([
+      'applications',
+      'environments',
+      'quotas',
+      'tenancy',
+    ]);
     expect(of('event target imageBuildFinished')).toEqual({
       tables: ['builds'],
       settings: ['IMAGE_BUILD_PROJECT', 'IMAGE_REPOSITORY_URI'],

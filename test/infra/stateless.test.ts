@@ -270,11 +270,18 @@ describe('routes', () => {
     expect(functions[routeFunctionId(id)].Properties.Description).toBe(`${route.method} ${route.path}`);
   });
 
-  test.each(routeIds)('%s reaches exactly the tables it declares (tenancy read for authentication)', (id) => {
-    const route: RouteDef = routes[id];
-    const expected: Partial<Record<TableName, 'R' | 'RW'>> = { tenancy: 'R', ...route.access.tables };
-    expect(tableAccess(routeFunctionId(id))).toEqual(expected);
-  });
+  test.each(routeIds)(
+    "%s reaches exactly the tables it declares (tenancy read for authentication, its organization's request counters)",
+    (id) => {
+      const route: RouteDef = routes[id];
+      const expected: Partial<Record<TableName, 'R' | 'RW'>> = {
+        tenancy: 'R',
+        quotas: 'RW',
+        ...route.access.tables,
+      };
+      expect(tableAccess(routeFunctionId(id))).toEqual(expected);
+    },
+  );
 
   test.each(routeIds)('%s may start exactly the workflows it declares', (id) => {
     const route: RouteDef = routes[id];
@@ -573,8 +580,9 @@ describe('REST API', () => {
         ResourcePath: '/*',
         DataTraceEnabled: false,
         LoggingLevel: 'OFF',
-        ThrottlingRateLimit: expect.any(Number),
-        ThrottlingBurstLimit: expect.any(Number),
+        // Every organization together (each organization's share is core/fair-share.ts; docs/scale.md).
+        ThrottlingRateLimit: 1000,
+        ThrottlingBurstLimit: 2000,
       }),
     ]);
     const format: string = props.AccessLogSetting.Format;

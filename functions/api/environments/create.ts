@@ -1,5 +1,7 @@
 import * as z from 'zod/mini';
 import { requestPrDeploy, statusPath } from '../../core/environments.js';
+import { assertDeploySlot } from '../../core/fair-share.js';
+import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { jsonInteger } from '../../shared/json-literal.js';
 import { MAX_PR, repoFullName } from '../../shared/validation.js';
@@ -19,6 +21,7 @@ const body = z.object({
 export const { main, handler } = route('createEnvironment', { body, bodyRequired: true }, async (req) => {
   jsonInteger(req.rawBody, 'prNumber');
   const { repoFullName, prNumber, headSha, headRef, baseSha } = req.body;
+  await assertDeploySlot(req.principal.orgId, keys.environments.envKey(repoFullName, prNumber));
   const env = await requestPrDeploy(workflows(), req.principal.orgId, repoFullName, prNumber, {
     headSha,
     headRef,

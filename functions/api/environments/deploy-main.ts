@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
+import { assertDeploySlot } from '../../core/fair-share.js';
 import { sourceHost } from '../../ports/registry/source-host.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { rowId } from '../../shared/validation.js';
@@ -9,6 +10,7 @@ const params = z.object({ applicationId: rowId });
 
 /** POST /v1/preview/applications/{applicationId}/0: deploy the linked repository's main branch as env 0. */
 export const { main, handler } = route('deployMainBranch', { params }, async (req) => {
+  await assertDeploySlot(req.principal.orgId);
   const out = await requestMainBranchDeploy(
     { workflows: workflows(), sourceHost: sourceHost() },
     req.principal.orgId,

@@ -1,5 +1,7 @@
 import * as z from 'zod/mini';
 import { requestAppRedeploy } from '../../core/environments.js';
+import { assertDeploySlot } from '../../core/fair-share.js';
+import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { appName } from '../../shared/validation.js';
 import { route } from '../route.js';
@@ -21,6 +23,7 @@ const body = z.pipe(
 /** PATCH …/{pr}/apps/{app}: redeploy one app (rebuild, the default, or restart); siblings untouched. */
 export const { main, handler } = route('redeployApp', { params, body }, async (req) => {
   const ref = envRef(req.principal.orgId, req.params);
+  await assertDeploySlot(ref.orgId, keys.environments.envKey(ref.repoFullName, ref.prNumber));
   const { mode } = req.body;
   await requestAppRedeploy(workflows(), ref, req.params.app, mode);
   return {

@@ -1,4 +1,6 @@
 import { requestRedeploy } from '../../core/environments.js';
+import { assertDeploySlot } from '../../core/fair-share.js';
+import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
@@ -6,6 +8,7 @@ import { envPathSchema, envRef } from './schemas.js';
 /** PATCH /v1/preview/environments/{owner}/{repo}/{pr}: re-run the pipeline at the current head SHA. */
 export const { main, handler } = route('redeployEnvironment', { params: envPathSchema }, async (req) => {
   const ref = envRef(req.principal.orgId, req.params);
+  await assertDeploySlot(ref.orgId, keys.environments.envKey(ref.repoFullName, ref.prNumber));
   await requestRedeploy(workflows(), ref);
   return {
     statusCode: 202,

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { assertRunSlot } from '../../core/fair-share.js';
 import { reportLink } from '../../core/run-report.js';
 import { startRun } from '../../core/runs.js';
 import { mediaReader } from '../../ports/registry/media.js';
@@ -24,6 +25,7 @@ const body = z.optional(
  * browser; `url` is a signed link to its report page (no credentials needed, valid 7 days).
  */
 export const { main, handler } = route('startRun', { params, body }, async (req) => {
+  await assertRunSlot(req.principal.orgId);
   const runId = await startRun({ workflows: workflows() }, req.principal.orgId, req.params.test_id, {
     applicationVersionId: req.body?.application_version_id,
     source: req.body?.source ?? 'api',
