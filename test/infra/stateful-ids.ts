@@ -1,0 +1,63 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { clusterContext, repoRoot, synthesize } from './synth.js';
+
+/**
+ * The resource types that hold state in a customer's account (data, messages, logs, keys, subscriptions,
+ * images, an operator's secret): a change of their logical id makes CloudFormation replace them, losing
+ * what they hold (or failing, for one with a fixed name). test/infra/logical-ids.test.ts holds every such
+ * resource of both stacks to the logical id recorded in the fixture.
+ */
+export const statefulTypes = [
+  'AWS::DynamoDB::Table',
+  'AWS::ECR::Repository',
+  'AWS::Events::EventBus',
+  'AWS::KMS::Key',
+  'AWS::Logs::LogGroup',
+  'AWS::S3::Bucket',
+  'AWS::SNS::Topic',
+  'AWS::SQS::Queue',
+  'AWS::SecretsManager::Secret',
+] as const;
+
+/**
+ * The contexts whose templates differ in stateful resources: without a cluster (the default) and with one
+ * (every cluster setting). The other context settings (githubAppSecretArn, the ffmpeg layer, the API
+ * Gateway role, the image-build architecture) add no stateful resource.
+ */
+export const statefulVariants: Record<string, Record<string, unknown>> = {
+  default: {},
+  cluster: clusterContext,
+};
+
+export const fixturePath = join(repoRoot, 'test/infra/fixtures/stateful-logical-ids.json');
+
+/** `type logicalId` of every stateful resource of a template, sorted. */
+export function statefulIdsOf(template: Template): string[] {
+  const resources = template.toJSON().Resources as Record<string, { Type: string }>;
+  return Object.entries(resources)
+    .filter(([, r]) => (statefulTypes as readonly string[]).includes(r.Type))
+    .map(([id, r]) => `${r.Type} ${id}`)
+    .sort();
+}
+
+/** Per variant, per stack: the stateful resources' `type logicalId`. */
+export function statefulLogicalIds(): Record<string, { stateful: string[]; stateless: string[] }> {
+  return Object.fromEntries(
+    Object.entries(statefulVariants).map(([name, context]) => {
+      const { statefulTemplate, statelessTemplate } = synthesize(context);
+      return [
+        name,
+        { stateful: statefulIdsOf(statefulTemplate), stateless: statefulIdsOf(statelessTemplate) },
+      ];
+    }),
+  );
+}
+
+// `npx tsx test/infra/stateful-ids.ts` records today's ids (only when a change means to replace one).
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(fixturePath, `${JSON.stringify(statefulLogicalIds(), null, 2)}\n`);
+  console.log(`wrote ${fixturePath}`);
+}
