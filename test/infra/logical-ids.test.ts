@@ -5,7 +5,8 @@ import { fixturePath, statefulLogicalIds, statefulTypes } from './stateful-ids.j
  * An upgrade replaces no resource that holds state: every bucket, secret, event bus, queue, log group,
  * table, key, topic and image repository of both stacks keeps the logical id recorded in
  * test/infra/fixtures/stateful-logical-ids.json (`npx tsx test/infra/stateful-ids.ts` rewrites it, for a
- * change that means to replace one and says so in the upgrade notes of docs/deploy-to-aws.md).
+ * change that means to replace one and says so in the upgrade notes of docs/deploy-to-aws.md). The
+ * stateless stack's output names are held too: operators and scripts read them after a deploy.
  */
 describe('stateful logical ids', () => {
   const recorded = JSON.parse(readFileSync(fixturePath, 'utf8')) as ReturnType<typeof statefulLogicalIds>;
@@ -20,6 +21,11 @@ describe('stateful logical ids', () => {
   });
 
   it.each(Object.keys(recorded))('%s: every stateful resource keeps its logical id', (variant) => {
-    expect(now[variant]).toEqual(recorded[variant]);
+    expect(now[variant]?.stateful).toEqual(recorded[variant]?.stateful);
+    expect(now[variant]?.stateless).toEqual(recorded[variant]?.stateless);
+  });
+
+  it.each(Object.keys(recorded))('%s: the stateless stack keeps its output names', (variant) => {
+    expect(now[variant]?.statelessOutputs).toEqual(recorded[variant]?.statelessOutputs);
   });
 });

@@ -43,15 +43,29 @@ export function statefulIdsOf(template: Template): string[] {
     .sort();
 }
 
-/** Per variant, per stack: the stateful resources' `type logicalId`. */
-export function statefulLogicalIds(): Record<string, { stateful: string[]; stateless: string[] }> {
+/** The names of a template's outputs, sorted: what operators and scripts read after a deploy. */
+export function outputsOf(template: Template): string[] {
+  return Object.keys(template.toJSON().Outputs ?? {}).sort();
+}
+
+/** What an upgrade must keep, per variant: each stack's stateful resources and the stateless outputs. */
+export interface KeptIds {
+  stateful: string[];
+  stateless: string[];
+  statelessOutputs: string[];
+}
+
+/** Per variant: each stack's stateful resources (`type logicalId`) and the stateless stack's outputs. */
+export function statefulLogicalIds(): Record<string, KeptIds> {
   return Object.fromEntries(
     Object.entries(statefulVariants).map(([name, context]) => {
       const { statefulTemplate, statelessTemplate } = synthesize(context);
-      return [
-        name,
-        { stateful: statefulIdsOf(statefulTemplate), stateless: statefulIdsOf(statelessTemplate) },
-      ];
+      const kept: KeptIds = {
+        stateful: statefulIdsOf(statefulTemplate),
+        stateless: statefulIdsOf(statelessTemplate),
+        statelessOutputs: outputsOf(statelessTemplate),
+      };
+      return [name, kept];
     }),
   );
 }
