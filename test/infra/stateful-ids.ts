@@ -23,6 +23,29 @@ export const statefulTypes = [
 ] as const;
 
 /**
+ * What must move with them, or not at all:
+ * - the policies of a kept bucket, queue or topic: a moved policy is a new resource on the same target,
+ *   and deleting the old one afterwards (CloudFormation's cleanup) would strip the target's policy;
+ * - the REST API and everything under it (the deployment aside, which is new at every change anyway):
+ *   its id is the API's URL, which clients and the GitHub App's webhook hold, and a moved stage, resource,
+ *   method or gateway response would collide with the one already there.
+ */
+export const attachedTypes = [
+  'AWS::S3::BucketPolicy',
+  'AWS::SQS::QueuePolicy',
+  'AWS::SNS::TopicPolicy',
+  'AWS::ApiGateway::Account',
+  'AWS::ApiGateway::GatewayResponse',
+  'AWS::ApiGateway::Method',
+  'AWS::ApiGateway::Resource',
+  'AWS::ApiGateway::RestApi',
+  'AWS::ApiGateway::Stage',
+] as const;
+
+/** Every type whose logical ids the fixture records. */
+export const keptTypes: readonly string[] = [...statefulTypes, ...attachedTypes];
+
+/**
  * The contexts whose templates differ in stateful resources: without a cluster (the default) and with one
  * (every cluster setting). The other context settings (githubAppSecretArn, the ffmpeg layer, the API
  * Gateway role, the image-build architecture) add no stateful resource.
@@ -38,7 +61,7 @@ export const fixturePath = join(repoRoot, 'test/infra/fixtures/stateful-logical-
 export function statefulIdsOf(template: Template): string[] {
   const resources = template.toJSON().Resources as Record<string, { Type: string }>;
   return Object.entries(resources)
-    .filter(([, r]) => (statefulTypes as readonly string[]).includes(r.Type))
+    .filter(([, r]) => keptTypes.includes(r.Type))
     .map(([id, r]) => `${r.Type} ${id}`)
     .sort();
 }
