@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { describe, expect, it } from '@jest/globals';
 import { fixturePath, keptTypes, statefulLogicalIds } from './stateful-ids.js';
 
 /**
