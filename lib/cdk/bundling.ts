@@ -74,7 +74,7 @@ export const lambdaLayers = {
   /**
    * @kubernetes/client-node (3.1 MB minified, with undici 0.7 MB): the EKS cluster adapter
    * (functions/ports/runtime/eks*.ts). The functions that call the cluster: DeployApps, TearDown (
-   * `clusterStepEntries` of stateless-stack.ts), the rollout watcher (workers.ts), and the app-logs route
+   * `clusterStepEntries` of cluster.ts), the rollout watcher (workers.ts), and the app-logs route
    * (pod logs).
    */
   kubernetes: {
