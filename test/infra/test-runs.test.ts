@@ -255,8 +255,8 @@ describe('the ffmpeg layer', () => {
     const s = statelessWith({ ffmpegLayerPath: dir }, 'withLayer');
     const t = synthesizeStack(s);
     // (The shared Kubernetes layer of the cluster callers is test/infra/layers.test.ts's.)
-    const layers = Object.entries(resourcesOf(t, 'AWS::Lambda::LayerVersion')).filter(([id]) =>
-      id.startsWith('FfmpegLayer'),
+    const layers = Object.entries(resourcesOf(t, 'AWS::Lambda::LayerVersion')).filter(([, l]) =>
+      String(l.Properties.Description).startsWith('ffmpeg '),
     );
     expect(layers).toHaveLength(1);
     const [layerId, layer] = layers[0]!;
