@@ -71,6 +71,7 @@ export interface StatelessStackProps
  * whose rights are deploy/rbac.yaml).
  */
 export class StatelessStack extends Stack {
+  // The concerns (lib/cdk/constructs/).
   readonly operations: Operations;
   readonly imageBuilds: ImageBuilds;
   readonly testRuns: TestRuns;

@@ -55,6 +55,7 @@ export interface ApiProps extends ApiOptions {
  * stack-level logical ids: its id is the API's URL, which clients and the GitHub App's webhook hold.
  */
 export class Api extends Construct {
+  /** The REST API (output `ApiUrl`). */
   readonly restApi: apigateway.RestApi;
   /** One function per route. */
   readonly routeFunctions = {} as Record<RouteId, ApiFunction>;

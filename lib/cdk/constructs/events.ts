@@ -80,6 +80,7 @@ export function scheduleEventAge(def: ScheduleDef): Duration {
  * account, organization or service), which IAM narrows further: only the functions that publish may.
  */
 export class ServiceBus extends Construct {
+  /** The bus (outputs `EventBusName`, `EventBusArn`). */
   readonly eventBus: events.EventBus;
 
   constructor(scope: Construct, id: string) {

@@ -21,6 +21,7 @@ export interface FunctionDefaults {
 export interface ServiceFunctionProps {
   /** Handler module, relative to the repository root. */
   entry: string;
+  /** What invokes it: API Gateway, a state machine, EventBridge, or the service itself (a worker). */
   kind: FunctionKind;
   /** What the entry declares; it shapes the function (the browser's), granting is the caller's. */
   access: RouteAccess;

@@ -73,6 +73,7 @@ export const stepName = (entry: string): string =>
 export class Workflows extends Construct {
   /** One function per unique step entry, by entry path. */
   readonly stepFunctions = new Map<string, ApiFunction>();
+  /** One state machine per workflow. */
   readonly stateMachines = {} as Record<WorkflowName, sfn.StateMachine>;
   /** Per worker: its function and the queue its failed invocations end in. */
   readonly workers = {} as Record<WorkerId, WorkerResources>;
