@@ -1,3 +1,10 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (entries in the route and workflow manifests are relative to it). */
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
 /**
  * esbuild settings of every Lambda bundle, shared by the CDK construct (lib/cdk/api-function.ts) and the
  * bundle-size benchmark (test/bench/bundles.ts), so what is measured is what is deployed.
@@ -67,7 +74,7 @@ export const lambdaLayers = {
   /**
    * @kubernetes/client-node (3.1 MB minified, with undici 0.7 MB): the EKS cluster adapter
    * (functions/ports/runtime/eks*.ts). The functions that call the cluster: DeployApps, TearDown (
-   * `clusterStepEntries` of stateless-stack.ts), the rollout watcher (workers.ts), and the app-logs route
+   * `clusterStepEntries` of cluster.ts), the rollout watcher (workers.ts), and the app-logs route
    * (pod logs).
    */
   kubernetes: {
@@ -91,4 +98,53 @@ export function layersFor(entry: string): LayerId[] {
 /** What a function's bundle leaves out: its copied modules and its layers' packages. */
 export function externalModulesFor(entry: string, access: { browser?: boolean }): string[] {
   return [...copiedModulesFor(access), ...layersFor(entry).flatMap((id) => lambdaLayers[id].packages)];
+}
+
+/**
+ * The packages `names` and everything they depend on (optional dependencies when installed), as
+ * directories relative to the repository root, resolved the way Node resolves them (a package's own
+ * node_modules first, then its parents'). A directory inside another of the list is left out (copying the
+ * outer one brings it). Throws when a required package is not installed.
+ */
+export function moduleClosure(names: readonly string[], root: string = repoRoot): string[] {
+  const found = new Set<string>();
+  const resolveFrom = (fromDir: string, name: string): string | undefined => {
+    for (let dir = fromDir; ; dir = dirname(dir)) {
+      const candidate = join(dir, 'node_modules', name);
+      if (existsSync(join(candidate, 'package.json'))) return candidate;
+      if (dir === root || dir === dirname(dir)) return undefined;
+    }
+  };
+  const visit = (fromDir: string, name: string, optional: boolean): void => {
+    const dir = resolveFrom(fromDir, name);
+    if (!dir) {
+      if (optional) return;
+      throw new Error(`${name} is not installed under ${fromDir} (npm ci first)`);
+    }
+    if (found.has(dir)) return;
+    found.add(dir);
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+    };
+    for (const dep of Object.keys(pkg.dependencies ?? {})) visit(dir, dep, false);
+    for (const dep of Object.keys(pkg.optionalDependencies ?? {})) visit(dir, dep, true);
+  };
+  for (const name of names) visit(root, name, false);
+  const dirs = [...found].map((dir) => relative(root, dir)).sort();
+  return dirs.filter((dir) => !dirs.some((outer) => outer !== dir && dir.startsWith(`${outer}/`)));
+}
+
+/** Bundling hooks that copy `dirs` (relative to the project root) into the bundle, at the same paths. */
+export function copyModulesHooks(dirs: readonly string[]) {
+  const quote = (path: string) => `'${path.replace(/'/g, "'\\''")}'`;
+  return {
+    beforeBundling: (): string[] => [],
+    beforeInstall: (): string[] => [],
+    afterBundling: (inputDir: string, outputDir: string): string[] =>
+      dirs.map(
+        (dir) =>
+          `mkdir -p ${quote(join(outputDir, dirname(dir)))} && cp -R ${quote(join(inputDir, dir))} ${quote(join(outputDir, dirname(dir)))}/`,
+      ),
+  };
 }

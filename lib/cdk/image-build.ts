@@ -5,7 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { type ImageBuildResources, sourcesPrefix } from './api-function.js';
+import { type ImageBuildResources, sourcesPrefix } from './access.js';
 import { acknowledge, acknowledgeWildcardResource } from './nag.js';
 
 /** The CPU architecture image builds run on, hence the architecture of the images they produce. */

@@ -37,7 +37,6 @@ import { eventRules, schedules } from '../../functions/manifest/events.js';
 import { pages, type RouteAccess, routes } from '../../functions/manifest/routes.js';
 import { workers } from '../../functions/manifest/workers.js';
 import { workflows } from '../../functions/manifest/workflows.js';
-import { moduleClosure, repoRoot } from '../../lib/cdk/api-function.js';
 import {
   copiedModulesFor,
   externalModulesFor,
@@ -45,6 +44,8 @@ import {
   lambdaLayers,
   layerIds,
   layersFor,
+  moduleClosure,
+  repoRoot,
 } from '../../lib/cdk/bundling.js';
 import { writeLayer } from '../../lib/cdk/layers.js';
 import { median, reportFigure } from './report.js';

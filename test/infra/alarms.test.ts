@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { asArray, type Json, resourcesOf, synthesize } from './synth.js';
+import { asArray, type Json, logicalIdOf, resourcesOf, synthesize } from './synth.js';
 
 // Prepare: one synthesis with the defaults. The failure queues are read from the template (what rules
 // and async invoke configs name), never from a hard-coded list, so a queue added anywhere is covered.
@@ -9,7 +9,7 @@ const outputs = template.toJSON().Outputs as Record<string, Json>;
 const queues = resourcesOf(template, 'AWS::SQS::Queue');
 const alarms = resourcesOf(template, 'AWS::CloudWatch::Alarm');
 const topics = resourcesOf(template, 'AWS::SNS::Topic');
-const topicId = stateless.getLogicalId(stateless.alarmTopic.node.defaultChild as never);
+const topicId = logicalIdOf(stateless.alarmTopic);
 
 /** The queue a `{ "Fn::GetAtt": [id, "Arn"] }` names, if it is a queue of the template. */
 const queueOf = (arn: Json): string[] => {

@@ -15,20 +15,18 @@ import {
   logReadActions,
   sourcesPrefix,
   tableWriteActions,
-} from '../../lib/cdk/api-function.js';
+} from '../../lib/cdk/access.js';
+import { eventDelivery, eventInvocation } from '../../lib/cdk/constructs/events.js';
 import { imageBuildEnv } from '../../lib/cdk/image-build.js';
 import { githubAppSecretPlaceholder, StatefulStack } from '../../lib/cdk/stateful-stack.js';
-import {
-  eventDelivery,
-  eventInvocation,
-  imageBuildWaitSeconds,
-  StatelessStack,
-} from '../../lib/cdk/stateless-stack.js';
+import { StatelessStack } from '../../lib/cdk/stateless-stack.js';
+import { imageBuildWaitSeconds } from '../../lib/cdk/workflow-definitions.js';
 import {
   asArray,
   declaredFunctions,
   grantsOf,
   type Json,
+  logicalIdOf,
   mentions,
   resourcesOf,
   type Statement,
@@ -41,16 +39,12 @@ import {
 const { stateful, stateless, statefulTemplate, statelessTemplate: template } = synthesize();
 const resources = template.toJSON().Resources as Record<string, Json>;
 const functions = resourcesOf(template, 'AWS::Lambda::Function');
-const idIn = (
-  stack: { getLogicalId: (e: never) => string },
-  construct: { node: { defaultChild?: unknown } },
-) => stack.getLogicalId(construct.node.defaultChild as never);
-const bucketId = idIn(stateless, stateless.artifacts);
-const projectId = idIn(stateless, stateless.imageBuild.project);
-const buildLogsId = idIn(stateless, stateless.imageBuild.logGroup);
-const repositoryId = idIn(stateful, stateful.imageRepository);
-const secretId = idIn(stateful, stateful.githubAppSecret);
-const busId = idIn(stateless, stateless.eventBus);
+const bucketId = logicalIdOf(stateless.artifacts);
+const projectId = logicalIdOf(stateless.imageBuild.project);
+const buildLogsId = logicalIdOf(stateless.imageBuild.logGroup);
+const repositoryId = logicalIdOf(stateful.imageRepository);
+const secretId = logicalIdOf(stateful.githubAppSecret);
+const busId = logicalIdOf(stateless.eventBus);
 const ruleIds = Object.keys(eventRules) as EventRuleId[];
 const sorted = (values: string[]) => [...values].sort();
 
@@ -104,7 +98,7 @@ describe('GitHub App secret', () => {
 describe('artifacts bucket', () => {
   const buckets = resourcesOf(template, 'AWS::S3::Bucket');
   const bucket = buckets[bucketId];
-  const mediaId = idIn(stateless, stateless.media);
+  const mediaId = logicalIdOf(stateless.media);
   const objectsArn = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, `/${sourcesPrefix}*`]] };
 
   test('one of the two buckets (with the media bucket): private, encrypted, unversioned, retained, no physical name', () => {
@@ -509,8 +503,8 @@ describe('event rules', () => {
   test('one rule per manifest entry and schedule; the only queues are two per rule and schedule, one per worker', () => {
     expect(sorted(Object.keys(rules))).toEqual(
       sorted([
-        ...ruleIds.map((r) => idIn(stateless, stateless.eventRules[r].rule)),
-        ...Object.values(stateless.schedules).map((s) => idIn(stateless, s.rule)),
+        ...ruleIds.map((r) => logicalIdOf(stateless.eventRules[r].rule)),
+        ...Object.values(stateless.schedules).map((s) => logicalIdOf(s.rule)),
       ]),
     );
     expect(Object.keys(queues)).toHaveLength(
@@ -521,10 +515,10 @@ describe('event rules', () => {
   describe.each(ruleIds)('%s', (ruleId) => {
     const built = stateless.eventRules[ruleId];
     const def = eventRules[ruleId];
-    const ruleId_ = idIn(stateless, built.rule);
-    const fnId = idIn(stateless, built.function);
-    const deliveryId = idIn(stateless, built.deliveryDlq);
-    const failureId = idIn(stateless, built.failureDlq);
+    const ruleId_ = logicalIdOf(built.rule);
+    const fnId = logicalIdOf(built.function);
+    const deliveryId = logicalIdOf(built.deliveryDlq);
+    const failureId = logicalIdOf(built.failureDlq);
     const rule = rules[ruleId_].Properties;
 
     test(`matches the manifest pattern on the ${def.bus} bus (narrowed to the stack’s own build project where declared)`, () => {
@@ -709,10 +703,7 @@ describe('context settings', () => {
     imageBuildArchitecture: 'arm64',
   });
   const customTemplate = custom.statelessTemplate;
-  const fetchSource = idIn(
-    custom.stateless,
-    custom.stateless.stepFunctions.get('functions/steps/fetch-source.ts')!,
-  );
+  const fetchSource = logicalIdOf(custom.stateless.stepFunctions.get('functions/steps/fetch-source.ts')!);
 
   test('an existing GitHub App secret: no secret created, its ARN granted and passed', () => {
     expect(Object.keys(resourcesOf(custom.statefulTemplate, 'AWS::SecretsManager::Secret'))).toEqual([]);

@@ -8,17 +8,15 @@ import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
 import { eksClusterOf, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks/cluster.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { parseConfig } from '../../functions/shared/config.js';
-import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/api-function.js';
-import {
-  clusterRouteIds,
-  clusterStepEntries,
-  taskTarget,
-  workerInvocation,
-} from '../../lib/cdk/stateless-stack.js';
+import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/access.js';
+import { clusterRouteIds, clusterStepEntries } from '../../lib/cdk/cluster.js';
+import { workerInvocation } from '../../lib/cdk/constructs/workflows.js';
+import { taskTarget } from '../../lib/cdk/workflow-definitions.js';
 import {
   asArray,
   clusterContext,
   type Json,
+  logicalIdOf,
   mentions,
   repoRoot,
   resourcesOf,
@@ -41,8 +39,6 @@ const awsAuth = synthesize({
 
 const workflowNames = Object.keys(workflows) as WorkflowName[];
 const workerIds = Object.keys(workers) as WorkerId[];
-const idIn = (s: Synthesized, construct: { node: { defaultChild?: unknown } }) =>
-  s.stateless.getLogicalId(construct.node.defaultChild as never);
 const functionsOf = (s: Synthesized) => resourcesOf(s.statelessTemplate, 'AWS::Lambda::Function');
 const envOf = (s: Synthesized, id: string): Record<string, Json> =>
   functionsOf(s)[id].Properties.Environment.Variables;
@@ -71,7 +67,7 @@ function built(s: Synthesized): [string, Built][] {
     ...routeIds.map((r): [string, Built] => [
       `route ${r}`,
       {
-        id: idIn(s, s.stateless.routeFunctions[r]),
+        id: logicalIdOf(s.stateless.routeFunctions[r]),
         ...flagsOf(routes[r].access as RouteAccess),
         callsCluster: clusterRouteIds.includes(r),
         isWatcher: false,
@@ -80,7 +76,7 @@ function built(s: Synthesized): [string, Built][] {
     ...[...s.stateless.stepFunctions].map(([entry, fn]): [string, Built] => [
       `step ${entry}`,
       {
-        id: idIn(s, fn),
+        id: logicalIdOf(fn),
         ...flagsOf(stepAccess(entry)),
         callsCluster: clusterStepEntries.includes(entry),
         isWatcher: false,
@@ -89,7 +85,7 @@ function built(s: Synthesized): [string, Built][] {
     ...(Object.keys(eventRules) as EventRuleId[]).map((r): [string, Built] => [
       `event target ${r}`,
       {
-        id: idIn(s, s.stateless.eventRules[r].function),
+        id: logicalIdOf(s.stateless.eventRules[r].function),
         ...flagsOf(eventRules[r].target.access as RouteAccess),
         callsCluster: false,
         isWatcher: false,
@@ -98,7 +94,7 @@ function built(s: Synthesized): [string, Built][] {
     ...workerIds.map((w): [string, Built] => [
       `worker ${w}`,
       {
-        id: idIn(s, s.stateless.workers[w].function),
+        id: logicalIdOf(s.stateless.workers[w].function),
         ...flagsOf(workers[w].access as RouteAccess),
         callsCluster: true,
         isWatcher: w === 'rolloutWatcher',
@@ -107,7 +103,7 @@ function built(s: Synthesized): [string, Built][] {
   ];
 }
 
-const watcherId = (s: Synthesized) => idIn(s, s.stateless.workers.rolloutWatcher.function);
+const watcherId = (s: Synthesized) => logicalIdOf(s.stateless.workers.rolloutWatcher.function);
 /** The logical id of the custom resource that describes the cluster (its one `Custom::AWS`). */
 const clusterApiId = (s: Synthesized) => {
   const ids = Object.keys(resourcesOf(s.statelessTemplate, 'Custom::AWS'));
@@ -219,7 +215,7 @@ describe('the rollout watcher', () => {
         (t) => t.Key === 'preview:worker' && t.Value === w,
       ),
     );
-    expect(tagged.map(([id]) => id)).toEqual([idIn(full, full.stateless.workers[w].function)]);
+    expect(tagged.map(([id]) => id)).toEqual([logicalIdOf(full.stateless.workers[w].function)]);
     const props = tagged[0]![1].Properties;
     expect(props.Timeout).toBe(workers[w].timeoutSeconds);
     expect(props.Timeout).toBe(900);
@@ -230,8 +226,8 @@ describe('the rollout watcher', () => {
   test.each(workerIds)(
     '%s retries twice, then sends the invocation to its own encrypted, TLS-only queue',
     (w) => {
-      const fnId = idIn(full, full.stateless.workers[w].function);
-      const queueId = idIn(full, full.stateless.workers[w].failureDlq);
+      const fnId = logicalIdOf(full.stateless.workers[w].function);
+      const queueId = logicalIdOf(full.stateless.workers[w].failureDlq);
       const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')).filter(
         (c) => c.Properties.FunctionName.Ref === fnId,
       );
@@ -275,7 +271,7 @@ describe('the rollout watcher', () => {
       'states:SendTaskSuccess',
     ]);
     for (const w of workflowNames) {
-      expect(statements[0]!.resources).toContainEqual({ Ref: idIn(full, full.stateless.stateMachines[w]) });
+      expect(statements[0]!.resources).toContainEqual({ Ref: logicalIdOf(full.stateless.stateMachines[w]) });
     }
   });
 
@@ -595,7 +591,7 @@ describe('cluster access', () => {
 });
 
 describe('the app-logs route (logs access)', () => {
-  const logsId = (s: Synthesized) => idIn(s, s.stateless.routeFunctions.getAppLogs);
+  const logsId = (s: Synthesized) => logicalIdOf(s.stateless.routeFunctions.getAppLogs);
 
   test('reads the image-build log (GetLogEvents only) and may start, change or read no build or image', () => {
     const statements = statementsOf(full.statelessTemplate, logsId(full));
@@ -603,7 +599,7 @@ describe('the app-logs route (logs access)', () => {
     expect(actions).toContain('logs:GetLogEvents');
     expect(actions).not.toContain('logs:FilterLogEvents');
     for (const action of actions) expect(action).not.toMatch(/^(codebuild|ecr|states|s3):/);
-    const logGroup = idIn(full, full.stateless.imageBuild.logGroup);
+    const logGroup = logicalIdOf(full.stateless.imageBuild.logGroup);
     const logRead = statements.filter((st) => st.actions.includes('logs:GetLogEvents'));
     expect(logRead).toHaveLength(1);
     expect(logRead[0]!.actions).toEqual(['logs:GetLogEvents']);

@@ -6,18 +6,19 @@ import { routes } from '../../functions/manifest/routes.js';
 import type { TableName } from '../../functions/manifest/tables.js';
 import type { WorkflowName } from '../../functions/manifest/workflows.js';
 import { parseConfig } from '../../functions/shared/config.js';
-import { publishActions, stateMachineArnEnv, tableWriteActions } from '../../lib/cdk/api-function.js';
+import { publishActions, stateMachineArnEnv, tableWriteActions } from '../../lib/cdk/access.js';
 import {
   ratePeriod,
   scheduleEventAge,
   scheduleRetries,
   scheduleTargetTimeout,
-} from '../../lib/cdk/stateless-stack.js';
+} from '../../lib/cdk/constructs/events.js';
 import {
   asArray,
   cyclesOf,
   declaredFunctions,
   type Json,
+  logicalIdOf,
   mentions,
   resourcesOf,
   statementsOf,
@@ -28,8 +29,7 @@ import {
 const { stateful, stateless, statelessTemplate: template } = synthesize();
 const prod = synthesize({ stage: 'prod' });
 const functions = resourcesOf(template, 'AWS::Lambda::Function');
-const idIn = (construct: { node: { defaultChild?: unknown } }) =>
-  stateless.getLogicalId(construct.node.defaultChild as never);
+const idIn = (construct: { node: { defaultChild?: unknown } }) => logicalIdOf(construct);
 const busId = idIn(stateless.eventBus);
 const githubSecretId = stateful.getLogicalId(stateful.githubAppSecret.node.defaultChild as never);
 const declared = declaredFunctions(stateless);

@@ -7,7 +7,7 @@ import { MANAGED_BY } from '../../functions/ports/runtime/eks/objects.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from '../../functions/ports/runtime/port.js';
 import type { TaskOutcome } from '../../functions/ports/workflows/port.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { clusterGroup } from '../../lib/cdk/api-function.js';
+import { clusterGroup } from '../../lib/cdk/access.js';
 import { FakeKubernetes } from '../cloud/fakes/kubernetes.js';
 import { FakeEksAndLambda } from '../cloud/fakes/kubernetes-aws.js';
 import { type Json, repoRoot } from './synth.js';

@@ -17,8 +17,8 @@ import { workers } from '../../functions/manifest/workers.js';
 import { substitute, type TaskDef, workflows } from '../../functions/manifest/workflows.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import { parseConfig } from '../../functions/shared/config.js';
-import { stateMachineArnEnv } from '../../lib/cdk/api-function.js';
-import { callbackStepSeconds, placeholders } from '../../lib/cdk/stateless-stack.js';
+import { stateMachineArnEnv } from '../../lib/cdk/access.js';
+import { callbackStepSeconds, placeholders } from '../../lib/cdk/workflow-definitions.js';
 import {
   asArray,
   clusterContext,
@@ -26,6 +26,7 @@ import {
   declaredFunctions,
   grantsOf,
   type Json,
+  logicalIdOf,
   mentions,
   repoRoot,
   resourcesOf,
@@ -37,8 +38,7 @@ import {
 const { stateful, stateless, statelessTemplate: template } = synthesize();
 const resources = template.toJSON().Resources as Record<string, Json>;
 const functions = resourcesOf(template, 'AWS::Lambda::Function');
-const logicalId = (construct: { node: { defaultChild?: unknown } }) =>
-  stateless.getLogicalId(construct.node.defaultChild as never);
+const logicalId = (construct: { node: { defaultChild?: unknown } }) => logicalIdOf(construct);
 const tableLogicalId = (name: TableName) =>
   stateful.getLogicalId(stateful.tables[name].node.defaultChild as dynamodb.CfnTable);
 const routeFunctionId = (id: RouteId) => logicalId(stateless.routeFunctions[id]);
@@ -391,7 +391,7 @@ describe('workflows', () => {
 
   test.each(workflowNames)('%s may invoke its step functions and nothing else', (name) => {
     const machine = stateless.stateMachines[name] as sfn.StateMachine;
-    const roleId = stateless.getLogicalId(machine.role.node.defaultChild as never);
+    const roleId = logicalIdOf(machine.role);
     const policies = Object.values(resourcesOf(template, 'AWS::IAM::Policy')).filter((p) =>
       asArray<Json>(p.Properties.Roles).some((r) => r.Ref === roleId),
     );

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { type EventRuleId, eventRules, type ScheduleId, schedules } from '../../functions/manifest/events.js';
 import { type AuthKind, type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
@@ -43,6 +43,16 @@ export function synthesize(context: Record<string, unknown> = {}): Synthesized {
 }
 
 export type Json = any;
+
+/**
+ * The logical id of a construct's CloudFormation resource as the template has it: an override included
+ * (lib/cdk/logical-ids.ts keeps stateful resources at their stack-level ids), which `stack.getLogicalId`
+ * does not see.
+ */
+export const logicalIdOf = (construct: { node: { defaultChild?: unknown } }): string => {
+  const element = construct.node.defaultChild as CfnElement;
+  return Stack.of(element).resolve(element.logicalId) as string;
+};
 
 /** The resources of a type, by logical id. */
 export const resourcesOf = (template: Template, type: string): Record<string, Json> =>
@@ -202,7 +212,7 @@ export function stepAccess(entry: string): RouteAccess {
 
 /** Every function of the stateless stack (routes, steps, event targets, schedule targets, workers). */
 export function declaredFunctions(stateless: StatelessStack): [string, DeclaredFunction][] {
-  const id = (fn: ApiFunction) => stateless.getLogicalId(fn.node.defaultChild as never);
+  const id = (fn: ApiFunction) => logicalIdOf(fn);
   const entry = (fn: ApiFunction, access: RouteAccess, auth?: AuthKind): DeclaredFunction => ({
     id: id(fn),
     fn,

@@ -10,24 +10,23 @@ import { workflows } from '../../functions/manifest/workflows.js';
 import { LAMBDA_FFMPEG_PATH } from '../../functions/ports/browser/lambda-chromium.js';
 import { parseConfig } from '../../functions/shared/config.js';
 import {
-  ApiFunction,
   browserRequirements,
-  copyModulesHooks,
   mediaPrefix,
   mediaReadActions,
   mediaWriteActions,
-  moduleClosure,
-  repoRoot,
   stateMachineArnEnv,
-} from '../../lib/cdk/api-function.js';
-import { FFMPEG_PACKAGE, ffmpegLayer } from '../../lib/cdk/ffmpeg-layer.js';
+} from '../../lib/cdk/access.js';
+import { ApiFunction } from '../../lib/cdk/api-function.js';
+import { copyModulesHooks, moduleClosure, repoRoot } from '../../lib/cdk/bundling.js';
+import { FFMPEG_PACKAGE, ffmpegLayer, ffmpegPath } from '../../lib/cdk/ffmpeg-layer.js';
 import { StatefulStack } from '../../lib/cdk/stateful-stack.js';
-import { ffmpegPath, StatelessStack } from '../../lib/cdk/stateless-stack.js';
+import { StatelessStack } from '../../lib/cdk/stateless-stack.js';
 import {
   asArray,
   declaredFunctions,
   grantsOf,
   type Json,
+  logicalIdOf,
   mentions,
   resourcesOf,
   type Statement,
@@ -39,8 +38,7 @@ import {
 // Prepare: one synthesis with the defaults.
 const { stateless, statelessTemplate: template } = synthesize();
 const functions = resourcesOf(template, 'AWS::Lambda::Function');
-const idIn = (construct: { node: { defaultChild?: unknown } }) =>
-  stateless.getLogicalId(construct.node.defaultChild as never);
+const idIn = (construct: { node: { defaultChild?: unknown } }) => logicalIdOf(construct);
 const mediaId = idIn(stateless.media);
 const linkSecretId = idIn(stateless.runLinkSecret);
 const testRunId = idIn(stateless.stateMachines.testRun);
@@ -257,8 +255,8 @@ describe('the ffmpeg layer', () => {
     const s = statelessWith({ ffmpegLayerPath: dir }, 'withLayer');
     const t = synthesizeStack(s);
     // (The shared Kubernetes layer of the cluster callers is test/infra/layers.test.ts's.)
-    const layers = Object.entries(resourcesOf(t, 'AWS::Lambda::LayerVersion')).filter(([id]) =>
-      id.startsWith('FfmpegLayer'),
+    const layers = Object.entries(resourcesOf(t, 'AWS::Lambda::LayerVersion')).filter(([, l]) =>
+      String(l.Properties.Description).startsWith('ffmpeg '),
     );
     expect(layers).toHaveLength(1);
     const [layerId, layer] = layers[0]!;

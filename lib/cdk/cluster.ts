@@ -1,0 +1,194 @@
+import { type Stack, Token } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as cr from 'aws-cdk-lib/custom-resources';
+import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
+import { type ClusterSettings, clusterArn, clusterDescribeActions } from './access.js';
+import { acknowledge } from './nag.js';
+
+/*
+ * The EKS cluster previews run on, as the stack's props give it: its settings (checked), and its
+ * Kubernetes API endpoint and CA, resolved at deploy time. Which functions call it is named here too.
+ */
+
+/** The cluster and its ingress settings (props of StatelessStack). */
+export interface ClusterOptions {
+  /**
+   * The EKS cluster previews run on: its name, in this stack's account and region. Its API endpoint must be
+   * reachable from Lambda (public endpoint access: the functions are not in a VPC), and its authentication
+   * mode API or API_AND_CONFIG_MAP for the access entries (else `eksAccessEntries: false`).
+   * Unset, the stack deploys without a cluster: images build, and a deploy fails saying that no cluster is
+   * configured (a teardown has nothing to remove); the ingress settings below must then be unset too.
+   * @default - no cluster
+   */
+  eksClusterName?: string;
+  /**
+   * Create an EKS access entry (Kubernetes group `preview-runtime`) for each role that calls the cluster.
+   * false: the operator maps those roles (the `…RoleArn` outputs) in the aws-auth ConfigMap instead, for a
+   * cluster in CONFIG_MAP authentication mode (docs/deploy-to-aws.md).
+   * @default true
+   */
+  eksAccessEntries?: boolean;
+  /** `spec.ingressClassName` of every app's Ingress (EKS_INGRESS_CLASS). @default 'nginx' */
+  ingressClassName?: string;
+  /**
+   * The wildcard domain apps answer under (EKS_INGRESS_DOMAIN), without `*.`: an app's URL is
+   * `https://<app>-<namespace>.<ingressDomain>`, so `*.<ingressDomain>` must resolve to the ingress
+   * controller and its certificate must cover it. Required with `eksClusterName`.
+   * @default - none (required with a cluster)
+   */
+  ingressDomain?: string;
+  /**
+   * The ingress controller's namespace (EKS_INGRESS_NAMESPACE): each preview namespace's NetworkPolicy
+   * admits traffic from it (and from the namespace's own pods, and `allowFromCidrs`), nothing else.
+   * @default 'ingress-nginx'
+   */
+  ingressNamespace?: string;
+  /**
+   * Extra annotations on every Ingress (EKS_INGRESS_ANNOTATIONS, as JSON), e.g. an ALB's scheme, group and
+   * certificate ARN. @default - none
+   */
+  ingressAnnotations?: Record<string, string>;
+  /**
+   * The TLS Secret named in every Ingress (EKS_TLS_SECRET_NAME). It must exist in each preview namespace,
+   * which the runtime does not do; leave it unset to serve the controller's default (wildcard) certificate.
+   * @default - none: the ingress controller's default certificate
+   */
+  tlsSecretName?: string;
+  /**
+   * CIDRs each preview namespace's NetworkPolicy also admits (EKS_ALLOW_FROM_CIDRS): an ALB in IP target
+   * mode connects from the VPC's addresses, not from a pod of the ingress namespace. @default - none
+   */
+  allowFromCidrs?: string[];
+}
+
+/** EKS cluster names: 1-100 characters, alphanumeric first, then alphanumerics, `-` and `_`. */
+const clusterNamePattern = /^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$/;
+/** A DNS name of lower-case labels (no wildcard, no trailing dot). */
+const domainPattern =
+  /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/;
+/** A Kubernetes object name (DNS subdomain, RFC 1123). */
+const subdomainPattern = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A Kubernetes namespace name (DNS label, RFC 1123). */
+const labelPattern = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const ipv4Cidr = /^((25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(25[0-5]|2[0-4]\d|1?\d?\d)\/(3[0-2]|[12]?\d)$/;
+const maxAnnotationsJson = 1024;
+const ipv6Cidr = /^[0-9a-fA-F:]*:[0-9a-fA-F:.]*\/(12[0-8]|1[01]\d|[1-9]?\d)$/;
+
+/**
+ * The step entries whose functions call the cluster's API (deploy, restart, prune; teardown): with the
+ * workers, the only roles granted eks:DescribeCluster and an access entry. They are the steps whose
+ * manifest entry declares `runtime` (the cluster's settings), which an infra test holds them to.
+ */
+export const clusterStepEntries = ['functions/steps/deploy-apps.ts', 'functions/steps/tear-down.ts'];
+/** The routes that call the cluster's API: those with `logs` access (an app's pods' logs). */
+export const clusterRouteIds = routeIds.filter((id) => (routes[id].access as RouteAccess).logs);
+
+/**
+ * The cluster settings from the stack props (defaults applied, each value checked), or undefined without
+ * a cluster. Tokens (deploy-time values) are not checked.
+ */
+export function clusterSettings(props: ClusterOptions): ClusterSettings | undefined {
+  const check = (name: string, value: string | undefined, pattern: RegExp, what: string) => {
+    if (value !== undefined && !Token.isUnresolved(value) && !pattern.test(value))
+      throw new Error(`${name} must be ${what} (got "${value}")`);
+  };
+  const name = props.eksClusterName;
+  if (name === undefined) {
+    const set = (
+      [
+        'eksAccessEntries',
+        'ingressClassName',
+        'ingressDomain',
+        'ingressNamespace',
+        'ingressAnnotations',
+        'tlsSecretName',
+        'allowFromCidrs',
+      ] as const
+    ).filter((key) => props[key] !== undefined);
+    if (set.length > 0) throw new Error(`${set.join(', ')} set without eksClusterName`);
+    return undefined;
+  }
+  check('eksClusterName', name, clusterNamePattern, 'an EKS cluster name');
+  const domain = props.ingressDomain;
+  if (domain === undefined) throw new Error('ingressDomain is required with eksClusterName');
+  if (!Token.isUnresolved(domain) && domain.startsWith('*.'))
+    throw new Error(`ingressDomain is the domain under the wildcard, without "*." (got "${domain}")`);
+  check('ingressDomain', domain, domainPattern, 'a lower-case DNS name (previews.example.com)');
+  const ingressClassName = props.ingressClassName ?? 'nginx';
+  check('ingressClassName', ingressClassName, subdomainPattern, 'a Kubernetes object name');
+  const ingressNamespace = props.ingressNamespace ?? 'ingress-nginx';
+  check('ingressNamespace', ingressNamespace, labelPattern, 'a Kubernetes namespace name');
+  check('tlsSecretName', props.tlsSecretName, subdomainPattern, 'a Kubernetes object name');
+  for (const [key, value] of Object.entries(props.ingressAnnotations ?? {})) {
+    if (typeof value !== 'string') throw new Error(`ingressAnnotations.${key} must be a string`);
+  }
+  // A function's whole environment must fit Lambda's 4 KB; the annotations may take a quarter of it.
+  const annotationsJson = JSON.stringify(props.ingressAnnotations ?? {});
+  if (!Token.isUnresolved(annotationsJson) && annotationsJson.length > maxAnnotationsJson)
+    throw new Error(
+      `ingressAnnotations: at most ${maxAnnotationsJson} characters of JSON (Lambda's environment is 4 KB)`,
+    );
+  for (const cidr of props.allowFromCidrs ?? []) {
+    if (!Token.isUnresolved(cidr) && !ipv4Cidr.test(cidr) && !ipv6Cidr.test(cidr))
+      throw new Error(`allowFromCidrs: "${cidr}" is not a CIDR block (10.0.0.0/16)`);
+  }
+  return {
+    name,
+    accessEntries: props.eksAccessEntries ?? true,
+    ingressClassName,
+    ingressDomain: domain,
+    ingressNamespace,
+    ingressAnnotations: props.ingressAnnotations,
+    tlsSecretName: props.tlsSecretName,
+    allowFromCidrs: props.allowFromCidrs,
+  };
+}
+
+/**
+ * The cluster's Kubernetes API endpoint and CA, resolved at deploy time: an `eks:DescribeCluster` of the
+ * cluster (a custom resource), whose answer the functions that call the
+ * cluster get as EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA. So no function bundles the EKS client (about
+ * 50 KB minified each) or calls DescribeCluster on a cold start; the custom resource's role is the only
+ * one granted the action, on that cluster only. A cluster that is not ACTIVE has no endpoint yet: the
+ * deploy fails, naming the missing field. The CA (about 1.5 KB) counts against Lambda's 4 KB of
+ * environment per function.
+ */
+export function clusterApi(scope: Stack, clusterName: string): { endpoint: string; caData: string } {
+  const call: cr.AwsSdkCall = {
+    service: 'EKS',
+    action: 'DescribeCluster',
+    parameters: { name: clusterName },
+    // Read when created and when the cluster's name changes. A cluster re-created under the same name has
+    // a new CA: deploy with another name, or re-create this resource (docs/deploy-to-aws.md).
+    physicalResourceId: cr.PhysicalResourceId.of(`${clusterName}-api`),
+    outputPaths: ['cluster.endpoint', 'cluster.certificateAuthority.data'],
+  };
+  const resource = new cr.AwsCustomResource(scope, 'ClusterApi', {
+    onCreate: call,
+    onUpdate: call,
+    installLatestAwsSdk: false,
+    policy: cr.AwsCustomResourcePolicy.fromStatements([
+      new iam.PolicyStatement({
+        actions: clusterDescribeActions,
+        resources: [clusterArn(scope, clusterName)],
+      }),
+    ]),
+  });
+  // The provider function CDK adds for every AwsCustomResource of the stack (a singleton, at stack level).
+  const provider = scope.node.tryFindChild(
+    `AWS${cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`,
+  );
+  const providerRole = provider?.node.tryFindChild('ServiceRole');
+  if (providerRole)
+    acknowledge(
+      providerRole,
+      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      "CDK's AwsCustomResource provider (ClusterApi: one eks:DescribeCluster at deploy time) writes its own " +
+        'log with the basic execution policy; it runs only during deployments and its other grant is that ' +
+        'one call on that one cluster.',
+    );
+  return {
+    endpoint: resource.getResponseField('cluster.endpoint'),
+    caData: resource.getResponseField('cluster.certificateAuthority.data'),
+  };
+}
