@@ -324,17 +324,15 @@ export class ApiFunction extends NodejsFunction {
 
   /**
    * Reading apps' and builds' output (`logs` access): GetLogEvents on the image-build log group, nothing
-   * else of the image build (no StartBuild, no image reads). The cloud runtime is built from the image-build
-   * settings (IMAGE_BUILD_PROJECT, IMAGE_REPOSITORY_URI, IMAGE_BUILD_LOG_GROUP, ARTIFACTS_BUCKET), passed as
-   * names only, and the cluster's (EKS_*). Calling the cluster's API (pods list, pods/log, the app's Secret
+   * else of the image build (no StartBuild, no image reads), IMAGE_BUILD_LOG_GROUP naming it, and the
+   * cluster's settings (EKS_*). Calling the cluster's API (pods list, pods/log, the app's Secret
    * to mask with) is `bindClusterAccess`, which the stack gives the routes with `logs` access.
    */
-  bindLogs(imageBuilds: ImageBuildResources, artifacts: s3.IBucket, cluster?: ClusterSettings): this {
+  bindLogs(imageBuilds: ImageBuildResources, cluster?: ClusterSettings): this {
     imageBuilds.logGroup.grant(this, ...logReadActions);
-    this.addEnvironment('IMAGE_BUILD_PROJECT', imageBuilds.project.projectName);
-    this.addEnvironment('IMAGE_REPOSITORY_URI', imageBuilds.repository.repositoryUri);
+    // The build log's group only: the logs getter (registry/runtime.ts `logsRuntime`) reads nothing else of
+    // the image builds, and the cluster's CA leaves little of Lambda's 4 KB of environment.
     this.addEnvironment('IMAGE_BUILD_LOG_GROUP', imageBuilds.logGroup.logGroupName);
-    this.addEnvironment('ARTIFACTS_BUCKET', artifacts.bucketName);
     if (cluster) this.bindClusterSettings(cluster);
     return this;
   }
@@ -506,12 +504,7 @@ export class ApiFunction extends NodejsFunction {
     if (access.browser) this.bindBrowser(this.required(deps.browser, 'browser'));
     if (access.artifacts) this.bindArtifacts(this.required(deps.artifacts, 'artifacts'), access.artifacts);
     if (access.imageBuilds) this.bindImageBuilds(this.required(deps.imageBuilds, 'imageBuilds'));
-    if (access.logs)
-      this.bindLogs(
-        this.required(deps.imageBuilds, 'logs'),
-        this.required(deps.artifacts, 'logs'),
-        deps.runtime?.cluster,
-      );
+    if (access.logs) this.bindLogs(this.required(deps.imageBuilds, 'logs'), deps.runtime?.cluster);
     if (access.completesTasks)
       this.bindRuntime(Object.values(deps.stateMachines ?? {}).filter((m) => m !== undefined));
     if (access.runtime) {

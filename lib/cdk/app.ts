@@ -32,7 +32,9 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
  * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/ffmpeg-layer.ts): an existing x86_64 layer with
  *   ffmpeg at bin/ffmpeg, for test-run videos;
- * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg.
+ * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg;
+ * - `orgRequestsPerSecond`, `orgConcurrentDeploys`, `orgConcurrentRuns` (defaults 20, 20, 10): each
+ *   organization's fair share (functions/core/fair-share.ts, docs/scale.md).
  * Env-agnostic (no account or region, no lookups): synthesis never calls AWS. The other settings are
  * stack props (StatefulStackProps, StatelessStackProps), with their defaults documented there.
  */
@@ -46,6 +48,14 @@ export function addPreviewStacks(app: App): PreviewStacks {
   const optional = (key: string): string | undefined => {
     const value = app.node.tryGetContext(key);
     return value === undefined || value === '' ? undefined : String(value);
+  };
+  const numberContext = (key: string): number | undefined => {
+    const value = optional(key);
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0)
+      throw new Error(`context "${key}" must be a number >= 0 (got "${value}")`);
+    return n;
   };
   const architecture = optional('imageBuildArchitecture');
   if (
@@ -85,6 +95,11 @@ export function addPreviewStacks(app: App): PreviewStacks {
     allowFromCidrs: listContext(app.node.tryGetContext('allowFromCidrs')),
     ffmpegLayerArn: optional('ffmpegLayerArn'),
     ffmpegLayerPath: optional('ffmpegLayerPath'),
+    fairShare: {
+      requestsPerSecond: numberContext('orgRequestsPerSecond'),
+      concurrentDeploys: numberContext('orgConcurrentDeploys'),
+      concurrentRuns: numberContext('orgConcurrentRuns'),
+    },
   });
   for (const stack of [stateful, stateless]) {
     Tags.of(stack).add('project', 'preview-control-plane');

@@ -160,9 +160,8 @@ describe('artifacts bucket', () => {
     const mode = fn.access.artifacts;
     if (!mode) {
       expect(s3).toEqual([]);
-      // `logs` access builds the cloud runtime, which is configured with the bucket's name (no grant).
-      if (fn.access.logs) expect(envOf(fn.id).ARTIFACTS_BUCKET).toEqual({ Ref: bucketId });
-      else expect(envOf(fn.id).ARTIFACTS_BUCKET).toBeUndefined();
+      // Not even its name: `logs` access reads the build log's group, nothing of the artifacts.
+      expect(envOf(fn.id).ARTIFACTS_BUCKET).toBeUndefined();
       return;
     }
     expect(s3).toEqual([
@@ -332,8 +331,9 @@ describe('image build project', () => {
       expect(build).toEqual([{ actions: sorted(logReadActions), resources: expect.any(Array) }]);
       expect(build[0]!.resources).toHaveLength(2);
       for (const r of build[0]!.resources) expect(mentions(r, buildLogsId)).toBe(true);
-      expect(env.IMAGE_BUILD_PROJECT).toEqual({ Ref: projectId });
-      expect(mentions(env.IMAGE_REPOSITORY_URI, repositoryId)).toBe(true);
+      // Only the log group's name: nothing else of the image builds is read there.
+      expect(env.IMAGE_BUILD_PROJECT).toBeUndefined();
+      expect(env.IMAGE_REPOSITORY_URI).toBeUndefined();
       expect(env.IMAGE_BUILD_LOG_GROUP).toEqual({ Ref: buildLogsId });
       return;
     }

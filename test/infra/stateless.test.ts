@@ -600,3 +600,43 @@ describe('REST API', () => {
     }
   });
 });
+
+describe("each organization's fair share", () => {
+  const routeDescriptions = new Set(routeIds.map((id) => `${routes[id].method} ${routes[id].path}`));
+  const routeEnv = (t: ReturnType<typeof synthesize>['statelessTemplate']) =>
+    Object.values(resourcesOf(t, 'AWS::Lambda::Function'))
+      .filter((f) => routeDescriptions.has(String(f.Properties.Description)))
+      .map((f) => f.Properties.Environment.Variables as Record<string, unknown>);
+
+  test('unset, the route functions use their own defaults (no PREVIEW_ORG_* in their environment)', () => {
+    const envs = routeEnv(template);
+    expect(envs.length).toBe(routeIds.length);
+    for (const env of envs) expect(Object.keys(env).filter((k) => k.startsWith('PREVIEW_ORG_'))).toEqual([]);
+  });
+
+  test('context keys set the limits on every route function, and only there', () => {
+    const { statelessTemplate } = synthesize({
+      orgRequestsPerSecond: '50',
+      orgConcurrentDeploys: '5',
+      orgConcurrentRuns: '0',
+    });
+    const envs = routeEnv(statelessTemplate);
+    expect(envs.length).toBe(routeIds.length);
+    for (const env of envs)
+      expect(env).toMatchObject({
+        PREVIEW_ORG_REQUESTS_PER_SECOND: '50',
+        PREVIEW_ORG_CONCURRENT_DEPLOYS: '5',
+        PREVIEW_ORG_CONCURRENT_RUNS: '0',
+      });
+    const withLimits = Object.values(resourcesOf(statelessTemplate, 'AWS::Lambda::Function')).filter(
+      (f) => f.Properties.Environment?.Variables?.PREVIEW_ORG_REQUESTS_PER_SECOND !== undefined,
+    );
+    expect(withLimits.length).toBe(routeIds.length);
+  });
+
+  test('a bad value is refused at synth', () => {
+    expect(() => synthesize({ orgRequestsPerSecond: 'lots' })).toThrow(
+      /context "orgRequestsPerSecond" must be a number >= 0/,
+    );
+  });
+});

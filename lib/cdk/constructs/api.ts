@@ -37,6 +37,38 @@ export interface ApiOptions {
    * Turn off when the account already has one configured. @default true
    */
   apiGatewayCloudWatchRole?: boolean;
+  /**
+   * Each organization's fair share (functions/core/fair-share.ts; 0 turns a limit off), set on every route
+   * function as PREVIEW_ORG_REQUESTS_PER_SECOND, PREVIEW_ORG_CONCURRENT_DEPLOYS, PREVIEW_ORG_CONCURRENT_RUNS.
+   * @default - the functions' defaults: 20 requests/s, 20 deploys and 10 runs in flight
+   */
+  fairShare?: FairShare;
+}
+
+/** Each organization's limits (docs/scale.md). */
+export interface FairShare {
+  /** API requests per second, counted in 10-second windows. @default 20 */
+  requestsPerSecond?: number;
+  /** Environments pending, building or deploying at once. @default 20 */
+  concurrentDeploys?: number;
+  /** Test runs pending or running at once. @default 10 */
+  concurrentRuns?: number;
+}
+
+/** The route functions' environment for `fairShare` (only what was set). */
+export function fairShareEnvironment(share: FairShare = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [value, name] of [
+    [share.requestsPerSecond, 'PREVIEW_ORG_REQUESTS_PER_SECOND'],
+    [share.concurrentDeploys, 'PREVIEW_ORG_CONCURRENT_DEPLOYS'],
+    [share.concurrentRuns, 'PREVIEW_ORG_CONCURRENT_RUNS'],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!Number.isFinite(value) || value < 0)
+      throw new Error(`fairShare: ${name} must be a number >= 0 (got ${value})`);
+    env[name] = String(value);
+  }
+  return env;
 }
 
 export interface ApiProps extends ApiOptions {
@@ -84,6 +116,8 @@ export class Api extends Construct {
         { ...route.access, tables: { tenancy: 'R', quotas: 'RW', ...route.access.tables } },
         props.resources,
       );
+      for (const [name, value] of Object.entries(fairShareEnvironment(props.fairShare)))
+        fn.addEnvironment(name, value);
       // A GitHub webhook is authenticated by its signature, under the App secret's webhookSecret.
       if (route.auth === 'githubWebhook') fn.bindSourceHost(props.sourceHost);
       // Reading pods' logs calls the cluster's API (DescribeCluster, an access entry).
