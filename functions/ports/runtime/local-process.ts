@@ -12,13 +12,16 @@ import {
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import { keys } from '../../manifest/tables.js';
 import { newId } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
 import { maskSecrets } from '../../shared/mask.js';
+import { MaskingWriter } from '../../shared/mask-stream.js';
 import { ensurePrivateDir } from '../../shared/private-dir.js';
 import { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
 import type { SourceHost } from '../source-host/port.js';
@@ -459,7 +462,8 @@ export class ProcessRuntime implements Runtime {
         if (!checkedOut || !spec.build || active.cancelled) closeSync(logFile);
       }
       if (!spec.build || active.cancelled) return;
-      const child = this.spawnCommand(
+      // A build gets no secret bundle; the values its app last ran with are masked in its log anyway.
+      const { child, drained } = this.spawnCommand(
         spec.build,
         dir,
         logFile,
@@ -468,11 +472,12 @@ export class ProcessRuntime implements Runtime {
           ...spec.env,
           [OWNER_VAR]: `${id}/${name}`,
         },
+        this.secretValues.get(`${id}/${name}`) ?? [],
       );
-      closeSync(logFile);
       active.children.add(child);
       this.trackBuildPid(id, child.pid, true);
       const result = await exitOf(child);
+      await drainedOrLater(drained);
       active.children.delete(child);
       this.trackBuildPid(id, child.pid, false);
       if (active.cancelled) return;
@@ -569,7 +574,8 @@ export class ProcessRuntime implements Runtime {
     const app = env.apps[launch.name]!;
     const build = app.build!;
     const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
-    const child = this.spawnCommand(
+    const secrets = launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0);
+    const { child, drained } = this.spawnCommand(
       launch.spec.command!,
       build.dir,
       logFile,
@@ -579,8 +585,8 @@ export class ProcessRuntime implements Runtime {
         PORT: String(port),
         [OWNER_VAR]: `${envId(target)}/${launch.name}`,
       },
+      secrets,
     );
-    closeSync(logFile);
     if (child.pid === undefined) {
       const how = this.isolation === 'bwrap' ? 'bwrap' : '/bin/sh';
       throw new DeployFailed(`app ${launch.name}: could not start ${how}`);
@@ -588,14 +594,13 @@ export class ProcessRuntime implements Runtime {
     const pid = child.pid;
     this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
-    void exitOf(child).then((how) => {
+    // Its exit is known once its output is in the log (a failure quotes the log's end).
+    void exitOf(child).then(async (how) => {
+      await drainedOrLater(drained);
       this.exits.set(pid, how);
       this.children.delete(pid);
     });
-    this.secretValues.set(
-      `${envId(target)}/${launch.name}`,
-      launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0),
-    );
+    this.secretValues.set(`${envId(target)}/${launch.name}`, secrets);
     app.port = port;
     app.running = { pid, port, buildId: build.buildId, startedAt: new Date().toISOString() };
   }
@@ -633,8 +638,10 @@ export class ProcessRuntime implements Runtime {
   }
 
   /**
-   * Start `command` with `/bin/sh -c` in `dir`, in its own process group, output to `logFile`, with the
-   * inherited variables plus `vars`; inside a bubblewrap sandbox when isolation is on.
+   * Start `command` with `/bin/sh -c` in `dir`, in its own process group, with the inherited variables
+   * plus `vars`; inside a bubblewrap sandbox when isolation is on. Its output goes to `logFile` (which it
+   * takes over and closes) through a pipe that masks `secrets` as it writes (see shared/mask-stream.ts):
+   * the file never holds a value. `drained`: settles once all of its output is written and the file closed.
    */
   private spawnCommand(
     command: string,
@@ -642,22 +649,26 @@ export class ProcessRuntime implements Runtime {
     logFile: number,
     opts: { build: boolean },
     vars: Record<string, string>,
-  ): ChildProcess {
-    const stdio: ['ignore', number, number] = ['ignore', logFile, logFile];
+    secrets: string[],
+  ): { child: ChildProcess; drained: Promise<void> } {
+    const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+    let child: ChildProcess;
     if (this.isolation === 'bwrap') {
       // Variables go through bwrap's own environment (not --setenv), so the sandbox leader's
       // /proc/<pid>/environ carries the owner marker recovery looks for.
       const env = { ...inherited(), HOME: SANDBOX_HOME, TMPDIR: '/tmp', ...vars };
       const hidden = [...new Set(this.hiddenPaths.map(([path]) => path))];
       const args = bubblewrapArgs(command, dir, { ...opts, hidden });
-      return spawn('bwrap', args, { cwd: dir, env, stdio, detached: true });
+      child = spawn('bwrap', args, { cwd: dir, env, stdio, detached: true });
+    } else {
+      child = spawn('/bin/sh', ['-c', command], {
+        cwd: dir,
+        env: { ...inherited(), ...vars },
+        stdio,
+        detached: true,
+      });
     }
-    return spawn('/bin/sh', ['-c', command], {
-      cwd: dir,
-      env: { ...inherited(), ...vars },
-      stdio,
-      detached: true,
-    });
+    return { child, drained: maskedOutput(child, logFile, secrets) };
   }
 
   /** `text` with this machine's data and work dir paths replaced by placeholders (callers see it). */
@@ -833,6 +844,45 @@ function readSyncAt(fd: number, buf: Buffer, position: number) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** How long after a process exits its output may still be arriving (a child it left holds the pipe). */
+const DRAIN_WAIT_MS = 2_000;
+
+/**
+ * Copy a child's stdout and stderr into `fd` through a `MaskingWriter`, and close `fd` once both end (or
+ * the child could not start). Writes are synchronous and in arrival order, as the file's own would be.
+ */
+function maskedOutput(child: ChildProcess, fd: number, secrets: string[]): Promise<void> {
+  const writer = new MaskingWriter(secrets, (text) => {
+    try {
+      writeSync(fd, text);
+    } catch (err) {
+      log.error('could not write to a log file', { code: (err as NodeJS.ErrnoException).code ?? 'error' });
+    }
+  });
+  const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
+  return new Promise<void>((resolve) => {
+    let open = streams.length;
+    const done = () => {
+      if (--open > 0) return;
+      writer.end();
+      closeSync(fd);
+      resolve();
+    };
+    if (open === 0) {
+      open = 1;
+      done();
+      return;
+    }
+    streams.forEach((stream, i) => {
+      stream.on('data', (chunk: Buffer) => writer.push(chunk, String(i)));
+      stream.once('close', done);
+    });
+  });
+}
+
+/** Wait for a process's output to be written, but not for ever (a daemon it started may keep the pipe). */
+const drainedOrLater = (drained: Promise<void>) => Promise.race([drained, sleep(DRAIN_WAIT_MS)]);
 
 /** Resolves with how a child ended: `exit code N` or `signal S`. */
 function exitOf(child: ChildProcess): Promise<string> {
