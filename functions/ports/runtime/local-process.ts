@@ -27,6 +27,15 @@ import { DeployFailed, Superseded, TransientError } from '../../shared/step-erro
 import type { SourceHost } from '../source-host/port.js';
 import type { TaskOutcome } from '../workflows/port.js';
 import { type AppAddress, resolveAppRefs } from './app-refs.js';
+import {
+  DEFAULT_LIMITS,
+  limitedLaunchScript,
+  limitMessage,
+  SANDBOX_CGROUP_PREFIX,
+  SandboxCgroups,
+  type SandboxLimits,
+  sweepSandboxCgroups,
+} from './local-limits.js';
 import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './local-sandbox.js';
 import { failureMessage } from './log-cause.js';
 import type {
@@ -113,6 +122,8 @@ export interface ProcessRuntimeOptions {
    * @default 'none'
    */
   isolation?: Isolation;
+  /** The resource limits of each sandbox (isolation `bwrap` only; see local-limits.ts). */
+  limits?: SandboxLimits;
 }
 
 interface ActiveBuild {
@@ -155,6 +166,12 @@ export class ProcessRuntime implements Runtime {
   private readonly exits = new Map<number, string>();
   /** Per app (`envId/app`): the secret values it was started with, masked in what we quote of its output. */
   private readonly secretValues = new Map<string, string[]>();
+  /** Per running sandbox (its pid): its cgroups, read for what it hit and removed once it is gone. */
+  private readonly cgroups = new Map<number, SandboxCgroups>();
+  /** Per ended app process: the limit it hit, if any. */
+  private readonly hits = new Map<number, 'memory' | 'processes' | undefined>();
+  /** The resource limits of each sandbox (fixed for the runtime's life). */
+  readonly limits: SandboxLimits;
   private stopping = false;
   /** How builds and apps are confined (fixed for the runtime's life). */
   readonly isolation: Isolation;
@@ -163,6 +180,7 @@ export class ProcessRuntime implements Runtime {
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.isolation = opts.isolation ?? 'none';
+    this.limits = opts.limits ?? DEFAULT_LIMITS;
     this.root = join(opts.dataDir, 'runtime');
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
     // Working copies hold apps' sources and builds: no other user may read them or plant anything there.
@@ -297,6 +315,7 @@ export class ProcessRuntime implements Runtime {
       for (const entry of existsSync(dir) ? readdirSync(dir) : [])
         if (!kept.has(join(dir, entry))) rmSync(join(dir, entry), { recursive: true, force: true });
     }
+    if (this.isolation === 'bwrap') sweepSandboxCgroups();
     this.save();
     return killed;
   }
@@ -463,7 +482,7 @@ export class ProcessRuntime implements Runtime {
       }
       if (!spec.build || active.cancelled) return;
       // A build gets no secret bundle; the values its app last ran with are masked in its log anyway.
-      const { child, drained } = this.spawnCommand(
+      const { child, drained, cgroups } = this.spawnCommand(
         spec.build,
         dir,
         logFile,
@@ -478,14 +497,19 @@ export class ProcessRuntime implements Runtime {
       this.trackBuildPid(id, child.pid, true);
       const result = await exitOf(child);
       await drainedOrLater(drained);
+      const hit = cgroups?.hit();
+      killGroup(child.pid, 'SIGKILL'); // nothing of a build outlives it (and its cgroups can go)
+      cgroups?.remove();
       active.children.delete(child);
       this.trackBuildPid(id, child.pid, false);
       if (active.cancelled) return;
       if (result !== 'exit code 0') {
+        const who = `app ${name}: build \`${spec.build}\``;
+        const limit = this.limitFailure(who, hit, result, this.logEnd(target, name, 'build'));
         throw new DeployFailed(
           failureMessage(
-            `app ${name}: build \`${spec.build}\` failed (${result})`,
-            this.logEnd(target, name, 'build'),
+            limit ? `${limit} and failed (${result})` : `${who} failed (${result})`,
+            limit ? '' : this.logEnd(target, name, 'build'),
             this.logTail(target, name, 'build'),
             { target, app: name, source: 'build' },
           ),
@@ -575,7 +599,7 @@ export class ProcessRuntime implements Runtime {
     const build = app.build!;
     const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
     const secrets = launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0);
-    const { child, drained } = this.spawnCommand(
+    const { child, drained, cgroups } = this.spawnCommand(
       launch.spec.command!,
       build.dir,
       logFile,
@@ -595,9 +619,13 @@ export class ProcessRuntime implements Runtime {
     this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
     // Its exit is known once its output is in the log (a failure quotes the log's end).
+    if (cgroups) this.cgroups.set(pid, cgroups);
+    this.hits.delete(pid);
     void exitOf(child).then(async (how) => {
       await drainedOrLater(drained);
+      this.hits.set(pid, cgroups?.hit());
       this.exits.set(pid, how);
+      // What it left running is killed with the group when the app is stopped; until then its cgroups stay.
       this.children.delete(pid);
     });
     this.secretValues.set(`${envId(target)}/${launch.name}`, secrets);
@@ -612,6 +640,8 @@ export class ProcessRuntime implements Runtime {
     const child = this.children.get(running.pid);
     if (!child) {
       killGroup(running.pid, 'SIGKILL');
+      this.cgroups.get(running.pid)?.remove();
+      this.cgroups.delete(running.pid);
       return;
     }
     const exited = exitOf(child);
@@ -635,6 +665,9 @@ export class ProcessRuntime implements Runtime {
     clearTimeout(timer);
     // Make sure nothing it started outlives it.
     killGroup(running.pid, 'SIGKILL');
+    this.cgroups.get(running.pid)?.remove();
+    this.cgroups.delete(running.pid);
+    this.hits.delete(running.pid);
   }
 
   /**
@@ -650,16 +683,26 @@ export class ProcessRuntime implements Runtime {
     opts: { build: boolean },
     vars: Record<string, string>,
     secrets: string[],
-  ): { child: ChildProcess; drained: Promise<void> } {
+  ): { child: ChildProcess; drained: Promise<void>; cgroups?: SandboxCgroups } {
     const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
     let child: ChildProcess;
+    let cgroups: SandboxCgroups | undefined;
     if (this.isolation === 'bwrap') {
       // Variables go through bwrap's own environment (not --setenv), so the sandbox leader's
       // /proc/<pid>/environ carries the owner marker recovery looks for.
       const env = { ...inherited(), HOME: SANDBOX_HOME, TMPDIR: '/tmp', ...vars };
       const hidden = [...new Set(this.hiddenPaths.map(([path]) => path))];
-      const args = bubblewrapArgs(command, dir, { ...opts, hidden });
-      child = spawn('bwrap', args, { cwd: dir, env, stdio, detached: true });
+      const args = bubblewrapArgs(command, dir, { ...opts, hidden, tmpMiB: this.limits.tmpMiB });
+      // A shell joins the sandbox's cgroups and sets its file size limit, then becomes bwrap (exec: the
+      // same process, so the same process group and pid).
+      cgroups = new SandboxCgroups(`${SANDBOX_CGROUP_PREFIX}${newId()}`, this.limits);
+      const script = limitedLaunchScript(this.limits);
+      child = spawn('/bin/sh', ['-c', script, 'sh', ...cgroups.procsFiles(), '--', 'bwrap', ...args], {
+        cwd: dir,
+        env,
+        stdio,
+        detached: true,
+      });
     } else {
       child = spawn('/bin/sh', ['-c', command], {
         cwd: dir,
@@ -668,7 +711,13 @@ export class ProcessRuntime implements Runtime {
         detached: true,
       });
     }
-    return { child, drained: maskedOutput(child, logFile, secrets) };
+    return { child, drained: maskedOutput(child, logFile, secrets), cgroups };
+  }
+
+  /** What a sandbox that failed hit of its limits, as its failure names it (bwrap only: none otherwise). */
+  private limitFailure(who: string, hit: 'memory' | 'processes' | undefined, exit: string, output: string) {
+    if (this.isolation !== 'bwrap') return undefined;
+    return limitMessage(who, this.limits, hit, exit, output);
   }
 
   /** `text` with this machine's data and work dir paths replaced by placeholders (callers see it). */
@@ -702,12 +751,17 @@ export class ProcessRuntime implements Runtime {
         if (!running) return failure('DeployFailed', `app ${name} is not running`);
         const exit = this.exits.get(running.pid);
         if (exit) {
+          const logEnd = this.logEnd(target, name, 'app');
+          const limit = this.limitFailure(`app ${name}`, this.hits.get(running.pid), exit, logEnd);
           return failure(
             'DeployFailed',
             this.scrub(
               failureMessage(
-                `app ${name} exited (${exit}) before it was ready`,
-                this.logEnd(target, name, 'app'),
+                limit
+                  ? `${limit} and exited (${exit}) before it was ready`
+                  : `app ${name} exited (${exit}) before it was ready`,
+                // A limit hit is the cause: no line of the output is put before it.
+                limit ? '' : logEnd,
                 this.logTail(target, name, 'app'),
                 { target, app: name, source: 'app' },
               ),

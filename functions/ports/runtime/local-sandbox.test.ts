@@ -44,6 +44,12 @@ describe('bubblewrapArgs', () => {
     expect(args(false)).not.toContain('--die-with-parent');
   });
 
+  test('the tmpfs on /tmp gets its size limit when one is given (issue 23)', () => {
+    const a = bubblewrapArgs('true', work, { build: false, hidden, tmpMiB: 64 });
+    expect(a.join(' ')).toContain(`--size ${64 * 1024 * 1024} --tmpfs /tmp`);
+    expect(args(false)).not.toContain('--size');
+  });
+
   test('the tmpfs on /tmp comes before the working copy (which may live under /tmp)', () => {
     const a = args(false);
     expect(a.indexOf('--tmpfs')).toBeLessThan(a.indexOf('--bind'));

@@ -101,10 +101,14 @@ export function toolchainDir(binary: string, hidden: string[]): string | undefin
 export function bubblewrapArgs(
   command: string,
   workDir: string,
-  opts: { build: boolean; hidden: string[] },
+  opts: { build: boolean; hidden: string[]; tmpMiB?: number },
 ): string[] {
   // The real path: a link in the path could point somewhere else inside the sandbox's root.
   const work = realpathSync(workDir);
+  const system = [...systemBinds()];
+  // The sandbox's /tmp is memory: its size is limited (a write past it fails with ENOSPC).
+  if (opts.tmpMiB !== undefined)
+    system.splice(system.indexOf('--tmpfs'), 0, '--size', String(opts.tmpMiB * 1024 * 1024));
   return [
     '--unshare-pid',
     '--unshare-ipc',
@@ -112,7 +116,7 @@ export function bubblewrapArgs(
     '--unshare-cgroup-try',
     '--cap-drop',
     'ALL',
-    ...systemBinds(),
+    ...system,
     ...toolchainBinds(opts.hidden),
     // bwrap creates the path's parents (in its root tmpfs, or the /tmp one): they are empty.
     '--bind',
