@@ -1017,8 +1017,19 @@ async function probeReady(port: number, health: string | undefined): Promise<tru
     });
   }
   try {
-    const res = await fetch(`http://127.0.0.1:${port}${health}`, { signal: AbortSignal.timeout(2_000) });
+    // A redirect is not followed (issue 23): the service would fetch whatever it names.
+    const res = await fetch(`http://127.0.0.1:${port}${health}`, {
+      redirect: 'manual',
+      signal: AbortSignal.timeout(2_000),
+    });
     await res.arrayBuffer();
+    if (res.status >= 300 && res.status < 400) {
+      const location = res.headers.get('location');
+      return (
+        `GET ${health} answered ${res.status}, a redirect${location ? ` to ${location.slice(0, 300)}` : ''}: ` +
+        'not followed, the health path must answer 2xx itself'
+      );
+    }
     return res.ok ? true : `GET ${health} answered ${res.status}`;
   } catch {
     return `GET ${health} got no answer on port ${port}`;
