@@ -12,6 +12,7 @@ import {
   limitsFromEnv,
   type SandboxLimits,
 } from '../../functions/ports/runtime/local-limits.js';
+import { networkIsolationUsable } from '../../functions/ports/runtime/local-network.js';
 import { ProcessRuntime } from '../../functions/ports/runtime/local-process.js';
 import { bubblewrapUsable, type Isolation } from '../../functions/ports/runtime/local-sandbox.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
@@ -60,13 +61,27 @@ export function decideIsolation(setting = process.env.PREVIEW_ISOLATION): Isolat
  * The lines for the operator: whether builds and apps are isolated, and what that means; under
  * bubblewrap, each sandbox's resource limits and those this machine cannot enforce.
  */
-export function describeIsolation(isolation: Isolation, limits?: SandboxLimits): string {
+export function describeIsolation(
+  isolation: Isolation,
+  limits?: SandboxLimits,
+  network?: 'namespace' | 'shared',
+): string {
   return isolation === 'bwrap'
     ? 'isolation: bubblewrap (each build and app in its own PID namespace, sees only its working copy)' +
+        (network ? `\n  ${describeNetwork(network)}` : '') +
         (limits ? `\n  ${describeLimits(limits)}` : '')
     : 'isolation: none (builds and apps run as this user and can read each other and the data dir: ' +
         'local mode is single-tenant; for isolation install bubblewrap (apt-get install bubblewrap) ' +
         'and leave PREVIEW_ISOLATION unset or set it to bwrap)';
+}
+
+/** The line about the network of builds and apps (under bubblewrap). */
+function describeNetwork(network: 'namespace' | 'shared'): string {
+  return network === 'namespace'
+    ? "network: a namespace per environment (pasta): its apps reach each other, not other environments' " +
+        "or this machine's listeners; the host reaches each app's port on 127.0.0.1"
+    : 'network: shared with this machine (a namespace per environment needs root and pasta: apt-get ' +
+        "install passt): an app can reach other environments' apps and this machine's listeners on 127.0.0.1";
 }
 
 /** Install the local implementation of every port (configuration decides; handlers are unchanged). */
@@ -90,6 +105,10 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
       readyTimeoutMs: c.readyTimeoutSeconds * 1000,
       isolation: decideIsolation(),
       limits: limitsFromEnv(),
+      network:
+        decideIsolation() === 'bwrap' && networkIsolationUsable(join(c.dataDir!, 'runtime', 'netns'))
+          ? 'namespace'
+          : 'shared',
     }));
   provideLocalAdapters({
     secrets: () => new LocalSecretStore(c.dataDir!),

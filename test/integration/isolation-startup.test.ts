@@ -88,6 +88,10 @@ describe('npm start and isolation', () => {
       expect(result.stderr).toContain(
         'sandbox limits: memory 512 MiB, 256 processes, files up to 1024 MiB, /tmp 64 MiB',
       );
+      // The network: a namespace per environment where the server is root and pasta works, else shared.
+      expect(result.stderr).toMatch(
+        /\n {2}network: (a namespace per environment \(pasta\)|shared with this machine)/,
+      );
       const enforced = limitsSupport();
       if (enforced.memory && enforced.processes) expect(result.stderr).not.toContain('NOT enforced');
       else expect(result.stderr).toMatch(/NOT enforced here: (memory|processes)/);

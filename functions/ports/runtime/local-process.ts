@@ -36,6 +36,7 @@ import {
   type SandboxLimits,
   sweepSandboxCgroups,
 } from './local-limits.js';
+import { createNetns, listeningInside, removeNetns, startPasta, stopPasta } from './local-network.js';
 import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './local-sandbox.js';
 import { failureMessage } from './log-cause.js';
 import type {
@@ -89,6 +90,8 @@ interface EnvState {
   apps: Record<string, AppState>;
   /** Process groups of builds in progress (killed by recovery if a crash orphaned them). */
   buildPids: number[];
+  /** Its network namespace's pasta and the ports it forwards (network `namespace`; see local-network.ts). */
+  net?: { pasta: number; ports: number[] };
 }
 interface StateFile {
   envs: Record<string, EnvState>;
@@ -124,6 +127,12 @@ export interface ProcessRuntimeOptions {
   isolation?: Isolation;
   /** The resource limits of each sandbox (isolation `bwrap` only; see local-limits.ts). */
   limits?: SandboxLimits;
+  /**
+   * `namespace`: each environment's builds and apps in a network namespace of their own, connected by
+   * pasta (isolation `bwrap` only; see local-network.ts); `shared`: this machine's network.
+   * @default 'shared'
+   */
+  network?: 'namespace' | 'shared';
 }
 
 interface ActiveBuild {
@@ -172,6 +181,8 @@ export class ProcessRuntime implements Runtime {
   private readonly hits = new Map<number, 'memory' | 'processes' | undefined>();
   /** The resource limits of each sandbox (fixed for the runtime's life). */
   readonly limits: SandboxLimits;
+  /** Whether each environment has a network namespace of its own (fixed for the runtime's life). */
+  readonly network: 'namespace' | 'shared';
   private stopping = false;
   /** How builds and apps are confined (fixed for the runtime's life). */
   readonly isolation: Isolation;
@@ -181,6 +192,7 @@ export class ProcessRuntime implements Runtime {
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.isolation = opts.isolation ?? 'none';
     this.limits = opts.limits ?? DEFAULT_LIMITS;
+    this.network = this.isolation === 'bwrap' && opts.network === 'namespace' ? 'namespace' : 'shared';
     this.root = join(opts.dataDir, 'runtime');
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
     // Working copies hold apps' sources and builds: no other user may read them or plant anything there.
@@ -217,7 +229,9 @@ export class ProcessRuntime implements Runtime {
       checkouts: new Set(),
     };
     await this.locked(id, async () => {
-      this.admit(target);
+      const env = this.admit(target);
+      // Builds run in the environment's namespace too (outbound through pasta, nothing of this machine).
+      if (this.network === 'namespace' && !env.net) this.connect(target, env, []);
       const current = this.builds.get(id) ?? new Map<string, ActiveBuild>();
       for (const name of names) {
         const older = current.get(name);
@@ -254,9 +268,19 @@ export class ProcessRuntime implements Runtime {
       const declared = opts.apps ?? launches.map((l) => l.name);
       const placeholder = { url: '', internalUrl: '' };
       for (const l of launches) resolveAppRefs(l, Object.fromEntries(declared.map((n) => [n, placeholder])));
+      // pasta holds the environment's ports on this machine: it goes first (so an app keeps its port),
+      // and comes back forwarding the new set.
+      if (this.network === 'namespace') this.disconnect(env);
       const ports = new Map<string, number>();
       for (const launch of launches)
         ports.set(launch.name, await this.pickPort(target, env, launch.name, ports));
+      if (this.network === 'namespace') {
+        const launched = new Set(launches.map((l) => l.name));
+        const kept = Object.entries(env.apps).flatMap(([n, a]) =>
+          !launched.has(n) && a.running ? [a.running.port] : [],
+        );
+        this.connect(target, env, [...ports.values(), ...kept]);
+      }
       const addresses: Record<string, AppAddress> = {};
       for (const name of declared) {
         const port = ports.get(name) ?? env.apps[name]?.port;
@@ -290,6 +314,7 @@ export class ProcessRuntime implements Runtime {
       for (const app of Object.values(env.apps)) await this.stopApp(app);
       env.apps = {};
       env.buildPids = [];
+      this.disconnect(env, this.netnsPath(target));
       removeTree(this.workDir(target));
       this.save();
     });
@@ -309,6 +334,7 @@ export class ProcessRuntime implements Runtime {
       for (const pid of pids) if (killOrphan(pid, id)) killed++;
       env.buildPids = [];
       for (const app of Object.values(env.apps)) delete app.running;
+      this.disconnect(env, join(this.root, 'netns', netnsName(id)));
       // A build the crash interrupted left a working copy no app's build points at: remove it.
       const dir = join(this.opts.workDir, ...id.split('/'));
       const kept = new Set(Object.values(env.apps).flatMap((a) => (a.build ? [a.build.dir] : [])));
@@ -328,7 +354,9 @@ export class ProcessRuntime implements Runtime {
     await Promise.all(
       Object.keys(this.state.envs).map((id) =>
         this.locked(id, async () => {
-          for (const app of Object.values(this.state.envs[id]!.apps)) await this.stopApp(app);
+          const env = this.state.envs[id]!;
+          for (const app of Object.values(env.apps)) await this.stopApp(app);
+          this.disconnect(env, join(this.root, 'netns', netnsName(id)));
         }),
       ),
     );
@@ -385,6 +413,33 @@ export class ProcessRuntime implements Runtime {
   }
 
   // ---- internals -------------------------------------------------------------------------------------
+
+  /** The file the environment's network namespace is bound to. */
+  private netnsPath(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
+    return join(this.root, 'netns', netnsName(envId(target)));
+  }
+
+  /**
+   * Make the environment's network namespace (if it has none) and start its pasta forwarding `ports`.
+   * A failure is a DeployFailed: without it the apps could not be reached (or would share the host's).
+   */
+  private connect(target: RuntimeTarget, env: EnvState, ports: number[]) {
+    const path = this.netnsPath(target);
+    try {
+      createNetns(path);
+      env.net = { pasta: startPasta(path, ports), ports };
+    } catch (err) {
+      throw new DeployFailed(`the environment's network could not be set up: ${(err as Error).message}`);
+    }
+    this.save();
+  }
+
+  /** Stop the environment's pasta; with `path`, remove its namespace too (nothing runs in it any more). */
+  private disconnect(env: EnvState, path?: string) {
+    stopPasta(env.net?.pasta);
+    delete env.net;
+    if (path) removeNetns(path);
+  }
 
   /** Working copies of the environment's apps (outside the data dir: see `workDir` in the options). */
   private workDir(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
@@ -492,6 +547,7 @@ export class ProcessRuntime implements Runtime {
           [OWNER_VAR]: `${id}/${name}`,
         },
         this.secretValues.get(`${id}/${name}`) ?? [],
+        this.network === 'namespace' ? this.netnsPath(target) : undefined,
       );
       active.children.add(child);
       this.trackBuildPid(id, child.pid, true);
@@ -610,6 +666,7 @@ export class ProcessRuntime implements Runtime {
         [OWNER_VAR]: `${envId(target)}/${launch.name}`,
       },
       secrets,
+      this.network === 'namespace' ? this.netnsPath(target) : undefined,
     );
     if (child.pid === undefined) {
       const how = this.isolation === 'bwrap' ? 'bwrap' : '/bin/sh';
@@ -683,6 +740,7 @@ export class ProcessRuntime implements Runtime {
     opts: { build: boolean },
     vars: Record<string, string>,
     secrets: string[],
+    netns?: string,
   ): { child: ChildProcess; drained: Promise<void>; cgroups?: SandboxCgroups } {
     const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
     let child: ChildProcess;
@@ -697,7 +755,10 @@ export class ProcessRuntime implements Runtime {
       // same process, so the same process group and pid).
       cgroups = new SandboxCgroups(`${SANDBOX_CGROUP_PREFIX}${newId()}`, this.limits);
       const script = limitedLaunchScript(this.limits);
-      child = spawn('/bin/sh', ['-c', script, 'sh', ...cgroups.procsFiles(), '--', 'bwrap', ...args], {
+      // In the environment's network namespace: nsenter joins it and becomes bwrap (the same process).
+      const enter = netns ? ['nsenter', `--net=${netns}`, '--'] : [];
+      const argv = ['-c', script, 'sh', ...cgroups.procsFiles(), '--', ...enter, 'bwrap', ...args];
+      child = spawn('/bin/sh', argv, {
         cwd: dir,
         env,
         stdio,
@@ -768,7 +829,11 @@ export class ProcessRuntime implements Runtime {
             ),
           );
         }
-        const probe = await probeReady(running.port, apps[name]!.health);
+        // Through pasta the host's side of the port accepts before the app listens: ask the namespace.
+        const probe =
+          this.network === 'namespace' && !listeningInside(running.pid, running.port)
+            ? `port ${running.port} is not listened on yet`
+            : await probeReady(running.port, apps[name]!.health);
         if (probe === true) pending.delete(name);
         else lastSeen.set(name, probe);
       }
@@ -898,6 +963,9 @@ function readSyncAt(fd: number, buf: Buffer, position: number) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The file name of an environment's network namespace (`org/owner/repo/pr`, one path segment). */
+const netnsName = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '_');
 
 /** How long after a process exits its output may still be arriving (a child it left holds the pipe). */
 const DRAIN_WAIT_MS = 2_000;

@@ -33,7 +33,7 @@ describe('bubblewrapArgs', () => {
     expect(a.slice(-4)).toEqual(['--', '/bin/sh', '-c', 'npm run build']);
   });
 
-  test('the network is shared and no new session is made (the runtime signals the process group)', () => {
+  test("bwrap makes no network namespace (the environment's is joined first) and no new session", () => {
     expect(args(false)).not.toContain('--unshare-net');
     expect(args(false)).not.toContain('--unshare-all');
     expect(args(false)).not.toContain('--new-session');

@@ -15,8 +15,9 @@ import { delimiter, dirname, join } from 'node:path';
  *
  * So the data dir (credentials, secrets key, database), the project, other environments' working copies
  * and the host's `/tmp` do not exist inside. `--cap-drop ALL` matters where the server runs as root:
- * with capabilities a sandbox could unmount the tmpfs over `/tmp` and see what it hides. The network is
- * shared on purpose: apps listen on 127.0.0.1 and are reached from the host.
+ * with capabilities a sandbox could unmount the tmpfs over `/tmp` and see what it hides. bwrap makes no
+ * network namespace: where the runtime gives each environment one (local-network.ts), the sandbox is
+ * started inside it (all apps of an environment share it); elsewhere the network is this machine's.
  *
  * No `--new-session`: the runtime stops an app by signalling its process group, which bwrap (spawned
  * detached, so the group's leader) shares with everything inside. Builds get `--die-with-parent` (nothing
