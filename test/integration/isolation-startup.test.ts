@@ -86,7 +86,7 @@ describe('npm start and isolation', () => {
       // Each sandbox's limits (issue 23), one set by the environment; where this machine cannot make
       // cgroups, the line says which limits are not enforced.
       expect(result.stderr).toContain(
-        'sandbox limits: memory 512 MiB, 256 processes, files up to 1024 MiB, /tmp 64 MiB',
+        'sandbox limits: memory 512 MiB, 256 processes, files up to 1024 MiB, /tmp 64 MiB, working copy 4096 MiB',
       );
       // The network: a namespace per environment where the server is root and pasta works, else shared.
       expect(result.stderr).toMatch(

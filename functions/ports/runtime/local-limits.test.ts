@@ -38,7 +38,7 @@ const root = mkdtempSync(join(tmpdir(), 'sandbox-limits-'));
 const gitRoot = join(root, 'git');
 const REPO = 'acme/limits';
 let sha: string;
-const LIMITS: SandboxLimits = { memoryMiB: 64, processes: 32, fileMiB: 2, tmpMiB: 2 };
+const LIMITS: SandboxLimits = { memoryMiB: 64, processes: 32, fileMiB: 2, tmpMiB: 2, diskMiB: 8 };
 
 const outcomes = new Map<string, (o: TaskOutcome) => void>();
 const waiting = new Map<string, Promise<TaskOutcome>>();
@@ -82,6 +82,7 @@ function runtime(): ProcessRuntime {
     readyTimeoutMs: 20_000,
     isolation: 'bwrap',
     limits: LIMITS,
+    diskCheckMs: 200,
   });
   runtimes.push(r);
   return r;
@@ -163,6 +164,20 @@ maybe('sandbox limits (bubblewrap)', () => {
     expect(cause(o)).toMatch(/^app web ran out of space: its \/tmp holds at most 2 MiB and exited/);
   }, 60_000);
 
+  test('disk: an app filling its working copy past the limit (each file under the file limit) is killed, naming it', async () => {
+    // Seven files of 1.5 MiB (10.5 MiB in all), then it waits a while before it serves.
+    const o = await start(
+      runtime(),
+      target(),
+      app(
+        "const fs = require('fs'); for (let i = 0; i < 7; i++) fs.writeFileSync('fill-' + i, Buffer.alloc(1536 * 1024, 1)); " +
+          'const until = Date.now() + 5000; while (Date.now() < until) {}',
+      ),
+    );
+    expect(o).toMatchObject({ ok: false, error: 'DeployFailed' });
+    expect(cause(o)).toMatch(/^app web exceeded its disk limit \(8 MiB in its working copy\) and exited/);
+  }, 60_000);
+
   test('under its limits an app runs as before', async () => {
     expect(await start(runtime(), target(), app('Buffer.alloc(8 * 1024 * 1024, 1)'))).toMatchObject({
       ok: true,
@@ -180,10 +195,17 @@ maybe('sandbox limits (bubblewrap)', () => {
 describe('limitsFromEnv', () => {
   test('defaults, overrides, and a clear error for a bad value', () => {
     expect(limitsFromEnv({})).toEqual(DEFAULT_LIMITS);
-    expect(limitsFromEnv({ PREVIEW_SANDBOX_MEMORY_MB: '512', PREVIEW_SANDBOX_TMP_MB: '16' })).toEqual({
+    expect(
+      limitsFromEnv({
+        PREVIEW_SANDBOX_MEMORY_MB: '512',
+        PREVIEW_SANDBOX_TMP_MB: '16',
+        PREVIEW_SANDBOX_DISK_MB: '100',
+      }),
+    ).toEqual({
       ...DEFAULT_LIMITS,
       memoryMiB: 512,
       tmpMiB: 16,
+      diskMiB: 100,
     });
     expect(() => limitsFromEnv({ PREVIEW_SANDBOX_PROCESSES: '0' })).toThrow(
       'PREVIEW_SANDBOX_PROCESSES must be a positive whole number (got 0)',

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -14,6 +15,9 @@ import { join } from 'node:path';
  * - files: RLIMIT_FSIZE (`ulimit -f`), the largest file a sandbox may write, in its working copy or
  *   anywhere (a write past it fails, or the process gets SIGXFSZ). It bounds each file, not the sum.
  * - `/tmp`: the sandbox's tmpfs gets a size (bwrap `--size`): a write past it fails with ENOSPC.
+ * - disk: the working copy's size, measured with `du` every few seconds while the sandbox runs (see
+ *   `DiskWatch`); past the limit the sandbox is killed. A quota the kernel keeps would need a filesystem
+ *   per working copy (a loop device or a project quota), which a plain machine does not offer.
  */
 
 export interface SandboxLimits {
@@ -21,15 +25,27 @@ export interface SandboxLimits {
   processes: number;
   fileMiB: number;
   tmpMiB: number;
+  /** The working copy, all files together (what its `npm install` and build add included). */
+  diskMiB: number;
 }
 
-export const DEFAULT_LIMITS: SandboxLimits = { memoryMiB: 1024, processes: 256, fileMiB: 1024, tmpMiB: 64 };
+export const DEFAULT_LIMITS: SandboxLimits = {
+  memoryMiB: 1024,
+  processes: 256,
+  fileMiB: 1024,
+  tmpMiB: 64,
+  diskMiB: 4096,
+};
+
+/** A limit a sandbox hit that the runtime learns of from outside (not from the sandbox's own errors). */
+export type LimitHit = 'memory' | 'processes' | 'disk';
 
 const VARS: Record<keyof SandboxLimits, string> = {
   memoryMiB: 'PREVIEW_SANDBOX_MEMORY_MB',
   processes: 'PREVIEW_SANDBOX_PROCESSES',
   fileMiB: 'PREVIEW_SANDBOX_FILE_MB',
   tmpMiB: 'PREVIEW_SANDBOX_TMP_MB',
+  diskMiB: 'PREVIEW_SANDBOX_DISK_MB',
 };
 
 /** The limits from `PREVIEW_SANDBOX_*` (each a positive integer; unset: the default). */
@@ -131,7 +147,7 @@ export function describeLimits(limits: SandboxLimits): string {
   const missing = [...(support.memory ? [] : ['memory']), ...(support.processes ? [] : ['processes'])];
   const line =
     `sandbox limits: memory ${limits.memoryMiB} MiB, ${limits.processes} processes, files up to ` +
-    `${limits.fileMiB} MiB, /tmp ${limits.tmpMiB} MiB`;
+    `${limits.fileMiB} MiB, /tmp ${limits.tmpMiB} MiB, working copy ${limits.diskMiB} MiB`;
   if (missing.length === 0) return line;
   return (
     `${line}; NOT enforced here: ${missing.join(' and ')} (no cgroup can be made for them: run as root, ` +
@@ -182,7 +198,7 @@ export class SandboxCgroups {
   }
 
   /** Which limit the sandbox hit, if any: the kernel's counts of OOM kills and refused forks. */
-  hit(): 'memory' | 'processes' | undefined {
+  hit(): LimitHit | undefined {
     for (const { c, dir, version } of this.dirs) {
       if (c === 'memory') {
         const events = readOr(join(dir, version === 1 ? 'memory.oom_control' : 'memory.events'));
@@ -267,16 +283,73 @@ export function limitedLaunchScript(limits: SandboxLimits): string {
 export function limitMessage(
   who: string,
   limits: SandboxLimits,
-  hit: 'memory' | 'processes' | undefined,
+  hit: LimitHit | undefined,
   exit: string,
   output: string,
 ): string | undefined {
   if (hit === 'memory') return `${who} exceeded its memory limit (${limits.memoryMiB} MiB)`;
   if (hit === 'processes') return `${who} exceeded its process limit (${limits.processes} processes)`;
+  if (hit === 'disk') return `${who} exceeded its disk limit (${limits.diskMiB} MiB in its working copy)`;
   // SIGXFSZ: the process itself (`signal SIGXFSZ`), or a shell's message about its command.
   if (exit === 'signal SIGXFSZ' || /\bEFBIG\b|File too large|File size limit exceeded/.test(output))
     return `${who} exceeded its file size limit (${limits.fileMiB} MiB per file)`;
   if (/\bENOSPC\b|No space left on device/.test(output))
     return `${who} ran out of space: its /tmp holds at most ${limits.tmpMiB} MiB`;
   return undefined;
+}
+
+/**
+ * The working copies of running sandboxes, measured every `everyMs` with `du` (off the event loop, one at a
+ * time); one past `limitMiB` is reported to `over` (which kills it) once.
+ */
+export class DiskWatch {
+  private readonly watched = new Map<number, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+
+  constructor(
+    private readonly limitMiB: number,
+    private readonly over: (pid: number) => void,
+    private readonly everyMs = 5_000,
+  ) {}
+
+  /** Watch the working copy `dir` of the sandbox whose leader is `pid`. */
+  add(pid: number, dir: string): void {
+    this.watched.set(pid, dir);
+    this.timer ??= setInterval(() => void this.tick(), this.everyMs).unref();
+  }
+
+  delete(pid: number): void {
+    this.watched.delete(pid);
+    if (this.watched.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private async tick() {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      for (const [pid, dir] of [...this.watched]) {
+        const kib = await diskUsageKiB(dir);
+        if (kib !== undefined && kib > this.limitMiB * 1024 && this.watched.get(pid) === dir) {
+          this.watched.delete(pid);
+          this.over(pid);
+        }
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+/** `du -sk` of `dir` (its blocks on disk, one filesystem, links not followed); undefined if it failed. */
+function diskUsageKiB(dir: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    execFile('du', ['-skx', dir], { timeout: 60_000 }, (_err, stdout) => {
+      const kib = Number(/^(\d+)/.exec(stdout ?? '')?.[1]);
+      resolve(Number.isFinite(kib) ? kib : undefined);
+    });
+  });
 }

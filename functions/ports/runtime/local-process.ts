@@ -29,6 +29,8 @@ import type { TaskOutcome } from '../workflows/port.js';
 import { type AppAddress, resolveAppRefs } from './app-refs.js';
 import {
   DEFAULT_LIMITS,
+  DiskWatch,
+  type LimitHit,
   limitedLaunchScript,
   limitMessage,
   SANDBOX_CGROUP_PREFIX,
@@ -133,6 +135,8 @@ export interface ProcessRuntimeOptions {
    * @default 'shared'
    */
   network?: 'namespace' | 'shared';
+  /** How often the working copies of running sandboxes are measured (tests shorten it). @default 5000 */
+  diskCheckMs?: number;
 }
 
 interface ActiveBuild {
@@ -178,7 +182,11 @@ export class ProcessRuntime implements Runtime {
   /** Per running sandbox (its pid): its cgroups, read for what it hit and removed once it is gone. */
   private readonly cgroups = new Map<number, SandboxCgroups>();
   /** Per ended app process: the limit it hit, if any. */
-  private readonly hits = new Map<number, 'memory' | 'processes' | undefined>();
+  private readonly hits = new Map<number, LimitHit | undefined>();
+  /** Sandboxes killed for their working copy's size (their pid). */
+  private readonly overDisk = new Set<number>();
+  /** Measures the working copies of running sandboxes (bwrap only). */
+  private readonly diskWatch: DiskWatch;
   /** The resource limits of each sandbox (fixed for the runtime's life). */
   readonly limits: SandboxLimits;
   /** Whether each environment has a network namespace of its own (fixed for the runtime's life). */
@@ -192,6 +200,14 @@ export class ProcessRuntime implements Runtime {
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.isolation = opts.isolation ?? 'none';
     this.limits = opts.limits ?? DEFAULT_LIMITS;
+    this.diskWatch = new DiskWatch(
+      this.limits.diskMiB,
+      (pid) => {
+        this.overDisk.add(pid);
+        killGroup(pid, 'SIGKILL');
+      },
+      opts.diskCheckMs,
+    );
     this.network = this.isolation === 'bwrap' && opts.network === 'namespace' ? 'namespace' : 'shared';
     this.root = join(opts.dataDir, 'runtime');
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
@@ -550,10 +566,12 @@ export class ProcessRuntime implements Runtime {
         this.network === 'namespace' ? this.netnsPath(target) : undefined,
       );
       active.children.add(child);
+      if (cgroups && child.pid !== undefined) this.diskWatch.add(child.pid, dir);
       this.trackBuildPid(id, child.pid, true);
       const result = await exitOf(child);
       await drainedOrLater(drained);
-      const hit = cgroups?.hit();
+      const hit = this.overDisk.delete(child.pid ?? -1) ? 'disk' : cgroups?.hit();
+      if (child.pid !== undefined) this.diskWatch.delete(child.pid);
       killGroup(child.pid, 'SIGKILL'); // nothing of a build outlives it (and its cgroups can go)
       cgroups?.remove();
       active.children.delete(child);
@@ -676,11 +694,15 @@ export class ProcessRuntime implements Runtime {
     this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
     // Its exit is known once its output is in the log (a failure quotes the log's end).
-    if (cgroups) this.cgroups.set(pid, cgroups);
+    if (cgroups) {
+      this.cgroups.set(pid, cgroups);
+      this.diskWatch.add(pid, build.dir);
+    }
     this.hits.delete(pid);
     void exitOf(child).then(async (how) => {
       await drainedOrLater(drained);
-      this.hits.set(pid, cgroups?.hit());
+      this.diskWatch.delete(pid);
+      this.hits.set(pid, this.overDisk.delete(pid) ? 'disk' : cgroups?.hit());
       this.exits.set(pid, how);
       // What it left running is killed with the group when the app is stopped; until then its cgroups stay.
       this.children.delete(pid);
@@ -725,6 +747,7 @@ export class ProcessRuntime implements Runtime {
     this.cgroups.get(running.pid)?.remove();
     this.cgroups.delete(running.pid);
     this.hits.delete(running.pid);
+    this.diskWatch.delete(running.pid);
   }
 
   /**
@@ -776,7 +799,7 @@ export class ProcessRuntime implements Runtime {
   }
 
   /** What a sandbox that failed hit of its limits, as its failure names it (bwrap only: none otherwise). */
-  private limitFailure(who: string, hit: 'memory' | 'processes' | undefined, exit: string, output: string) {
+  private limitFailure(who: string, hit: LimitHit | undefined, exit: string, output: string) {
     if (this.isolation !== 'bwrap') return undefined;
     return limitMessage(who, this.limits, hit, exit, output);
   }
