@@ -474,13 +474,6 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
           output = browserError(err);
         }
       }
-      // The browser refused a load during the step (a redirect, a frame, a popup, the page's own request):
-      // the step fails with that, whatever it did, and says nothing of the target but its origin.
-      const refused = session.takeRefusal();
-      if (refused) {
-        passed = false;
-        output = refused;
-      }
       // The run's limit, not the step's, cut this step short.
       const runOut = !passed && remaining > 0 && timeoutMs < stepMs && now() >= deadline - 100;
       if (runOut) output = `${output} (the run reached its time limit, ${seconds(runMs)})`;
@@ -504,6 +497,16 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
             error: browserError(err),
           });
         }
+      }
+      // The browser refused a load during the step or until its screenshot (a redirect, a frame, a popup,
+      // the page's own request, which may come after the page loaded): the step fails with that, whatever
+      // it did, and says nothing of the target but its origin (nor shows it: it never loaded).
+      const refused = session.takeRefusal();
+      if (refused) {
+        passed = false;
+        output = refused;
+        done.status = 'failed';
+        done.output = mask(refused);
       }
       steps[i] = done;
       if (!passed) {
