@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/gl
 import { makeRepo } from '../../../test/support/git.js';
 import { GitSourceHost } from '../source-host/local-git.js';
 import type { TaskOutcome } from '../workflows/port.js';
-import { networkIsolationUsable } from './local-network.js';
+import { createNetns, listeningInside, networkIsolationUsable, removeNetns } from './local-network.js';
 import { ProcessRuntime } from './local-process.js';
 import { bubblewrapUsable } from './local-sandbox.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from './port.js';
@@ -164,6 +164,18 @@ maybe('a network namespace per environment (pasta)', () => {
     expect(tcp).not.toContain(hexPort(aPort));
   }, 90_000);
 
+  test("readiness reads a namespace's listeners only from a process inside it (not the host's table)", () => {
+    // This process is on the host, where `hostPort` listens (as pasta does on each app's port): it is
+    // not a listener of the namespace.
+    const ns = join(root, 'ns-check');
+    createNetns(ns);
+    try {
+      expect(listeningInside(process.pid, hostPort, ns)).toBe(false);
+    } finally {
+      removeNetns(ns);
+    }
+  });
+
   test('siblings of one environment reach each other at the URLs preview.yaml gives them', async () => {
     const r = runtime();
     // A preview.yaml reference, resolved by the runtime (not a template string).
@@ -177,9 +189,12 @@ maybe('a network namespace per environment (pasta)', () => {
     const r = runtime();
     const t = target();
     const first = await up(r, t, [web('api'), web('site')]);
-    // Only `site` again: `api` keeps running and stays reachable through the new forwards.
+    // Only `site` again, three times in a row: `api` keeps running and stays reachable through the new
+    // forwards (each deploy restarts pasta, which must wait for the previous one to let go of the namespace).
     const deployed = `r-${++seq}`;
-    await r.deploy({ ...t }, [web('site')]);
+    for (let i = 0; i < 3; i++) await r.deploy({ ...t }, [web('site')]);
+    // Deploys that start nothing restart pasta at once: none may find the previous one still there.
+    for (let i = 0; i < 5; i++) await r.deploy({ ...t }, []);
     await r.awaitReady(t, { site: APP }, deployed);
     expect(await outcomeOf(deployed)).toMatchObject({ ok: true });
     expect(await get(`${first.api}/secret`)).toBe('secret-of-api');

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -35,7 +35,7 @@ function probe(scratch: string): boolean {
   try {
     createNetns(path);
     const pid = startPasta(path, []);
-    stopPasta(pid);
+    void stopPasta(pid);
     return true;
   } catch {
     return false;
@@ -107,28 +107,56 @@ export function startPasta(path: string, ports: number[]): number {
   return pid;
 }
 
-/** Stop a pasta this runtime started (its pid, checked to still be pasta's). */
-export function stopPasta(pid: number | undefined): void {
+/**
+ * Stop a pasta this runtime started (its pid, checked to still be pasta's); resolves once it is gone (a
+ * new pasta on the same namespace cannot make its tap device while the old one holds it), at most after
+ * a SIGKILL.
+ */
+export async function stopPasta(pid: number | undefined): Promise<void> {
   if (!pid || !isPasta(pid)) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {}
+  for (const [signal, waitMs] of [
+    ['SIGTERM', 2_000],
+    ['SIGKILL', 2_000],
+  ] as const) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      return;
+    }
+    for (const end = Date.now() + waitMs; Date.now() < end; ) {
+      if (!isPasta(pid)) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
 }
 
-/** Whether `pid` is a pasta process (Debian's runs as `passt.avx2` or `passt`). */
+/**
+ * Whether `pid` is a live pasta process (Debian's runs as `passt.avx2` or `passt`). One that exited but
+ * is not reaped yet (a zombie: its parent is init, which may take its time) counts as gone.
+ */
 export function isPasta(pid: number): boolean {
   try {
-    return /^(pasta|passt)/.test(readFileSync(`/proc/${pid}/comm`, 'utf8'));
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return /^(pasta|passt)/.test(comm) && state !== 'Z';
   } catch {
     return false;
   }
 }
 
 /**
- * Whether something listens on `port` in the network namespace of process `pid` (its `/proc/<pid>/net`):
- * through pasta, the host's side of a forward accepts a connection even when nothing listens inside.
+ * Whether something listens on `port` in the namespace bound at `netns`, read from process `pid`'s
+ * `/proc/<pid>/net` (through pasta, the host's side of a forward accepts a connection even when nothing
+ * listens inside). False while `pid` is not in that namespace yet (the shell that joins it has not
+ * exec'd nsenter): its table would be the host's, where pasta itself listens on the port.
  */
-export function listeningInside(pid: number, port: number): boolean {
+export function listeningInside(pid: number, port: number, netns: string): boolean {
+  try {
+    if (readlinkSync(`/proc/${pid}/ns/net`) !== `net:[${statSync(netns).ino}]`) return false;
+  } catch {
+    return false;
+  }
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
   for (const file of ['tcp', 'tcp6']) {
     let table = '';

@@ -183,6 +183,8 @@ export class ProcessRuntime implements Runtime {
   private readonly cgroups = new Map<number, SandboxCgroups>();
   /** Per ended app process: the limit it hit, if any. */
   private readonly hits = new Map<number, LimitHit | undefined>();
+  /** Per running app process: when its output last arrived (readiness waits for it to settle). */
+  private readonly lastOutput = new Map<number, () => number>();
   /** Sandboxes killed for their working copy's size (their pid). */
   private readonly overDisk = new Set<number>();
   /** Measures the working copies of running sandboxes (bwrap only). */
@@ -286,7 +288,7 @@ export class ProcessRuntime implements Runtime {
       for (const l of launches) resolveAppRefs(l, Object.fromEntries(declared.map((n) => [n, placeholder])));
       // pasta holds the environment's ports on this machine: it goes first (so an app keeps its port),
       // and comes back forwarding the new set.
-      if (this.network === 'namespace') this.disconnect(env);
+      if (this.network === 'namespace') await this.disconnect(env);
       const ports = new Map<string, number>();
       for (const launch of launches)
         ports.set(launch.name, await this.pickPort(target, env, launch.name, ports));
@@ -330,7 +332,7 @@ export class ProcessRuntime implements Runtime {
       for (const app of Object.values(env.apps)) await this.stopApp(app);
       env.apps = {};
       env.buildPids = [];
-      this.disconnect(env, this.netnsPath(target));
+      await this.disconnect(env, this.netnsPath(target));
       removeTree(this.workDir(target));
       this.save();
     });
@@ -350,7 +352,8 @@ export class ProcessRuntime implements Runtime {
       for (const pid of pids) if (killOrphan(pid, id)) killed++;
       env.buildPids = [];
       for (const app of Object.values(env.apps)) delete app.running;
-      this.disconnect(env, join(this.root, 'netns', netnsName(id)));
+      // A crash's pasta is stopped without waiting: the namespace goes, the next one is new.
+      void this.disconnect(env, join(this.root, 'netns', netnsName(id)));
       // A build the crash interrupted left a working copy no app's build points at: remove it.
       const dir = join(this.opts.workDir, ...id.split('/'));
       const kept = new Set(Object.values(env.apps).flatMap((a) => (a.build ? [a.build.dir] : [])));
@@ -372,7 +375,7 @@ export class ProcessRuntime implements Runtime {
         this.locked(id, async () => {
           const env = this.state.envs[id]!;
           for (const app of Object.values(env.apps)) await this.stopApp(app);
-          this.disconnect(env, join(this.root, 'netns', netnsName(id)));
+          await this.disconnect(env, join(this.root, 'netns', netnsName(id)));
         }),
       ),
     );
@@ -451,10 +454,11 @@ export class ProcessRuntime implements Runtime {
   }
 
   /** Stop the environment's pasta; with `path`, remove its namespace too (nothing runs in it any more). */
-  private disconnect(env: EnvState, path?: string) {
-    stopPasta(env.net?.pasta);
+  private async disconnect(env: EnvState, path?: string) {
+    const pasta = env.net?.pasta;
     delete env.net;
     if (path) removeNetns(path);
+    await stopPasta(pasta);
   }
 
   /** Working copies of the environment's apps (outside the data dir: see `workDir` in the options). */
@@ -673,7 +677,7 @@ export class ProcessRuntime implements Runtime {
     const build = app.build!;
     const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
     const secrets = launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0);
-    const { child, drained, cgroups } = this.spawnCommand(
+    const { child, drained, lastOutputAt, cgroups } = this.spawnCommand(
       launch.spec.command!,
       build.dir,
       logFile,
@@ -694,6 +698,8 @@ export class ProcessRuntime implements Runtime {
     this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
     // Its exit is known once its output is in the log (a failure quotes the log's end).
+    this.lastOutput.set(pid, lastOutputAt);
+    void drained.then(() => this.lastOutput.delete(pid));
     if (cgroups) {
       this.cgroups.set(pid, cgroups);
       this.diskWatch.add(pid, build.dir);
@@ -764,7 +770,7 @@ export class ProcessRuntime implements Runtime {
     vars: Record<string, string>,
     secrets: string[],
     netns?: string,
-  ): { child: ChildProcess; drained: Promise<void>; cgroups?: SandboxCgroups } {
+  ): { child: ChildProcess; drained: Promise<void>; lastOutputAt: () => number; cgroups?: SandboxCgroups } {
     const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
     let child: ChildProcess;
     let cgroups: SandboxCgroups | undefined;
@@ -795,7 +801,8 @@ export class ProcessRuntime implements Runtime {
         detached: true,
       });
     }
-    return { child, drained: maskedOutput(child, logFile, secrets), cgroups };
+    const { drained, lastOutputAt } = maskedOutput(child, logFile, secrets);
+    return { child, drained, lastOutputAt, cgroups };
   }
 
   /** What a sandbox that failed hit of its limits, as its failure names it (bwrap only: none otherwise). */
@@ -854,7 +861,7 @@ export class ProcessRuntime implements Runtime {
         }
         // Through pasta the host's side of the port accepts before the app listens: ask the namespace.
         const probe =
-          this.network === 'namespace' && !listeningInside(running.pid, running.port)
+          this.network === 'namespace' && !listeningInside(running.pid, running.port, this.netnsPath(target))
             ? `port ${running.port} is not listened on yet`
             : await probeReady(running.port, apps[name]!.health);
         if (probe === true) pending.delete(name);
@@ -872,6 +879,14 @@ export class ProcessRuntime implements Runtime {
       await sleep(POLL_MS);
     }
     const env = this.state.envs[id]!;
+    // What an app printed before it was ready is in its log once it is reported ready: its output passes
+    // through a pipe (masked as written), and may still be arriving while it already listens.
+    const settleUntil = Date.now() + OUTPUT_SETTLE_MAX_MS;
+    for (const name of Object.keys(apps)) {
+      const pid = env.apps[name]?.running?.pid;
+      const last = pid === undefined ? undefined : this.lastOutput.get(pid);
+      while (last && Date.now() - last() < OUTPUT_QUIET_MS && Date.now() < settleUntil) await sleep(20);
+    }
     const urls: Record<string, string> = {};
     for (const [name, app] of Object.entries(env.apps))
       if (app.running) urls[name] = `http://127.0.0.1:${app.running.port}`;
@@ -990,6 +1005,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The file name of an environment's network namespace (`org/owner/repo/pr`, one path segment). */
 const netnsName = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '_');
 
+/** Readiness waits until an app's output has been quiet this long (at most `OUTPUT_SETTLE_MAX_MS`). */
+const OUTPUT_QUIET_MS = 100;
+const OUTPUT_SETTLE_MAX_MS = 2_000;
 /** How long after a process exits its output may still be arriving (a child it left holds the pipe). */
 const DRAIN_WAIT_MS = 2_000;
 
@@ -997,7 +1015,12 @@ const DRAIN_WAIT_MS = 2_000;
  * Copy a child's stdout and stderr into `fd` through a `MaskingWriter`, and close `fd` once both end (or
  * the child could not start). Writes are synchronous and in arrival order, as the file's own would be.
  */
-function maskedOutput(child: ChildProcess, fd: number, secrets: string[]): Promise<void> {
+function maskedOutput(
+  child: ChildProcess,
+  fd: number,
+  secrets: string[],
+): { drained: Promise<void>; lastOutputAt: () => number } {
+  let last = Date.now();
   const writer = new MaskingWriter(secrets, (text) => {
     try {
       writeSync(fd, text);
@@ -1006,7 +1029,7 @@ function maskedOutput(child: ChildProcess, fd: number, secrets: string[]): Promi
     }
   });
   const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
-  return new Promise<void>((resolve) => {
+  const drained = new Promise<void>((resolve) => {
     let open = streams.length;
     const done = () => {
       if (--open > 0) return;
@@ -1020,10 +1043,14 @@ function maskedOutput(child: ChildProcess, fd: number, secrets: string[]): Promi
       return;
     }
     streams.forEach((stream, i) => {
-      stream.on('data', (chunk: Buffer) => writer.push(chunk, String(i)));
+      stream.on('data', (chunk: Buffer) => {
+        last = Date.now();
+        writer.push(chunk, String(i));
+      });
       stream.once('close', done);
     });
   });
+  return { drained, lastOutputAt: () => last };
 }
 
 /** Wait for a process's output to be written, but not for ever (a daemon it started may keep the pipe). */
