@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { maskedForms, maskSecrets } from './mask.js';
+import { MASK, maskedForms, maskSecrets } from './mask.js';
 import { MaskingWriter } from './mask-stream.js';
 
 const SECRET = 'hunter2-db-pass/with+chars';
@@ -66,6 +66,15 @@ describe('MaskingWriter', () => {
       for (let j = i; j <= line.length; j++)
         expect(run(values, split(line, [i, j])).text).toBe(maskSecrets(line, values));
   });
+
+  test('the longest value a bundle takes (65,536 characters), split between chunks after 128 KB of output', () => {
+    const long = Array.from({ length: 65_536 }, (_, i) => String.fromCharCode(33 + ((i * 7919) % 90))).join(
+      '',
+    );
+    const filler = 'x'.repeat(65_536);
+    const { text } = run([long], [filler, filler, `a ${long.slice(0, 30_000)}`, `${long.slice(30_000)} b\n`]);
+    expect(text).toBe(`${filler}${filler}a ${MASK} b\n`);
+  }, 30_000);
 
   test('without values, everything passes through unchanged', () => {
     expect(run([], ['a', 'b\n']).text).toBe('ab\n');

@@ -15,7 +15,7 @@ import { join } from 'node:path';
  * - files: RLIMIT_FSIZE (`ulimit -f`), the largest file a sandbox may write, in its working copy or
  *   anywhere (a write past it fails, or the process gets SIGXFSZ). It bounds each file, not the sum.
  * - `/tmp`: the sandbox's tmpfs gets a size (bwrap `--size`): a write past it fails with ENOSPC.
- * - disk: the working copy's size, measured with `du` every few seconds while the sandbox runs (see
+ * - disk: the working copy's size, measured with `du` every 30 s while the sandbox runs (see
  *   `DiskWatch`); past the limit the sandbox is killed. A quota the kernel keeps would need a filesystem
  *   per working copy (a loop device or a project quota), which a plain machine does not offer.
  */
@@ -310,7 +310,7 @@ export class DiskWatch {
   constructor(
     private readonly limitMiB: number,
     private readonly over: (pid: number) => void,
-    private readonly everyMs = 5_000,
+    private readonly everyMs = 30_000,
   ) {}
 
   /** Watch the working copy `dir` of the sandbox whose leader is `pid`. */

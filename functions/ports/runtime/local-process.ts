@@ -135,7 +135,7 @@ export interface ProcessRuntimeOptions {
    * @default 'shared'
    */
   network?: 'namespace' | 'shared';
-  /** How often the working copies of running sandboxes are measured (tests shorten it). @default 5000 */
+  /** How often the working copies of running sandboxes are measured (tests shorten it). @default 30000 */
   diskCheckMs?: number;
 }
 
