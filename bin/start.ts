@@ -58,7 +58,7 @@ process.stderr.write(
     `  data:        ${service.dataDir}\n` +
     `  credentials: ${service.credentialsPath} (orgId ${service.credentials.orgId})\n` +
     `  health:      ${service.url}/healthz\n` +
-    `  ${describeIsolation(service.runtime.isolation)}\n` +
+    `  ${describeIsolation(service.runtime.isolation, service.runtime.limits, service.runtime.network)}\n` +
     `  ${describeTestRunTools()}\n` +
     `${webhookStartupLines(service).join('\n')}\n`,
 );

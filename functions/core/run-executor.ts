@@ -3,6 +3,7 @@ import type { MediaWriter } from '../ports/media/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
+import { navigationRefused, originAllowed, runOrigins } from '../shared/origins.js';
 import {
   finishRun,
   loadRun,
@@ -117,6 +118,37 @@ export function navigateUrl(url: string, target: Pick<RunTarget, 'url' | 'appUrl
   return new URL(url.trim(), target.appUrl.replace(/\/*$/, '/')).href;
 }
 
+/**
+ * The origins a run's browser may load (issue 23): its environment's app URLs and its application's
+ * allowed origins, as Prepare resolved them; a target prepared before they were recorded gets its app
+ * URLs only.
+ */
+export function targetOrigins(target: Pick<RunTarget, 'appUrl' | 'urls' | 'origins'>): string[] {
+  return target.origins ?? runOrigins([target.appUrl, ...Object.values(target.urls ?? {})]);
+}
+
+/**
+ * Where a navigate step goes: its URL with variables substituted, resolved against the app URL, and
+ * refused (a StepFailure naming only its scheme and host) unless its origin is one the run may load:
+ * an absolute URL, a `//host` one (`"/{{variable:P}}"` with `P=/127.0.0.1:4200/…`) and `file:`,
+ * `javascript:`, `data:` or `chrome:` ones all end here.
+ */
+export function navigateTarget(
+  raw: string,
+  variables: Record<string, string>,
+  target: Pick<RunTarget, 'url' | 'appUrl' | 'urls' | 'origins'>,
+): string {
+  const substituted = substituteVariables(raw, variables);
+  let url: string;
+  try {
+    url = navigateUrl(substituted, target);
+  } catch {
+    throw new StepFailure('navigate needs a URL or a path of the app');
+  }
+  if (!originAllowed(url, targetOrigins(target))) throw new StepFailure(navigationRefused(url));
+  return url;
+}
+
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
 /** The first lines of a browser error: what went wrong and what it was waiting for, without a stack. */
@@ -142,14 +174,18 @@ function requireSelector(step: RunStepItem, kind: string): string {
 export async function performStep(
   session: BrowserSession,
   step: RunStepItem,
-  ctx: { variables: Record<string, string>; target: Pick<RunTarget, 'url' | 'appUrl'>; timeoutMs: number },
+  ctx: {
+    variables: Record<string, string>;
+    target: Pick<RunTarget, 'url' | 'appUrl' | 'urls' | 'origins'>;
+    timeoutMs: number;
+  },
 ): Promise<string> {
   const kind = normalizeInteraction(step.interaction);
   const selector = step.element?.selector?.trim() || undefined;
   const t = ctx.timeoutMs;
   switch (kind) {
     case 'navigate': {
-      const url = navigateUrl(substituteVariables(step.url ?? '', ctx.variables), ctx.target);
+      const url = navigateTarget(step.url ?? '', ctx.variables, ctx.target);
       await session.goto(url, t);
       return `opened ${url}`;
     }
@@ -369,7 +405,11 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
 
   let session: BrowserSession;
   try {
-    session = await deps.browser.open({ viewport: VIEWPORT, video: true });
+    session = await deps.browser.open({
+      viewport: VIEWPORT,
+      video: true,
+      allowedOrigins: targetOrigins(input.target),
+    });
   } catch (err) {
     skipRest(0);
     await down();
@@ -387,7 +427,7 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
       }
       if (auth?.cookies?.length) {
         if (!session.addCookies) throw new Error('this browser cannot set cookies');
-        await session.addCookies(auth.cookies, input.target.appUrl);
+        await session.addCookies(previewCookies(auth.cookies, input.target), input.target.appUrl);
       }
     } catch (err) {
       error = mask(`the scenario's auth could not be applied to the browser: ${browserError(err)}`);
@@ -400,12 +440,15 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
         Math.min(stepMs, deadline - now()) + 2_000,
         `the first page did not load within ${seconds(stepMs)}`,
       );
+      const refused = session.takeRefusal();
+      if (refused) throw new StepFailure(refused);
     } catch (err) {
       if (err instanceof SkipFirstPage) throw err;
       const crash = session.crashed();
+      const refused = session.takeRefusal();
       error = crash
         ? `the browser died while opening the first page: ${crash}`
-        : mask(`could not open the first page ${input.target.url}: ${browserError(err)}`);
+        : mask(`could not open the first page ${input.target.url}: ${refused ?? browserError(err)}`);
       skipRest(0);
     }
     for (let i = 0; i < steps.length && error === undefined; i++) {
@@ -455,6 +498,16 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
           });
         }
       }
+      // The browser refused a load during the step or until its screenshot (a redirect, a frame, a popup,
+      // the page's own request, which may come after the page loaded): the step fails with that, whatever
+      // it did, and says nothing of the target but its origin (nor shows it: it never loaded).
+      const refused = session.takeRefusal();
+      if (refused) {
+        passed = false;
+        output = refused;
+        done.status = 'failed';
+        done.output = mask(refused);
+      }
       steps[i] = done;
       if (!passed) {
         error ??= crash
@@ -488,6 +541,30 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   }
   await down();
   return end(error === undefined ? 'passed' : 'failed', error, videoKey);
+}
+
+/**
+ * The cookies of a scenario's `up` answer, each for a host of the run's preview: one without a domain is
+ * the app's; one whose domain (a leading dot ignored) is not exactly a host of one of the environment's
+ * app URLs would reach something else (a parent domain holds other previews), so the auth is refused.
+ */
+export function previewCookies<C extends { name: string; domain?: string }>(
+  cookies: C[],
+  target: Pick<RunTarget, 'appUrl' | 'urls'>,
+): C[] {
+  const hosts = new Set(
+    [target.appUrl, ...Object.values(target.urls ?? {})].map((u) => new URL(u).hostname.toLowerCase()),
+  );
+  for (const c of cookies) {
+    if (c.domain === undefined) continue;
+    const domain = c.domain.replace(/^\./, '').toLowerCase();
+    if (!hosts.has(domain))
+      throw new Error(
+        `the factory's cookie "${c.name}" is for ${domain}, not a host of this run's preview ` +
+          `(${[...hosts].sort().join(', ')})`,
+      );
+  }
+  return cookies;
 }
 
 /** Internal: the first page is not opened when the scenario's auth could not be applied. */

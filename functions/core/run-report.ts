@@ -111,11 +111,42 @@ export interface ReportAnswer {
   status: number;
   contentType: string;
   body: string;
+  /** The page's Content-Security-Policy header (see `reportCsp`). */
+  csp: string;
+}
+
+/**
+ * The report page's Content-Security-Policy: it runs no script, loads nothing but its own inline style and
+ * the run's media, from the origins of the URLs minted for them (this server locally, the media bucket in
+ * AWS), and may not be framed, submit forms or change its base URL. So text a step wrote into the page
+ * (escaped anyway) could not load or run anything even if escaping ever failed.
+ */
+export function reportCsp(mediaUrls: Iterable<string> = []): string {
+  const origins = new Set<string>();
+  for (const u of mediaUrls) {
+    try {
+      const { origin } = new URL(u);
+      if (origin !== 'null') origins.add(origin);
+    } catch {
+      // Not an absolute URL: nothing to allow.
+    }
+  }
+  const media = origins.size ? [...origins].join(' ') : "'none'";
+  return [
+    "default-src 'none'",
+    "style-src 'unsafe-inline'",
+    `img-src ${media}`,
+    `media-src ${media}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
 }
 
 const errorPage = (status: number, message: string): ReportAnswer => ({
   status,
   contentType: 'text/html; charset=utf-8',
+  csp: reportCsp(),
   body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${status}</title></head><body><p>${escapeHtml(message)}</p></body></html>\n`,
 });
 
@@ -138,7 +169,12 @@ export async function serveRunReport(
   const urls = new Map<string, string>();
   for (const key of [run.videoKey, ...run.steps.map((s) => s.imageKey)])
     if (key && !urls.has(key)) urls.set(key, await media.url(key, req.baseUrl));
-  return { status: 200, contentType: 'text/html; charset=utf-8', body: renderRunReport(run, urls) };
+  return {
+    status: 200,
+    contentType: 'text/html; charset=utf-8',
+    body: renderRunReport(run, urls),
+    csp: reportCsp(urls.values()),
+  };
 }
 
 /** The run's scenario provisioning (issue 12), one line: recipe, status, durations, errors. */

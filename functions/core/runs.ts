@@ -14,6 +14,7 @@ import { newId, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
+import { runOrigins } from '../shared/origins.js';
 import type { Environment } from './environments.js';
 import {
   type FactoryLocation,
@@ -292,6 +293,11 @@ export interface RunTarget {
   /** Every app's URL in the environment, and the Environment Factory (preview.yaml, else the application). */
   urls?: Record<string, string>;
   factory?: FactoryLocation;
+  /**
+   * The origins the run's browser may load (issue 23): the app URLs' and the application's
+   * `allowedOrigins` (`shared/origins.ts`, `runOrigins`).
+   */
+  origins?: string[];
 }
 
 /** The app URL plus a path, as written (`/form` → `http://host:port/form`). */
@@ -344,7 +350,14 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
     new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
   );
   const app = Item as
-    | { orgId: string; repoFullName?: string; disabled?: boolean; factoryApp?: string; factoryPath?: string }
+    | {
+        orgId: string;
+        repoFullName?: string;
+        disabled?: boolean;
+        factoryApp?: string;
+        factoryPath?: string;
+        allowedOrigins?: string[];
+      }
     | undefined;
   if (!app || app.orgId !== run.orgId) return { error: `application ${applicationId} not found` };
   if (!app.repoFullName)
@@ -392,6 +405,7 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       ...(env.environmentId ? { environmentId: env.environmentId } : {}),
       apps: Object.keys(env.urls ?? {}).sort(),
       urls: { ...env.urls },
+      origins: runOrigins(Object.values(env.urls ?? {}), app.allowedOrigins ?? []),
       ...(env.factory
         ? { factory: env.factory }
         : app.factoryApp

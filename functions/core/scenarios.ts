@@ -200,7 +200,8 @@ const MAX_ANSWER = 500;
 /**
  * POST a signed JSON body to the factory. Retries 502/503/504 and connection errors for up to `retryMs`
  * (30 s) with backoff; a 4xx / other non-2xx, or no answer within `timeoutMs` (30 s), throws a
- * FactoryError quoting the answer (truncated, `mask` applied). Returns the parsed 2xx body ({} if empty).
+ * FactoryError quoting the answer (truncated, `mask` applied). A 3xx is not followed: a FactoryError
+ * naming its status and Location. Returns the parsed 2xx body ({} if empty).
  */
 export async function callFactory(
   url: string,
@@ -225,8 +226,15 @@ export async function callFactory(
         method: 'POST',
         headers,
         body,
+        // Never followed (issue 23): a 303 would have the service fetch and quote whatever it names, a
+        // 307/308 would forward the signed body and its x-signature there.
+        redirect: 'manual',
         signal: AbortSignal.timeout(Math.max(1, Math.min(timeoutMs, started + retryMs + timeoutMs - now()))),
       });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new FactoryError(mask(redirectRefused(action, url, res)));
+      }
       const text = await res.text();
       if (res.ok) {
         if (!text.trim()) return {};
@@ -262,6 +270,16 @@ export async function callFactory(
     await new Promise((r) => setTimeout(r, backoff));
     backoff = Math.min(backoff * 2, 5_000);
   }
+}
+
+/** A factory answering with a redirect: its status and Location, never what the Location holds. */
+function redirectRefused(action: string, url: string, res: Response): string {
+  const location = res.headers.get('location');
+  return (
+    `the Environment Factory answered ${action} (${url}) with a redirect, ${res.status}` +
+    `${location ? ` to ${location.slice(0, 300)}` : ' without a Location'}, which is not followed: the ` +
+    'factory must answer at its own URL'
+  );
 }
 
 /** Keep only the auth shapes the protocol defines. */

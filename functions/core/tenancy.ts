@@ -2,7 +2,8 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/li
 import { keys } from '../manifest/tables.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { AlreadyExistsError, NotFoundError } from '../shared/errors.js';
+import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
+import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
 export interface OrgCredentials {
@@ -61,6 +62,29 @@ export interface Application {
   /** The Environment Factory of scenario runs (issue 12; preview.yaml `factory` wins over these). */
   factoryApp?: string;
   factoryPath?: string;
+  /**
+   * Origins (`https://login.example.com`) a test run's browser may load besides the preview's own app
+   * URLs: an identity provider, a CDN (issue 23; `parseAllowedOrigins`). @default none
+   */
+  allowedOrigins?: string[];
+}
+
+/**
+ * An application's `allowedOrigins` as given (`previewctl apps update --allowed-origins`): each one an
+ * http(s) origin that is not loopback, link-local or the service's own (`shared/origins.ts`), at most
+ * `MAX_ALLOWED_ORIGINS`; normalized, sorted, without duplicates. A ValidationError names the first bad one.
+ */
+export function parseAllowedOrigins(origins: string[]): string[] {
+  const out = new Set<string>();
+  for (const text of origins) {
+    if (!text.trim()) continue;
+    const origin = parseAllowedOrigin(text);
+    if (origin instanceof Error) throw new ValidationError(`allowedOrigins: ${origin.message}`);
+    out.add(origin);
+  }
+  if (out.size > MAX_ALLOWED_ORIGINS)
+    throw new ValidationError(`allowedOrigins: at most ${MAX_ALLOWED_ORIGINS} origins (${out.size} given)`);
+  return [...out].sort();
 }
 
 /** The settings an application may change after it is created (`updateApplication`). */
@@ -71,6 +95,8 @@ export interface ApplicationSettings {
   installationActive?: boolean;
   factoryApp?: string;
   factoryPath?: string;
+  /** Replaces the list (`[]` empties it); validated by `parseAllowedOrigins`. */
+  allowedOrigins?: string[];
 }
 
 /** Default `ttlHours` of an application. */
@@ -160,6 +186,8 @@ export async function updateApplication(
   applicationId: string,
   settings: ApplicationSettings,
 ): Promise<Application> {
+  if (settings.allowedOrigins !== undefined)
+    settings = { ...settings, allowedOrigins: parseAllowedOrigins(settings.allowedOrigins) };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ':org': orgId };
   const sets: string[] = [];

@@ -7,6 +7,12 @@ import { LocalBus } from '../../functions/ports/events/local-bus.js';
 import { LocalMediaStore } from '../../functions/ports/media/local-files.js';
 import { LocalOutboxPrStatus } from '../../functions/ports/pr-status/local-outbox.js';
 import { provideLocalAdapters } from '../../functions/ports/registry.js';
+import {
+  describeLimits,
+  limitsFromEnv,
+  type SandboxLimits,
+} from '../../functions/ports/runtime/local/limits.js';
+import { networkIsolationUsable } from '../../functions/ports/runtime/local/network.js';
 import { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import { bubblewrapUsable, type Isolation } from '../../functions/ports/runtime/local/sandbox.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
@@ -51,13 +57,31 @@ export function decideIsolation(setting = process.env.PREVIEW_ISOLATION): Isolat
   throw new Error(`PREVIEW_ISOLATION must be auto, bwrap or none (got ${JSON.stringify(value)})`);
 }
 
-/** One line for the operator: whether builds and apps are isolated, and what that means. */
-export function describeIsolation(isolation: Isolation): string {
+/**
+ * The lines for the operator: whether builds and apps are isolated, and what that means; under
+ * bubblewrap, each sandbox's resource limits and those this machine cannot enforce.
+ */
+export function describeIsolation(
+  isolation: Isolation,
+  limits?: SandboxLimits,
+  network?: 'namespace' | 'shared',
+): string {
   return isolation === 'bwrap'
-    ? 'isolation: bubblewrap (each build and app in its own PID namespace, sees only its working copy)'
+    ? 'isolation: bubblewrap (each build and app in its own PID namespace, sees only its working copy)' +
+        (network ? `\n  ${describeNetwork(network)}` : '') +
+        (limits ? `\n  ${describeLimits(limits)}` : '')
     : 'isolation: none (builds and apps run as this user and can read each other and the data dir: ' +
         'local mode is single-tenant; for isolation install bubblewrap (apt-get install bubblewrap) ' +
         'and leave PREVIEW_ISOLATION unset or set it to bwrap)';
+}
+
+/** The line about the network of builds and apps (under bubblewrap). */
+function describeNetwork(network: 'namespace' | 'shared'): string {
+  return network === 'namespace'
+    ? "network: a namespace per environment (pasta): its apps reach each other, not other environments' " +
+        "or this machine's listeners; the host reaches each app's port on 127.0.0.1"
+    : 'network: shared with this machine (a namespace per environment needs root and pasta: apt-get ' +
+        "install passt): an app can reach other environments' apps and this machine's listeners on 127.0.0.1";
 }
 
 /** Install the local implementation of every port (configuration decides; handlers are unchanged). */
@@ -80,6 +104,11 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
       heartbeat: (token) => workflows.heartbeat(token),
       readyTimeoutMs: c.readyTimeoutSeconds * 1000,
       isolation: decideIsolation(),
+      limits: limitsFromEnv(),
+      network:
+        decideIsolation() === 'bwrap' && networkIsolationUsable(join(c.dataDir!, 'runtime', 'netns'))
+          ? 'namespace'
+          : 'shared',
     }));
   provideLocalAdapters({
     secrets: () => new LocalSecretStore(c.dataDir!),

@@ -305,6 +305,7 @@ async function applicationsOf(orgId: string) {
         installationActive: app.installationActive,
         ttlHours: app.ttlHours ?? 72,
         deployDrafts: app.deployDrafts ?? false,
+        allowedOrigins: app.allowedOrigins ?? [],
         createdAt: app.createdAt,
       });
     }

@@ -4,17 +4,19 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
 import {
+  type ApplicationSettings,
   createApplication,
   createOrganization,
   getApplication,
   MAX_TTL_HOURS,
   organizationExists,
+  parseAllowedOrigins,
   updateApplication,
 } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { eventBus, secretStore } from '../../functions/ports/registry.js';
 import { config } from '../../functions/shared/config.js';
-import { AlreadyExistsError } from '../../functions/shared/errors.js';
+import { AlreadyExistsError, ValidationError } from '../../functions/shared/errors.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
 import { EventFileError, parseEventFile, queueLocalEvents } from './bus.js';
@@ -32,6 +34,8 @@ const USAGE = `usage: previewctl <command> [options] [--json]
       (default 72, 0 = never), whether draft pull requests deploy → the application's settings
       [--factory-app APP --factory-path /PATH]: the Environment Factory of scenario runs (preview.yaml
       \`factory\` wins when both are set)
+      [--allowed-origins "https://login.example.com,https://cdn.example.com"]: origins a test run's
+      browser may load besides the preview's own app URLs (replaces the list; "" empties it)
   apps rotate-factory-secret --org ORG --app ID
       replace the application's factory signing secret (PREVIEW_FACTORY_SECRET; apps get the new one on
       their next deploy) → {"applicationId","rotated":true}
@@ -111,6 +115,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'no-deploy-drafts': { type: 'boolean' },
       'factory-app': { type: 'string' },
       'factory-path': { type: 'string' },
+      'allowed-origins': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -170,6 +175,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
           disabled: app.disabled,
           factoryApp: app.factoryApp ?? null,
           factoryPath: app.factoryPath ?? null,
+          allowedOrigins: app.allowedOrigins ?? [],
         };
       }
       case 'apps rotate-factory-secret': {
@@ -202,8 +208,19 @@ function appSettings(values: {
   'no-deploy-drafts'?: boolean;
   'factory-app'?: string;
   'factory-path'?: string;
-}): { ttlHours?: number; deployDrafts?: boolean; factoryApp?: string; factoryPath?: string } {
-  const out: { ttlHours?: number; deployDrafts?: boolean; factoryApp?: string; factoryPath?: string } = {};
+  'allowed-origins'?: string;
+}): ApplicationSettings {
+  const out: ApplicationSettings = {};
+  const origins = values['allowed-origins'];
+  if (origins !== undefined) {
+    try {
+      out.allowedOrigins = parseAllowedOrigins(origins.split(','));
+    } catch (err) {
+      if (err instanceof ValidationError)
+        throw new UsageError(`--allowed-origins: ${err.message.replace(/^allowedOrigins: /, '')}`);
+      throw err;
+    }
+  }
   const factoryApp = values['factory-app'];
   const factoryPath = values['factory-path'];
   if (factoryApp !== undefined) {
@@ -229,7 +246,8 @@ function appSettings(values: {
   if (values['no-deploy-drafts']) out.deployDrafts = false;
   if (Object.keys(out).length === 0)
     throw new UsageError(
-      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts or --factory-app APP',
+      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts, --factory-app APP or ' +
+        '--allowed-origins ORIGINS',
     );
   return out;
 }

@@ -65,6 +65,7 @@ export async function serveSigned(req: IncomingMessage, res: ServerResponse, url
       'content-type': answer.contentType,
       'cache-control': 'no-store',
       'referrer-policy': 'no-referrer',
+      'content-security-policy': answer.csp,
     });
     res.end(req.method === 'HEAD' ? undefined : answer.body);
     return true;

@@ -130,7 +130,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted
   // Not even `req.resume()`: the server discards an unread request once the response ends.
   if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0'))
     return NO_BODY;
-  return new Promise((resolveBody, reject) => {
+  return new Promise((resolveBody) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -141,7 +141,9 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'aborted
     req.on('close', () => {
       if (!req.complete) resolveBody('aborted');
     });
-    req.on('error', reject);
+    // The request stream fails only when the client does (a reset mid-body: `aborted`, ECONNRESET): that
+    // is the client leaving, not a server error to log.
+    req.on('error', () => resolveBody('aborted'));
   });
 }
 

@@ -53,6 +53,7 @@ function timed(inner: Browser): Browser {
         screenshot: (...a) => time('steps', () => s.screenshot(...a)),
         url: () => s.url(),
         crashed: () => s.crashed(),
+        takeRefusal: () => s.takeRefusal(),
         close: () => time('close', () => s.close()),
       };
       return wrapped;

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MAX_JSON_DEPTH } from '../../functions/api/route.js';
@@ -318,6 +319,28 @@ describe('malformed Host, target and requests Node refuses', () => {
   ])('%s is a 4xx with a JSON error', async (_label, req, status, message) => {
     expectError(await rawRequest(h.url, req), status, message);
   });
+});
+
+// Issue 23: a client that left in the middle of its body made the server log `local server error`.
+test('a client that aborts mid-body is no server error: nothing logged, the server keeps answering', async () => {
+  const { hostname, port } = new URL(h.url);
+  const logged = h.logs.length;
+  await new Promise<void>((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => {
+      socket.write(
+        `PUT ${secretPath()} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nauthorization: ${apiKey.authorization}\r\n` +
+          'content-type: application/json\r\ncontent-length: 1000\r\n\r\n{"value":"abc',
+      );
+      // Long enough for the server to be reading the body, then a reset (not a clean end).
+      setTimeout(() => {
+        socket.resetAndDestroy();
+        resolve();
+      }, 300);
+    });
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(h.logs.slice(logged).filter((l) => l.includes('local server error'))).toEqual([]);
+  expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
 });
 
 test('nothing stored changed', async () => {

@@ -3,6 +3,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, symlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
+import { limitsSupport } from '../../functions/ports/runtime/local/limits.js';
 import { defaultWorkDir } from '../../lib/local/adapters.js';
 import { isolationSkipReason } from '../support/isolation.js';
 
@@ -79,12 +80,30 @@ describe('npm start and isolation', () => {
   maybe(
     `says isolation is on where bubblewrap is usable${skip ? ` (skipped: ${skip})` : ''}`,
     async () => {
-      const result = await start(newDataDir());
+      const result = await start(newDataDir(), { PREVIEW_SANDBOX_MEMORY_MB: '512' });
       expect(result).toMatchObject({ listening: true, code: 0 });
       expect(result.stderr).toContain(ON);
+      // Each sandbox's limits (issue 23), one set by the environment; where this machine cannot make
+      // cgroups, the line says which limits are not enforced.
+      expect(result.stderr).toContain(
+        'sandbox limits: memory 512 MiB, 256 processes, files up to 1024 MiB, /tmp 64 MiB, working copy 4096 MiB',
+      );
+      // The network: a namespace per environment where the server is root and pasta works, else shared.
+      expect(result.stderr).toMatch(
+        /\n {2}network: (a namespace per environment \(pasta\)|shared with this machine)/,
+      );
+      const enforced = limitsSupport();
+      if (enforced.memory && enforced.processes) expect(result.stderr).not.toContain('NOT enforced');
+      else expect(result.stderr).toMatch(/NOT enforced here: (memory|processes)/);
     },
     60_000,
   );
+
+  test('a sandbox limit that is not a positive whole number: refuses to start, naming it', async () => {
+    const result = await start(newDataDir(), { PREVIEW_SANDBOX_PROCESSES: 'lots' });
+    expect(result).toMatchObject({ listening: false, code: 1 });
+    expect(result.stderr).toContain('PREVIEW_SANDBOX_PROCESSES must be a positive whole number (got lots)');
+  }, 60_000);
 
   test('without bubblewrap, says that local mode is single-tenant and how to turn isolation on', async () => {
     const result = await start(newDataDir(), NO_BWRAP);

@@ -220,6 +220,13 @@ describe('a passing run', () => {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
       const res = await page.goto(started.url, { waitUntil: 'load' });
       expect(res?.status()).toBe(200);
+      // A Content-Security-Policy like the dashboard's (issue 23): no script, media from its own origin;
+      // the screenshots and the video below load under it.
+      const csp = res!.headers()['content-security-policy'];
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain(`img-src ${new URL(w.h.url).origin}`);
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).not.toContain('script-src');
       expect(await page.title()).toBe('Sign up works: passed');
       const body = await page.locator('body').innerText();
       expect(body).toContain('4/4 steps passed');
@@ -242,7 +249,9 @@ describe('a passing run', () => {
       await browser.close();
     }
     const tampered = started.url.replace(/sig=./, (m) => (m.endsWith('A') ? 'sig=B' : 'sig=A'));
-    expect((await fetch(tampered)).status).toBe(403);
+    const refused = await fetch(tampered);
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('content-security-policy')).toContain("default-src 'none'");
     const realNow = media.now;
     try {
       media.now = () => Date.now() + 8 * 24 * 3600_000;

@@ -1,4 +1,6 @@
 import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { testRunShortId } from '../../functions/core/recipes.js';
@@ -10,7 +12,7 @@ import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { type FactoryWorld, startFactoryWorld } from '../support/factory-app.js';
-import { call, client } from '../support/harness.js';
+import { bearer, call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';
 
 /*
@@ -151,7 +153,7 @@ test('without provisioning the same steps fail: the web app needs the session', 
   ]);
   const run = await runEnded(w.h, await startRun(out.tests[0]!.id));
   expect(run.status).toBe('failed');
-});
+}, 60_000);
 
 test('down is sent after a failing step', async () => {
   const testId = await w.importTest({
@@ -324,4 +326,91 @@ describe('import', () => {
       `[0].scenario: setup ${w.setupId} version 1 has no recipe "nope"`,
     );
   });
+});
+
+describe('the factory is called, never followed (issue 23)', () => {
+  const OTHER_SECRET = 'other-app-token-93be07';
+  const otherHits: { method: string; url: string; signature: string | null }[] = [];
+  let other: Server;
+  let otherUrl: string;
+  let setupId: string;
+  beforeAll(async () => {
+    // Another organization's app, say: a page with its token; every request recorded.
+    other = createServer((req, res) => {
+      const signature = req.headers['x-signature'];
+      otherHits.push({
+        method: req.method!,
+        url: req.url!,
+        signature: typeof signature === 'string' ? signature : null,
+      });
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<h1>token ${OTHER_SECRET}</h1>`);
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    setupId = `setup-redirect-${Date.now().toString(36)}`;
+    const recipe = (name: string, create: Record<string, unknown>) => ({
+      name,
+      description: name,
+      create: { users: [{ email: 'qa+{{testRunShortId}}@example.com' }], ...create },
+      validation: { status: 'validated', method: 'endpoint-up-down', phase: 'ok' },
+    });
+    const up = await call(w.h, 'POST', `/v1/setup/setups/${setupId}/scenario-recipe-versions`, {
+      headers: bearer(w.h.org),
+      body: {
+        version: 1,
+        source: { discoverPath: 'd.json', scenariosPath: 's.md' },
+        validationMode: 'endpoint-lifecycle',
+        recipes: [
+          recipe('redirect-303', { redirects: [{ status: 303, to: `${otherUrl}/` }] }),
+          recipe('redirect-307', { redirects: [{ status: 307, to: `${otherUrl}/_preview/factory` }] }),
+          recipe('foreign-cookie', { cookieDomains: [{ domain: 'example.com' }] }),
+        ],
+      },
+    });
+    expect(up.status).toBe(201);
+  }, 30_000);
+  afterAll(async () => {
+    await new Promise((r) => other.close(r));
+  });
+
+  test.each([
+    [303, 'redirect-303', '/'],
+    [307, 'redirect-307', '/_preview/factory'],
+  ])(
+    'up answering %i fails the run naming the status and Location; nothing reaches the target',
+    async (status, recipe, path) => {
+      const runId = await startRun(await w.importTest({ scenario: { setup_id: setupId, recipe } }));
+      const run = await runEnded(w.h, runId);
+      expect(run.status).toBe('failed');
+      expect(run.error).toBe(
+        `scenario "${recipe}" (setup ${setupId}) could not be provisioned: the Environment Factory answered up ` +
+          `(${w.main.urls.factory}/_preview/factory) with a redirect, ${status} to ${otherUrl}${path}, which is ` +
+          'not followed: the factory must answer at its own URL',
+      );
+      expect(run.steps.map((s: any) => s.status)).toEqual(['skipped']);
+      expect(run.metadata.scenario.status).toBe('up_failed');
+      const report = await (await fetch(reportUrls.get(runId)!)).text();
+      expect(JSON.stringify(run)).not.toContain(OTHER_SECRET);
+      expect(report).not.toContain(OTHER_SECRET);
+      // Neither the 303's GET nor the 307's signed POST (body and x-signature) went there.
+      expect(otherHits).toEqual([]);
+    },
+    60_000,
+  );
+
+  test("a cookie of up for a domain that is not the preview's: the auth is refused, no step runs", async () => {
+    const runId = await startRun(
+      await w.importTest({ scenario: { setup_id: setupId, recipe: 'foreign-cookie' } }),
+    );
+    const run = await runEnded(w.h, runId);
+    expect(run.status).toBe('failed');
+    expect(run.error).toBe(
+      `the scenario's auth could not be applied to the browser: the factory's cookie "session" is for ` +
+        "example.com, not a host of this run's preview (127.0.0.1)",
+    );
+    expect(run.steps.map((s: any) => s.status)).toEqual(['skipped']);
+    // Up answered, so down was still sent.
+    expect((await receivedFor(runId)).map((r) => r.body.action)).toEqual(['up', 'down']);
+  }, 60_000);
 });

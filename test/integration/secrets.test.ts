@@ -197,6 +197,25 @@ describe('secret bundles', () => {
     expect(await values()).toEqual(before);
   });
 
+  // Issue 23: a value over 65,536 characters was refused as `value must be a string`.
+  test('a value over 65,536 characters: 400 saying so (single and batch), nothing changes', async () => {
+    const before = await values();
+    const long = 'x'.repeat(65_537);
+    const single = await call(h, 'PUT', `${base()}/LONG`, { body: { value: long }, headers: auth });
+    expect(single.status).toBe(400);
+    expect(single.body.error).toMatch(/value must be at most 65536 characters/);
+    const batch = await call(h, 'PUT', base(), {
+      body: { items: [{ key: 'LONG', value: long }] },
+      headers: auth,
+    });
+    expect(batch.status).toBe(400);
+    expect(batch.body.error).toMatch(/value must be at most 65536 characters/);
+    expect(await values()).toEqual(before);
+    // A number is still `value must be a string`.
+    const number = await call(h, 'PUT', `${base()}/LONG`, { body: { value: 5 }, headers: auth });
+    expect(number.body.error).toMatch(/value must be a string/);
+  });
+
   // Issue 8, finding 4: PUT of key `__proto__` was accepted and set the prototype of the stored key map,
   // so the listing showed phantom keys `maskedLength` and `updatedAt` that could not be deleted.
   test('a secret key __proto__ is refused with 400 (single, batch, delete) and nothing is stored', async () => {

@@ -225,6 +225,7 @@ describe('expiry', () => {
         disabled: false,
         factoryApp: null,
         factoryPath: null,
+        allowedOrigins: [],
       },
     });
     expect((await getApplication(h.org.orgId, applicationId)).ttlHours).toBe(0.0003);

@@ -19,6 +19,8 @@ import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js
  * - recipe `flaky`: answers `up` 503 the first two times for a testRunId, then as usual;
  * - recipe `refuse`: answers `up` 400 `{"error":"unknown model widgets"}`;
  * - recipe `bad-down`: answers `down` 400 `{"error":"cannot delete users"}`;
+ * - a recipe whose `create.redirects` is `[{status, to}]`: answers `up` with that redirect;
+ * - a recipe whose `create.cookieDomains` is `[{domain}]`: its session cookie names that domain;
  * - otherwise `up` answers `{auth: {cookies: [{name: 'session', value}], headers: {'x-run': testRunId}},
  *   refs: {email}}`; `down` answers 200 `{}`.
  *
@@ -58,10 +60,16 @@ http.createServer((req, res) => {
     attempts[key] = (attempts[key] || 0) + 1;
     if (body.scenario.name === 'flaky' && attempts[key] <= 2) return json(503, { error: 'warming up' });
     if (body.scenario.name === 'refuse') return json(400, { error: 'unknown model widgets' });
+    if (body.create.redirects) {
+      res.writeHead(body.create.redirects[0].status, { location: body.create.redirects[0].to });
+      return res.end();
+    }
     const email = body.create.users[0].email;
     const mac = crypto.createHmac('sha256', sessionKey).update(email).digest('hex');
+    const cookie = { name: 'session', value: email + '.' + mac };
+    if (body.create.cookieDomains) cookie.domain = body.create.cookieDomains[0].domain;
     json(200, {
-      auth: { cookies: [{ name: 'session', value: email + '.' + mac }], headers: { 'x-run': body.testRunId } },
+      auth: { cookies: [cookie], headers: { 'x-run': body.testRunId } },
       refs: { email },
     });
   });

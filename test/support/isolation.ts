@@ -81,8 +81,23 @@ if (process.argv[2] === 'build') {
   console.log(summary(found));
   process.exit(Number(process.env.PROBE_EXIT || 0));
 }
-http.createServer((req, res) => {
+http.createServer(async (req, res) => {
   if (req.url === '/healthz') { res.writeHead(200); return res.end('ok'); }
+  if (req.url.startsWith('/net?')) {
+    // What it gets from each URL (the control plane, another organization's app) over the network.
+    const urls = JSON.parse(new URL(req.url, 'http://x').searchParams.get('urls'));
+    const got = {};
+    for (const u of urls) {
+      try {
+        const r = await fetch(u, { signal: AbortSignal.timeout(3000) });
+        got[u] = r.status + ' ' + (await r.text()).slice(0, 200);
+      } catch (e) {
+        got[u] = 'error ' + ((e.cause && e.cause.code) || e.message);
+      }
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return res.end(JSON.stringify(got));
+  }
   const found = probe();
   console.log('PROBE ' + JSON.stringify(found));
   res.writeHead(200, { 'content-type': 'text/plain' });
@@ -195,6 +210,17 @@ export async function attackFindsNothing(ctx: AttackContext): Promise<void> {
   expect(served.status).toBe('ready');
   const page = await (await fetch(served.urls.web!)).text();
   expect(page).toMatch(/^PROBE-SUMMARY procs=\d+ own=[1-9]/);
+
+  // Issue 23: over the network, B's app reaches neither the control plane nor A's app, where each
+  // environment has a network of its own (as root with pasta: always in CI, which runs as root).
+  const targets = [`${service.url}/openapi.json`, `${service.url}/healthz`, `${vault.urls.web}/`];
+  const reached = (await (
+    await fetch(`${served.urls.web}/net?urls=${encodeURIComponent(JSON.stringify(targets))}`)
+  ).json()) as Record<string, string>;
+  if (service.runtime.network === 'namespace' || process.env.CI) {
+    expect(service.runtime.network).toBe('namespace');
+    for (const t of targets) expect([t, reached[t]]).toEqual([t, 'error ECONNREFUSED']);
+  }
 
   // Where B could have got anything: its statuses, its page, its logs; and the server's own log.
   const statuses = await Promise.all(

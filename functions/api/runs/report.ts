@@ -30,6 +30,7 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
         'content-type': answer.contentType,
         'cache-control': 'no-store',
         'referrer-policy': 'no-referrer',
+        'content-security-policy': answer.csp,
       },
       body: answer.body,
     };

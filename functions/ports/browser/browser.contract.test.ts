@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { LambdaChromium } from './lambda-chromium.js';
+import { LambdaChromium, lambdaChromiumFlags } from './lambda-chromium.js';
 import {
   describeMissingBrowser,
   findExecutable,
@@ -45,7 +45,11 @@ function browserContract(name: string, make: () => Browser) {
     test('drives a page: goto, fill, waitForText, waitVisible, click, press, screenshot, url; records a video', async () => {
       const browser = make();
       expect(browser.missing()).toBeUndefined();
-      const session = await browser.open({ viewport: { width: 640, height: 480 }, video: true });
+      const session = await browser.open({
+        viewport: { width: 640, height: 480 },
+        video: true,
+        allowedOrigins: [base],
+      });
       try {
         await session.goto(`${base}/`, 10_000);
         expect(session.url()).toBe(`${base}/`);
@@ -90,7 +94,11 @@ function browserContract(name: string, make: () => Browser) {
       await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
       const port = (closed.address() as AddressInfo).port;
       await new Promise((r) => closed.close(r));
-      const session = await make().open({ viewport: { width: 320, height: 240 }, video: false });
+      const session = await make().open({
+        viewport: { width: 320, height: 240 },
+        video: false,
+        allowedOrigins: [`http://127.0.0.1:${port}`],
+      });
       try {
         await expect(session.goto(`http://127.0.0.1:${port}/`, 5_000)).rejects.toThrow(
           /net::ERR_CONNECTION_REFUSED/,
@@ -102,10 +110,170 @@ function browserContract(name: string, make: () => Browser) {
   });
 }
 
+/**
+ * Issue 23: a session loads only its allowed origins. `base` is allowed; `other` (another port on
+ * loopback: the control plane, another organization's app) answers a secret to anything that reaches it,
+ * and 127.0.0.1:9001 stands for the Lambda Runtime API. Each probe is refused by the browser and named
+ * by its origin; neither ever receives a request.
+ */
+function confinementContract(name: string, make: () => Browser) {
+  describe(`${name} confines a session to its allowed origins`, () => {
+    let app: Server;
+    let other: Server;
+    let runtimeApi: Server | undefined;
+    let allowed: string;
+    let otherUrl: string;
+    const hits: string[] = [];
+    const SECRET = 'other-origin-secret-5e1f';
+    beforeAll(async () => {
+      const listen = async (server: Server, port = 0) =>
+        new Promise<string | undefined>((resolve) => {
+          server.once('error', () => resolve(undefined));
+          server.listen(port, '127.0.0.1', () =>
+            resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+          );
+        });
+      other = createServer((req, res) => {
+        hits.push(`other ${req.url}`);
+        res.writeHead(200, { 'content-type': 'text/html', 'access-control-allow-origin': '*' });
+        res.end(`<h1>${SECRET}</h1>`);
+      });
+      other.on('upgrade', (req, socket) => {
+        hits.push(`other upgrade ${req.url}`);
+        socket.destroy();
+      });
+      otherUrl = (await listen(other))!;
+      runtimeApi = createServer((req, res) => {
+        hits.push(`runtime ${req.url}`);
+        res.end(SECRET);
+      });
+      if (!(await listen(runtimeApi, 9001))) runtimeApi = undefined;
+      const ws = otherUrl.replace('http:', 'ws:');
+      const pages: Record<string, string> = {
+        '/': '<h1>Allowed</h1>',
+        '/iframe': `<iframe src="${otherUrl}/iframe"></iframe>`,
+        '/fetch': `<script>fetch("${otherUrl}/fetch").then((r) => r.text()).then((t) => { document.title = t; })</script>`,
+        '/popup': `<script>window.open("${otherUrl}/popup")</script>`,
+        '/ws': `<script>new WebSocket("${ws}/ws")</script>`,
+        '/worker': `<script>new Worker(URL.createObjectURL(new Blob(['fetch("${otherUrl}/worker")'])))</script>`,
+        '/link-local': '<img src="http://169.254.169.254/latest/meta-data/">',
+        '/runtime-api': '<script>fetch("http://127.0.0.1:9001/2018-06-01/runtime/invocation/next")</script>',
+        '/data-frame':
+          '<iframe src="data:text/html,<h1>framed</h1>"></iframe><img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">',
+        '/data-top': '<script>location.href = "data:text/html,<h1>data document</h1>"</script>',
+      };
+      app = createServer((req, res) => {
+        const path = req.url ?? '/';
+        if (path === '/redirect' || path === '/redirect-file') {
+          res.writeHead(302, {
+            location: path === '/redirect' ? `${otherUrl}/redirected` : 'file:///etc/hostname',
+          });
+          return res.end();
+        }
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.end(pages[path] ?? '<h1>Not found</h1>');
+      });
+      allowed = (await listen(app))!;
+    });
+    afterAll(async () => {
+      for (const s of [app, other, runtimeApi]) if (s) await new Promise((r) => s.close(r));
+    });
+
+    test('goto: only an allowed origin; anything else is refused before the browser sees it', async () => {
+      const session = await make().open({
+        viewport: { width: 320, height: 240 },
+        video: false,
+        allowedOrigins: [allowed],
+      });
+      try {
+        const refused = async (url: string) =>
+          session.goto(url, 5_000).then(
+            () => 'loaded',
+            (err: Error) => err.message,
+          );
+        expect(await refused(`${otherUrl}/x`)).toBe(`navigation to ${otherUrl} is not allowed for this run`);
+        expect(await refused('file:///etc/hostname')).toBe(
+          'navigation to file:// is not allowed for this run',
+        );
+        expect(await refused('chrome://version')).toBe(
+          'navigation to chrome://version is not allowed for this run',
+        );
+        expect(await refused(`view-source:${allowed}/`)).toBe(
+          'navigation to view-source: is not allowed for this run',
+        );
+        expect(await refused('data:text/html,<h1>x</h1>')).toBe(
+          'navigation to data: is not allowed for this run',
+        );
+        expect(await refused('javascript:alert(1)')).toBe(
+          'navigation to javascript: is not allowed for this run',
+        );
+        expect(await refused('http://169.254.169.254/latest/meta-data/')).toBe(
+          'navigation to http://169.254.169.254 is not allowed for this run',
+        );
+        expect(await refused(`${allowed}/`)).toBe('loaded');
+        expect(session.takeRefusal()).toBeUndefined();
+      } finally {
+        await session.close();
+      }
+    }, 60_000);
+
+    test("a redirect, a frame, a popup, the page's fetch, a worker's, a WebSocket, link-local and the Runtime API are refused", async () => {
+      const session = await make().open({
+        viewport: { width: 320, height: 240 },
+        video: false,
+        allowedOrigins: [allowed],
+      });
+      const seen: Record<string, string | undefined> = {};
+      try {
+        for (const path of [
+          '/redirect',
+          '/redirect-file',
+          '/iframe',
+          '/fetch',
+          '/popup',
+          '/ws',
+          '/worker',
+          '/link-local',
+          '/runtime-api',
+          '/data-frame',
+          '/data-top',
+        ]) {
+          await session.goto(`${allowed}${path}`, 5_000).catch(() => undefined);
+          // Let what the page started (a fetch, a worker, a popup) happen.
+          await new Promise((r) => setTimeout(r, 600));
+          seen[path] = session.takeRefusal();
+        }
+        expect(seen).toEqual({
+          '/redirect': `navigation to ${otherUrl} is not allowed for this run`,
+          '/redirect-file': 'navigation to file:// is not allowed for this run',
+          '/iframe': `navigation to ${otherUrl} is not allowed for this run`,
+          '/fetch': `the page's fetch to ${otherUrl} is not allowed for this run`,
+          '/popup': `navigation to ${otherUrl} is not allowed for this run`,
+          '/ws': `the page's websocket to ${otherUrl.replace('http:', 'ws:')} is not allowed for this run`,
+          '/worker': `the page's fetch to ${otherUrl} is not allowed for this run`,
+          '/link-local': "the page's image to http://169.254.169.254 is not allowed for this run",
+          '/runtime-api': "the page's fetch to http://127.0.0.1:9001 is not allowed for this run",
+          // A data: image or frame is the page's own markup, no load; Chromium refuses a top-level data: one.
+          '/data-frame': undefined,
+          '/data-top': undefined,
+        });
+        expect(session.url()).toBe(`${allowed}/data-top`);
+        // Nothing reached the other origin or the Runtime API, not even a connection.
+        expect(hits).toEqual([]);
+      } finally {
+        await session.close();
+      }
+    }, 90_000);
+  });
+}
+
 browserContract('LocalChromium', () => new LocalChromium());
+confinementContract('LocalChromium', () => new LocalChromium());
 // The Lambda adapter's Chromium (@sparticuz/chromium, built for Amazon Linux x86_64) runs here too.
-if (process.platform === 'linux' && process.arch === 'x64')
+if (process.platform === 'linux' && process.arch === 'x64') {
   browserContract('LambdaChromium', () => new LambdaChromium(findExecutable('ffmpeg')));
+  confinementContract('LambdaChromium', () => new LambdaChromium(findExecutable('ffmpeg')));
+}
 
 describe('specifics', () => {
   test('LocalChromium launches offline: headless, no sandbox, no GPU, nothing that phones home', () => {
@@ -118,6 +286,17 @@ describe('specifics', () => {
       '--disable-component-update',
       '--disable-sync',
     ]);
+  });
+
+  test("LambdaChromium leaves out @sparticuz/chromium's flags that loosen what a page may do", () => {
+    expect(
+      lambdaChromiumFlags([
+        '--single-process',
+        '--disable-web-security',
+        '--allow-running-insecure-content',
+        '--no-zygote',
+      ]),
+    ).toEqual(['--single-process', '--no-zygote']);
   });
 
   test('what is missing is said with what to install', () => {
@@ -140,8 +319,8 @@ describe('specifics', () => {
   test('a stopped LocalChromium opens no more sessions', async () => {
     const browser = new LocalChromium();
     await browser.stop();
-    await expect(browser.open({ viewport: { width: 100, height: 100 }, video: false })).rejects.toThrow(
-      'the service is stopping',
-    );
+    await expect(
+      browser.open({ viewport: { width: 100, height: 100 }, video: false, allowedOrigins: [] }),
+    ).rejects.toThrow('the service is stopping');
   });
 });

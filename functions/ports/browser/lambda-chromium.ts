@@ -2,6 +2,21 @@ import { existsSync } from 'node:fs';
 import { openPlaywrightSession } from './playwright.js';
 import type { Browser, BrowserSession, SessionOptions } from './port.js';
 
+/**
+ * @sparticuz/chromium's flags that loosen what a page may do, left out: a run's pages are confined to
+ * their preview (issue 23), and these would let a page read other origins (`--disable-web-security`),
+ * load http into https pages, or share a process with another site.
+ */
+export const LOOSENING_FLAGS = new Set([
+  '--disable-web-security',
+  '--allow-running-insecure-content',
+  '--disable-site-isolation-trials',
+]);
+
+/** @sparticuz/chromium's flags without the loosening ones. */
+export const lambdaChromiumFlags = (args: string[]) =>
+  args.filter((a) => !LOOSENING_FLAGS.has(a.split('=')[0]!));
+
 /** Where the stack's ffmpeg layer puts the binary. */
 export const LAMBDA_FFMPEG_PATH = '/opt/bin/ffmpeg';
 
@@ -26,7 +41,7 @@ export class LambdaChromium implements Browser {
     return openPlaywrightSession(
       {
         executablePath: await chromium.executablePath(),
-        args: chromium.args,
+        args: lambdaChromiumFlags(chromium.args),
         ffmpegPath: this.ffmpegPath,
       },
       opts,

@@ -9,6 +9,13 @@ export interface SessionOptions {
   viewport: { width: number; height: number };
   /** Record a video of the whole session (returned by `close`). */
   video: boolean;
+  /**
+   * The only origins (`scheme://host[:port]`) the session may load anything from (issue 23: the run's
+   * app URLs and its application's allowed origins; `shared/origins.ts`). Every other navigation,
+   * redirect hop, subresource, popup, worker request and WebSocket is refused by the browser itself, and
+   * `file:`, `chrome:`, `view-source:`, `data:` documents with them; no downloads, no service workers.
+   */
+  allowedOrigins: string[];
 }
 
 /** A finished recording. */
@@ -26,6 +33,7 @@ export interface Video {
  * the selector) otherwise.
  */
 export interface BrowserSession {
+  /** Open `url`; one outside `allowedOrigins` is refused before the browser sees it (rejects, saying so). */
   goto(url: string, timeoutMs: number): Promise<void>;
   click(selector: string, timeoutMs: number): Promise<void>;
   fill(selector: string, value: string, timeoutMs: number): Promise<void>;
@@ -39,6 +47,11 @@ export interface BrowserSession {
   screenshot(timeoutMs: number): Promise<Buffer>;
   /** The page's current URL. */
   url(): string;
+  /**
+   * The first load the browser refused since the last call (`navigation to http://host:port is not
+   * allowed for this run`, or the page's request of that kind), then forgotten; undefined when none.
+   */
+  takeRefusal(): string | undefined;
   /** The cause, once the browser died under the session (a crash, a kill); undefined while it lives. */
   crashed(): string | undefined;
   /** Send these headers with every request of the session (scenario auth, issue 12). */

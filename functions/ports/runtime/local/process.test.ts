@@ -540,20 +540,54 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
         expect(cause).toMatch(/^app web exited \(exit code 3\) before it was ready; last output: /);
         expect(cause).toContain('giving up');
         expect(cause).toContain(MASK);
-        // What the app did print is in its log (so the masking had something to do).
-        expect(readFileSync(runtime.logPath(t, 'web'), 'utf8')).toContain(pem);
         const forms = [
           pem,
           Buffer.from(pem).toString('base64'),
           JSON.stringify(pem).slice(1, -1),
           ...pem.split('\n').slice(1, -1),
         ];
+        // The log file itself holds none of them (masked as written, issue 23): the app's lines are
+        // there, its secret is not.
+        const file = readFileSync(runtime.logPath(t, 'web'), 'utf8');
+        expect(file).toContain('giving up');
+        expect(file).toContain(`bad key:\n${MASK}\n`);
+        for (const form of forms) expect(file).not.toContain(form);
         for (const form of forms) expect(cause).not.toContain(form);
         for (const chunk of pem
           .split('\n')
           .slice(1, -1)
           .map((l) => l.slice(0, 16)))
           expect(cause).not.toContain(chunk);
+      }, 30_000);
+
+      test('the log files on disk never hold a secret value, even one the app writes in pieces (issue 23)', async () => {
+        const runtime = newRuntime();
+        const t = target();
+        const secret = 'S3cr3t-v4lue/for+the-db';
+        // The value in three writes 150 ms apart (three chunks for the runtime), then base64 and
+        // URL-encoded; the server stays up (the file is read while the app runs).
+        const leaky: AppSpec = {
+          ...WEB,
+          command:
+            `node -e "const v = process.env.DB_PASSWORD; const w = (s) => process.stdout.write(s); ` +
+            `w('pw=' + v.slice(0, 5)); setTimeout(() => w(v.slice(5, 12)), 150); ` +
+            `setTimeout(() => { w(v.slice(12) + ' end' + String.fromCharCode(10)); ` +
+            `console.error(Buffer.from(v).toString('base64'), encodeURIComponent(v)); }, 300); ` +
+            `setTimeout(() => require('./server.js'), 400)" web`,
+        };
+        expect(await build(runtime, t, leaky)).toEqual({ ok: true, output: {} });
+        await runtime.deploy(
+          t,
+          [{ name: 'web', spec: leaky, vars: { DB_PASSWORD: secret }, secretKeys: ['DB_PASSWORD'] }],
+          { prune: true },
+        );
+        expect(await awaitReady(runtime, t)).toMatchObject({ ok: true });
+        const file = readFileSync(runtime.logPath(t, 'web'), 'utf8');
+        expect(file).toContain(`pw=${MASK} end\n${MASK} ${MASK}\n`);
+        for (const form of [secret, Buffer.from(secret).toString('base64'), encodeURIComponent(secret)])
+          expect(file).not.toContain(form);
+        expect(file).not.toContain(secret.slice(0, 5));
+        await runtime.teardown(t);
       }, 30_000);
 
       test('a failure quotes no path of this machine (data dir, work dir)', async () => {

@@ -12,13 +12,16 @@ import {
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import { keys } from '../../../manifest/tables.js';
 import { newId } from '../../../shared/crypto.js';
 import { log } from '../../../shared/log.js';
 import { maskSecrets } from '../../../shared/mask.js';
+import { MaskingWriter } from '../../../shared/mask-stream.js';
 import { ensurePrivateDir } from '../../../shared/private-dir.js';
 import { DeployFailed, Superseded, TransientError } from '../../../shared/step-errors.js';
 import type { SourceHost } from '../../source-host/port.js';
@@ -35,6 +38,18 @@ import type {
   Runtime,
   RuntimeTarget,
 } from '../port.js';
+import {
+  DEFAULT_LIMITS,
+  DiskWatch,
+  type LimitHit,
+  limitedLaunchScript,
+  limitMessage,
+  SANDBOX_CGROUP_PREFIX,
+  SandboxCgroups,
+  type SandboxLimits,
+  sweepSandboxCgroups,
+} from './limits.js';
+import { createNetns, listeningInside, removeNetns, startPasta, stopPasta } from './network.js';
 import { bubblewrapArgs, type Isolation, liveGroupMembers, SANDBOX_HOME } from './sandbox.js';
 
 /** The variables every app and build gets from the host; nothing else of the server's environment leaks. */
@@ -77,6 +92,8 @@ interface EnvState {
   apps: Record<string, AppState>;
   /** Process groups of builds in progress (killed by recovery if a crash orphaned them). */
   buildPids: number[];
+  /** Its network namespace's pasta and the ports it forwards (network `namespace`; see local/network.ts). */
+  net?: { pasta: number; ports: number[] };
 }
 interface StateFile {
   envs: Record<string, EnvState>;
@@ -110,6 +127,16 @@ export interface ProcessRuntimeOptions {
    * @default 'none'
    */
   isolation?: Isolation;
+  /** The resource limits of each sandbox (isolation `bwrap` only; see local/limits.ts). */
+  limits?: SandboxLimits;
+  /**
+   * `namespace`: each environment's builds and apps in a network namespace of their own, connected by
+   * pasta (isolation `bwrap` only; see local/network.ts); `shared`: this machine's network.
+   * @default 'shared'
+   */
+  network?: 'namespace' | 'shared';
+  /** How often the working copies of running sandboxes are measured (tests shorten it). @default 30000 */
+  diskCheckMs?: number;
 }
 
 interface ActiveBuild {
@@ -152,6 +179,20 @@ export class ProcessRuntime implements Runtime {
   private readonly exits = new Map<number, string>();
   /** Per app (`envId/app`): the secret values it was started with, masked in what we quote of its output. */
   private readonly secretValues = new Map<string, string[]>();
+  /** Per running sandbox (its pid): its cgroups, read for what it hit and removed once it is gone. */
+  private readonly cgroups = new Map<number, SandboxCgroups>();
+  /** Per ended app process: the limit it hit, if any. */
+  private readonly hits = new Map<number, LimitHit | undefined>();
+  /** Per running app process: when its output last arrived (readiness waits for it to settle). */
+  private readonly lastOutput = new Map<number, () => number>();
+  /** Sandboxes killed for their working copy's size (their pid). */
+  private readonly overDisk = new Set<number>();
+  /** Measures the working copies of running sandboxes (bwrap only). */
+  private readonly diskWatch: DiskWatch;
+  /** The resource limits of each sandbox (fixed for the runtime's life). */
+  readonly limits: SandboxLimits;
+  /** Whether each environment has a network namespace of its own (fixed for the runtime's life). */
+  readonly network: 'namespace' | 'shared';
   private stopping = false;
   /** How builds and apps are confined (fixed for the runtime's life). */
   readonly isolation: Isolation;
@@ -160,6 +201,16 @@ export class ProcessRuntime implements Runtime {
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
     this.isolation = opts.isolation ?? 'none';
+    this.limits = opts.limits ?? DEFAULT_LIMITS;
+    this.diskWatch = new DiskWatch(
+      this.limits.diskMiB,
+      (pid) => {
+        this.overDisk.add(pid);
+        killGroup(pid, 'SIGKILL');
+      },
+      opts.diskCheckMs,
+    );
+    this.network = this.isolation === 'bwrap' && opts.network === 'namespace' ? 'namespace' : 'shared';
     this.root = join(opts.dataDir, 'runtime');
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
     // Working copies hold apps' sources and builds: no other user may read them or plant anything there.
@@ -196,7 +247,9 @@ export class ProcessRuntime implements Runtime {
       checkouts: new Set(),
     };
     await this.locked(id, async () => {
-      this.admit(target);
+      const env = this.admit(target);
+      // Builds run in the environment's namespace too (outbound through pasta, nothing of this machine).
+      if (this.network === 'namespace' && !env.net) this.connect(target, env, []);
       const current = this.builds.get(id) ?? new Map<string, ActiveBuild>();
       for (const name of names) {
         const older = current.get(name);
@@ -233,9 +286,19 @@ export class ProcessRuntime implements Runtime {
       const declared = opts.apps ?? launches.map((l) => l.name);
       const placeholder = { url: '', internalUrl: '' };
       for (const l of launches) resolveAppRefs(l, Object.fromEntries(declared.map((n) => [n, placeholder])));
+      // pasta holds the environment's ports on this machine: it goes first (so an app keeps its port),
+      // and comes back forwarding the new set.
+      if (this.network === 'namespace') await this.disconnect(env);
       const ports = new Map<string, number>();
       for (const launch of launches)
         ports.set(launch.name, await this.pickPort(target, env, launch.name, ports));
+      if (this.network === 'namespace') {
+        const launched = new Set(launches.map((l) => l.name));
+        const kept = Object.entries(env.apps).flatMap(([n, a]) =>
+          !launched.has(n) && a.running ? [a.running.port] : [],
+        );
+        this.connect(target, env, [...ports.values(), ...kept]);
+      }
       const addresses: Record<string, AppAddress> = {};
       for (const name of declared) {
         const port = ports.get(name) ?? env.apps[name]?.port;
@@ -269,6 +332,7 @@ export class ProcessRuntime implements Runtime {
       for (const app of Object.values(env.apps)) await this.stopApp(app);
       env.apps = {};
       env.buildPids = [];
+      await this.disconnect(env, this.netnsPath(target));
       removeTree(this.workDir(target));
       this.save();
     });
@@ -288,12 +352,15 @@ export class ProcessRuntime implements Runtime {
       for (const pid of pids) if (killOrphan(pid, id)) killed++;
       env.buildPids = [];
       for (const app of Object.values(env.apps)) delete app.running;
+      // A crash's pasta is stopped without waiting: the namespace goes, the next one is new.
+      void this.disconnect(env, join(this.root, 'netns', netnsName(id)));
       // A build the crash interrupted left a working copy no app's build points at: remove it.
       const dir = join(this.opts.workDir, ...id.split('/'));
       const kept = new Set(Object.values(env.apps).flatMap((a) => (a.build ? [a.build.dir] : [])));
       for (const entry of existsSync(dir) ? readdirSync(dir) : [])
         if (!kept.has(join(dir, entry))) rmSync(join(dir, entry), { recursive: true, force: true });
     }
+    if (this.isolation === 'bwrap') sweepSandboxCgroups();
     this.save();
     return killed;
   }
@@ -306,7 +373,9 @@ export class ProcessRuntime implements Runtime {
     await Promise.all(
       Object.keys(this.state.envs).map((id) =>
         this.locked(id, async () => {
-          for (const app of Object.values(this.state.envs[id]!.apps)) await this.stopApp(app);
+          const env = this.state.envs[id]!;
+          for (const app of Object.values(env.apps)) await this.stopApp(app);
+          await this.disconnect(env, join(this.root, 'netns', netnsName(id)));
         }),
       ),
     );
@@ -363,6 +432,34 @@ export class ProcessRuntime implements Runtime {
   }
 
   // ---- internals -------------------------------------------------------------------------------------
+
+  /** The file the environment's network namespace is bound to. */
+  private netnsPath(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
+    return join(this.root, 'netns', netnsName(envId(target)));
+  }
+
+  /**
+   * Make the environment's network namespace (if it has none) and start its pasta forwarding `ports`.
+   * A failure is a DeployFailed: without it the apps could not be reached (or would share the host's).
+   */
+  private connect(target: RuntimeTarget, env: EnvState, ports: number[]) {
+    const path = this.netnsPath(target);
+    try {
+      createNetns(path);
+      env.net = { pasta: startPasta(path, ports), ports };
+    } catch (err) {
+      throw new DeployFailed(`the environment's network could not be set up: ${(err as Error).message}`);
+    }
+    this.save();
+  }
+
+  /** Stop the environment's pasta; with `path`, remove its namespace too (nothing runs in it any more). */
+  private async disconnect(env: EnvState, path?: string) {
+    const pasta = env.net?.pasta;
+    delete env.net;
+    if (path) removeNetns(path);
+    await stopPasta(pasta);
+  }
 
   /** Working copies of the environment's apps (outside the data dir: see `workDir` in the options). */
   private workDir(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): string {
@@ -459,7 +556,8 @@ export class ProcessRuntime implements Runtime {
         if (!checkedOut || !spec.build || active.cancelled) closeSync(logFile);
       }
       if (!spec.build || active.cancelled) return;
-      const child = this.spawnCommand(
+      // A build gets no secret bundle; the values its app last ran with are masked in its log anyway.
+      const { child, drained, cgroups } = this.spawnCommand(
         spec.build,
         dir,
         logFile,
@@ -468,19 +566,28 @@ export class ProcessRuntime implements Runtime {
           ...spec.env,
           [OWNER_VAR]: `${id}/${name}`,
         },
+        this.secretValues.get(`${id}/${name}`) ?? [],
+        this.network === 'namespace' ? this.netnsPath(target) : undefined,
       );
-      closeSync(logFile);
       active.children.add(child);
+      if (cgroups && child.pid !== undefined) this.diskWatch.add(child.pid, dir);
       this.trackBuildPid(id, child.pid, true);
       const result = await exitOf(child);
+      await drainedOrLater(drained);
+      const hit = this.overDisk.delete(child.pid ?? -1) ? 'disk' : cgroups?.hit();
+      if (child.pid !== undefined) this.diskWatch.delete(child.pid);
+      killGroup(child.pid, 'SIGKILL'); // nothing of a build outlives it (and its cgroups can go)
+      cgroups?.remove();
       active.children.delete(child);
       this.trackBuildPid(id, child.pid, false);
       if (active.cancelled) return;
       if (result !== 'exit code 0') {
+        const who = `app ${name}: build \`${spec.build}\``;
+        const limit = this.limitFailure(who, hit, result, this.logEnd(target, name, 'build'));
         throw new DeployFailed(
           failureMessage(
-            `app ${name}: build \`${spec.build}\` failed (${result})`,
-            this.logEnd(target, name, 'build'),
+            limit ? `${limit} and failed (${result})` : `${who} failed (${result})`,
+            limit ? '' : this.logEnd(target, name, 'build'),
             this.logTail(target, name, 'build'),
             { target, app: name, source: 'build' },
           ),
@@ -569,7 +676,8 @@ export class ProcessRuntime implements Runtime {
     const app = env.apps[launch.name]!;
     const build = app.build!;
     const logFile = this.openLog(target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
-    const child = this.spawnCommand(
+    const secrets = launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0);
+    const { child, drained, lastOutputAt, cgroups } = this.spawnCommand(
       launch.spec.command!,
       build.dir,
       logFile,
@@ -579,8 +687,9 @@ export class ProcessRuntime implements Runtime {
         PORT: String(port),
         [OWNER_VAR]: `${envId(target)}/${launch.name}`,
       },
+      secrets,
+      this.network === 'namespace' ? this.netnsPath(target) : undefined,
     );
-    closeSync(logFile);
     if (child.pid === undefined) {
       const how = this.isolation === 'bwrap' ? 'bwrap' : '/bin/sh';
       throw new DeployFailed(`app ${launch.name}: could not start ${how}`);
@@ -588,14 +697,23 @@ export class ProcessRuntime implements Runtime {
     const pid = child.pid;
     this.exits.delete(pid); // a reused pid must not inherit an old process's exit
     this.children.set(pid, child);
-    void exitOf(child).then((how) => {
+    // Its exit is known once its output is in the log (a failure quotes the log's end).
+    this.lastOutput.set(pid, lastOutputAt);
+    void drained.then(() => this.lastOutput.delete(pid));
+    if (cgroups) {
+      this.cgroups.set(pid, cgroups);
+      this.diskWatch.add(pid, build.dir);
+    }
+    this.hits.delete(pid);
+    void exitOf(child).then(async (how) => {
+      await drainedOrLater(drained);
+      this.diskWatch.delete(pid);
+      this.hits.set(pid, this.overDisk.delete(pid) ? 'disk' : cgroups?.hit());
       this.exits.set(pid, how);
+      // What it left running is killed with the group when the app is stopped; until then its cgroups stay.
       this.children.delete(pid);
     });
-    this.secretValues.set(
-      `${envId(target)}/${launch.name}`,
-      launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0),
-    );
+    this.secretValues.set(`${envId(target)}/${launch.name}`, secrets);
     app.port = port;
     app.running = { pid, port, buildId: build.buildId, startedAt: new Date().toISOString() };
   }
@@ -607,6 +725,8 @@ export class ProcessRuntime implements Runtime {
     const child = this.children.get(running.pid);
     if (!child) {
       killGroup(running.pid, 'SIGKILL');
+      this.cgroups.get(running.pid)?.remove();
+      this.cgroups.delete(running.pid);
       return;
     }
     const exited = exitOf(child);
@@ -630,11 +750,17 @@ export class ProcessRuntime implements Runtime {
     clearTimeout(timer);
     // Make sure nothing it started outlives it.
     killGroup(running.pid, 'SIGKILL');
+    this.cgroups.get(running.pid)?.remove();
+    this.cgroups.delete(running.pid);
+    this.hits.delete(running.pid);
+    this.diskWatch.delete(running.pid);
   }
 
   /**
-   * Start `command` with `/bin/sh -c` in `dir`, in its own process group, output to `logFile`, with the
-   * inherited variables plus `vars`; inside a bubblewrap sandbox when isolation is on.
+   * Start `command` with `/bin/sh -c` in `dir`, in its own process group, with the inherited variables
+   * plus `vars`; inside a bubblewrap sandbox when isolation is on. Its output goes to `logFile` (which it
+   * takes over and closes) through a pipe that masks `secrets` as it writes (see shared/mask-stream.ts):
+   * the file never holds a value. `drained`: settles once all of its output is written and the file closed.
    */
   private spawnCommand(
     command: string,
@@ -642,22 +768,47 @@ export class ProcessRuntime implements Runtime {
     logFile: number,
     opts: { build: boolean },
     vars: Record<string, string>,
-  ): ChildProcess {
-    const stdio: ['ignore', number, number] = ['ignore', logFile, logFile];
+    secrets: string[],
+    netns?: string,
+  ): { child: ChildProcess; drained: Promise<void>; lastOutputAt: () => number; cgroups?: SandboxCgroups } {
+    const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+    let child: ChildProcess;
+    let cgroups: SandboxCgroups | undefined;
     if (this.isolation === 'bwrap') {
       // Variables go through bwrap's own environment (not --setenv), so the sandbox leader's
       // /proc/<pid>/environ carries the owner marker recovery looks for.
       const env = { ...inherited(), HOME: SANDBOX_HOME, TMPDIR: '/tmp', ...vars };
       const hidden = [...new Set(this.hiddenPaths.map(([path]) => path))];
-      const args = bubblewrapArgs(command, dir, { ...opts, hidden });
-      return spawn('bwrap', args, { cwd: dir, env, stdio, detached: true });
+      const args = bubblewrapArgs(command, dir, { ...opts, hidden, tmpMiB: this.limits.tmpMiB });
+      // A shell joins the sandbox's cgroups and sets its file size limit, then becomes bwrap (exec: the
+      // same process, so the same process group and pid).
+      cgroups = new SandboxCgroups(`${SANDBOX_CGROUP_PREFIX}${newId()}`, this.limits);
+      const script = limitedLaunchScript(this.limits);
+      // In the environment's network namespace: nsenter joins it and becomes bwrap (the same process).
+      const enter = netns ? ['nsenter', `--net=${netns}`, '--'] : [];
+      const argv = ['-c', script, 'sh', ...cgroups.procsFiles(), '--', ...enter, 'bwrap', ...args];
+      child = spawn('/bin/sh', argv, {
+        cwd: dir,
+        env,
+        stdio,
+        detached: true,
+      });
+    } else {
+      child = spawn('/bin/sh', ['-c', command], {
+        cwd: dir,
+        env: { ...inherited(), ...vars },
+        stdio,
+        detached: true,
+      });
     }
-    return spawn('/bin/sh', ['-c', command], {
-      cwd: dir,
-      env: { ...inherited(), ...vars },
-      stdio,
-      detached: true,
-    });
+    const { drained, lastOutputAt } = maskedOutput(child, logFile, secrets);
+    return { child, drained, lastOutputAt, cgroups };
+  }
+
+  /** What a sandbox that failed hit of its limits, as its failure names it (bwrap only: none otherwise). */
+  private limitFailure(who: string, hit: LimitHit | undefined, exit: string, output: string) {
+    if (this.isolation !== 'bwrap') return undefined;
+    return limitMessage(who, this.limits, hit, exit, output);
   }
 
   /** `text` with this machine's data and work dir paths replaced by placeholders (callers see it). */
@@ -691,19 +842,28 @@ export class ProcessRuntime implements Runtime {
         if (!running) return failure('DeployFailed', `app ${name} is not running`);
         const exit = this.exits.get(running.pid);
         if (exit) {
+          const logEnd = this.logEnd(target, name, 'app');
+          const limit = this.limitFailure(`app ${name}`, this.hits.get(running.pid), exit, logEnd);
           return failure(
             'DeployFailed',
             this.scrub(
               failureMessage(
-                `app ${name} exited (${exit}) before it was ready`,
-                this.logEnd(target, name, 'app'),
+                limit
+                  ? `${limit} and exited (${exit}) before it was ready`
+                  : `app ${name} exited (${exit}) before it was ready`,
+                // A limit hit is the cause: no line of the output is put before it.
+                limit ? '' : logEnd,
                 this.logTail(target, name, 'app'),
                 { target, app: name, source: 'app' },
               ),
             ),
           );
         }
-        const probe = await probeReady(running.port, apps[name]!.health);
+        // Through pasta the host's side of the port accepts before the app listens: ask the namespace.
+        const probe =
+          this.network === 'namespace' && !listeningInside(running.pid, running.port, this.netnsPath(target))
+            ? `port ${running.port} is not listened on yet`
+            : await probeReady(running.port, apps[name]!.health);
         if (probe === true) pending.delete(name);
         else lastSeen.set(name, probe);
       }
@@ -719,6 +879,14 @@ export class ProcessRuntime implements Runtime {
       await sleep(POLL_MS);
     }
     const env = this.state.envs[id]!;
+    // What an app printed before it was ready is in its log once it is reported ready: its output passes
+    // through a pipe (masked as written), and may still be arriving while it already listens.
+    const settleUntil = Date.now() + OUTPUT_SETTLE_MAX_MS;
+    for (const name of Object.keys(apps)) {
+      const pid = env.apps[name]?.running?.pid;
+      const last = pid === undefined ? undefined : this.lastOutput.get(pid);
+      while (last && Date.now() - last() < OUTPUT_QUIET_MS && Date.now() < settleUntil) await sleep(20);
+    }
     const urls: Record<string, string> = {};
     for (const [name, app] of Object.entries(env.apps))
       if (app.running) urls[name] = `http://127.0.0.1:${app.running.port}`;
@@ -834,6 +1002,60 @@ function readSyncAt(fd: number, buf: Buffer, position: number) {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The file name of an environment's network namespace (`org/owner/repo/pr`, one path segment). */
+const netnsName = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '_');
+
+/** Readiness waits until an app's output has been quiet this long (at most `OUTPUT_SETTLE_MAX_MS`). */
+const OUTPUT_QUIET_MS = 100;
+const OUTPUT_SETTLE_MAX_MS = 2_000;
+/** How long after a process exits its output may still be arriving (a child it left holds the pipe). */
+const DRAIN_WAIT_MS = 2_000;
+
+/**
+ * Copy a child's stdout and stderr into `fd` through a `MaskingWriter`, and close `fd` once both end (or
+ * the child could not start). Writes are synchronous and in arrival order, as the file's own would be.
+ */
+function maskedOutput(
+  child: ChildProcess,
+  fd: number,
+  secrets: string[],
+): { drained: Promise<void>; lastOutputAt: () => number } {
+  let last = Date.now();
+  const writer = new MaskingWriter(secrets, (text) => {
+    try {
+      writeSync(fd, text);
+    } catch (err) {
+      log.error('could not write to a log file', { code: (err as NodeJS.ErrnoException).code ?? 'error' });
+    }
+  });
+  const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
+  const drained = new Promise<void>((resolve) => {
+    let open = streams.length;
+    const done = () => {
+      if (--open > 0) return;
+      writer.end();
+      closeSync(fd);
+      resolve();
+    };
+    if (open === 0) {
+      open = 1;
+      done();
+      return;
+    }
+    streams.forEach((stream, i) => {
+      stream.on('data', (chunk: Buffer) => {
+        last = Date.now();
+        writer.push(chunk, String(i));
+      });
+      stream.once('close', done);
+    });
+  });
+  return { drained, lastOutputAt: () => last };
+}
+
+/** Wait for a process's output to be written, but not for ever (a daemon it started may keep the pipe). */
+const drainedOrLater = (drained: Promise<void>) => Promise.race([drained, sleep(DRAIN_WAIT_MS)]);
+
 /** Resolves with how a child ended: `exit code N` or `signal S`. */
 function exitOf(child: ChildProcess): Promise<string> {
   if (child.exitCode !== null) return Promise.resolve(`exit code ${child.exitCode}`);
@@ -913,8 +1135,19 @@ async function probeReady(port: number, health: string | undefined): Promise<tru
     });
   }
   try {
-    const res = await fetch(`http://127.0.0.1:${port}${health}`, { signal: AbortSignal.timeout(2_000) });
+    // A redirect is not followed (issue 23): the service would fetch whatever it names.
+    const res = await fetch(`http://127.0.0.1:${port}${health}`, {
+      redirect: 'manual',
+      signal: AbortSignal.timeout(2_000),
+    });
     await res.arrayBuffer();
+    if (res.status >= 300 && res.status < 400) {
+      const location = res.headers.get('location');
+      return (
+        `GET ${health} answered ${res.status}, a redirect${location ? ` to ${location.slice(0, 300)}` : ''}: ` +
+        'not followed, the health path must answer 2xx itself'
+      );
+    }
     return res.ok ? true : `GET ${health} answered ${res.status}`;
   } catch {
     return `GET ${health} got no answer on port ${port}`;

@@ -33,7 +33,7 @@ describe('bubblewrapArgs', () => {
     expect(a.slice(-4)).toEqual(['--', '/bin/sh', '-c', 'npm run build']);
   });
 
-  test('the network is shared and no new session is made (the runtime signals the process group)', () => {
+  test("bwrap makes no network namespace (the environment's is joined first) and no new session", () => {
     expect(args(false)).not.toContain('--unshare-net');
     expect(args(false)).not.toContain('--unshare-all');
     expect(args(false)).not.toContain('--new-session');
@@ -42,6 +42,12 @@ describe('bubblewrapArgs', () => {
   test('a build dies with the server; an app does not (it is stopped gracefully)', () => {
     expect(args(true)).toContain('--die-with-parent');
     expect(args(false)).not.toContain('--die-with-parent');
+  });
+
+  test('the tmpfs on /tmp gets its size limit when one is given (issue 23)', () => {
+    const a = bubblewrapArgs('true', work, { build: false, hidden, tmpMiB: 64 });
+    expect(a.join(' ')).toContain(`--size ${64 * 1024 * 1024} --tmpfs /tmp`);
+    expect(args(false)).not.toContain('--size');
   });
 
   test('the tmpfs on /tmp comes before the working copy (which may live under /tmp)', () => {

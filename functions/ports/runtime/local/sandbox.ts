@@ -15,8 +15,9 @@ import { delimiter, dirname, join } from 'node:path';
  *
  * So the data dir (credentials, secrets key, database), the project, other environments' working copies
  * and the host's `/tmp` do not exist inside. `--cap-drop ALL` matters where the server runs as root:
- * with capabilities a sandbox could unmount the tmpfs over `/tmp` and see what it hides. The network is
- * shared on purpose: apps listen on 127.0.0.1 and are reached from the host.
+ * with capabilities a sandbox could unmount the tmpfs over `/tmp` and see what it hides. bwrap makes no
+ * network namespace: where the runtime gives each environment one (local/network.ts), the sandbox is
+ * started inside it (all apps of an environment share it); elsewhere the network is this machine's.
  *
  * No `--new-session`: the runtime stops an app by signalling its process group, which bwrap (spawned
  * detached, so the group's leader) shares with everything inside. Builds get `--die-with-parent` (nothing
@@ -101,10 +102,14 @@ export function toolchainDir(binary: string, hidden: string[]): string | undefin
 export function bubblewrapArgs(
   command: string,
   workDir: string,
-  opts: { build: boolean; hidden: string[] },
+  opts: { build: boolean; hidden: string[]; tmpMiB?: number },
 ): string[] {
   // The real path: a link in the path could point somewhere else inside the sandbox's root.
   const work = realpathSync(workDir);
+  const system = [...systemBinds()];
+  // The sandbox's /tmp is memory: its size is limited (a write past it fails with ENOSPC).
+  if (opts.tmpMiB !== undefined)
+    system.splice(system.indexOf('--tmpfs'), 0, '--size', String(opts.tmpMiB * 1024 * 1024));
   return [
     '--unshare-pid',
     '--unshare-ipc',
@@ -112,7 +117,7 @@ export function bubblewrapArgs(
     '--unshare-cgroup-try',
     '--cap-drop',
     'ALL',
-    ...systemBinds(),
+    ...system,
     ...toolchainBinds(opts.hidden),
     // bwrap creates the path's parents (in its root tmpfs, or the /tmp one): they are empty.
     '--bind',
