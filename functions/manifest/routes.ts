@@ -122,6 +122,13 @@ export const routes = {
     auth: 'apiKey',
     access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'], sourceHost: true },
   },
+  listApplications: {
+    method: 'GET',
+    path: '/v1/preview/applications',
+    entry: 'functions/api/applications/list.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R' } },
+  },
   listEnvironments: {
     method: 'GET',
     path: '/v1/preview/environments',
@@ -224,6 +231,13 @@ export const routes = {
     entry: 'functions/api/runs/get.ts',
     auth: 'client',
     access: { tables: { runs: 'R' }, media: 'R' },
+  },
+  listTests: {
+    method: 'GET',
+    path: '/test',
+    entry: 'functions/api/tests/list.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R' } },
   },
   getTest: {
     method: 'GET',

@@ -153,10 +153,10 @@ describe('previewctl help, usage errors, and where it looks', () => {
     const all = await previewctlRaw(dataDir, env, '--help');
     expect(all).toMatchObject({ code: 0, stderr: '' });
     expect(all.stdout).toMatch(/^usage: previewctl <command>/);
-    expect(all.stdout).toContain('envs wait --org ORG');
+    expect(all.stdout).toContain('envs wait --repo owner/repo --pr N');
     const one = await previewctlRaw(dataDir, env, 'apps', 'create', '--help');
     expect(one.code).toBe(0);
-    expect(one.stdout).toMatch(/^usage: previewctl apps create --org ORG/);
+    expect(one.stdout).toMatch(/^usage: previewctl apps create \[--repo owner\/repo\]/);
     expect(one.stdout).not.toContain('tests import');
     const help = await previewctlRaw(dataDir, env, 'help', 'envs', 'wait');
     expect(help.code).toBe(0);
