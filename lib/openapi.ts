@@ -84,6 +84,17 @@ const DOCS: Record<
     errors: [400, 401, 404, 413],
     notes: 'Authenticated with the API key (the spec leaves it open).',
   },
+  listRecipeVersions: {
+    summary: "List a setup's recipe versions, newest first (additive)",
+    success: [200, '{versions: [{setupId, version, recipeCount, createdAt}]}'],
+    errors: [400, 401, 404],
+    notes: "404 for a setup that does not exist or is another organization's.",
+  },
+  getRecipeVersion: {
+    summary: 'Read one recipe version with its file as uploaded (additive)',
+    success: [200, '{setupId, version, recipeCount, createdAt, file}'],
+    errors: [400, 401, 404],
+  },
   startRun: {
     summary: 'Start a run of a test',
     success: [201, 'Created: run_id and url'],

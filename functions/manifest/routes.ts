@@ -211,6 +211,20 @@ export const routes = {
     access: { tables: { recipes: 'RW' } },
     maxBodyBytes: 350 * 1024, // = MAX_RECIPES_FILE_BYTES of core/recipes.ts (a unit test holds them equal)
   },
+  listRecipeVersions: {
+    method: 'GET',
+    path: '/v1/setup/setups/{setupId}/scenario-recipe-versions',
+    entry: 'functions/api/recipes/list-versions.ts',
+    auth: 'apiKey',
+    access: { tables: { recipes: 'R' } },
+  },
+  getRecipeVersion: {
+    method: 'GET',
+    path: '/v1/setup/setups/{setupId}/scenario-recipe-versions/{version}',
+    entry: 'functions/api/recipes/get-version.ts',
+    auth: 'apiKey',
+    access: { tables: { recipes: 'R' } },
+  },
   startRun: {
     method: 'POST',
     path: '/test/{test_id}/run',
