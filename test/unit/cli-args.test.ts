@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
@@ -197,5 +198,30 @@ describe('local credentials', () => {
     );
     expect(localCredentials(dir, 'o2').apiKey).toBe('k2');
     expect(() => localCredentials(dir, 'o3')).toThrow(`organization o3 not found in ${dir} (known: o1, o2)`);
+  });
+});
+
+describe('the bundle bin/previewctl.mjs runs', () => {
+  test('is built from any directory, its sources named from the root (so it is found fresh next time)', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'cli-cwd-'));
+    try {
+      const root = new URL('../..', import.meta.url).pathname;
+      const run = () =>
+        spawnSync(process.execPath, [join(root, 'bin/previewctl.mjs'), '--help'], { cwd, encoding: 'utf8' });
+      // A source newer than the bundle: the shim rebuilds it.
+      const source = join(root, 'lib/local/cli/format.ts');
+      utimesSync(source, new Date(), new Date());
+      expect(run().stdout).toBe(`${USAGE}\n`);
+      const inputs = JSON.parse(readFileSync(join(root, 'dist/previewctl.inputs.json'), 'utf8')) as string[];
+      expect(inputs).toContain('lib/local/cli/main.ts');
+      for (const input of inputs) expect(input).toMatch(/^lib\/local\/cli\/[a-z-]+\.ts$/);
+      const built = statSync(join(root, 'dist/previewctl.mjs')).mtimeMs;
+      expect(built).toBeGreaterThanOrEqual(statSync(source).mtimeMs);
+      // Fresh now: the next call leaves it as it is.
+      expect(run().status).toBe(0);
+      expect(statSync(join(root, 'dist/previewctl.mjs')).mtimeMs).toBe(built);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 });

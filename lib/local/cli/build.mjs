@@ -18,6 +18,8 @@ export async function buildCli() {
     return false;
   }
   const result = await esbuild.build({
+    // Input paths in the metafile are relative to this: the root, wherever the build runs from.
+    absWorkingDir: root,
     entryPoints: [`${root}lib/local/cli/main.ts`],
     bundle: true,
     platform: 'node',
