@@ -39,15 +39,18 @@ afterAll(async () => {
 });
 
 /** `previewctl ARGS` as a person runs it (no --json): exit code, stdout, stderr. */
-async function ctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+const ctl = (...args: string[]) => ctlWith({ PREVIEW_DATA_DIR: dataDir }, ...args);
+
+/** The same with `env` (over this process's). */
+async function ctlWith(
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(
       'node',
       [join(ROOT, 'bin/previewctl.mjs'), ...args],
-      {
-        cwd: dataDir,
-        env: { ...process.env, PREVIEW_DATA_DIR: dataDir },
-      },
+      { cwd: dataDir, env: { ...process.env, ...env } },
     );
     return { code: 0, stdout, stderr };
   } catch (err) {
@@ -210,5 +213,31 @@ describe('previewctl on day two', () => {
     expect((await previewctl(dataDir, 'envs', 'list', '--org', 'nope')).code).toBe(2);
     const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
     expect((await previewctl(dataDir, 'envs', 'list', '--org', creds.orgId)).code).toBe(0);
+  }, 60_000);
+
+  test('PREVIEW_API_URL: the same commands against an API named by URL, with credentials from the environment', async () => {
+    const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
+    const remote = {
+      PREVIEW_DATA_DIR: join(dataDir, 'not-here'),
+      PREVIEW_API_URL: `${server.url}/`,
+      PREVIEW_API_KEY: creds.apiKey,
+      PREVIEW_CLIENT_ID: creds.clientId,
+      PREVIEW_CLIENT_SECRET: creds.clientSecret,
+    };
+    const list = await ctlWith(remote, 'envs', 'list', '--json');
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout).environments.map((e: { prNumber: number }) => e.prNumber)).toEqual([
+      7, 8, 10,
+    ]);
+    expect((await ctlWith(remote, 'runs', 'list')).stdout).toMatch(/^ID\s+TEST\s+STATUS/);
+    // No git here: the commit and branch are the caller's to say.
+    expect((await ctlWith(remote, 'envs', 'deploy', '--repo', 'acme/web', '--pr', '7')).stderr).toBe(
+      'previewctl: envs deploy through PREVIEW_API_URL needs --sha SHA and --branch BRANCH\n',
+    );
+    const wrongKey = await ctlWith({ ...remote, PREVIEW_API_KEY: 'pvk_x_y' }, 'envs', 'list');
+    expect(wrongKey.code).toBe(1);
+    expect(wrongKey.stderr).toMatch(/^previewctl: /);
+    const noKey = await ctlWith({ ...remote, PREVIEW_API_KEY: '' }, 'envs', 'list');
+    expect(noKey).toMatchObject({ code: 2, stderr: 'previewctl: no API key: set PREVIEW_API_KEY\n' });
   }, 60_000);
 });

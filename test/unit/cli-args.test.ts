@@ -3,9 +3,16 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
+import { MAX_TAIL_LINES as CORE_MAX_TAIL_LINES } from '../../functions/core/logs.js';
 import { localCredentials } from '../../lib/local/cli/api.js';
 import { COMMANDS, helpFor, parseCommandLine, USAGE, UsageError } from '../../lib/local/cli/args.js';
-import { ENV_COLUMNS, environmentRows, secretItems } from '../../lib/local/cli/commands.js';
+import {
+  checkArgs,
+  ENV_COLUMNS,
+  environmentRows,
+  MAX_TAIL_LINES,
+  secretItems,
+} from '../../lib/local/cli/commands.js';
 import { table } from '../../lib/local/cli/format.js';
 import { main } from '../../lib/local/cli/main.js';
 
@@ -72,6 +79,29 @@ describe('parseCommandLine', () => {
     expect(usageError(['secrets', 'unset', 'web', 'K', 'L'])).toBe('secrets unset takes APP KEY, got also L');
     // One or more KEY=VALUE: any number is accepted by the parser.
     expect(parseCommandLine(['secrets', 'set', 'web', 'A=1', 'B=2', 'C=3']).positionals).toHaveLength(4);
+  });
+});
+
+describe('checkArgs: what needs no server', () => {
+  const check = (args: string[]) => () => checkArgs(parseCommandLine(args));
+  const env = ['--repo', 'acme/web', '--pr', '7'];
+  test('the environment, app, tail, source, status and timeout', () => {
+    expect(check(['envs', 'logs', 'web', ...env, '--tail', '5', '--source', 'build'])).not.toThrow();
+    expect(check(['envs', 'logs', 'web', ...env, '--tail', '0'])).toThrow(
+      `--tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`,
+    );
+    expect(check(['envs', 'logs', 'web', ...env, '--source', 'pod'])).toThrow(
+      '--source must be app or build',
+    );
+    expect(check(['envs', 'logs', ...env])).toThrow('envs logs needs APP');
+    expect(check(['envs', 'restart', 'Web!', ...env])).toThrow('Web! is not an app name');
+    expect(check(['envs', 'status', '--repo', 'acme/web'])).toThrow('envs status needs --pr N');
+    expect(check(['envs', 'status', '--repo', 'nope', '--pr', '1'])).toThrow('--repo must be owner/repo');
+    expect(check(['envs', 'list', '--status', 'done'])).toThrow(/^--status must be one of pending, building/);
+    expect(check(['runs', 'list', '--status', 'ready'])).toThrow(/^--status must be one of pending, running/);
+    expect(check(['runs', 'wait', 'r1', '--timeout', '-1'])).toThrow('--timeout must be a number of seconds');
+    expect(check(['runs', 'report'])).toThrow('runs report needs RUN');
+    expect(MAX_TAIL_LINES).toBe(CORE_MAX_TAIL_LINES);
   });
 });
 

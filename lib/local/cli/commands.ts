@@ -27,6 +27,8 @@ export interface CommandContext {
 
 const REPO_RE = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 const APP_RE = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
+/** The most lines a log read answers (MAX_TAIL_LINES of functions/core/logs.ts; a unit test holds them equal). */
+export const MAX_TAIL_LINES = 10_000;
 const ENV_STATUSES = ['pending', 'building', 'deploying', 'ready', 'failed', 'torn_down'];
 const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'];
 
@@ -97,6 +99,12 @@ export function checkArgs(p: Parsed): void {
   if (name === 'secrets set') secretItems(p);
   if (/^runs (get|report|wait)$/.test(name)) runArg(p);
   if (str(p, 'timeout') !== undefined) timeoutOf(p);
+  const tail = str(p, 'tail');
+  if (tail !== undefined && (!/^\d{1,6}$/.test(tail) || Number(tail) < 1 || Number(tail) > MAX_TAIL_LINES))
+    throw new UsageError(`--tail must be a whole number of lines from 1 to ${MAX_TAIL_LINES}`);
+  const source = str(p, 'source');
+  if (source !== undefined && source !== 'app' && source !== 'build')
+    throw new UsageError('--source must be app or build');
   const status = str(p, 'status');
   const statuses = name === 'envs list' ? ENV_STATUSES : RUN_STATUSES;
   if (status !== undefined && !statuses.includes(status))
