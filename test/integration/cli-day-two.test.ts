@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { BUILD_JS, SERVER_JS } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
-import { previewctl, ROOT, startProcess, stopProcess } from '../support/process.js';
+import { previewctl, previewctlRaw, startProcess, stopProcess } from '../support/process.js';
 
 /*
  * The day-two commands through previewctl alone (issue 26, item 3): deploy, secrets, restart, rebuild,
@@ -38,26 +36,9 @@ afterAll(async () => {
   rmSync(gitRoot, { recursive: true, force: true });
 });
 
-/** `previewctl ARGS` as a person runs it (no --json): exit code, stdout, stderr. */
+/** `previewctl ARGS` as a person runs it (no --json), on the data dir; `ctlWith` with other variables. */
+const ctlWith = (env: Record<string, string>, ...args: string[]) => previewctlRaw(dataDir, env, ...args);
 const ctl = (...args: string[]) => ctlWith({ PREVIEW_DATA_DIR: dataDir }, ...args);
-
-/** The same with `env` (over this process's). */
-async function ctlWith(
-  env: Record<string, string>,
-  ...args: string[]
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(
-      'node',
-      [join(ROOT, 'bin/previewctl.mjs'), ...args],
-      { cwd: dataDir, env: { ...process.env, ...env } },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 const web = async (url: string) =>
   (await fetch(url)).json() as Promise<{

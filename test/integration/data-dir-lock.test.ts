@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { bearer, call } from '../support/harness.js';
-import { previewctl, ROOT, startProcess, stopProcess } from '../support/process.js';
+import { previewctl, startProcess, startToExit, stopProcess } from '../support/process.js';
 
 /* One server per data dir (issue 26): a second `npm start` there is refused and changes nothing. */
 
@@ -17,22 +17,6 @@ const tempDir = () => {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** `npm start` on `dataDir` run to its end (expected to refuse): exit code and stderr. */
-function startToExit(dataDir: string): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
-      cwd: ROOT,
-      env: { ...process.env, PORT: '0', PREVIEW_DATA_DIR: dataDir },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    proc.stderr!.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    proc.once('exit', (code) => resolve({ code, stderr }));
-  });
-}
 
 /**
  * The inode and times of what a start writes at the data dir's top level (a second start used to replace
@@ -64,7 +48,7 @@ describe('one server per data dir', () => {
       const port = new URL(first.url).port;
       const before = snapshot(dataDir);
 
-      const second = await startToExit(dataDir);
+      const second = await startToExit({ PORT: '0', PREVIEW_DATA_DIR: dataDir });
       expect(second.code).toBe(1);
       expect(second.stderr.trim()).toBe(
         `data dir ${dataDir} is in use by npm start (pid ${pid}, port ${port}); stop it first, ` +
@@ -127,7 +111,7 @@ describe('one server per data dir', () => {
           startedAt: new Date().toISOString(),
         }),
       );
-      const refused = await startToExit(dataDir);
+      const refused = await startToExit({ PORT: '0', PREVIEW_DATA_DIR: dataDir });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`data dir ${dataDir} is in use by previewctl (pid ${holder.pid});`);
       expect(readdirSync(dataDir)).toEqual(['lock.json']);
