@@ -22,7 +22,7 @@ import { installLocalAdapters, type LocalAdapterHandles } from './adapters.js';
 import { type Inbox, startInbox } from './bus.js';
 import { dashboardHtml } from './dashboard.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
-import { ensureTables, startDynalite } from './dynalite.js';
+import { ensureTables, localTableEnv, startDynalite } from './dynalite.js';
 import { type ExpiryTimer, startExpiryTimer } from './expiry-timer.js';
 import { compileRoutes, matchRoute, toProxyEvent } from './http-bridge.js';
 import { serveSigned } from './media-routes.js';
@@ -101,7 +101,8 @@ export async function bootLocalRuntime(opts: {
   const dynamo = opts.dynamodbEndpoint
     ? { endpoint: opts.dynamodbEndpoint, stop: async () => undefined }
     : await startDynalite(join(dataDir, 'dynamodb'), { socket: dynamoSocket(dataDir) });
-  const tableEnv = await ensureTables(dynamo.endpoint);
+  // Another process's dynalite (the running server's): its tables are its own to create or migrate.
+  const tableEnv = opts.dynamodbEndpoint ? localTableEnv() : await ensureTables(dynamo.endpoint);
   const gitRoot = resolve(opts.gitRoot ?? join(dataDir, 'repos'));
   Object.assign(process.env, tableEnv, {
     PREVIEW_MODE: 'local',

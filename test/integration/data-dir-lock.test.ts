@@ -2,7 +2,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, test } from '@jest/globals';
+import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
 import { bearer, call } from '../support/harness.js';
 import { previewctl, startProcess, startToExit, stopProcess } from '../support/process.js';
 
@@ -97,6 +104,36 @@ describe('one server per data dir', () => {
       await stopProcess(second.proc, 'SIGTERM');
     }
   }, 120_000);
+
+  test("an admin command through the running server's database leaves its tables' schema to it", async () => {
+    const dataDir = tempDir();
+    const server = await startProcess(dataDir);
+    const endpoint = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')).dynamodbEndpoint;
+    const client = new DynamoDBClient({ region: 'local', ...localDynamoClientConfig(endpoint) });
+    try {
+      // The server's tests table as an older server made it (no byOrg index), as after an upgrade of the
+      // checkout while the server runs.
+      await client.send(new DeleteTableCommand({ TableName: 'preview-tests' }));
+      await client.send(
+        new CreateTableCommand({
+          TableName: 'preview-tests',
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: 'testId', AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: 'testId', KeyType: 'HASH' }],
+        }),
+      );
+      const before = (await client.send(new DescribeTableCommand({ TableName: 'preview-tests' }))).Table;
+      expect((await previewctl(dataDir, 'apps', 'create', '--repo', 'acme/web')).code).toBe(0);
+      const after = (await client.send(new DescribeTableCommand({ TableName: 'preview-tests' }))).Table;
+      // Not rebuilt (with its new index) under the running server: the same table, still without it.
+      expect(after?.CreationDateTime).toEqual(before?.CreationDateTime);
+      expect(after?.GlobalSecondaryIndexes).toBeUndefined();
+      expect(server.stderr()).not.toContain('rebuilt');
+    } finally {
+      client.destroy();
+      await stopProcess(server.proc, 'SIGTERM');
+    }
+  }, 90_000);
 
   test('a data dir a previewctl command holds is refused too, naming it', async () => {
     const dataDir = tempDir();
