@@ -12,6 +12,9 @@ import { type AuthKind, type RouteId, routes } from '../functions/manifest/route
 
 const ROOT = join(new URL('..', import.meta.url).pathname);
 
+const REPORT_URL_NOTE =
+  "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`.";
+
 /** Per route: what success answers, which errors it can answer, and what the spec leaves open. */
 const DOCS: Record<
   string,
@@ -81,6 +84,17 @@ const DOCS: Record<
     errors: [400, 401, 404, 413],
     notes: 'Authenticated with the API key (the spec leaves it open).',
   },
+  listRecipeVersions: {
+    summary: "List a setup's recipe versions, newest first (additive)",
+    success: [200, '{versions: [{setupId, version, recipeCount, createdAt}]}'],
+    errors: [400, 401, 404],
+    notes: "404 for a setup that does not exist or is another organization's.",
+  },
+  getRecipeVersion: {
+    summary: 'Read one recipe version with its file as uploaded (additive)',
+    success: [200, '{setupId, version, recipeCount, createdAt, file}'],
+    errors: [400, 401, 404],
+  },
   startRun: {
     summary: 'Start a run of a test',
     success: [201, 'Created: run_id and url'],
@@ -90,9 +104,30 @@ const DOCS: Record<
     summary: 'List test runs, newest first',
     success: [200, 'TestRun array'],
     errors: [400, 401],
+    notes: REPORT_URL_NOTE,
   },
-  getRun: { summary: 'Read one run', success: [200, 'TestRun'], errors: [400, 401, 404] },
+  getRun: {
+    summary: 'Read one run',
+    success: [200, 'TestRun'],
+    errors: [400, 401, 404],
+    notes: REPORT_URL_NOTE,
+  },
+  listTests: {
+    summary: "List the organization's tests, newest first (additive)",
+    success: [200, 'Test array (without steps)'],
+    errors: [400, 401],
+    notes: '`folder` keeps the tests of one folder (the folder id of the tests file).',
+  },
   getTest: { summary: 'Read one test', success: [200, 'Test'], errors: [400, 401, 404] },
+  listApplications: {
+    summary: "List the organization's applications, oldest first (additive)",
+    success: [
+      200,
+      '{applications: [{applicationId, name, repoFullName (null when unlinked), disabled, installationActive, ttlHours, deployDrafts, createdAt}]}',
+    ],
+    errors: [400, 401],
+    notes: '`repo=owner/repo` keeps the application linking that repository (none or one).',
+  },
 };
 
 const ERRORS: Record<number, string> = {

@@ -1,4 +1,4 @@
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
@@ -258,4 +258,65 @@ export async function createRecipeVersion(input: {
     }),
   );
   return { setupId: input.setupId, version, recipeCount, createdAt };
+}
+
+/** The setup's header when it is the org's; 404 `setup not found` otherwise (another org's setup too). */
+async function ownSetup(orgId: string, setupId: string): Promise<void> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('recipes'), Key: { setupId, version: 0 }, ConsistentRead: true }),
+  );
+  if (!Item || Item.orgId !== orgId) throw new NotFoundError('setup not found');
+}
+
+/**
+ * GET …/scenario-recipe-versions: the setup's versions, newest first, without their files. One Query of
+ * the setup's partition (versions 1..) projecting the summary only.
+ */
+export async function listRecipeVersions(orgId: string, setupId: string): Promise<RecipeVersion[]> {
+  await ownSetup(orgId, setupId);
+  const out: RecipeVersion[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('recipes'),
+        KeyConditionExpression: 'setupId = :s AND #v > :zero',
+        ExpressionAttributeNames: { '#v': 'version' },
+        ExpressionAttributeValues: { ':s': setupId, ':zero': 0 },
+        ProjectionExpression: 'setupId, #v, recipeCount, createdAt',
+        ScanIndexForward: false,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of (res.Items ?? []) as RecipeVersion[])
+      out.push({
+        setupId: item.setupId,
+        version: item.version,
+        recipeCount: item.recipeCount,
+        createdAt: item.createdAt,
+      });
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return out;
+}
+
+/** GET …/scenario-recipe-versions/{version}: one version with its file as uploaded (`file`). */
+export async function getRecipeVersion(
+  orgId: string,
+  setupId: string,
+  version: number,
+): Promise<RecipeVersion & { file: unknown }> {
+  await ownSetup(orgId, setupId);
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('recipes'), Key: { setupId, version }, ConsistentRead: true }),
+  );
+  if (!Item || version < 1) throw new NotFoundError('recipe version not found');
+  const item = Item as RecipeVersion & { fileJson: string };
+  return {
+    setupId,
+    version,
+    recipeCount: item.recipeCount,
+    createdAt: item.createdAt,
+    file: JSON.parse(item.fileJson),
+  };
 }

@@ -246,3 +246,56 @@ export async function findApplicationByRepo(
   const apps = (Items ?? []) as Application[];
   return apps.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0];
 }
+
+/** What GET /v1/preview/applications shows of an application. */
+export interface ApplicationView {
+  applicationId: string;
+  name: string;
+  repoFullName: string | null;
+  disabled: boolean;
+  installationActive: boolean;
+  ttlHours: number;
+  deployDrafts: boolean;
+  /** Origins a test run's browser may load besides the preview's app URLs (`apps update --allowed-origins`). */
+  allowedOrigins: string[];
+  createdAt: string;
+}
+
+const toApplicationView = (app: Application): ApplicationView => ({
+  applicationId: app.applicationId,
+  name: app.name,
+  repoFullName: app.repoFullName ?? null,
+  disabled: app.disabled,
+  installationActive: app.installationActive,
+  ttlHours: app.ttlHours ?? DEFAULT_TTL_HOURS,
+  deployDrafts: app.deployDrafts ?? false,
+  allowedOrigins: app.allowedOrigins ?? [],
+  createdAt: app.createdAt,
+});
+
+/**
+ * The org's applications, oldest first (the `byOrg` index); with `repoFullName` only the one linking it
+ * (the `byRepo` index).
+ */
+export async function listApplications(orgId: string, repoFullName?: string): Promise<ApplicationView[]> {
+  if (repoFullName !== undefined) {
+    const app = await findApplicationByRepo(orgId, repoFullName);
+    return app ? [toApplicationView(app)] : [];
+  }
+  const out: Application[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('applications'),
+        IndexName: 'byOrg',
+        KeyConditionExpression: 'orgId = :o',
+        ExpressionAttributeValues: { ':o': orgId },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    out.push(...((res.Items ?? []) as Application[]));
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return out.map(toApplicationView);
+}

@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
@@ -292,4 +292,35 @@ export function toTestView(test: TestItem, opts: { steps: boolean }): TestView {
 /** GET /test/{test_id}: one test of the caller's org; steps only when asked for; never its variables. */
 export async function getTest(orgId: string, testId: string, opts: { steps: boolean }): Promise<TestView> {
   return toTestView(await findTest(orgId, testId), opts);
+}
+
+/**
+ * GET /test: the org's tests, newest first (the `byOrg` index read backwards), optionally of one folder;
+ * no steps.
+ */
+export async function listTests(orgId: string, filters: { folderId?: string } = {}): Promise<TestView[]> {
+  const out: TestItem[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  const byFolder = filters.folderId !== undefined;
+  do {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('tests'),
+        IndexName: 'byOrg',
+        KeyConditionExpression: 'orgId = :o',
+        ScanIndexForward: false,
+        ...(byFolder
+          ? {
+              FilterExpression: '#folder.#id = :f',
+              ExpressionAttributeNames: { '#folder': 'folder', '#id': 'id' },
+              ExpressionAttributeValues: { ':o': orgId, ':f': filters.folderId },
+            }
+          : { ExpressionAttributeValues: { ':o': orgId } }),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    out.push(...((res.Items ?? []) as TestItem[]));
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return out.map((t) => toTestView(t, { steps: false }));
 }

@@ -122,6 +122,13 @@ export const routes = {
     auth: 'apiKey',
     access: { tables: { applications: 'R', environments: 'RW' }, starts: ['deploy'], sourceHost: true },
   },
+  listApplications: {
+    method: 'GET',
+    path: '/v1/preview/applications',
+    entry: 'functions/api/applications/list.ts',
+    auth: 'apiKey',
+    access: { tables: { applications: 'R' } },
+  },
   listEnvironments: {
     method: 'GET',
     path: '/v1/preview/environments',
@@ -204,6 +211,20 @@ export const routes = {
     access: { tables: { recipes: 'RW' } },
     maxBodyBytes: 350 * 1024, // = MAX_RECIPES_FILE_BYTES of core/recipes.ts (a unit test holds them equal)
   },
+  listRecipeVersions: {
+    method: 'GET',
+    path: '/v1/setup/setups/{setupId}/scenario-recipe-versions',
+    entry: 'functions/api/recipes/list-versions.ts',
+    auth: 'apiKey',
+    access: { tables: { recipes: 'R' } },
+  },
+  getRecipeVersion: {
+    method: 'GET',
+    path: '/v1/setup/setups/{setupId}/scenario-recipe-versions/{version}',
+    entry: 'functions/api/recipes/get-version.ts',
+    auth: 'apiKey',
+    access: { tables: { recipes: 'R' } },
+  },
   startRun: {
     method: 'POST',
     path: '/test/{test_id}/run',
@@ -224,6 +245,13 @@ export const routes = {
     entry: 'functions/api/runs/get.ts',
     auth: 'client',
     access: { tables: { runs: 'R' }, media: 'R' },
+  },
+  listTests: {
+    method: 'GET',
+    path: '/test',
+    entry: 'functions/api/tests/list.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R' } },
   },
   getTest: {
     method: 'GET',

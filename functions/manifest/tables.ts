@@ -59,11 +59,17 @@ export const tables = {
    * string set), which a GitHub webhook acts for.
    */
   tenancy: { envVar: 'TABLE_TENANCY', partitionKey: S('pk'), indexes: [] },
-  /** Applications by id; `byRepo` finds the application an org linked to `owner/repo`. */
+  /**
+   * Applications by id; `byRepo` finds the application an org linked to `owner/repo`; `byOrg` lists an
+   * org's applications, oldest first (GET /v1/preview/applications).
+   */
   applications: {
     envVar: 'TABLE_APPLICATIONS',
     partitionKey: S('applicationId'),
-    indexes: [{ name: 'byRepo', partitionKey: S('repoKey'), sortKey: S('applicationId') }],
+    indexes: [
+      { name: 'byRepo', partitionKey: S('repoKey'), sortKey: S('applicationId') },
+      { name: 'byOrg', partitionKey: S('orgId'), sortKey: S('createdAt') },
+    ],
   },
   /** Environments keyed by (org, `owner/repo#pr`), lower-cased; `byStatus` finds in-flight work on restart. */
   environments: {
@@ -96,8 +102,12 @@ export const tables = {
     indexes: [],
     ttlAttribute: 'expiresAt',
   },
-  /** Tests by id. */
-  tests: { envVar: 'TABLE_TESTS', partitionKey: S('testId'), indexes: [] },
+  /** Tests by id; `byOrg` lists an org's tests, newest first when read backwards (GET /test). */
+  tests: {
+    envVar: 'TABLE_TESTS',
+    partitionKey: S('testId'),
+    indexes: [{ name: 'byOrg', partitionKey: S('orgId'), sortKey: S('createdAt') }],
+  },
   /**
    * Each organization's request budget (core/fair-share.ts): one counter per organization and window
    * (`RATE#org#window`), expired by TTL a window after it ends. Nothing else: small, write-heavy, no index.

@@ -1,6 +1,6 @@
 import '../../functions/shared/polyfills.js';
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
 import {
@@ -20,80 +20,80 @@ import { AlreadyExistsError, ValidationError } from '../../functions/shared/erro
 import { setLogSink } from '../../functions/shared/log.js';
 import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
 import { EventFileError, parseEventFile, queueLocalEvents } from './bus.js';
-import { helpFor, isOpsCommand, OPS_USAGE, runOps, UsageError } from './cli-ops.js';
+import { localCredentials } from './cli/api.js';
+import { UsageError } from './cli/args.js';
+import { acquireDataDirLock, DataDirInUseError, liveOwner } from './data-dir-lock.js';
 import { bootLocalRuntime, serverInfoPath } from './server.js';
 
-const USAGE = `usage: previewctl <command> [options] [--json]
+/*
+ * previewctl's admin commands: organizations, applications, tests import, events put. They act on the
+ * tables (and the event bus) with the service's own code, where the API has no route for them. The rest
+ * of previewctl (lib/local/cli/) goes through the HTTP API and never loads this file.
+ */
 
-  orgs create --name NAME
-      create an organization → {"orgId","apiKey","clientId","clientSecret"} (shown once)
-  apps create --org ORG [--repo owner/repo] [--name NAME] [--disabled] [--no-installation]
-      create an application; without --repo it is unlinked → {"applicationId"}
-  apps update --org ORG --app ID [--ttl-hours N] [--deploy-drafts | --no-deploy-drafts]
-      change an application's settings: hours without a deploy before a PR preview is torn down
-      (default 72, 0 = never), whether draft pull requests deploy → the application's settings
-      [--factory-app APP --factory-path /PATH]: the Environment Factory of scenario runs (preview.yaml
-      \`factory\` wins when both are set)
-      [--allowed-origins "https://login.example.com,https://cdn.example.com"]: origins a test run's
-      browser may load besides the preview's own app URLs (replaces the list; "" empties it)
-  apps rotate-factory-secret --org ORG --app ID
-      replace the application's factory signing secret (PREVIEW_FACTORY_SECRET; apps get the new one on
-      their next deploy) → {"applicationId","rotated":true}
-  tests import --org ORG [--app ID] FILE
-      import a JSON array of tests → {"tests":[{"id","name"}]}; --app sets every test's application
-      (the one whose environments its runs target), whatever application_id the file gives
-  events put --file EVENT.json
-      put events on the service's event bus (locally: the running server's, through its inbox; with
-      PREVIEW_MODE=aws: EventBridge, EVENT_BUS_NAME) → {"put": N, ...}. EVENT.json: an EventBridge
-      event ({"source","detail-type","detail"}), a PutEvents entry, a list of them, or {"Entries":[...]}
-${OPS_USAGE}
-  help [COMMAND]
-      this text, or a command's (as \`previewctl COMMAND --help\`)
-
-Exit codes: 0 done, 1 failed (an \`envs wait\` or \`runs wait\` that ended failed, too), 2 usage errors.
-Local mode (default) acts on PREVIEW_DATA_DIR (./.preview-data), through the running server's database
-when \`npm start\` is up. With PREVIEW_MODE=aws it uses the deployed tables named by the TABLE_* variables.`;
-
-/** Reach the data: the running local server's dynalite, our own on the data dir, or AWS. */
+/**
+ * Reach the data: the running local server's database (through its socket: the server keeps the data
+ * dir), or, when no server runs, our own dynalite on the data dir under its lock (a server started
+ * meanwhile is refused until we are done), or AWS.
+ */
 async function connect(): Promise<() => Promise<void>> {
   if (process.env.PREVIEW_MODE === 'aws') {
     config();
     return async () => undefined;
   }
+  const dataDir = localDataDir();
+  const owner = liveOwner(dataDir);
+  if (owner?.by === 'npm start') {
+    const info = readServerInfo(dataDir);
+    if (!info || info.pid !== owner.pid)
+      throw new Error(
+        `${new DataDirInUseError(dataDir, owner).message}, still starting: try again in a moment`,
+      );
+    const { adapters } = await bootLocalRuntime({
+      dataDir,
+      gitRoot: process.env.PREVIEW_GIT_ROOT,
+      dynamodbEndpoint: info.dynamodbEndpoint,
+    });
+    return () => adapters.stop();
+  }
+  const lock = acquireDataDirLock(dataDir, 'previewctl');
+  try {
+    const { dynamo, adapters } = await bootLocalRuntime({ dataDir, gitRoot: process.env.PREVIEW_GIT_ROOT });
+    return async () => {
+      await adapters.stop();
+      await dynamo.stop();
+      lock.release();
+    };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+/** The data dir, which must exist (run from another directory, the default points nowhere useful). */
+function localDataDir(): string {
   const dataDir = resolve(process.env.PREVIEW_DATA_DIR ?? '.preview-data');
-  // Run from another directory, the default points nowhere useful: say where it looked, create nothing.
   if (!existsSync(dataDir))
     throw new Error(
       `no data dir at ${dataDir} (PREVIEW_DATA_DIR, default ./.preview-data of the current directory): ` +
         'run previewctl where `npm start` runs, or set PREVIEW_DATA_DIR to its data dir',
     );
-  const infoPath = serverInfoPath(dataDir);
-  if (existsSync(infoPath)) {
-    const info = JSON.parse(readFileSync(infoPath, 'utf8')) as { pid: number; dynamodbEndpoint: string };
-    let alive = true;
-    try {
-      process.kill(info.pid, 0);
-    } catch {
-      alive = false;
-    }
-    if (alive) {
-      const { adapters } = await bootLocalRuntime({
-        dataDir,
-        gitRoot: process.env.PREVIEW_GIT_ROOT,
-        dynamodbEndpoint: info.dynamodbEndpoint,
-      });
-      return () => adapters.stop();
-    }
-  }
-  const { dynamo, adapters } = await bootLocalRuntime({ dataDir, gitRoot: process.env.PREVIEW_GIT_ROOT });
-  return async () => {
-    await adapters.stop();
-    await dynamo.stop();
-  };
+  return dataDir;
 }
 
-async function requireOrg(orgId: string | undefined): Promise<string> {
-  if (!orgId) throw new UsageError('--org is required');
+function readServerInfo(dataDir: string): { pid: number; dynamodbEndpoint: string } | undefined {
+  try {
+    return JSON.parse(readFileSync(serverInfoPath(dataDir), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `--org`, else PREVIEW_ORG, else (locally) the data dir's only organization; checked to exist. */
+async function requireOrg(given: string | undefined): Promise<string> {
+  let orgId = given ?? process.env.PREVIEW_ORG;
+  if (!orgId && process.env.PREVIEW_MODE !== 'aws') orgId = localCredentials(localDataDir(), undefined).orgId;
+  if (!orgId) throw new UsageError('--org is required (or PREVIEW_ORG)');
   if (!(await organizationExists(orgId))) throw new UsageError(`organization ${orgId} not found`);
   return orgId;
 }
@@ -122,7 +122,6 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
   });
   const [noun, verb, ...rest] = positionals;
   const command = `${noun ?? ''} ${verb ?? ''}`.trim();
-  if (values.help || !noun) throw new UsageError(USAGE);
   if (
     ![
       'orgs create',
@@ -133,7 +132,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'events put',
     ].includes(command)
   ) {
-    throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+    throw new UsageError(`unknown command "${command}" (previewctl --help)`);
   }
   if (values.repo !== undefined && !repoFullName.safeParse(values.repo).success) {
     throw new UsageError('--repo must be owner/repo');
@@ -147,7 +146,9 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
     switch (command) {
       case 'orgs create': {
         if (!values.name) throw new UsageError('--name is required');
-        return { ...(await createOrganization(values.name)) };
+        const org = await createOrganization(values.name);
+        if (process.env.PREVIEW_MODE !== 'aws') keepLocalCredentials(org);
+        return { ...org };
       }
       case 'apps create': {
         const orgId = await requireOrg(values.org);
@@ -199,6 +200,16 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
   } finally {
     await close();
   }
+}
+
+/**
+ * Locally, an organization's credentials are kept in `<data dir>/orgs/ORG.json` (0600, in the private
+ * data dir), where previewctl's API commands find them (`--org ORG`).
+ */
+function keepLocalCredentials(org: { orgId: string }): void {
+  const dir = join(localDataDir(), 'orgs');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, `${org.orgId}.json`), `${JSON.stringify(org, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** The settings `apps update` changes, from its options. */
@@ -270,14 +281,7 @@ async function putEvents(file: string | undefined): Promise<Record<string, unkno
   if (!existsSync(dataDir))
     throw new UsageError(`no data dir at ${dataDir}: start the local server once (npm start)`);
   const { file: queued } = queueLocalEvents(dataDir, events);
-  let running = false;
-  try {
-    const info = JSON.parse(readFileSync(serverInfoPath(dataDir), 'utf8')) as { pid: number };
-    process.kill(info.pid, 0);
-    running = true;
-  } catch {
-    running = false;
-  }
+  const running = liveOwner(dataDir)?.by === 'npm start';
   return {
     put: events.length,
     queued,
@@ -287,23 +291,14 @@ async function putEvents(file: string | undefined): Promise<Record<string, unkno
   };
 }
 
-/** Run the CLI; returns the exit code. Output is one JSON object on stdout with `--json`. */
+/** Run an admin command; returns the exit code. Output is one JSON object on stdout with `--json`. */
 export async function main(args: string[]): Promise<number> {
   const json = args.includes('--json');
-  const help = helpFor(args, USAGE);
-  if (help !== undefined) {
-    process.stdout.write(`${help}\n`);
-    return 0;
-  }
   setLogSink(() => undefined);
   try {
-    const { result, code, text } = isOpsCommand(args)
-      ? await runOps(args, { connect, requireOrg, progress: (line) => process.stderr.write(`${line}\n`) })
-      : { result: await run(args), code: 0, text: undefined };
-    // A log (`envs logs`) is printed as it is.
-    if (text !== undefined && !json) process.stdout.write(text);
-    else process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
-    return code;
+    const result = await run(args);
+    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
+    return 0;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     // A second application for a repository: the existing one's id, to act on instead.

@@ -405,6 +405,18 @@ async function migrateTable(
  * Create every table of `functions/manifest/tables.ts` that does not exist yet, and rebuild one whose
  * indexes are not the manifest's any more (idempotent).
  */
+/**
+ * The `TABLE_*` variables of the local tables, touching nothing: what a client of a running server's
+ * dynalite uses (previewctl's admin commands). The server keeps the tables' schema; a client that
+ * migrated them (ensureTables) would rebuild tables under it.
+ */
+export function localTableEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, def] of Object.entries(tables) as [TableName, TableDef][])
+    env[def.envVar] = localTableName(name);
+  return env;
+}
+
 export async function ensureTables(endpoint: string): Promise<Record<string, string>> {
   const client = new DynamoDBClient({ region: 'local', ...localDynamoClientConfig(endpoint) });
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);

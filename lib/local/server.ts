@@ -21,7 +21,8 @@ import { HOST_RE } from '../../functions/shared/validation.js';
 import { installLocalAdapters, type LocalAdapterHandles } from './adapters.js';
 import { type Inbox, startInbox } from './bus.js';
 import { dashboardHtml } from './dashboard.js';
-import { ensureTables, startDynalite } from './dynalite.js';
+import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
+import { ensureTables, localTableEnv, startDynalite } from './dynalite.js';
 import { type ExpiryTimer, startExpiryTimer } from './expiry-timer.js';
 import { compileRoutes, matchRoute, toProxyEvent } from './http-bridge.js';
 import { serveSigned } from './media-routes.js';
@@ -41,6 +42,8 @@ export interface LocalOptions {
   port?: number;
   /** @default 127.0.0.1 */
   host?: string;
+  /** The data dir's lock when the caller took it already (bin/start.ts does, before its port check). */
+  lock?: DataDirLock;
 }
 
 export interface LocalService {
@@ -98,15 +101,17 @@ export async function bootLocalRuntime(opts: {
   const dynamo = opts.dynamodbEndpoint
     ? { endpoint: opts.dynamodbEndpoint, stop: async () => undefined }
     : await startDynalite(join(dataDir, 'dynamodb'), { socket: dynamoSocket(dataDir) });
-  const tableEnv = await ensureTables(dynamo.endpoint);
+  // Another process's dynalite (the running server's): its tables are its own to create or migrate.
+  const tableEnv = opts.dynamodbEndpoint ? localTableEnv() : await ensureTables(dynamo.endpoint);
+  const gitRoot = resolve(opts.gitRoot ?? join(dataDir, 'repos'));
   Object.assign(process.env, tableEnv, {
     PREVIEW_MODE: 'local',
     DYNAMODB_ENDPOINT: dynamo.endpoint,
     PREVIEW_DATA_DIR: dataDir,
-    PREVIEW_GIT_ROOT: resolve(opts.gitRoot ?? join(dataDir, 'repos')),
+    PREVIEW_GIT_ROOT: gitRoot,
   });
   const adapters: LocalAdapterHandles = installLocalAdapters(REPO_ROOT);
-  return { dataDir, dynamo, adapters };
+  return { dataDir, dynamo, adapters, gitRoot };
 }
 
 async function firstStartCredentials(
@@ -186,7 +191,24 @@ function socketError(status: number, reason: string, error: string): string {
  */
 export async function startLocal(opts: LocalOptions = {}): Promise<LocalService> {
   const dataDir = resolve(opts.dataDir ?? '.preview-data');
-  const { dynamo, adapters } = await bootLocalRuntime({ dataDir, gitRoot: opts.gitRoot });
+  // One server per data dir (lib/local/data-dir-lock.ts): refused here, before anything is touched.
+  const lock = opts.lock ?? takeDataDir(dataDir);
+  try {
+    return await startLocked(opts, dataDir, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+/** Take `dataDir` for a server (created private when missing). Throws DataDirInUseError when in use. */
+export function takeDataDir(dataDir: string): DataDirLock {
+  ensurePrivateDir(dataDir, 'data dir');
+  return acquireDataDirLock(dataDir, 'npm start');
+}
+
+async function startLocked(opts: LocalOptions, dataDir: string, lock: DataDirLock): Promise<LocalService> {
+  const { dynamo, adapters, gitRoot } = await bootLocalRuntime({ dataDir, gitRoot: opts.gitRoot });
 
   // Route handlers load as Lambda loads them: on the first request of their route (a cold start), one
   // module at a time (concurrent first imports of shared modules trip Jest's ESM loader). Every one is
@@ -291,6 +313,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
     server.listen(opts.port ?? 3000, opts.host ?? '127.0.0.1', () => ok());
   });
   const { port } = server.address() as AddressInfo;
+  lock.setPort(port);
   // A handler that fails to load answers 500 on its route (and says why here), as a broken Lambda would.
   // Then the state machines are built (their library loads only now when every definition was known
   // valid), one import after the other as above.
@@ -305,7 +328,13 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
   const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
   writeFileSync(
     serverInfoPath(dataDir),
-    JSON.stringify({ pid: process.pid, url, dynamodbEndpoint: dynamo.endpoint }),
+    JSON.stringify({
+      pid: process.pid,
+      url,
+      dynamodbEndpoint: dynamo.endpoint,
+      // Where `previewctl envs deploy` finds a branch's head locally.
+      gitRoot,
+    }),
     { mode: 0o600 },
   );
 
@@ -337,6 +366,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalService>
       await adapters.stop();
       await dynamo.stop();
       rmSync(serverInfoPath(dataDir), { force: true });
+      lock.release();
     },
   };
 }

@@ -144,7 +144,9 @@ describe('an app that prints its secret', () => {
     expect(badTail.stderr).toContain('--tail must be a whole number of lines from 1 to 10000');
     const help = await previewctl('envs', 'logs', '--help');
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^usage: previewctl envs logs --org ORG --repo owner\/repo --pr N --app APP/);
+    expect(help.stdout).toMatch(
+      /^usage: previewctl envs logs APP --repo owner\/repo --pr N \[--tail N\] \[--source app\|build\]/,
+    );
   }, 60_000);
 
   test.each([

@@ -1,14 +1,20 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, client } from '../support/harness.js';
-import { previewctl, ROOT, startProcess, stopProcess } from '../support/process.js';
+import {
+  previewctl,
+  previewctlRaw,
+  ROOT,
+  startProcess,
+  startToExit,
+  stopProcess,
+} from '../support/process.js';
 
 /* What a newcomer runs into first: `npm start` on a busy port, answers in a shell, the CLI. */
 
@@ -21,40 +27,6 @@ const tempDir = () => {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** Run `node bin/start.ts` to its end (it is expected to refuse to start). */
-function startToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    proc.stderr!.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    proc.once('exit', (code) => resolve({ code, stderr }));
-  });
-}
-
-/** `previewctl ARGS` without `--json`, from `cwd`: exit code, stdout and stderr. */
-async function previewctlRaw(cwd: string, env: Record<string, string>, ...args: string[]) {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(
-      'node',
-      [join(ROOT, 'bin/previewctl.mjs'), ...args],
-      {
-        cwd,
-        env: { ...process.env, ...env },
-      },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('npm start on a busy port', () => {
   test('one clear line, no stack trace, exit 1; the data dir is left alone', async () => {
@@ -153,10 +125,10 @@ describe('previewctl help, usage errors, and where it looks', () => {
     const all = await previewctlRaw(dataDir, env, '--help');
     expect(all).toMatchObject({ code: 0, stderr: '' });
     expect(all.stdout).toMatch(/^usage: previewctl <command>/);
-    expect(all.stdout).toContain('envs wait --org ORG');
+    expect(all.stdout).toContain('envs wait --repo owner/repo --pr N');
     const one = await previewctlRaw(dataDir, env, 'apps', 'create', '--help');
     expect(one.code).toBe(0);
-    expect(one.stdout).toMatch(/^usage: previewctl apps create --org ORG/);
+    expect(one.stdout).toMatch(/^usage: previewctl apps create \[--repo owner\/repo\]/);
     expect(one.stdout).not.toContain('tests import');
     const help = await previewctlRaw(dataDir, env, 'help', 'envs', 'wait');
     expect(help.code).toBe(0);

@@ -68,6 +68,40 @@ export async function previewctl(dataDir: string, ...args: string[]): Promise<{ 
   }
 }
 
+/** Run `node bin/start.ts` with `env` over this process's to its end (it is expected to refuse to start). */
+export function startToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    proc.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    proc.once('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
+/** `previewctl ARGS` as a person runs it (no `--json`), from `cwd` with `env` over this process's: exit code, stdout and stderr. */
+export async function previewctlRaw(cwd: string, env: Record<string, string>, ...args: string[]) {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      'node',
+      [join(ROOT, 'bin/previewctl.mjs'), ...args],
+      {
+        cwd,
+        env: { ...process.env, ...env },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
 /** Send `signal` and resolve with the exit code once the process has exited. */
 export const stopProcess = (proc: ChildProcess, signal: NodeJS.Signals) =>
   new Promise<number | null>((resolve) => {

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { reportLink } from '../../core/run-report.js';
 import { getRun } from '../../core/runs.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
@@ -9,11 +10,15 @@ const query = z.object({ media: queryBoolean, steps: queryBoolean });
 
 /**
  * GET /run/{run_id}: one run of the caller's org; steps only when asked for; with `media=true` the video
- * and screenshots as URLs minted now and valid one hour.
+ * and screenshots as URLs minted now and valid one hour. `report_url` (additive): a signed link to the
+ * run's report, minted now and valid 7 days, as the start-run answer's `url`.
  */
-export const { main, handler } = route('getRun', { params, query }, async (req) => ({
-  statusCode: 200,
-  body: await getRun(req.principal.orgId, req.params.run_id, req.query, (key) =>
+export const { main, handler } = route('getRun', { params, query }, async (req) => {
+  const run = await getRun(req.principal.orgId, req.params.run_id, req.query, (key) =>
     mediaReader().url(key, req.baseUrl),
-  ),
-}));
+  );
+  return {
+    statusCode: 200,
+    body: { ...run, report_url: await reportLink(mediaReader(), req.baseUrl, run.id) },
+  };
+});

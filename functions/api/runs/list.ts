@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { reportLink } from '../../core/run-report.js';
 import { listRunPage, RUN_STATUSES } from '../../core/runs.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { ValidationError } from '../../shared/errors.js';
@@ -26,7 +27,8 @@ const query = z.object({
 
 /**
  * GET /run: the org's runs, newest first, filtered by test, folder and status, paged by limit/offset or by
- * the cursor of the `Link: <…>; rel="next"` header (an extension to the spec's offset paging).
+ * the cursor of the `Link: <…>; rel="next"` header (an extension to the spec's offset paging); each with
+ * its `report_url` (additive).
  */
 export const { main, handler } = route('listRuns', { query }, async (req) => {
   const { limit, offset, test, folder, status, media, steps, cursor } = req.query;
@@ -42,7 +44,14 @@ export const { main, handler } = route('listRuns', { query }, async (req) => {
     { media, steps },
     (key) => mediaReader().url(key, req.baseUrl),
   );
-  if (page.next === undefined) return { statusCode: 200, body: page.runs };
+  // Each run's report link (additive `report_url`), minted now and valid 7 days.
+  const runs = await Promise.all(
+    page.runs.map(async (run) => ({
+      ...run,
+      report_url: await reportLink(mediaReader(), req.baseUrl, run.id),
+    })),
+  );
+  if (page.next === undefined) return { statusCode: 200, body: runs };
   const next = new URLSearchParams({ limit: String(limit) });
   if (test !== undefined) next.set('test', test);
   if (folder !== undefined) next.set('folder', folder);
@@ -50,5 +59,5 @@ export const { main, handler } = route('listRuns', { query }, async (req) => {
   if (media) next.set('media', 'true');
   if (steps) next.set('steps', 'true');
   next.set('cursor', page.next);
-  return { statusCode: 200, body: page.runs, headers: { link: `<${req.baseUrl}/run?${next}>; rel="next"` } };
+  return { statusCode: 200, body: runs, headers: { link: `<${req.baseUrl}/run?${next}>; rel="next"` } };
 });
