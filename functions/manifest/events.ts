@@ -66,10 +66,12 @@ const rules = {
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestUpdated] },
     target: {
       entry: 'functions/events/pull-request-updated.ts',
-      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`).
+      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost:
+      // the pull request's head, read when two updates share a second (core/source-order.ts).
       access: {
         tables: { applications: 'R', environments: 'RW', runs: 'R' },
         starts: ['deploy'],
+        sourceHost: true,
         prStatus: true,
       },
     },
