@@ -57,7 +57,8 @@ const rules = {
     ownImageBuildProject: true,
     target: {
       entry: 'functions/events/image-build-finished.ts',
-      access: { tables: { builds: 'RW' }, imageBuilds: true, completesTasks: true },
+      // environments: is the build's generation still current (a superseded one ends Superseded).
+      access: { tables: { builds: 'RW', environments: 'R' }, imageBuilds: true, completesTasks: true },
     },
   },
   pullRequestUpdated: {

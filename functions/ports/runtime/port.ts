@@ -50,6 +50,13 @@ export interface BuildOptions {
    * mode). Without it a runtime may reuse what it built before for the same app and commit.
    */
   rebuild?: boolean;
+  /**
+   * Whether `target.generation` still owns the environment, as the store that bumps generations says
+   * (the BuildImages step: core/pipeline.ts `isCurrent`). Asked right before a build is started or the
+   * task is ended with images already built: false → `Superseded`, nothing started. A runtime that sees
+   * every generation itself (local: its own fence) may go without it.
+   */
+  current?: () => Promise<boolean>;
 }
 
 export interface DeployOptions {
