@@ -135,12 +135,17 @@ export const schedules = {
   expirySweep: {
     description:
       "Tear down preview environments that went longer than their application's ttl without a deploy; " +
-      'start again the deploys and teardowns a failed start left stranded',
+      'start again the deploys and teardowns a failed start left stranded; remove stale teardown fences',
     schedule: 'rate(15 minutes)',
     localEverySeconds: 60,
     target: {
       entry: 'functions/events/expiry-sweep.ts',
-      access: { tables: { environments: 'RW', applications: 'R' }, starts: ['teardown', 'deploy'] },
+      // runtime: the cluster, to remove the teardown fences that guard nothing any more.
+      access: {
+        tables: { environments: 'RW', applications: 'R' },
+        starts: ['teardown', 'deploy'],
+        runtime: true,
+      },
     },
   },
   webhookRedelivery: {

@@ -600,6 +600,8 @@ export class StatelessStack extends Stack {
         shapeFor,
       });
     }
+    // A schedule that calls the cluster (the expiry sweep: stale teardown fences) may reach it too.
+    if (this.cluster) for (const [, fn] of this.clusterSchedules()) fn.bindClusterAccess(this.cluster);
 
     // 5. REST API: one resource tree for every route group; authentication happens in the handlers.
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
@@ -739,7 +741,15 @@ export class StatelessStack extends Stack {
         pascal(id),
         this.workers[id].function,
       ]),
+      ...this.clusterSchedules(),
     ];
+  }
+
+  /** The schedules' functions with `runtime` access (they call the cluster), by output id. */
+  private clusterSchedules(): [string, ApiFunction][] {
+    return (Object.keys(schedules) as ScheduleId[])
+      .filter((id) => (schedules[id].target.access as RouteAccess).runtime)
+      .map((id): [string, ApiFunction] => [`${pascal(id)}Schedule`, this.schedules[id].function]);
   }
 
   /**

@@ -80,7 +80,7 @@ describe('what each function reaches, it is given', () => {
     const of = (name: string) => reached.get(declared.find(([n]) => n === name)![1].id)!;
     expect(of('route createEnvironment').tables).toEqual(['applications', 'environments', 'tenancy']);
     expect(of('event target imageBuildFinished')).toEqual({
-      tables: ['builds'],
+      tables: ['builds', 'environments'],
       settings: ['IMAGE_BUILD_PROJECT', 'IMAGE_REPOSITORY_URI'],
     });
     expect(of('worker rolloutWatcher').tables).toEqual([]); // the cluster and Step Functions only

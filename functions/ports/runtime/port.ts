@@ -121,6 +121,13 @@ export interface Runtime {
   /** Stop every app and build of the environment and remove what it ran from (fences older generations). */
   teardown(target: RuntimeTarget): Promise<void>;
   /**
+   * Remove what teardowns left behind to fence older generations, where nothing needs it any more: the
+   * fences written before `before` (a cutoff past which no call of a generation they fence can arrive)
+   * whose environment is gone. A fence that still guards something stays. Says how many went. A runtime
+   * whose fences cost nothing to keep (local: a number per environment in its state) removes none.
+   */
+  pruneFences(before: Date): Promise<{ removed: number }>;
+  /**
    * The end of an app's output (`source: 'app'`: its latest process, or its pods) or of its latest build's
    * (`'build'`), undefined when there is none (never built, never started, removed). Secret values the
    * runtime knows the app ran with are masked; the caller masks the bundle too and caps the size.
