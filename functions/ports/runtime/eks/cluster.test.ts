@@ -487,6 +487,25 @@ describe('EksCluster', () => {
     await expect(c.deploy(at(t, 3), [launch('web', WEB)])).rejects.toMatchObject({ name: 'Superseded' });
   });
 
+  test('a fence removed between the teardown reading it and raising it is written anew', async () => {
+    pr++;
+    const c = cluster();
+    const t = target(1);
+    const ns = namespaceName(t);
+    await c.teardown(at(t, 2));
+    // The sweep (or a newer generation) removes the fence just as the next teardown replaces it.
+    kube.beforeNext(`PUT /api/v1/namespaces/preview-system/configmaps/fence-${ns}`, () =>
+      kube.drop('configmaps', 'preview-system', `fence-${ns}`),
+    );
+    await c.teardown(at(t, 3));
+    expect(
+      kube.get('configmaps', 'preview-system', `fence-${ns}`)?.metadata.annotations[
+        'preview-control-plane/generation'
+      ],
+    ).toBe('3');
+    await expect(c.deploy(at(t, 2), [launch('web', WEB)])).rejects.toMatchObject({ name: 'Superseded' });
+  });
+
   test('pruneFences removes the fences past the cutoff whose namespace is gone, and only those', async () => {
     const c = cluster();
     // A torn-down environment (its fence now), one still running with an old fence, one long gone.

@@ -229,6 +229,8 @@ export class EksClusterCore {
         );
         return;
       } catch (err) {
+        // Removed since it was read (a newer generation re-created the namespace, or the sweep): anew.
+        if (isCode(err, 404) && existing) continue;
         if (isCode(err, 404) && !existing) {
           await this.call(`create Namespace ${sys}`, (k) =>
             k.namespaces.create('', {
