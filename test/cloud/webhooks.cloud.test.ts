@@ -220,4 +220,22 @@ describe('two updates of a pull request in the same second, in AWS mode', () => 
       generation: second.generation,
     });
   });
+
+  test('a close of the same second wins, even against a newer head, without asking GitHub', async () => {
+    const closed = await cloud.invoke<{ outcome: string }>('functions/events/pull-request-closed.ts', {
+      ...updated('0'.repeat(40)),
+      'detail-type': 'Pull Request Closed',
+      detail: { orgId: org.orgId, repoFullName: 'acme/shop', prNumber: 21, merged: false, eventAt: AT },
+    });
+    expect(closed).toEqual({ outcome: 'teardown requested' });
+    const c = github.addCommit('acme/shop', { 'preview.yaml': 'apps: {}\n' });
+    github.setPull('acme/shop', 21, { headSha: c, headRef: 'feature-21' });
+    const reads = pullReads();
+    expect(await act(c)).toEqual({ outcome: 'stale' });
+    expect(pullReads()).toBe(reads);
+    expect((await findEnvironment(org.orgId, 'acme/shop#21'))!).toMatchObject({
+      tornDownRequested: true,
+      sourceEventAt: `${AT}|closed`,
+    });
+  });
 });
