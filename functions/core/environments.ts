@@ -6,7 +6,10 @@ import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
+import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order.js';
 import { findApplicationByRepo, getApplication } from './tenancy.js';
+
+export { type SourceOrder, StaleEvent } from './source-order.js';
 
 export type EnvironmentStatus = 'pending' | 'building' | 'deploying' | 'ready' | 'failed' | 'torn_down';
 
@@ -49,7 +52,7 @@ export interface Environment {
   environmentId?: string;
   /** When the last whole-environment deploy was requested (expiry counts from it). */
   lastDeployAt?: string;
-  /** Ordering key of the last source-host event acted on (core/webhooks.ts): older ones are stale. */
+  /** Ordering key of the last source-host event acted on (core/source-order.ts): older ones are stale. */
   sourceEventAt?: string;
 }
 
@@ -119,44 +122,13 @@ const executionName = (kind: string, env: Environment) =>
   `${kind}-${env.prNumber}-g${env.generation}-${newId()}`.slice(0, 80);
 
 /**
- * Source-host events act on an environment in the order they happened, whatever order they arrive in
- * (EventBridge does not promise one, and delivers at least once): `order` is the event's key
- * (core/webhooks.ts `orderKey`). The write that acts on the event records it, on the condition that no
- * later or equal key was recorded before, so a stale event and a redelivered one change nothing
- * (`StaleEvent`), and of two events racing in, the later one wins whichever writes first.
- */
-export interface SourceOrder {
-  order?: string;
-}
-const NEWER_SOURCE_EVENT = 'attribute_not_exists(sourceEventAt) OR sourceEventAt < :order';
-
-/**
- * What an update adds to record a source event's order (`SourceOrder`), when it has one: the SET clause,
- * its condition (beside the update's own `condition`) and its value.
- */
-function ordered(order: string | undefined, condition?: string) {
-  if (order === undefined)
-    return { set: '', ...(condition ? { ConditionExpression: condition } : {}), values: {} };
-  return {
-    set: ', sourceEventAt = :order',
-    ConditionExpression: condition ? `${condition} AND (${NEWER_SOURCE_EVENT})` : NEWER_SOURCE_EVENT,
-    values: { ':order': order },
-  };
-}
-
-/** An event older than (or the same as) the last one the environment acted on: nothing was done. */
-export class StaleEvent extends Error {
-  override readonly name = 'StaleEvent';
-  constructor() {
-    super('a later or the same source event was already acted on');
-  }
-}
-
-/**
  * Create or redeploy a whole environment at a new head (POST deploy, main-branch deploy, a PR event).
  * Steps: upsert the record as `pending` with the new inputs and a bumped generation (a torn-down
- * environment comes back), and with `order` only if it is newer than the last one recorded (else
- * `StaleEvent`, nothing written); start the deploy state machine for that generation.
+ * environment comes back), and with `order` only if it is newer than the last one recorded; if it is
+ * not, and it is a same-second update whose head the source host confirms as the pull request's head
+ * now (source-order.ts `breaksTie`), upsert again on the condition that the same key and another head are
+ * still recorded; otherwise `StaleEvent`, nothing written. Start the deploy state machine for that
+ * generation.
  */
 export async function requestDeploy(
   workflows: Workflows,
@@ -164,14 +136,14 @@ export async function requestDeploy(
   inputs: DeployInputs,
   opts: SourceOrder = {},
 ): Promise<Environment> {
-  const now = new Date().toISOString();
-  const { set, values, ...condition } = ordered(opts.order);
-  let env: Environment;
-  try {
+  const envKey = keys.environments.envKey(ref.repoFullName, ref.prNumber);
+  const upsert = async (tieHead?: string) => {
+    const now = new Date().toISOString();
+    const { set, values, ...condition } = ordered(opts.order, undefined, tieHead);
     const { Attributes } = await ddb().send(
       new UpdateCommand({
         TableName: table('environments'),
-        Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
+        Key: { orgId: ref.orgId, envKey },
         UpdateExpression:
           'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
           'updatedAt = :now, lastDeployAt = :now, createdAt = if_not_exists(createdAt, :now), ' +
@@ -194,10 +166,24 @@ export async function requestDeploy(
         ReturnValues: 'ALL_NEW',
       }),
     );
-    env = Attributes as Environment;
+    return Attributes as Environment;
+  };
+  let env: Environment;
+  try {
+    env = await upsert();
   } catch (err) {
-    if (opts.order !== undefined && isConditionFailure(err)) throw new StaleEvent();
-    throw err;
+    if (opts.order === undefined || !isConditionFailure(err)) throw err;
+    // Not newer than what was recorded: stale, unless a same-second update with the newer head.
+    const recorded = await findEnvironment(ref.orgId, envKey);
+    if (!opts.head || !(await breaksTie(recorded, { order: opts.order, head: opts.head })))
+      throw new StaleEvent();
+    try {
+      env = await upsert(opts.head.sha);
+    } catch (again) {
+      // Something else landed since it was read (a later event, a copy of this one): it wins.
+      if (isConditionFailure(again)) throw new StaleEvent();
+      throw again;
+    }
   }
   await workflows.start(
     'deploy',

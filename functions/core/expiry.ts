@@ -1,3 +1,4 @@
+import type { Runtime } from '../ports/runtime/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { log } from '../shared/log.js';
 import {
@@ -20,6 +21,40 @@ export const STRANDED_DEPLOY_MS = 10 * MINUTE;
  * the TearDown task can take with its retries (4 attempts of at most 300 s, statemachines/teardown.asl.json).
  */
 export const STRANDED_TEARDOWN_MS = 30 * MINUTE;
+
+/**
+ * How long a teardown's fence is kept once its environment's namespace is gone (`sweepFences`). A fence
+ * refuses calls of the generations before its teardown; such a call comes from an execution started
+ * before the teardown was requested (a generation is bumped before its execution starts, and the expiry
+ * sweep that restarts stranded work starts it within its own 5-minute run). The state machines set no
+ * overall timeout, so the longest an execution can run is the sum over its states of every attempt
+ * timing out (MaxAttempts + 1 times TimeoutSeconds) and the retry backoff: about 8 hours for the deploy
+ * and app-redeploy machines (BuildImages 5 x 1 h, DeployApps 5 x 30 min), half an hour for a teardown
+ * (statemachines/*.asl.json; test/unit/fence-retention.test.ts recomputes it from the files and fails if
+ * this is not above it). A day is three times that, and a fence is a few hundred bytes.
+ */
+export const FENCE_RETENTION_MS = 24 * HOUR;
+
+/**
+ * Remove the teardown fences that guard nothing any more (`Runtime.pruneFences`): those written longer
+ * than `FENCE_RETENTION_MS` ago whose environment is gone. A failure is logged, not thrown: a fence left
+ * is harmless, and the next sweep tries again (a 403 says the cluster's RBAC predates this: apply
+ * deploy/rbac.yaml again).
+ */
+export async function sweepFences(
+  deps: { runtime: Pick<Runtime, 'pruneFences'> },
+  now: Date = new Date(),
+): Promise<number> {
+  try {
+    return (await deps.runtime.pruneFences(new Date(now.getTime() - FENCE_RETENTION_MS))).removed;
+  } catch (err) {
+    log.error('teardown fences could not be pruned; the next sweep tries again', {
+      error: (err as Error).name,
+      reason: (err as Error).message,
+    });
+    return 0;
+  }
+}
 
 /**
  * The work an environment is marked for that nothing is doing. A deploy or teardown request writes the

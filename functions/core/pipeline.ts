@@ -52,6 +52,15 @@ export async function loadCurrent(input: StepInput): Promise<Environment> {
   return env;
 }
 
+/**
+ * Whether a generation still owns the environment (read consistently): what a runtime asks right before
+ * it starts work that outlives the step (an image build), and before it reports one that finished.
+ */
+export async function isCurrent(ref: Pick<StepInput, 'orgId' | 'envKey' | 'generation'>): Promise<boolean> {
+  const env = await findEnvironment(ref.orgId, ref.envKey);
+  return env !== undefined && env.generation === ref.generation;
+}
+
 export interface Transition {
   status?: EnvironmentStatus;
   phase?: string;

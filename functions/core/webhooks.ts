@@ -17,9 +17,9 @@ import {
   requestPrDeploy,
   requestRedeploy,
   requestTeardown,
-  StaleEvent,
 } from './environments.js';
 import { reportStatus } from './pr-status.js';
+import { orderKey, StaleEvent } from './source-order.js';
 import { type Application, findApplicationByRepo, orgsLinkingRepo } from './tenancy.js';
 
 /*
@@ -362,19 +362,23 @@ export interface ConsumerDeps {
 }
 
 /**
- * Ordering of source-host events per environment: EventBridge does not promise order, so an event older
- * than the last one acted on is stale (a push that arrives after the close is ignored), and so is one
- * acted on already (a redelivery). Keys are the pull request's `updated_at`; a close sorts after an update
- * of the same second (teardown wins a tie). The write that acts on the event checks and records its key
- * in one conditional update (environments.ts `SourceOrder`).
- */
-const orderKey = (eventAt: string, closed: boolean) => (closed ? `${eventAt}|closed` : eventAt);
-
-/**
  * Pull Request Updated: deploy the head (the API's `requestPrDeploy`: a new generation supersedes any
  * deploy in flight; a fork's head is marked so its apps get no secret bundles), then show it on the PR.
+ * Events are acted on in the order of their `updated_at` (core/source-order.ts): an older one, or the
+ * same one again, is `stale`; of two in the same second, the one whose head the source host gives as the
+ * pull request's head now (asked only then) wins, whichever arrives first.
  */
-export async function onPullRequestUpdated(deps: ConsumerDeps, d: PullRequestUpdatedDetail): Promise<string> {
+export async function onPullRequestUpdated(
+  deps: ConsumerDeps & { sourceHost: Pick<SourceHost, 'pullRequestHead'> },
+  d: PullRequestUpdatedDetail,
+): Promise<string> {
+  const isCurrent = async () => {
+    const now = await deps.sourceHost.pullRequestHead(d.repoFullName, {
+      number: d.prNumber,
+      headRef: d.headRef,
+    });
+    return now?.toLowerCase() === d.headSha.toLowerCase();
+  };
   let env: Environment;
   try {
     env = await requestPrDeploy(
@@ -388,7 +392,7 @@ export async function onPullRequestUpdated(deps: ConsumerDeps, d: PullRequestUpd
         ...(d.baseSha ? { baseSha: d.baseSha } : {}),
         ...(d.fork ? { fork: true } : {}),
       },
-      { order: orderKey(d.eventAt, false) },
+      { order: orderKey(d.eventAt, false), head: { sha: d.headSha, isCurrent } },
     );
   } catch (err) {
     if (err instanceof StaleEvent) return 'stale';

@@ -1,5 +1,6 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
+import { isCurrent } from '../core/pipeline.js';
 import { imageBuilds } from '../ports/registry/image-builds.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';
@@ -44,7 +45,8 @@ export async function handler(event: EventBridgeEvent<string, unknown>): Promise
     log.error('malformed image-build event', { id: event?.id, reason: parsed.error.issues[0]?.message });
     throw new MalformedEvent(`event ${event?.id ?? '?'}: ${parsed.error.issues[0]?.message ?? 'unreadable'}`);
   }
-  const outcome = await imageBuilds().onBuildFinished(parsed.data);
+  // A build of a superseded generation ends its task with Superseded (the execution ends quietly).
+  const outcome = await imageBuilds().onBuildFinished(parsed.data, { current: isCurrent });
   log.info('image build finished', {
     status: parsed.data['build-status'],
     codebuildId: parsed.data['build-id'],

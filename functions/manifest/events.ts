@@ -57,7 +57,8 @@ const rules = {
     ownImageBuildProject: true,
     target: {
       entry: 'functions/events/image-build-finished.ts',
-      access: { tables: { builds: 'RW' }, imageBuilds: true, completesTasks: true },
+      // environments: is the build's generation still current (a superseded one ends Superseded).
+      access: { tables: { builds: 'RW', environments: 'R' }, imageBuilds: true, completesTasks: true },
     },
   },
   pullRequestUpdated: {
@@ -66,10 +67,12 @@ const rules = {
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestUpdated] },
     target: {
       entry: 'functions/events/pull-request-updated.ts',
-      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`).
+      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost:
+      // the pull request's head, read when two updates share a second (core/source-order.ts).
       access: {
         tables: { applications: 'R', environments: 'RW', runs: 'R' },
         starts: ['deploy'],
+        sourceHost: true,
         prStatus: true,
       },
     },
@@ -132,12 +135,17 @@ export const schedules = {
   expirySweep: {
     description:
       "Tear down preview environments that went longer than their application's ttl without a deploy; " +
-      'start again the deploys and teardowns a failed start left stranded',
+      'start again the deploys and teardowns a failed start left stranded; remove stale teardown fences',
     schedule: 'rate(15 minutes)',
     localEverySeconds: 60,
     target: {
       entry: 'functions/events/expiry-sweep.ts',
-      access: { tables: { environments: 'RW', applications: 'R' }, starts: ['teardown', 'deploy'] },
+      // runtime: the cluster, to remove the teardown fences that guard nothing any more.
+      access: {
+        tables: { environments: 'RW', applications: 'R' },
+        starts: ['teardown', 'deploy'],
+        runtime: true,
+      },
     },
   },
   webhookRedelivery: {

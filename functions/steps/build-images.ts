@@ -1,11 +1,19 @@
-import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
+import {
+  appsInScope,
+  type CallbackEvent,
+  isCurrent,
+  loadCurrent,
+  runtimeTarget,
+  transition,
+} from '../core/pipeline.js';
 import { buildRuntime } from '../ports/registry/image-builds.js';
 
 /**
  * Build step (building / building-images), a callback task: start the runtime's build of every app (or
  * the one app of a rebuild) at the environment's head SHA and return. The runtime ends the task through
  * the token when the builds finish, so a 30-minute build costs the state machine no more transitions
- * than a 10-second one.
+ * than a 10-second one. Fenced by generation like every step: refused (`Superseded`) when a newer request
+ * or a teardown owns the environment, here and again by the runtime right before it starts a build.
  */
 export async function handler(event: CallbackEvent): Promise<void> {
   const { input, taskToken } = event;
@@ -14,5 +22,6 @@ export async function handler(event: CallbackEvent): Promise<void> {
   await transition(input, { status: 'building', phase: 'building-images' });
   await buildRuntime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken, {
     rebuild: input.mode === 'rebuild',
+    current: () => isCurrent(input),
   });
 }

@@ -74,8 +74,8 @@ export const lambdaLayers = {
   /**
    * @kubernetes/client-node (3.1 MB minified, with undici 0.7 MB): the EKS cluster adapter
    * (functions/ports/runtime/eks*.ts). The functions that call the cluster: DeployApps, TearDown (
-   * `clusterStepEntries` of cluster.ts), the rollout watcher (workers.ts), and the app-logs route
-   * (pod logs).
+   * `clusterStepEntries` of cluster.ts), the rollout watcher (workers.ts), the app-logs route
+   * (pod logs) and the expiry sweep (stale teardown fences).
    */
   kubernetes: {
     packages: ['@kubernetes/client-node'],
@@ -84,6 +84,7 @@ export const lambdaLayers = {
       'functions/steps/tear-down.ts',
       'functions/watchers/rollout.ts',
       'functions/api/environments/logs.ts',
+      'functions/events/expiry-sweep.ts',
     ],
   },
 } as const satisfies Record<string, { packages: readonly string[]; entries: readonly string[] }>;

@@ -9,8 +9,8 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import type { EventRuleId, ScheduleId } from '../../functions/manifest/events.js';
-import type { RouteId } from '../../functions/manifest/routes.js';
+import { type EventRuleId, type ScheduleId, schedules } from '../../functions/manifest/events.js';
+import type { RouteAccess, RouteId } from '../../functions/manifest/routes.js';
 import { tableNames } from '../../functions/manifest/tables.js';
 import type { WorkerId } from '../../functions/manifest/workers.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
@@ -162,12 +162,14 @@ export class StatelessStack extends Stack {
     this.restApi = this.api.restApi;
     this.eventRules = this.events.rules;
     this.schedules = this.events.schedules;
+    // A schedule that calls the cluster (the expiry sweep: stale teardown fences) may reach it too.
+    if (this.cluster) for (const [, fn] of this.clusterSchedules()) fn.bindClusterAccess(this.cluster);
     addOutputs(this, props.tables);
   }
 
   /**
-   * The functions that call the cluster's API (`clusterStepEntries`, `clusterRouteIds` and the workers), by
-   * output id. They exist, and are listed, with or without a cluster.
+   * The functions that call the cluster's API (`clusterStepEntries`, `clusterRouteIds`, the workers and the
+   * schedules with `runtime` access), by output id. They exist, and are listed, with or without a cluster.
    */
   clusterCallers(): [string, ApiFunction][] {
     return [
@@ -180,7 +182,15 @@ export class StatelessStack extends Stack {
         pascal(id),
         this.workers[id].function,
       ]),
+      ...this.clusterSchedules(),
     ];
+  }
+
+  /** The schedules' functions with `runtime` access (they call the cluster), by output id. */
+  private clusterSchedules(): [string, ApiFunction][] {
+    return (Object.keys(schedules) as ScheduleId[])
+      .filter((id) => (schedules[id].target.access as RouteAccess).runtime)
+      .map((id): [string, ApiFunction] => [`${pascal(id)}Schedule`, this.schedules[id].function]);
   }
 }
 

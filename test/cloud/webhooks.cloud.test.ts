@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { findEnvironment } from '../../functions/core/environments.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/harness.js';
@@ -159,5 +160,82 @@ describe('the rule targets in AWS mode', () => {
     const err = await cloud.invoke('functions/events/pull-request-updated.ts', bad).catch((e: Error) => e);
     expect(err).toMatchObject({ name: 'MalformedEvent' });
     expect(logs.some((l) => l.includes('"malformed event"') && l.includes('headSha'))).toBe(true);
+  });
+});
+
+describe('two updates of a pull request in the same second, in AWS mode', () => {
+  const AT = '2031-06-01T12:00:00Z';
+  /** Pull Request Updated for PR 21 at head `headSha`, stamped `AT`, as EventBridge delivers it. */
+  const updated = (headSha: string) => ({
+    version: '0',
+    id: `evt-${headSha.slice(0, 8)}`,
+    'detail-type': 'Pull Request Updated',
+    source: 'preview.github',
+    account: ACCOUNT,
+    time: new Date().toISOString(),
+    region: REGION,
+    resources: [],
+    detail: {
+      orgId: org.orgId,
+      repoFullName: 'acme/shop',
+      prNumber: 21,
+      headSha,
+      headRef: 'feature-21',
+      fork: false,
+      eventAt: AT,
+    },
+  });
+  const act = (headSha: string) =>
+    cloud.invoke<{ outcome: string }>('functions/events/pull-request-updated.ts', updated(headSha));
+  const pullReads = () => github.calls().filter((c) => c === 'GET /repos/acme/shop/pulls/21').length;
+
+  test("the newer head wins the tie: GitHub's pull request says which, asked only on a tie", async () => {
+    const a = github.addCommit('acme/shop', { 'preview.yaml': 'apps: {}\n' });
+    const b = github.addCommit('acme/shop', { 'preview.yaml': 'apps: {}\n' });
+    github.setPull('acme/shop', 21, { headSha: b, headRef: 'feature-21' });
+
+    expect(await act(a)).toEqual({ outcome: 'deploy requested' });
+    expect(pullReads()).toBe(0);
+    const first = (await findEnvironment(org.orgId, 'acme/shop#21'))!;
+    expect(first.inputs?.headSha).toBe(a);
+
+    // Today's bug: this one was taken as already seen, and the preview stayed at A.
+    expect(await act(b)).toEqual({ outcome: 'deploy requested' });
+    expect(pullReads()).toBe(1);
+    const second = (await findEnvironment(org.orgId, 'acme/shop#21'))!;
+    expect(second).toMatchObject({
+      inputs: { headSha: b },
+      sourceEventAt: AT,
+      generation: first.generation + 1,
+    });
+
+    // A again (EventBridge delivers at least once): not the head now, stale.
+    expect(await act(a)).toEqual({ outcome: 'stale' });
+    expect(pullReads()).toBe(2);
+    // B again: the same head as recorded, a no-op without asking GitHub.
+    expect(await act(b)).toEqual({ outcome: 'stale' });
+    expect(pullReads()).toBe(2);
+    expect((await findEnvironment(org.orgId, 'acme/shop#21'))!).toMatchObject({
+      inputs: { headSha: b },
+      generation: second.generation,
+    });
+  });
+
+  test('a close of the same second wins, even against a newer head, without asking GitHub', async () => {
+    const closed = await cloud.invoke<{ outcome: string }>('functions/events/pull-request-closed.ts', {
+      ...updated('0'.repeat(40)),
+      'detail-type': 'Pull Request Closed',
+      detail: { orgId: org.orgId, repoFullName: 'acme/shop', prNumber: 21, merged: false, eventAt: AT },
+    });
+    expect(closed).toEqual({ outcome: 'teardown requested' });
+    const c = github.addCommit('acme/shop', { 'preview.yaml': 'apps: {}\n' });
+    github.setPull('acme/shop', 21, { headSha: c, headRef: 'feature-21' });
+    const reads = pullReads();
+    expect(await act(c)).toEqual({ outcome: 'stale' });
+    expect(pullReads()).toBe(reads);
+    expect((await findEnvironment(org.orgId, 'acme/shop#21'))!).toMatchObject({
+      tornDownRequested: true,
+      sourceEventAt: `${AT}|closed`,
+    });
   });
 });

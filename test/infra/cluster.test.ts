@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { type EventRuleId, eventRules } from '../../functions/manifest/events.js';
+import { type EventRuleId, eventRules, type ScheduleId, schedules } from '../../functions/manifest/events.js';
 import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
 import { type WorkerId, workers } from '../../functions/manifest/workers.js';
 import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
@@ -88,6 +88,15 @@ function built(s: Synthesized): [string, Built][] {
         id: logicalIdOf(s.stateless.eventRules[r].function),
         ...flagsOf(eventRules[r].target.access as RouteAccess),
         callsCluster: false,
+        isWatcher: false,
+      },
+    ]),
+    ...(Object.keys(schedules) as ScheduleId[]).map((id): [string, Built] => [
+      `schedule target ${id}`,
+      {
+        id: logicalIdOf(s.stateless.schedules[id].function),
+        ...flagsOf(schedules[id].target.access as RouteAccess),
+        callsCluster: Boolean((schedules[id].target.access as RouteAccess).runtime),
         isWatcher: false,
       },
     ]),
@@ -509,8 +518,13 @@ describe('cluster access', () => {
         ...clusterStepEntries.map((e) => `step ${e}`),
         ...clusterRouteIds.map((r) => `route ${r}`),
         ...workerIds.map((w) => `worker ${w}`),
+        // The expiry sweep: stale teardown fences.
+        ...(Object.keys(schedules) as ScheduleId[])
+          .filter((id) => (schedules[id].target.access as RouteAccess).runtime)
+          .map((id) => `schedule target ${id}`),
       ].sort(),
     );
+    expect(callers.map(([label]) => label)).toContain('schedule target expirySweep');
     expect(entries).toHaveLength(callers.length);
     for (const [, fn] of callers) {
       const roleId = roleOf(full, fn.id);

@@ -58,7 +58,7 @@ const clusterRights = rights({
   'networking.k8s.io/networkpolicies': ['get', 'create', 'update', 'patch'],
 });
 /** In preview-system only: the teardown fences. */
-const fenceRights = rights({ '/configmaps': ['get', 'create', 'update'] });
+const fenceRights = rights({ '/configmaps': ['get', 'list', 'create', 'update', 'delete'] });
 
 describe('deploy/rbac.yaml', () => {
   const clusterRole = byKind(rbac, 'ClusterRole');
@@ -237,8 +237,9 @@ describe('what the EKS runtime really calls', () => {
   test('a whole lifecycle makes only calls the RBAC grants, and uses every right it grants', async () => {
     // Act: deploy two apps and wait for them; restart one with a new secret; rebuild it; drop the other
     // (prune); change every object's content (another cluster configuration, another port); let a rollout
-    // fail (its logs are read, masked with its Secret); tear down; deploy and tear down again (the fence
-    // is rewritten).
+    // fail (its logs are read, masked with its Secret); tear down; deploy again (the stale fence is
+    // removed) and tear down again (a new fence), and again (the fence raised); prune the fences (the
+    // expiry sweep).
     const c = cluster();
     const t: RuntimeTarget = {
       orgId: 'org-rbac',
@@ -286,6 +287,10 @@ describe('what the EKS runtime really calls', () => {
       prune: true,
     });
     await changed.teardown(at(9));
+    // A teardown with nothing to remove raises the fence (update).
+    await changed.teardown(at(10));
+    // The expiry sweep's part: fences whose namespace is gone, past the cutoff, go (list, delete).
+    expect(await changed.pruneFences(new Date(Date.now() + 60_000))).toEqual({ removed: 1 });
     await Promise.allSettled(watches);
 
     // Assess: every request is granted (configmaps only in preview-system) ...

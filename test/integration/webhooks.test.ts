@@ -10,7 +10,7 @@ import { prStatus } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { webhookStartupLines } from '../../lib/local/server.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
-import { commitFiles, makeRepo } from '../support/git.js';
+import { commitFiles, makeRepo, setBranch } from '../support/git.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 import {
   deliver,
@@ -310,6 +310,68 @@ describe('a pull request, start to end', () => {
     await settle();
     expect(await status(1)).toMatchObject({ status: 'ready', lastDeployedSha: sha1 });
   });
+});
+
+describe('two events of a pull request in the same second (GitHub stamps updated_at to the second)', () => {
+  /** A pull_request delivery stamped `at` (instead of the next second). */
+  const sendAt = (action: string, at: string, o: Parameters<typeof prPayload>[1]) => {
+    const payload = prPayload(action, o);
+    payload.pull_request.updated_at = at;
+    return send('pull_request', payload);
+  };
+  const outcomes = (from: number) =>
+    h.service.bus.deliveries
+      .slice(from)
+      .filter((d) => d.rule === 'pullRequestUpdated')
+      .map((d) => (d as { result?: { outcome?: string } }).result?.outcome);
+  const AT = '2031-06-01T12:00:00Z';
+
+  test('opened at A, then synchronize to B in the same second: the preview ends at B', async () => {
+    const a = commitFiles(gitRoot, 'acme/shop', files('tie-a'));
+    const b = commitFiles(gitRoot, 'acme/shop', files('tie-b'));
+    // The pull request's branch is at B now (the synchronize moved it).
+    setBranch(gitRoot, 'acme/shop', 'feature-9', b);
+    const from = h.service.bus.deliveries.length;
+    expect((await sendAt('opened', AT, { number: 9, sha: a })).status).toBe(202);
+    await h.service.bus.idle();
+    expect((await sendAt('synchronize', AT, { number: 9, sha: b })).status).toBe(202);
+    await settle();
+    expect(outcomes(from)).toEqual(['deploy requested', 'deploy requested']);
+    const s = await status(9, (x) => x.lastDeployedSha === b && settled(x));
+    expect(s).toMatchObject({ status: 'ready', lastDeployedSha: b });
+    expect((await hit(s.urls.web!)).version).toBe('tie-b');
+  }, 60_000);
+
+  test("B's event first, then A's of the same second: A is stale, the preview stays at B", async () => {
+    const a = commitFiles(gitRoot, 'acme/shop', files('tie2-a'));
+    const b = commitFiles(gitRoot, 'acme/shop', files('tie2-b'));
+    setBranch(gitRoot, 'acme/shop', 'feature-10', b);
+    const from = h.service.bus.deliveries.length;
+    expect((await sendAt('synchronize', AT, { number: 10, sha: b })).status).toBe(202);
+    await settle();
+    const before = (await findEnvironment(h.org.orgId, 'acme/shop#10'))!;
+    expect((await sendAt('opened', AT, { number: 10, sha: a })).status).toBe(202);
+    await settle();
+    expect(outcomes(from)).toEqual(['deploy requested', 'stale']);
+    expect(await status(10)).toMatchObject({ status: 'ready', lastDeployedSha: b });
+    expect((await findEnvironment(h.org.orgId, 'acme/shop#10'))!.generation).toBe(before.generation);
+  }, 60_000);
+
+  test('a close in the same second wins against an update, even one at the head now', async () => {
+    const a = commitFiles(gitRoot, 'acme/shop', files('tie3-a'));
+    const b = commitFiles(gitRoot, 'acme/shop', files('tie3-b'));
+    setBranch(gitRoot, 'acme/shop', 'feature-11', b);
+    expect((await sendAt('opened', '2031-06-01T11:59:59Z', { number: 11, sha: a })).status).toBe(202);
+    await settle();
+    expect(await status(11)).toMatchObject({ status: 'ready', lastDeployedSha: a });
+    const from = h.service.bus.deliveries.length;
+    expect((await sendAt('closed', AT, { number: 11, sha: a })).status).toBe(202);
+    await h.service.bus.idle();
+    expect((await sendAt('synchronize', AT, { number: 11, sha: b })).status).toBe(202);
+    await settle();
+    expect(outcomes(from)).toEqual(['stale']);
+    expect(await status(11, (x) => x.status === 'torn_down')).toMatchObject({ status: 'torn_down' });
+  }, 60_000);
 });
 
 describe('a close during a build', () => {

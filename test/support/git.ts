@@ -32,3 +32,8 @@ export function commitFiles(root: string, fullName: string, files: Record<string
   git(dir, 'commit', '--quiet', '-m', 'test commit');
   return git(dir, 'rev-parse', 'HEAD');
 }
+
+/** Point `branch` of the repository at `sha` (created, or moved there). */
+export function setBranch(root: string, fullName: string, branch: string, sha: string): void {
+  git(join(root, ...fullName.split('/')), 'branch', '--force', branch, sha);
+}

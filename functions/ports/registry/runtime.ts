@@ -58,6 +58,19 @@ export const teardownRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 
 );
 
 /**
+ * The runtime as the expiry sweep uses it: `pruneFences` only. AWS: the cluster adapter's core (list and
+ * delete the teardown fences, read namespaces), nothing to remove without a cluster; local: the one local
+ * runtime.
+ */
+export const fenceRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'pruneFences'>>(
+  'runtime',
+  () => {
+    const cluster = config().eks.clusterName ? new EksClusterCore(eksClusterOptions({})) : undefined;
+    return { pruneFences: async (before) => cluster?.pruneFences(before) ?? { removed: 0 } };
+  },
+);
+
+/**
  * The runtime as the app-logs route reads it: pods' logs from the cluster (`EksClusterLogs`: the cluster
  * adapter without the deploy, the watch or the Lambda invoker), build logs from CloudWatch (`BuildLogs`).
  */

@@ -13,7 +13,7 @@ import type {
 } from './port.js';
 
 /** The cluster half of the cloud runtime: run built images (EKS). */
-export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown' | 'logs'>;
+export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown' | 'pruneFences' | 'logs'>;
 
 /** What reads a build's log (the image half: codebuild/build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
 export type BuildLogReader = Pick<Runtime, 'logs'>;
@@ -49,6 +49,11 @@ export class CloudCluster implements Omit<Runtime, 'build'> {
 
   async teardown(target: RuntimeTarget) {
     if (this.cluster) return this.cluster.teardown(target);
+  }
+
+  /** The cluster's teardown fences (none without a cluster: nothing was ever fenced there). */
+  async pruneFences(before: Date) {
+    return this.cluster ? this.cluster.pruneFences(before) : { removed: 0 };
   }
 
   /** A build's log from CloudWatch Logs (CodeBuild), an app's from its pods (none without a cluster). */

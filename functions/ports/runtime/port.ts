@@ -50,6 +50,13 @@ export interface BuildOptions {
    * mode). Without it a runtime may reuse what it built before for the same app and commit.
    */
   rebuild?: boolean;
+  /**
+   * Whether `target.generation` still owns the environment, as the store that bumps generations says
+   * (the BuildImages step: core/pipeline.ts `isCurrent`). Asked right before a build is started or the
+   * task is ended with images already built: false → `Superseded`, nothing started. A runtime that sees
+   * every generation itself (local: its own fence) may go without it.
+   */
+  current?: () => Promise<boolean>;
 }
 
 export interface DeployOptions {
@@ -113,6 +120,13 @@ export interface Runtime {
   awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void>;
   /** Stop every app and build of the environment and remove what it ran from (fences older generations). */
   teardown(target: RuntimeTarget): Promise<void>;
+  /**
+   * Remove what teardowns left behind to fence older generations, where nothing needs it any more: the
+   * fences written before `before` (a cutoff past which no call of a generation they fence can arrive)
+   * whose environment is gone. A fence that still guards something stays. Says how many went. A runtime
+   * whose fences cost nothing to keep (local: a number per environment in its state) removes none.
+   */
+  pruneFences(before: Date): Promise<{ removed: number }>;
   /**
    * The end of an app's output (`source: 'app'`: its latest process, or its pods) or of its latest build's
    * (`'build'`), undefined when there is none (never built, never started, removed). Secret values the

@@ -17,8 +17,8 @@ export interface RuntimeFixture {
 
 /**
  * The Runtime contract, run by each adapter's test file against that adapter: callbacks complete their
- * tokens, readiness yields a URL per app, generations fence, teardown fences too, logs exist once their
- * output does.
+ * tokens, readiness yields a URL per app, generations fence, teardown fences too (and pruning its fences
+ * lifts none that still guards), logs exist once their output does.
  */
 export function runtimeContract(name: string, fx: RuntimeFixture): void {
   const at = (t: RuntimeTarget, generation: number): RuntimeTarget => ({ ...t, generation });
@@ -61,6 +61,19 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
       await rt.teardown(at(t, 2));
       await rt.teardown(at(t, 2));
       await expect(rt.deploy(t, launch())).rejects.toMatchObject({ name: 'Superseded' });
+    });
+
+    test('pruneFences lifts no fence newer than its cutoff: older generations stay refused', async () => {
+      const rt = fx.runtime();
+      const t = fx.target(1);
+      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      await rt.teardown(at(t, 2));
+      const pruned = await rt.pruneFences(new Date(Date.now() - 60_000));
+      expect(pruned).toEqual({ removed: expect.any(Number) });
+      await expect(rt.deploy(t, launch())).rejects.toMatchObject({ name: 'Superseded' });
+      // A newer generation is not held back by whatever pruning left.
+      await rt.pruneFences(new Date(Date.now() + 60_000));
+      expect(await build(rt, at(t, 3))).toEqual({ ok: true, output: {} });
     });
 
     test("logs: the build's output and the app's once they exist; nothing for an app never built", async () => {

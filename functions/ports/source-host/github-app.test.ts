@@ -139,6 +139,28 @@ describe('GitHubAppSourceHost: the GitHub calls', () => {
     ]);
   });
 
+  test("pullRequestHead: the pull request's head.sha, undefined on a 404; a 5xx is retried, then TransientError", async () => {
+    const host = makeHost();
+    const b = github.addCommit('acme/shop', FILES);
+    github.setPull('acme/shop', 7, { headSha: b.toUpperCase(), headRef: 'feature' });
+    expect(await host.pullRequestHead('acme/shop', { number: 7, headRef: 'feature' })).toBe(b);
+    expect(await host.pullRequestHead('acme/shop', { number: 8, headRef: 'feature' })).toBeUndefined();
+    expect(github.calls()).toEqual([
+      'GET /repos/acme/shop/installation',
+      'POST /app/installations/42/access_tokens',
+      'GET /repos/acme/shop/pulls/7',
+      'GET /repos/acme/shop/pulls/8',
+    ]);
+    // Never guessed: GitHub unreachable is an error the event's retries deal with.
+    github.failNext('/repos/acme/shop/pulls/7', 100, faults.serverError(502));
+    await expect(host.pullRequestHead('acme/shop', { number: 7, headRef: 'feature' })).rejects.toMatchObject({
+      name: 'TransientError',
+      message: expect.stringMatching(
+        /reading pull request #7 of acme\/shop \(502 Server Error\), 4 attempts/,
+      ),
+    });
+  });
+
   test('branch names and file paths with slashes; a directory is not a file', async () => {
     const feature = github.addCommit('acme/shop', { ...FILES, 'a b/c#d.txt': 'x' }, 'feature/login');
     const host = makeHost();

@@ -24,6 +24,7 @@ import type { HookDelivery, RefResolution, SourceHost, WebhookDeliveries } from 
  *   (token)        POST /app/installations/{id}/access_tokens             (App JWT; cached until 5 min
  *                                                                           before its expires_at)
  *   resolveBranch  GET  /repos/{o}/{r}/git/ref/heads/{branch}, and on 404: GET /repos/{o}/{r}
+ *   pullRequestHead GET /repos/{o}/{r}/pulls/{n}             → head.sha (the App needs Pull requests: read)
  *   hasCommit      GET  /repos/{o}/{r}/commits/{sha}        Accept: application/vnd.github.sha
  *   readFile       GET  /repos/{o}/{r}/contents/{path}?ref={sha}   Accept: application/vnd.github.raw+json
  *   archive        GET  /repos/{o}/{r}/tarball/{sha} → 302 → the gzipped tarball, streamed
@@ -336,6 +337,22 @@ export class GitHubAppSourceHost implements SourceHost {
       c.octokit.request('GET /repos/{owner}/{repo}', c.where),
     );
     return repo.found ? { kind: 'ref-not-found' } : { kind: 'repository-not-found' };
+  }
+
+  async pullRequestHead(
+    repoFullName: string,
+    pr: { number: number; headRef: string },
+  ): Promise<string | undefined> {
+    if (!Number.isInteger(pr.number) || pr.number < 1) return undefined;
+    const c = await this.repoClient(repoFullName);
+    if (!c) return undefined;
+    const r = await this.call(`reading pull request #${pr.number} of ${repoFullName}`, () =>
+      c.octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', {
+        ...c.where,
+        pull_number: pr.number,
+      }),
+    );
+    return r.found ? r.value.data.head.sha.toLowerCase() : undefined;
   }
 
   async hasCommit(repoFullName: string, sha: string): Promise<boolean> {

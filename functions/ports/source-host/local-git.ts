@@ -42,6 +42,12 @@ export class GitSourceHost implements SourceHost {
     return out ? { kind: 'found', sha: out.trim() } : { kind: 'ref-not-found' };
   }
 
+  /** No pull requests here: the head of the branch the events name (`headRef`). */
+  async pullRequestHead(repoFullName: string, pr: { number: number; headRef: string }) {
+    const ref = await this.resolveBranch(repoFullName, pr.headRef);
+    return ref.kind === 'found' ? ref.sha : undefined;
+  }
+
   async hasCommit(repoFullName: string, sha: string): Promise<boolean> {
     const dir = this.dir(repoFullName);
     if (!dir || !SHA_RE.test(sha)) return false;

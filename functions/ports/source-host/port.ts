@@ -19,6 +19,13 @@ export interface SourceHost {
   installation(repoFullName: string): Promise<{ installationId: string } | undefined>;
   /** The commit a branch points at. */
   resolveBranch(repoFullName: string, branch: string): Promise<RefResolution>;
+  /**
+   * The commit a pull request's head points at now, or undefined when there is no such pull request (or
+   * no access). What breaks a tie between two updates of a pull request stamped the same second
+   * (core/source-order.ts). GitHub: the pull request's `head.sha`. A source host without pull requests
+   * (local git) answers the head of `headRef`, the branch the pull request's events name, in the repository.
+   */
+  pullRequestHead(repoFullName: string, pr: { number: number; headRef: string }): Promise<string | undefined>;
   /** Whether the repository has this commit. */
   hasCommit(repoFullName: string, sha: string): Promise<boolean>;
   /** A file's text at a commit, or undefined when the commit has no such file. */

@@ -7,7 +7,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub } from '../../../test/cloud/fakes/github.js';
-import { makeRepo } from '../../../test/support/git.js';
+import { makeRepo, setBranch } from '../../../test/support/git.js';
 import { GitHubAppCredentials, GitHubAppSourceHost } from './github-app.js';
 import { GitSourceHost } from './local-git.js';
 import type { SourceHost } from './port.js';
@@ -16,7 +16,9 @@ import type { SourceHost } from './port.js';
  * The SourceHost contract, run against every adapter. Each adapter's fixture holds the repository
  * `acme/shop` with `preview.yaml` and `src/app.js` on `main` at `sha`, and no repository `acme/nope`.
  * A fixture that can have a repository the service is not granted access to names it `uninstalledRepo`
- * (it has the same files, on `main` at `sha` too).
+ * (it has the same files, on `main` at `sha` too). Pull request 5 of `acme/shop`, from branch `feature`,
+ * has its head at `sha` (to a host without pull requests, `feature` points there); no pull request 6 nor
+ * branch `gone` exists.
  */
 
 const root = mkdtempSync(join(tmpdir(), 'source-host-'));
@@ -57,6 +59,12 @@ function sourceHostContract(name: string, setup: () => Fixture | Promise<Fixture
       expect(['repository-not-found', 'no-installation']).toContain(
         (await host.resolveBranch('acme/nope', 'main')).kind,
       );
+    });
+
+    test("pullRequestHead: the pull request's head now; undefined for none", async () => {
+      expect(await host.pullRequestHead('acme/shop', { number: 5, headRef: 'feature' })).toBe(sha);
+      expect(await host.pullRequestHead('acme/shop', { number: 6, headRef: 'gone' })).toBeUndefined();
+      expect(await host.pullRequestHead('acme/nope', { number: 5, headRef: 'feature' })).toBeUndefined();
     });
 
     test('hasCommit: the head, not a made-up SHA, not in another repository', async () => {
@@ -107,6 +115,7 @@ function sourceHostContract(name: string, setup: () => Fixture | Promise<Fixture
       expect(await host.installation(uninstalledRepo)).toBeUndefined();
       expect(await host.resolveBranch(uninstalledRepo, 'main')).toEqual({ kind: 'no-installation' });
       expect(await host.hasCommit(uninstalledRepo, sha)).toBe(false);
+      expect(await host.pullRequestHead(uninstalledRepo, { number: 5, headRef: 'feature' })).toBeUndefined();
       expect(await host.readFile(uninstalledRepo, sha, 'preview.yaml')).toBeUndefined();
       await expect(host.archive(uninstalledRepo, sha).then(drain)).rejects.toThrow();
     });
@@ -116,6 +125,7 @@ function sourceHostContract(name: string, setup: () => Fixture | Promise<Fixture
 sourceHostContract('GitSourceHost', () => {
   const gitRoot = join(root, 'git');
   const sha = makeRepo(gitRoot, 'acme/shop', FILES);
+  setBranch(gitRoot, 'acme/shop', 'feature', sha);
   return { host: new GitSourceHost(gitRoot), sha };
 });
 
@@ -142,6 +152,8 @@ sourceHostContract('GitHubAppSourceHost', async () => {
   const sha = github.addCommit('acme/shop', FILES, 'main');
   // The same commit in a repository the App is not installed on.
   github.addCommit('acme/other', FILES, 'main', sha);
+  github.setPull('acme/shop', 5, { headSha: sha, headRef: 'feature' });
+  github.setPull('acme/other', 5, { headSha: sha, headRef: 'feature' });
   github.addInstallation(42, '123456', ['acme/shop']);
   process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = aws.url;
   const client = new SecretsManagerClient({

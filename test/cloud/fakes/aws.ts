@@ -20,7 +20,9 @@
  * - EventBridge (JSON 1.1): PutEvents (recorded).
  * - EKS DescribeCluster and Lambda Invoke (REST-JSON): `kubernetes-aws.ts`, routed by SigV4 scope.
  * - Fault injection for the JSON operations: `failNext('EventBridge.PutEvents', n)` makes the next n calls
- *   of an operation answer an AWS error (500 `InternalFailure` unless told) instead (still recorded).
+ *   of an operation answer an AWS error (500 `InternalFailure` unless told) instead (still recorded);
+ *   `beforeNext(operation, fn)` runs `fn` before the next call of an operation is answered (a race staged
+ *   between two calls of a handler).
  * What it does not: signatures (SigV4 is not checked), pagination, IAM, anything else.
  * An unknown operation answers 400 `UnknownOperationException`, so a test notices.
  */
@@ -83,6 +85,7 @@ export class FakeAws {
   readonly eksLambda = new FakeEksAndLambda(REGION);
   private server?: Server;
   private readonly faults: { operation: string; remaining: number; error: AwsError }[] = [];
+  private readonly before: { operation: string; run: () => Promise<void> }[] = [];
   url = '';
 
   constructor(repoRoot: string) {
@@ -134,6 +137,11 @@ export class FakeAws {
   ): void {
     const err = new AwsError(error.type, error.message ?? 'injected fault', error.status ?? 500);
     this.faults.push({ operation, remaining: count, error: err });
+  }
+
+  /** Run `fn` before the next call of `operation` (`Service.Operation`) is answered, once. */
+  beforeNext(operation: string, fn: () => Promise<void>): void {
+    this.before.push({ operation, run: fn });
   }
 
   /** Put an image into the repository (as a build's `docker push` would); returns its digest. */
@@ -216,6 +224,8 @@ export class FakeAws {
           fault.remaining--;
           throw fault.error;
         }
+        const hook = this.before.findIndex((b) => b.operation === `${service}.${op}`);
+        if (hook >= 0) await this.before.splice(hook, 1)[0]!.run();
         const input = body.length ? (JSON.parse(body.toString('utf8')) as Record<string, any>) : {};
         const out = await this.json(service, op, input);
         res.writeHead(200, { 'content-type': jsonContentType(prefix) });

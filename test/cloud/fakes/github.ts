@@ -17,7 +17,8 @@
  *   bytes, else JSON with base64 content; a directory → its JSON listing); `GET /repos/{o}/{r}/tarball/{ref}`
  *   → 302 to `/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=…` on this server, which serves a gzipped tar
  *   (made with `tar -cz`) whose files sit under `{o}-{r}-{sha7}/`, like GitHub's. Refs are branch names,
- *   full SHAs or unique SHA prefixes of at least 7 characters.
+ *   full SHAs or unique SHA prefixes of at least 7 characters. `GET /repos/{o}/{r}/pulls/{n}` → a pull
+ *   request a test set with `setPull` (number, state, head, base, updated_at), else 404.
  * - The App's webhook deliveries (JWT; each App sees its own), as a test records them with
  *   `recordDelivery` (the fake delivers nothing itself): `GET /app/hook/deliveries` → newest first,
  *   `per_page` (default 30, at most `deliveriesPageSize`, 100 as on GitHub) and an opaque `cursor`, the
@@ -106,6 +107,15 @@ interface FakeRepo {
   defaultBranch: string;
   branches: Map<string, string>;
   commits: Map<string, Record<string, string>>;
+  pulls: Map<number, FakePull>;
+}
+
+/** A pull request as the fake holds it (what `GET /repos/{o}/{r}/pulls/{n}` answers from). */
+export interface FakePull {
+  headSha: string;
+  headRef: string;
+  state?: 'open' | 'closed';
+  updatedAt?: string;
 }
 
 /** An answer: status, headers, body. */
@@ -204,6 +214,7 @@ export class FakeGitHub {
       defaultBranch,
       branches: new Map(),
       commits: new Map(),
+      pulls: new Map(),
     });
   }
 
@@ -223,6 +234,13 @@ export class FakeGitHub {
     repo.commits.set(sha, { ...files });
     if (branch) repo.branches.set(branch, sha);
     return sha;
+  }
+
+  /** Open (or move) pull request `number` of a repository: its head is `pull.headSha` from now on. */
+  setPull(fullName: string, number: number, pull: FakePull): void {
+    const repo = this.repo(fullName);
+    if (!repo) throw new Error(`no repository ${fullName}`);
+    repo.pulls.set(number, { ...pull });
   }
 
   /**
@@ -349,6 +367,19 @@ export class FakeGitHub {
       const sha = repo.branches.get(branch);
       if (!sha) return notFound();
       return json(200, { ref: `refs/heads/${branch}`, object: { sha, type: 'commit' } });
+    }
+    const pull = /^\/pulls\/(\d+)$/.exec(rest);
+    if (pull) {
+      const number = Number(pull[1]);
+      const p = repo.pulls.get(number);
+      if (!p) return notFound();
+      return json(200, {
+        number,
+        state: p.state ?? 'open',
+        updated_at: p.updatedAt ?? new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        head: { sha: p.headSha, ref: p.headRef, repo: { full_name: repo.fullName } },
+        base: { ref: repo.defaultBranch, repo: { full_name: repo.fullName } },
+      });
     }
     const commit = /^\/commits\/([^/]+)$/.exec(rest);
     if (commit) {

@@ -38,7 +38,8 @@
  * CreateContainerConfigError by itself. `inject(namespace, app, reason)` makes the app's not-yet-ready pods
  * (and later ones) fail with that reason, or its Deployment report ProgressDeadlineExceeded; `clear` undoes
  * it. Pods' logs are what `setLogs` gave the app. Pods of a deleted Deployment go on the next tick.
- * `seed` and `drop` create and remove objects behind the adapter's back (someone else's kubectl); `get`,
+ * `seed` and `drop` create and remove objects behind the adapter's back (someone else's kubectl), and
+ * `beforeNext` runs something before one request is answered (a race staged); `get`,
  * `list`, `requests` and `tokens` are for assertions.
  * Not simulated: ReplicaSets, events, watches, scheduling, quotas and network policies being enforced,
  * finalizers, real probes.
@@ -325,6 +326,7 @@ export class FakeKubernetes {
   /** Every bearer token seen, in order of first use. */
   readonly tokens: string[] = [];
   private readonly objects = new Map<string, Obj>();
+  private readonly before: { request: string; run: () => void }[] = [];
   private rv = 1000;
   private server?: Server;
   private timer?: NodeJS.Timeout;
@@ -383,6 +385,14 @@ export class FakeKubernetes {
     this.appLogs.set(`${namespace}/${app}`, lines);
     for (const pod of this.list('pods', namespace))
       if (pod.metadata.labels?.app === app) this.podLogs.set(`${namespace}/${pod.metadata.name}`, lines);
+  }
+
+  /**
+   * Run `fn` before the next request `METHOD /path` is answered, once (a race staged between a read and a
+   * write of the adapter: `drop` an object it just read, say).
+   */
+  beforeNext(request: string, fn: () => void): void {
+    this.before.push({ request, run: fn });
   }
 
   /** Create an object behind the adapter's back (as `kubectl create` would), through the API's own checks. */
@@ -711,6 +721,8 @@ export class FakeKubernetes {
       .split(';')[0]!
       .trim();
     this.requests.push(`${req.method} ${url.pathname}${req.method === 'PATCH' ? ` ${contentType}` : ''}`);
+    const hook = this.before.findIndex((b) => b.request === `${req.method} ${url.pathname}`);
+    if (hook >= 0) this.before.splice(hook, 1)[0]!.run();
     const send = (code: number, body: unknown, type = 'application/json') => {
       res.writeHead(code, { 'content-type': type });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));

@@ -226,6 +226,33 @@ describe('CodeBuildImages.build', () => {
     ]);
   });
 
+  test('a generation no longer current: Superseded, no build started, nothing recorded, no task ended', async () => {
+    const rt = images({ codebuild: true });
+    const asked: number[] = [];
+    const current = async () => {
+      asked.push(target.generation);
+      return false;
+    };
+    const err = await rt.build(target, SHA, apps, 'token-old', { current }).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      name: 'Superseded',
+      message: 'generation 3 superseded: no image build started',
+    });
+    expect(asked).toEqual([3]);
+    expect(codebuild.calls()).toEqual([]);
+    expect(completed).toEqual([]);
+    // Every image built already: the task is not ended with them either.
+    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
+    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    await expect(rt.build(target, SHA, apps, 'token-old', { current })).rejects.toMatchObject({
+      name: 'Superseded',
+    });
+    expect(completed).toEqual([]);
+    // Still current: the build starts.
+    await rt.build(target, SHA, apps, 'token-new', { rebuild: true, current: async () => true });
+    expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(1);
+  });
+
   test('an error of CodeBuild reaches the caller as the SDK raised it', async () => {
     const refused = new AccountLimitExceededException({
       message: 'Cannot have more than 60 builds',
@@ -267,6 +294,31 @@ describe('CodeBuildImages.onBuildFinished', () => {
     ]);
     expect(logs.calls()).toEqual([]);
     expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('ignored');
+  });
+
+  test('a build whose generation was superseded while it ran ends its task Superseded, whatever it did', async () => {
+    const rt = images();
+    const ref = await started(rt, 'token-s');
+    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
+    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    const asked: unknown[] = [];
+    const current = async (r: { orgId: string; envKey: string; generation: number }) => {
+      asked.push(r);
+      return false;
+    };
+    expect(await rt.onBuildFinished(finished('SUCCEEDED', ref), { current })).toBe('completed');
+    expect(asked).toEqual([expect.objectContaining({ orgId: 'o1', envKey: 'acme/shop#7', generation: 3 })]);
+    expect(completed).toEqual([
+      {
+        token: 'token-s',
+        outcome: {
+          ok: false,
+          error: 'Superseded',
+          cause: 'generation 3 was superseded while its image build ran',
+        },
+      },
+    ]);
+    expect(ecr.commandCalls(BatchGetImageCommand)).toHaveLength(0); // the images were not even looked up
   });
 
   test('a delivery that fails before the task ends keeps the token: the retry of the event ends it', async () => {

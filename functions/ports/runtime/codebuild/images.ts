@@ -8,6 +8,7 @@ import { newId } from '../../../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../../../shared/dynamo.js';
 import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
+import { Superseded } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { failureMessage } from '../log-cause.js';
 import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
@@ -116,6 +117,10 @@ export class CodeBuildImages {
     const tags = Object.fromEntries(Object.keys(apps).map((app) => [app, this.tagOf(target, app, sha)]));
     const reused = options.rebuild ? {} : await this.existing(tags);
     const toBuild = Object.keys(apps).filter((app) => !(app in reused));
+    // Fenced like every step: a build of a generation a newer request or a teardown replaced starts
+    // nothing (asked last, right before anything is recorded, started or reported).
+    if (options.current && !(await options.current()))
+      throw new Superseded(`generation ${target.generation} superseded: no image build started`);
     if (toBuild.length === 0) {
       await this.opts.complete(token, { ok: true, output: { images: reused } });
       return;
@@ -216,9 +221,16 @@ export class CodeBuildImages {
    * reaches Lambda, whose retry of the event finds the record and ends the task then (after its retries,
    * the event goes to the function's on-failure queue with the record still there). A redelivered event
    * after that, or one for a build this service did not start, does nothing; two deliveries at once may
-   * both end the task, and the second is a no-op (`completeTask` ignores a task that has ended).
+   * both end the task, and the second is a no-op (`completeTask` ignores a task that has ended). A build
+   * whose generation `current` says was superseded meanwhile ends its task with `Superseded` (the
+   * execution ends quietly), whatever the build did.
    */
-  async onBuildFinished(detail: BuildStateChange): Promise<'completed' | 'ignored'> {
+  async onBuildFinished(
+    detail: BuildStateChange,
+    opts: {
+      current?: (record: Pick<BuildRecord, 'orgId' | 'envKey' | 'generation'>) => Promise<boolean>;
+    } = {},
+  ): Promise<'completed' | 'ignored'> {
     const vars = detail['additional-information']?.environment?.['environment-variables'] ?? [];
     const buildId = vars.find((v) => v.name === BUILD_REF_VAR)?.value;
     if (!buildId) return 'ignored';
@@ -234,7 +246,15 @@ export class CodeBuildImages {
         logGroup: logs['group-name'],
         logStream: logs['stream-name'],
       });
-    await this.opts.complete(record.taskToken, await this.outcomeOf(record, detail, buildId));
+    const outcome: TaskOutcome =
+      opts.current && !(await opts.current(record))
+        ? {
+            ok: false,
+            error: 'Superseded',
+            cause: `generation ${record.generation} was superseded while its image build ran`,
+          }
+        : await this.outcomeOf(record, detail, buildId);
+    await this.opts.complete(record.taskToken, outcome);
     await ddb()
       .send(
         new DeleteCommand({

@@ -466,6 +466,100 @@ describe('EksCluster', () => {
     expect(kube.get('namespaces', '', namespaceName(t))).toBeUndefined();
   });
 
+  test('a newer generation creating the namespace again removes the stale fence: its annotation fences', async () => {
+    pr++;
+    const c = cluster();
+    const t = target(1);
+    const ns = namespaceName(t);
+    const fence = () => kube.get('configmaps', 'preview-system', `fence-${ns}`);
+    await c.deploy(t, [launch('web', WEB)], { prune: true });
+    await c.teardown(at(t, 2));
+    expect(fence()?.metadata.annotations['preview-control-plane/generation']).toBe('2');
+    await c.deploy(at(t, 3), [launch('web', WEB)], { prune: true });
+    expect(fence()).toBeUndefined();
+    expect(kube.requests).toContain(`DELETE /api/v1/namespaces/preview-system/configmaps/fence-${ns}`);
+    // Older generations are still refused, by the namespace now.
+    await expect(c.deploy(t, [launch('web', WEB)])).rejects.toMatchObject({ name: 'Superseded' });
+    await expect(c.teardown(at(t, 2))).rejects.toMatchObject({ name: 'Superseded' });
+    // The next teardown fences again.
+    await c.teardown(at(t, 4));
+    expect(fence()?.metadata.annotations['preview-control-plane/generation']).toBe('4');
+    await expect(c.deploy(at(t, 3), [launch('web', WEB)])).rejects.toMatchObject({ name: 'Superseded' });
+  });
+
+  test('a fence removed between the teardown reading it and raising it is written anew', async () => {
+    pr++;
+    const c = cluster();
+    const t = target(1);
+    const ns = namespaceName(t);
+    await c.teardown(at(t, 2));
+    // The sweep (or a newer generation) removes the fence just as the next teardown replaces it.
+    kube.beforeNext(`PUT /api/v1/namespaces/preview-system/configmaps/fence-${ns}`, () =>
+      kube.drop('configmaps', 'preview-system', `fence-${ns}`),
+    );
+    await c.teardown(at(t, 3));
+    expect(
+      kube.get('configmaps', 'preview-system', `fence-${ns}`)?.metadata.annotations[
+        'preview-control-plane/generation'
+      ],
+    ).toBe('3');
+    await expect(c.deploy(at(t, 2), [launch('web', WEB)])).rejects.toMatchObject({ name: 'Superseded' });
+  });
+
+  test('pruneFences removes the fences past the cutoff whose namespace is gone, and only those', async () => {
+    const c = cluster();
+    // A torn-down environment (its fence now), one still running with an old fence, one long gone.
+    pr++;
+    const recent = target(1);
+    await c.teardown(at(recent, 2));
+    pr++;
+    const running = target(1);
+    await c.deploy(running, [launch('web', WEB)], { prune: true });
+    const old = '2020-01-01T00:00:00.000Z';
+    const seedFence = (namespace: string, data: Record<string, string> = { tornDownAt: old }) =>
+      kube.seed('configmaps', 'preview-system', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: `fence-${namespace}`,
+          labels: { 'app.kubernetes.io/managed-by': 'preview-control-plane' },
+          annotations: { 'preview-control-plane/generation': '1' },
+        },
+        data: { namespace, ...data },
+      });
+    seedFence(namespaceName(running));
+    seedFence('p-gone-long-ago');
+    // Someone else's ConfigMap in the system namespace is not a fence.
+    kube.seed('configmaps', 'preview-system', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'operator-notes',
+        labels: { 'app.kubernetes.io/managed-by': 'preview-control-plane' },
+      },
+      data: { tornDownAt: old },
+    });
+    const names = () => kube.list('configmaps', 'preview-system').map((o) => o.metadata.name);
+    const cutoff = new Date(Date.now() - 3600_000);
+
+    expect(await c.pruneFences(cutoff)).toEqual({ removed: 1 });
+    expect(names()).not.toContain('fence-p-gone-long-ago');
+    expect(names()).toEqual(
+      expect.arrayContaining([
+        `fence-${namespaceName(recent)}`, // newer than the cutoff
+        `fence-${namespaceName(running)}`, // its namespace exists
+        'operator-notes',
+      ]),
+    );
+    // The recent fence still refuses its older generations; past its time, it goes too.
+    await expect(c.deploy(recent, [launch('web', WEB)])).rejects.toMatchObject({ name: 'Superseded' });
+    // (with the fences the tests above left, their namespaces gone too)
+    expect((await c.pruneFences(new Date(Date.now() + 60_000))).removed).toBeGreaterThanOrEqual(1);
+    expect(names()).not.toContain(`fence-${namespaceName(recent)}`);
+    expect(names()).toContain(`fence-${namespaceName(running)}`);
+    await c.teardown(at(running, 2));
+  });
+
   test('teardown during a rollout wins: the waiting token ends Superseded', async () => {
     pr++;
     const c = cluster();

@@ -14,7 +14,9 @@
  * that wrote it too, and is written with optimistic concurrency, so of two deploys racing, the older never
  * overwrites what the newer wrote. A teardown leaves a fence behind the namespace it deletes (a ConfigMap in
  * `systemNamespace`, eks/objects.ts `fenceObject`), so a late call of an older generation can't re-create
- * it either.
+ * it either. A fence goes once nothing needs it: when a newer generation creates the namespace again (its
+ * annotation fences from then on), or, its namespace gone, when the expiry sweep finds it older than any
+ * call it fences can be (`pruneFences`; core/expiry.ts `FENCE_RETENTION_MS`).
  *
  * **deploy** applies, per app, its Secret, Deployment, Service and Ingress (create, or replace when what
  * was written differs: the same content is not rewritten, so an unchanged app does not roll); plus the
@@ -198,13 +200,24 @@ export class EksCluster extends EksClusterLogs implements Cluster {
         throw err;
       }
       // A teardown may have fenced between the check and the create: it wins, and the namespace goes.
-      const after = await this.fenceGeneration(name);
+      const latest = await this.fence(name);
+      const after = generationOf(latest);
       if (after >= gen) {
         await this.call(`delete Namespace ${name}`, (k) =>
           k.namespaces.remove('', name, { propagationPolicy: 'Foreground' }),
         ).catch(() => undefined);
         throw new Superseded(`${name} was torn down at generation ${after}; this is ${gen}`);
       }
+      // The namespace fences older generations from now on (its annotation, and the next teardown's
+      // fence): an older teardown's fence is stale. Removed only as read (a teardown rewriting it wins);
+      // left for the expiry sweep when that fails.
+      if (latest)
+        await this.removeFence(latest).catch((err) =>
+          log.warn('stale teardown fence left for the sweep', {
+            namespace: name,
+            error: (err as Error).message,
+          }),
+        );
       return;
     }
   }

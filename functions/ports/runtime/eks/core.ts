@@ -6,7 +6,7 @@
  */
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import type { V1Namespace } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Namespace } from '@kubernetes/client-node';
 import { type Config, config } from '../../../shared/config.js';
 import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
@@ -229,6 +229,8 @@ export class EksClusterCore {
         );
         return;
       } catch (err) {
+        // Removed since it was read (a newer generation re-created the namespace, or the sweep): anew.
+        if (isCode(err, 404) && existing) continue;
         if (isCode(err, 404) && !existing) {
           await this.call(`create Namespace ${sys}`, (k) =>
             k.namespaces.create('', {
@@ -247,7 +249,55 @@ export class EksClusterCore {
     throw new TransientError(`the teardown fence ${sys}/${name} kept changing`);
   }
 
-  /** The generation of the teardown that last removed this namespace (0: never torn down). */
+  /**
+   * Remove the teardown fences nothing needs any more (`Runtime.pruneFences`): a fence whose namespace is
+   * gone and that was written before `before` (the caller's cutoff: older than any call of a generation it
+   * fences can arrive, core/expiry.ts `FENCE_RETENTION_MS`). A namespace that exists is left with its
+   * fence (a teardown may be deleting it; a newer generation that re-created it removes the fence itself,
+   * eks/cluster.ts `ensureNamespace`). Each delete requires the fence's resourceVersion as read, so a
+   * teardown that rewrote it meanwhile keeps it. No system namespace yet: nothing to remove.
+   */
+  async pruneFences(before: Date): Promise<{ removed: number }> {
+    const sys = this.systemNamespace;
+    let removed = 0;
+    try {
+      const fences = await this.call(`list ConfigMaps ${sys}`, (k) =>
+        k.configMaps.list(sys, `${LABELS.managedBy}=${MANAGED_BY}`),
+      );
+      for (const fence of fences) {
+        const name = fence.metadata?.name ?? '';
+        if (!name.startsWith(fenceName(''))) continue;
+        const written = Date.parse(fence.data?.tornDownAt ?? String(fence.metadata?.creationTimestamp ?? ''));
+        if (Number.isNaN(written) || written >= before.getTime()) continue;
+        const namespace = fence.data?.namespace ?? name.slice(fenceName('').length);
+        if (await this.readOrNull('namespaces', '', namespace)) continue;
+        if (await this.removeFence(fence)) removed++;
+      }
+    } catch (err) {
+      // No system namespace: no fence was ever written.
+      if (isCode(err, 404)) return { removed };
+      throw err;
+    }
+    if (removed > 0) log.info('teardown fences removed', { removed, before: before.toISOString() });
+    return { removed };
+  }
+
+  /** Delete a fence if it is still the one read (its resourceVersion); false when it changed or went. */
+  protected async removeFence(fence: V1ConfigMap): Promise<boolean> {
+    const sys = this.systemNamespace;
+    const name = fence.metadata?.name ?? '';
+    try {
+      await this.call(`delete ConfigMap ${sys}/${name}`, (k) =>
+        k.configMaps.remove(sys, name, { resourceVersion: fence.metadata?.resourceVersion }),
+      );
+      return true;
+    } catch (err) {
+      // 409: rewritten by a newer teardown since it was read; 404: already gone.
+      if (isCode(err, 409) || isCode(err, 404)) return false;
+      throw err;
+    }
+  }
+
   /** Mark `ns` as at generation `gen`, if nobody changed it since it was read (409 otherwise). */
   protected async annotateGeneration(ns: V1Namespace, gen: number): Promise<void> {
     const name = ns.metadata?.name ?? '';
@@ -261,8 +311,14 @@ export class EksClusterCore {
     );
   }
 
+  /** The generation of the teardown that last removed this namespace (0: never torn down). */
   protected async fenceGeneration(namespace: string): Promise<number> {
-    return generationOf(await this.readOrNull('configMaps', this.systemNamespace, fenceName(namespace)));
+    return generationOf(await this.fence(namespace));
+  }
+
+  /** The teardown fence of this namespace, if any. */
+  protected fence(namespace: string): Promise<V1ConfigMap | undefined> {
+    return this.readOrNull('configMaps', this.systemNamespace, fenceName(namespace));
   }
 
   // ---- plumbing --------------------------------------------------------------------------------------

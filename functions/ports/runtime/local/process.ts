@@ -322,6 +322,11 @@ export class ProcessRuntime implements Runtime {
       );
   }
 
+  /** A fence here is one number per environment in the state: nothing worth removing. */
+  async pruneFences(_before: Date) {
+    return { removed: 0 };
+  }
+
   async teardown(target: RuntimeTarget) {
     const id = envId(target);
     await this.locked(id, async () => {
