@@ -137,9 +137,19 @@ export function secretFiles(dataDir: string): string[] {
   );
 }
 
-/** Everything stored: every table of the manifest and the secret files. Equal snapshots, equal state. */
+/**
+ * Bookkeeping every request writes, whatever its answer: the fair share's request counters
+ * (core/fair-share.ts). A refused request counts against its organization's budget like any other.
+ */
+const BOOKKEEPING: readonly TableName[] = ['quotas'];
+
+/**
+ * Everything stored: every table of the manifest but the bookkeeping, and the secret files. Equal
+ * snapshots, equal state.
+ */
 export async function snapshot(dataDir: string): Promise<Record<string, string[]>> {
-  const scans = await Promise.all(tableNames.map(async (t) => [t, await scanTable(t)] as const));
+  const stored = tableNames.filter((t) => !BOOKKEEPING.includes(t));
+  const scans = await Promise.all(stored.map(async (t) => [t, await scanTable(t)] as const));
   return { ...Object.fromEntries(scans), secretFiles: secretFiles(dataDir) };
 }
 
