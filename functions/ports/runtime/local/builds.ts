@@ -1,0 +1,182 @@
+import { closeSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { newId } from '../../../shared/crypto.js';
+import { DeployFailed } from '../../../shared/step-errors.js';
+import type { TaskOutcome } from '../../workflows/port.js';
+import { failureMessage } from '../log-cause.js';
+import type { AppSpec, RuntimeTarget } from '../port.js';
+import { drainedOrLater, logEnd, logTail, openLog, secretsOf } from './logs.js';
+import {
+  type ActiveBuild,
+  type BuildRecord,
+  envId,
+  failure,
+  type LocalRuntime,
+  locked,
+  netnsPath,
+  save,
+} from './state.js';
+import { exitOf, killGroup, limitFailure, OWNER_VAR, spawnCommand } from './supervision.js';
+import { removeTree, scrub, workDir } from './working-copies.js';
+
+/*
+ * Builds: per app, a working copy of the SHA checked out from the source host and the app's `build` run
+ * in it (its output in `<app>.build.log`); the builds in progress, cancelled when a newer generation or a
+ * teardown arrives, and the processes they run, recorded so that recovery can kill what a crash orphaned.
+ */
+
+/**
+ * Check out and build every app of `apps`; the outcome ends the build's callback task. On success each
+ * app's build record points at its new working copy; on failure or cancellation the copies are removed.
+ */
+export async function runBuild(
+  rt: LocalRuntime,
+  target: RuntimeTarget,
+  sha: string,
+  apps: Record<string, AppSpec>,
+  active: ActiveBuild,
+): Promise<TaskOutcome> {
+  const id = envId(target);
+  const work = workDir(rt, target);
+  const made: Record<string, BuildRecord> = {};
+  const buildOne = async (name: string, spec: AppSpec) => {
+    // Cancelled before it began (a teardown got in first): nothing is created, nothing to wait for. From
+    // here to the checkout's start nothing awaits, so a cancel sees either this or the checkout.
+    if (active.cancelled) return;
+    const buildId = newId();
+    const dir = join(work, `${name}-${buildId}`);
+    made[name] = { buildId, dir, sha, generation: target.generation };
+    mkdirSync(work, { recursive: true });
+    const what = `build ${sha.slice(0, 12)} (generation ${target.generation})`;
+    // A marker in the app's log; the build's output goes to its own file, rewritten per build.
+    closeSync(openLog(rt, target, name, `${what}: output in ${name}.build.log`));
+    const logFile = openLog(rt, target, name, what, 'build');
+    const checkout = rt.opts.sourceHost.checkout(target.repoFullName, sha, dir, {
+      signal: active.abort.signal,
+    });
+    const settled = checkout.then(
+      () => undefined,
+      () => undefined,
+    );
+    active.checkouts.add(settled);
+    let checkedOut = false;
+    try {
+      await checkout;
+      checkedOut = true;
+    } catch (err) {
+      if (active.cancelled) return;
+      throw new DeployFailed(
+        `app ${name}: checkout of ${sha.slice(0, 12)} failed: ${(err as Error).message}`,
+      );
+    } finally {
+      active.checkouts.delete(settled);
+      if (!checkedOut || !spec.build || active.cancelled) closeSync(logFile);
+    }
+    if (!spec.build || active.cancelled) return;
+    // A build gets no secret bundle; the values its app last ran with are masked in its log anyway.
+    const { child, drained, cgroups } = spawnCommand(
+      rt,
+      spec.build,
+      dir,
+      logFile,
+      { build: true },
+      {
+        ...spec.env,
+        [OWNER_VAR]: `${id}/${name}`,
+      },
+      secretsOf(rt, id, name),
+      rt.network === 'namespace' ? netnsPath(rt, id) : undefined,
+    );
+    active.children.add(child);
+    if (cgroups && child.pid !== undefined) rt.diskWatch.add(child.pid, dir);
+    trackBuildPid(rt, id, child.pid, true);
+    const result = await exitOf(child);
+    await drainedOrLater(drained);
+    const hit = rt.overDisk.delete(child.pid ?? -1) ? 'disk' : cgroups?.hit();
+    if (child.pid !== undefined) rt.diskWatch.delete(child.pid);
+    killGroup(child.pid, 'SIGKILL'); // nothing of a build outlives it (and its cgroups can go)
+    cgroups?.remove();
+    active.children.delete(child);
+    trackBuildPid(rt, id, child.pid, false);
+    if (active.cancelled) return;
+    if (result !== 'exit code 0') {
+      const who = `app ${name}: build \`${spec.build}\``;
+      const limit = limitFailure(rt, who, hit, result, logEnd(rt, target, name, 'build'));
+      throw new DeployFailed(
+        failureMessage(
+          limit ? `${limit} and failed (${result})` : `${who} failed (${result})`,
+          limit ? '' : logEnd(rt, target, name, 'build'),
+          logTail(rt, target, name, 'build'),
+          { target, app: name, source: 'build' },
+        ),
+      );
+    }
+  };
+  const results = await Promise.allSettled(Object.entries(apps).map(([n, s]) => buildOne(n, s)));
+  const discard = () => {
+    for (const b of Object.values(made)) {
+      try {
+        removeTree(b.dir);
+      } catch {
+        // Logged; a teardown or the next recovery removes what is left. The token must still end.
+      }
+    }
+  };
+  if (active.cancelled || rt.stopping) {
+    forget(rt, id, active);
+    discard();
+    return failure('Superseded', 'a newer build or a teardown replaced this one');
+  }
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    forget(rt, id, active);
+    discard();
+    const err = failed.reason as Error;
+    return failure('DeployFailed', scrub(rt, err.message));
+  }
+  return locked(rt, id, async () => {
+    const env = rt.state.envs[id];
+    forget(rt, id, active);
+    if (!env || target.generation < env.fence || active.cancelled) {
+      discard();
+      return failure('Superseded', 'a newer build or a teardown replaced this one');
+    }
+    for (const [name, record] of Object.entries(made)) {
+      env.apps[name] ??= {};
+      const app = env.apps[name];
+      const previous = app.build;
+      app.build = record;
+      // The old working copy goes unless the running process still runs from it.
+      if (previous && previous.buildId !== app.running?.buildId)
+        rmSync(previous.dir, { recursive: true, force: true });
+    }
+    save(rt);
+    return { ok: true as const, output: {} };
+  });
+}
+
+/**
+ * Cancel a build: abort its checkouts and kill its processes; resolves once all of them have exited
+ * (so the caller may remove the working copies: nothing writes there any more).
+ */
+export function cancel(build: ActiveBuild): Promise<unknown> {
+  build.cancelled = true;
+  build.abort.abort();
+  for (const child of build.children) killGroup(child.pid, 'SIGKILL');
+  return Promise.all([...[...build.children].map(exitOf), ...build.checkouts]);
+}
+
+/** Drop a finished build from the in-progress table (where a newer one has not replaced it already). */
+function forget(rt: LocalRuntime, id: string, active: ActiveBuild) {
+  const builds = rt.builds.get(id);
+  if (!builds) return;
+  for (const [name, build] of builds) if (build === active) builds.delete(name);
+  if (builds.size === 0) rt.builds.delete(id);
+}
+
+function trackBuildPid(rt: LocalRuntime, id: string, pid: number | undefined, add: boolean) {
+  const env = rt.state.envs[id];
+  if (!env || pid === undefined) return;
+  env.buildPids = add ? [...env.buildPids, pid] : env.buildPids.filter((p) => p !== pid);
+  save(rt);
+}
