@@ -5,7 +5,8 @@ import { describe, expect, test } from '@jest/globals';
 import { anchors, links, markedBlocks, slug } from '../support/markdown.js';
 
 /*
- * Links of the user docs work from a fresh clone: every relative link of README.md and docs/*.md names a
+ * Links of the user docs work from a fresh clone: every relative link of README.md, docs/*.md and
+ * docs/reference/*.md names a
  * file of this repository (not one git ignores, and not one outside the clone), and every #anchor names a
  * heading (GitHub's slug) or an HTML id of its target.
  */
@@ -13,9 +14,11 @@ import { anchors, links, markedBlocks, slug } from '../support/markdown.js';
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const DOCS = [
   'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
+  ...['docs', 'docs/reference'].flatMap((dir) =>
+    readdirSync(join(ROOT, dir))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `${dir}/${f}`),
+  ),
 ];
 
 /** Paths (relative to ROOT) that git ignores, so a clone would not have them. */
