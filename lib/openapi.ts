@@ -123,7 +123,7 @@ const DOCS: Record<
     summary: "List the organization's applications, oldest first (additive)",
     success: [
       200,
-      '{applications: [{applicationId, name, repoFullName (null when unlinked), disabled, installationActive, ttlHours, deployDrafts, createdAt}]}',
+      '{applications: [{applicationId, name, repoFullName (null when unlinked), disabled, installationActive, ttlHours, deployDrafts, allowedOrigins (the origins test runs may load besides the preview), createdAt}]}',
     ],
     errors: [400, 401],
     notes: '`repo=owner/repo` keeps the application linking that repository (none or one).',

@@ -1,10 +1,10 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { AppSpec } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
 import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order.js';
 import { findApplicationByRepo, getApplication } from './tenancy.js';
@@ -390,23 +390,14 @@ const LIVE_STATUSES: EnvironmentStatus[] = ['pending', 'building', 'deploying', 
 
 /** Every environment not torn down, of every organization, through the `byStatus` index. */
 export async function* liveEnvironments(): AsyncGenerator<Environment> {
-  for (const status of LIVE_STATUSES) {
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await ddb().send(
-        new QueryCommand({
-          TableName: table('environments'),
-          IndexName: 'byStatus',
-          KeyConditionExpression: '#status = :s',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':s': status },
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of page.Items ?? []) yield item as Environment;
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-  }
+  for (const status of LIVE_STATUSES)
+    yield* queryItems<Environment>({
+      TableName: table('environments'),
+      IndexName: 'byStatus',
+      KeyConditionExpression: '#status = :s',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':s': status },
+    });
 }
 
 export type Resumption = 'resumed-deploy' | 'resumed-teardown' | 'restarted' | 'unchanged';
@@ -502,18 +493,11 @@ export async function requestMainBranchDeploy(
  */
 export async function listEnvironments(orgId: string): Promise<PreviewStatus[]> {
   const out: PreviewStatus[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('environments'),
-        KeyConditionExpression: 'orgId = :o',
-        ExpressionAttributeValues: { ':o': orgId },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of (res.Items ?? []) as Environment[]) out.push(toPreviewStatus(item));
-    startKey = res.LastEvaluatedKey;
-  } while (startKey);
+  for await (const item of queryItems<Environment>({
+    TableName: table('environments'),
+    KeyConditionExpression: 'orgId = :o',
+    ExpressionAttributeValues: { ':o': orgId },
+  }))
+    out.push(toPreviewStatus(item));
   return out;
 }

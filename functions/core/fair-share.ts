@@ -1,7 +1,7 @@
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, tables } from '../manifest/tables.js';
 import { config } from '../shared/config.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { countItems, ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { TooManyRequestsError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 
@@ -125,25 +125,17 @@ export async function assertDeploySlot(orgId: string, envKey?: string): Promise<
   const max = config().fairShare.concurrentDeploys;
   if (max <= 0) return;
   let inFlight = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb().send(
-      new QueryCommand({
-        TableName: table('environments'),
-        KeyConditionExpression: 'orgId = :o',
-        FilterExpression: '#s IN (:p, :b, :d)',
-        ProjectionExpression: 'envKey',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExpressionAttributeValues: { ':o': orgId, ':p': 'pending', ':b': 'building', ':d': 'deploying' },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) {
-      if (item.envKey === envKey) return;
-      inFlight++;
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  for await (const item of queryItems<{ envKey: string }>({
+    TableName: table('environments'),
+    KeyConditionExpression: 'orgId = :o',
+    FilterExpression: '#s IN (:p, :b, :d)',
+    ProjectionExpression: 'envKey',
+    ExpressionAttributeNames: { '#s': 'status' },
+    ExpressionAttributeValues: { ':o': orgId, ':p': 'pending', ':b': 'building', ':d': 'deploying' },
+  })) {
+    if (item.envKey === envKey) return;
+    inFlight++;
+  }
   if (inFlight >= max)
     throw new TooManyRequestsError(
       `too many deploys in flight: this organization has ${inFlight} (${IN_FLIGHT_ENV.join(', ')}), at most ${max}; retry when one is ready or failed`,
@@ -157,22 +149,17 @@ export async function assertRunSlot(orgId: string): Promise<void> {
   if (max <= 0) return;
   let inFlight = 0;
   for (const status of ['pending', 'running']) {
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await ddb().send(
-        new QueryCommand({
-          TableName: table('runs'),
-          IndexName: 'listStatus',
-          KeyConditionExpression: 'statusKey = :k',
-          ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
-          Select: 'COUNT',
-          Limit: max,
-          ExclusiveStartKey: start,
-        }),
-      );
-      inFlight += page.Count ?? 0;
-      start = inFlight < max ? page.LastEvaluatedKey : undefined;
-    } while (start);
+    if (inFlight >= max) break;
+    inFlight += await countItems(
+      {
+        TableName: table('runs'),
+        IndexName: 'listStatus',
+        KeyConditionExpression: 'statusKey = :k',
+        ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
+        Limit: max,
+      },
+      max - inFlight,
+    );
   }
   if (inFlight >= max)
     throw new TooManyRequestsError(

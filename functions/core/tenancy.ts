@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
 
@@ -282,20 +282,13 @@ export async function listApplications(orgId: string, repoFullName?: string): Pr
     const app = await findApplicationByRepo(orgId, repoFullName);
     return app ? [toApplicationView(app)] : [];
   }
-  const out: Application[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('applications'),
-        IndexName: 'byOrg',
-        KeyConditionExpression: 'orgId = :o',
-        ExpressionAttributeValues: { ':o': orgId },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    out.push(...((res.Items ?? []) as Application[]));
-    startKey = res.LastEvaluatedKey;
-  } while (startKey);
-  return out.map(toApplicationView);
+  const out: ApplicationView[] = [];
+  for await (const app of queryItems<Application>({
+    TableName: table('applications'),
+    IndexName: 'byOrg',
+    KeyConditionExpression: 'orgId = :o',
+    ExpressionAttributeValues: { ':o': orgId },
+  }))
+    out.push(toApplicationView(app));
+  return out;
 }

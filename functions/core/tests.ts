@@ -1,7 +1,7 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { newId } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { describeIssues, issuePath, RESERVED_KEY, reservedMemberPath, rowId } from '../shared/validation.js';
 import { checkScenarioRefs, type ScenarioRef } from './scenarios.js';
@@ -299,28 +299,21 @@ export async function getTest(orgId: string, testId: string, opts: { steps: bool
  * no steps.
  */
 export async function listTests(orgId: string, filters: { folderId?: string } = {}): Promise<TestView[]> {
-  const out: TestItem[] = [];
-  let startKey: Record<string, unknown> | undefined;
   const byFolder = filters.folderId !== undefined;
-  do {
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('tests'),
-        IndexName: 'byOrg',
-        KeyConditionExpression: 'orgId = :o',
-        ScanIndexForward: false,
-        ...(byFolder
-          ? {
-              FilterExpression: '#folder.#id = :f',
-              ExpressionAttributeNames: { '#folder': 'folder', '#id': 'id' },
-              ExpressionAttributeValues: { ':o': orgId, ':f': filters.folderId },
-            }
-          : { ExpressionAttributeValues: { ':o': orgId } }),
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    out.push(...((res.Items ?? []) as TestItem[]));
-    startKey = res.LastEvaluatedKey;
-  } while (startKey);
-  return out.map((t) => toTestView(t, { steps: false }));
+  const out: TestView[] = [];
+  for await (const test of queryItems<TestItem>({
+    TableName: table('tests'),
+    IndexName: 'byOrg',
+    KeyConditionExpression: 'orgId = :o',
+    ScanIndexForward: false,
+    ...(byFolder
+      ? {
+          FilterExpression: '#folder.#id = :f',
+          ExpressionAttributeNames: { '#folder': 'folder', '#id': 'id' },
+          ExpressionAttributeValues: { ':o': orgId, ':f': filters.folderId },
+        }
+      : { ExpressionAttributeValues: { ':o': orgId } }),
+  }))
+    out.push(toTestView(test, { steps: false }));
+  return out;
 }

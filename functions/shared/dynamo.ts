@@ -1,7 +1,7 @@
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
 import { isAwsError } from './aws-errors.js';
@@ -53,6 +53,28 @@ export function localDynamoClientConfig(endpoint: string) {
     credentials,
     requestHandler: new NodeHttpHandler({ httpAgent: agent }),
   };
+}
+
+/**
+ * Every item a Query returns, page after page (lib-dynamodb's own paginator over `ddb()`): the one paging
+ * loop of the use cases. A `Limit` in `input` is the page size; stop early by leaving the loop.
+ */
+export async function* queryItems<T = Record<string, unknown>>(input: QueryCommandInput): AsyncGenerator<T> {
+  for await (const page of paginateQuery({ client: ddb() }, input))
+    for (const item of page.Items ?? []) yield item as T;
+}
+
+/** How many items a Query matches (`Select: COUNT`, page after page), counting no further than `atMost`. */
+export async function countItems(
+  input: QueryCommandInput,
+  atMost = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  let count = 0;
+  for await (const page of paginateQuery({ client: ddb() }, { ...input, Select: 'COUNT' })) {
+    count += page.Count ?? 0;
+    if (count >= atMost) break;
+  }
+  return count;
 }
 
 /** Physical name of a table. */

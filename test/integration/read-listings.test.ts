@@ -38,6 +38,7 @@ describe('GET /v1/preview/applications', () => {
       installationActive: true,
       ttlHours: 72,
       deployDrafts: false,
+      allowedOrigins: [],
       createdAt: expect.any(String),
     });
     const one = await call(h, 'GET', '/v1/preview/applications?repo=ACME/API', { headers: bearer(h.org) });
