@@ -37,8 +37,11 @@ export interface Cloud {
   aws: FakeAws;
   /** The fake Kubernetes API behind the EKS cluster, when started with `{ kubernetes: true }`. */
   kube?: FakeKubernetes;
-  /** Invoke a Lambda entry (relative to the repository root) with an event, as its trigger would. */
-  invoke<T = unknown>(entry: string, event: unknown): Promise<T>;
+  /**
+   * Invoke a Lambda entry (relative to the repository root) with an event, as its trigger would; its
+   * context's remaining time starts at `timeoutMs` (60 s unless given), its request id is new each call.
+   */
+  invoke<T = unknown>(entry: string, event: unknown, timeoutMs?: number): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -137,11 +140,12 @@ export async function startCloud(
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  let invocations = 0;
   const invoke = async <T>(entry: string, event: unknown, timeoutMs = 60_000): Promise<T> => {
     const mod = (await import(pathToFileURL(join(REPO_ROOT, entry)).href)) as {
       handler: (e: unknown, c: Context) => Promise<T>;
     };
-    return mod.handler(event, lambdaContext(entry, `invoke-${Date.now()}`, timeoutMs));
+    return mod.handler(event, lambdaContext(entry, `invoke-${Date.now()}-${++invocations}`, timeoutMs));
   };
   // The rollout watcher, invoked asynchronously through the fake Lambda API (with a short time slice, so
   // its hand-over to itself is exercised too).
