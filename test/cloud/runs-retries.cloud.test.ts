@@ -265,6 +265,33 @@ test('MarkFailed after an executor that died after up sends the down, once acros
   expect((run.scenarioState as { status: string }).status).toBe('down');
 }, 60_000);
 
+test("a retried Execute that finds a dead executor's lease passed ends the run once, sending no up and one down", async () => {
+  const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+  const { EXECUTOR_DIED } = await import('../../functions/core/run-claims.js');
+  const runId = await abandonedRun({ startedMinutesAgo: 16 });
+  // The first invocation claimed the attempt and died after `up` (its lease, its Lambda's deadline, passed).
+  await ddb().send(
+    new UpdateCommand({
+      TableName: table('runs'),
+      Key: { runId },
+      UpdateExpression: 'SET executor = :dead, executorLeaseUntil = :past',
+      ExpressionAttributeValues: { ':dead': 'invocation-that-died', ':past': Date.now() - 60_000 },
+    }),
+  );
+  const prepared = {
+    attempt: `attempt-${runId}`,
+    target: { url: appUrl, appUrl, applicationId, apps: ['web'] },
+  };
+  const results = await Promise.all([
+    cloud.invoke('functions/steps/run-execute.ts', { runId, prepared }),
+    cloud.invoke('functions/steps/run-execute.ts', { runId, prepared }),
+  ]);
+  expect(results).toEqual([{ status: 'failed' }, { status: 'failed' }]);
+  const run = await load(runId);
+  expect([run.status, run.error]).toEqual(['failed', EXECUTOR_DIED]);
+  expect([callsOf(runId, 'up'), callsOf(runId, 'down')]).toEqual([0, 1]);
+}, 60_000);
+
 describe('the run sweep', () => {
   test('fails runs left running or pending past their limit, with the reason, and leaves fresh ones', async () => {
     const stale = await abandonedRun({ startedMinutesAgo: 60 });
