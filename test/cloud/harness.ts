@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { RouteId } from '../../functions/manifest/routes.js';
+import { stepTimeouts } from '../../lib/cdk/workflow-definitions.js';
 import { ensureTables, startDynalite } from '../../lib/local/dynalite.js';
 import { compileRoutes, matchRoute, toProxyEvent } from '../../lib/local/http-bridge.js';
 import { FakeAws, machineArn, REGION } from './fakes/aws.js';
@@ -39,7 +40,8 @@ export interface Cloud {
   kube?: FakeKubernetes;
   /**
    * Invoke a Lambda entry (relative to the repository root) with an event, as its trigger would; its
-   * context's remaining time starts at `timeoutMs` (60 s unless given), its request id is new each call.
+   * context's remaining time starts at `timeoutMs` (a step's Lambda timeout as the stack sets it, any
+   * other entry's 60 s, unless given), its request id is new each call.
    */
   invoke<T = unknown>(entry: string, event: unknown, timeoutMs?: number): Promise<T>;
   stop(): Promise<void>;
@@ -141,7 +143,14 @@ export async function startCloud(
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   let invocations = 0;
-  const invoke = async <T>(entry: string, event: unknown, timeoutMs = 60_000): Promise<T> => {
+  // A step's Lambda has the timeout the stack gives it (its state's TimeoutSeconds less the margin: 890 s
+  // for the run executor), which the executor budgets its run from; any other entry 60 s unless given.
+  const stepSeconds = stepTimeouts();
+  const invoke = async <T>(
+    entry: string,
+    event: unknown,
+    timeoutMs = (stepSeconds.get(entry) ?? 60) * 1000,
+  ): Promise<T> => {
     const mod = (await import(pathToFileURL(join(REPO_ROOT, entry)).href)) as {
       handler: (e: unknown, c: Context) => Promise<T>;
     };
