@@ -1,9 +1,21 @@
 import type { Browser, BrowserSession } from '../ports/browser/port.js';
 import type { MediaWriter } from '../ports/media/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
+import { newId } from '../shared/crypto.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { navigationRefused, originAllowed, runOrigins } from '../shared/origins.js';
+import { awaitOtherExecutor, claimExecutor } from './run-claims.js';
+import {
+  executorReserveMs,
+  functionTimeCause,
+  runDeadline,
+  stepCutShort,
+  stepNotStarted,
+  stoppedBetweenSteps,
+  stoppedDuringStep,
+  UPLOAD_TIMEOUT_MS,
+} from './run-deadline.js';
 import {
   finishRun,
   loadRun,
@@ -16,6 +28,7 @@ import {
 } from './runs.js';
 import {
   callFactory,
+  claimDown,
   downPayload,
   type FactoryClientOptions,
   factorySecret,
@@ -23,7 +36,6 @@ import {
   loadScenarioRecipe,
   noFactorySecret,
   parseUpAnswer,
-  readScenarioState,
   type ScenarioState,
   saveScenarioState,
   substituteTokens,
@@ -266,6 +278,16 @@ export interface ExecuteDeps {
   now?: () => number;
   /** Retry and timeout limits of Environment Factory requests (30 s each unless changed: tests). */
   factory?: FactoryClientOptions;
+  /**
+   * The executor Lambda's remaining time (its context's getRemainingTimeInMillis): the steps stop early
+   * enough to leave the reserve for the video, its upload and `down` (core/run-deadline.ts). Absent
+   * locally, where the run's own limit alone applies.
+   */
+  remainingMs?: () => number;
+  /** This invocation's id (the Lambda request id): its claim on the run's attempt (core/run-claims.ts). */
+  invocationId?: string;
+  /** How often a retried executor looks whether the first one ended the run (2 s unless changed: tests). */
+  claimPollMs?: number;
 }
 
 export interface ExecuteInput {
@@ -346,6 +368,33 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   const run = await loadRun(input.runId);
   if (run?.status !== 'running' || run.attempt !== input.attempt)
     throw new RunNotOwned(`run ${input.runId} is no longer run by attempt ${input.attempt}`);
+  // The run's clock starts now: the scenario's `up` counts inside its limit.
+  const runMs = (run.runTimeoutSeconds ?? deps.runTimeoutSeconds) * 1000;
+  const limit = runDeadline({
+    now: now(),
+    runMs,
+    remainingMs: deps.remainingMs?.(),
+    scenario: run.scenario !== undefined,
+  });
+  const deadline = limit.at;
+  // A retry of Execute (Step Functions) finds the first invocation's claim: it never runs the steps again.
+  const invocation = deps.invocationId ?? newId();
+  const claim = await claimExecutor(
+    run.runId,
+    input.attempt,
+    invocation,
+    now() + (limit.remainingMs ?? runMs + executorReserveMs({ scenario: true })),
+  );
+  if (!claim.claimed)
+    return awaitOtherExecutor(
+      { secrets: deps.secrets, now, ...(deps.claimPollMs ? { pollMs: deps.claimPollMs } : {}) },
+      {
+        runId: run.runId,
+        attempt: input.attempt,
+        leaseUntil: claim.leaseUntil,
+        until: now() + (limit.remainingMs ?? runMs + executorReserveMs({ scenario: true })) - 5_000,
+      },
+    );
   const steps: RunStepItem[] = run.steps.map((s) => ({ ...s }));
   const skipRest = (from: number) => {
     for (let i = from; i < steps.length; i++) steps[i] = { ...steps[i]!, status: 'skipped', output: '' };
@@ -381,9 +430,12 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   const down = async () => {
     if (scenario?.state.status !== 'up') return;
     const { state } = scenario;
-    // A restart's recovery may have sent it already (the run was failed under this execution).
-    const stored = readScenarioState((await loadRun(run.runId).catch(() => undefined))?.scenarioState);
-    if (stored && stored.status !== 'up') return;
+    // One sender (issue 24): a restart's recovery, MarkFailed or the sweep may have claimed it already.
+    const mine = await claimDown(run.runId, `executor ${invocation}`).catch((err) => {
+      log.warn('could not claim a scenario down', { runId: run.runId, error: (err as Error).name });
+      return false;
+    });
+    if (!mine) return;
     const started = now();
     try {
       await callFactory(scenario.url, scenario.secret, downPayload(state), mask, deps.factory);
@@ -400,8 +452,6 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   };
 
   const stepMs = (run.stepTimeoutSeconds ?? deps.stepTimeoutSeconds) * 1000;
-  const runMs = (run.runTimeoutSeconds ?? deps.runTimeoutSeconds) * 1000;
-  const deadline = now() + runMs;
 
   let session: BrowserSession;
   try {
@@ -435,6 +485,12 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
     }
     try {
       if (error !== undefined) throw new SkipFirstPage();
+      if (deadline - now() <= 0) {
+        // `up` (or a short-lived executor) used the time: the run stops before its first page.
+        error = stoppedBetweenSteps(limit, 0, steps[0]?.interaction ?? 'navigate');
+        skipRest(0);
+        throw new SkipFirstPage();
+      }
       await within(
         session.goto(input.target.url, Math.min(stepMs, deadline - now())),
         Math.min(stepMs, deadline - now()) + 2_000,
@@ -458,15 +514,17 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
       let output: string;
       let passed = false;
       if (remaining <= 0) {
-        output = `not started: the run timed out after ${seconds(runMs)}`;
-        error = `the run timed out after ${seconds(runMs)} (its limit) before step ${i + 1} (${step.interaction})`;
+        output = stepNotStarted(limit);
+        error = stoppedBetweenSteps(limit, i, step.interaction);
       } else {
         try {
           output = await within(
             performStep(session, step, { variables: run.variables, target: input.target, timeoutMs }),
             timeoutMs + 2_000,
             timeoutMs < stepMs
-              ? `the run timed out after ${seconds(runMs)} (its limit)`
+              ? limit.binding === 'run'
+                ? `the run timed out after ${seconds(runMs)} (its limit)`
+                : `the step was stopped: ${functionTimeCause(limit)}`
               : `the step timed out after ${seconds(timeoutMs)}`,
           );
           passed = true;
@@ -476,7 +534,7 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
       }
       // The run's limit, not the step's, cut this step short.
       const runOut = !passed && remaining > 0 && timeoutMs < stepMs && now() >= deadline - 100;
-      if (runOut) output = `${output} (the run reached its time limit, ${seconds(runMs)})`;
+      if (runOut) output = `${output} (${stepCutShort(limit)})`;
       const crash = session.crashed();
       if (crash) {
         passed = false;
@@ -513,7 +571,7 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
         error ??= crash
           ? `the browser died during step ${i + 1} (${step.interaction}): ${crash}`
           : runOut
-            ? `the run timed out after ${seconds(runMs)} (its limit) during step ${i + 1} (${step.interaction})`
+            ? stoppedDuringStep(limit, i, step.interaction)
             : mask(`step ${i + 1} (${step.interaction}) failed: ${output}`);
         skipRest(i + 1);
       }
@@ -533,7 +591,12 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
     const video = await session.close();
     if (video) {
       const key = mediaKeys.video(run, video.extension);
-      await deps.media.put(key, video.body, video.contentType);
+      // Bounded, as the executor's reserve counts on (core/run-deadline.ts).
+      await within(
+        deps.media.put(key, video.body, video.contentType),
+        UPLOAD_TIMEOUT_MS,
+        `the video upload took over ${seconds(UPLOAD_TIMEOUT_MS)}`,
+      );
       videoKey = key;
     }
   } catch (err) {

@@ -1,14 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import {
-  BatchGetCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
-import type { SecretStore } from '../ports/secret-store/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { newId, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
@@ -16,13 +8,7 @@ import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { runOrigins } from '../shared/origins.js';
 import type { Environment } from './environments.js';
-import {
-  type FactoryLocation,
-  readScenarioState,
-  type ScenarioRef,
-  scenarioMetadata,
-  sendOwedDown,
-} from './scenarios.js';
+import { type FactoryLocation, readScenarioState, type ScenarioRef, scenarioMetadata } from './scenarios.js';
 import { type ApplicationVersion, copyStep, type Folder, findTest, type StepElement } from './tests.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
@@ -73,6 +59,12 @@ export interface RunItem {
   targetUrl?: string;
   /** Set when the run starts executing: every later write of that execution is conditioned on it. */
   attempt?: string;
+  /**
+   * The Step Functions execution whose Prepare set `attempt`, and the target it resolved: a retry of that
+   * Prepare whose first write landed hands Execute the same attempt (issue 24).
+   */
+  preparedBy?: string;
+  target?: RunTarget;
   variables: Record<string, string>;
   steps: RunStepItem[];
   /** Storage key of the run's video (media store), once stored. */
@@ -419,12 +411,23 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
 export type PreparedRun = { ready: true; attempt: string; target: RunTarget } | { ready: false };
 
 /**
- * First state of `testRun`. Steps: load the run (a run that is no longer pending was ended meanwhile:
- * nothing to do); resolve its target; when that fails, end the run `failed` with the reason; otherwise
- * move it to `running` under a fresh attempt id (a conditional write: one execution runs a run).
+ * First state of `testRun`. Steps: load the run; a run `running` under an attempt this very execution
+ * (`execution`, its name) prepared is a retry of this step whose write landed (Step Functions retries a
+ * Lambda task): the same attempt and target again; a run otherwise no longer pending was ended
+ * meanwhile: nothing to do; resolve its target; when that fails, end the run `failed` with the reason;
+ * otherwise move it to `running` under a fresh attempt id, recording the execution and the target (a
+ * conditional write: one execution runs a run).
  */
-export async function prepareRun(runId: string): Promise<PreparedRun> {
+export async function prepareRun(runId: string, opts: { execution?: string } = {}): Promise<PreparedRun> {
   const run = await loadRun(runId);
+  if (
+    run?.status === 'running' &&
+    opts.execution &&
+    run.preparedBy === opts.execution &&
+    run.attempt &&
+    run.target
+  )
+    return { ready: true, attempt: run.attempt, target: run.target };
   if (run?.status !== 'pending') return { ready: false };
   const resolved = await resolveTarget(run);
   if ('error' in resolved) {
@@ -439,9 +442,11 @@ export async function prepareRun(runId: string): Promise<PreparedRun> {
         Key: runKey(runId),
         UpdateExpression:
           'SET #status = :running, statusKey = :statusKey, testStatusKey = :testStatusKey, ' +
-          'folderStatusKey = :folderStatusKey, startedAt = :now, attempt = :attempt, targetUrl = :url',
+          'folderStatusKey = :folderStatusKey, startedAt = :now, attempt = :attempt, targetUrl = :url, ' +
+          '#target = :target' +
+          (opts.execution ? ', preparedBy = :execution' : ''),
         ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeNames: { '#status': 'status', '#target': 'target' },
         ExpressionAttributeValues: {
           ':running': 'running',
           ':pending': 'pending',
@@ -449,12 +454,24 @@ export async function prepareRun(runId: string): Promise<PreparedRun> {
           ':now': new Date().toISOString(),
           ':attempt': attempt,
           ':url': resolved.target.url,
+          ':target': resolved.target,
+          ...(opts.execution ? { ':execution': opts.execution } : {}),
         },
       }),
     );
   } catch (err) {
-    if (isConditionFailure(err)) return { ready: false };
-    throw err;
+    // Another Prepare moved it first: this execution's own (a concurrent retry) hands over its attempt.
+    if (!isConditionFailure(err)) throw err;
+    const now = await loadRun(runId);
+    if (
+      now?.status === 'running' &&
+      opts.execution &&
+      now.preparedBy === opts.execution &&
+      now.attempt &&
+      now.target
+    )
+      return { ready: true, attempt: now.attempt, target: now.target };
+    return { ready: false };
   }
   return { ready: true, attempt, target: resolved.target };
 }
@@ -546,67 +563,6 @@ export const mediaKeys = {
   video: (run: Pick<RunItem, 'orgId' | 'runId'>, extension: string) =>
     `runs/${run.orgId}/${run.runId}/video.${extension}`,
 };
-
-/**
- * After the local server restarted, no run is left `running` or `pending` with nothing behind it (in AWS,
- * Step Functions executions outlive any process, and a Lambda that dies ends its state with States.Timeout,
- * which MarkFailed turns into `failed`). Each such run ends `failed` saying so: a `running` run's browser
- * is gone, and re-running its steps could repeat what they did to the app; a `pending` one would meet its
- * environment restarting too (recovery restarts ready environments), so starting it again would only fail
- * it as "not ready". Reads each organization's `listStatus` index (the tenancy table lists organizations).
- */
-export async function recoverRuns(deps: { secrets?: SecretStore } = {}): Promise<{ failed: number }> {
-  let failed = 0;
-  const orgIds: string[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb().send(
-      new ScanCommand({
-        TableName: table('tenancy'),
-        FilterExpression: 'begins_with(pk, :org)',
-        ExpressionAttributeValues: { ':org': keys.tenancy.org('') },
-        ProjectionExpression: 'orgId',
-        ExclusiveStartKey,
-      }),
-    );
-    for (const item of page.Items ?? []) orgIds.push(String(item.orgId));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  const reasons = {
-    running: 'interrupted: the service restarted while the run was running',
-    pending: 'interrupted: the service restarted before the run started; start it again',
-  };
-  for (const orgId of orgIds) {
-    for (const status of ['running', 'pending'] as const) {
-      let start: Record<string, unknown> | undefined;
-      do {
-        const page = await ddb().send(
-          new QueryCommand({
-            TableName: table('runs'),
-            IndexName: 'listStatus',
-            KeyConditionExpression: 'statusKey = :k',
-            ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
-            ExclusiveStartKey: start,
-          }),
-        );
-        // The index holds keys only: each run is read whole (failRun reads it anyway).
-        for (const { runId } of (page.Items ?? []) as Pick<RunItem, 'runId'>[]) {
-          try {
-            if (await failRun(runId, reasons[status])) failed++;
-            // A run abandoned after its scenario came up still owes the factory its `down` (issue 12).
-            const item = deps.secrets ? await loadRun(runId) : undefined;
-            if (deps.secrets && item?.scenarioState) await sendOwedDown({ secrets: deps.secrets }, item);
-          } catch (err) {
-            log.error('could not recover a test run', { runId, error: (err as Error).message });
-          }
-        }
-        start = page.LastEvaluatedKey;
-      } while (start);
-    }
-  }
-  if (failed > 0) log.info('test runs recovered', { failed });
-  return { failed };
-}
 
 /**
  * Start the `run_on_preview` tests of an environment's application(s) now that it is ready (issue 11,

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
@@ -398,17 +398,46 @@ export function factoryUrl(
 }
 
 /**
- * The `down` owed by a run that ended without sending it (a restart abandoned it): best effort, recorded.
+ * Take the right to send a run's `down` (issue 24, item 4): a conditional write of `downClaim` while its
+ * scenario is `up` and nobody claimed it. The executor, MarkFailed, the local recovery after a restart
+ * and the AWS sweep each claim before sending, so the factory gets one `down` whoever races; a sender
+ * that dies after claiming leaves the record `up` with the claim (at most once, never twice).
+ * @returns whether this caller claimed it
+ */
+export async function claimDown(runId: string, by: string): Promise<boolean> {
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('runs'),
+        Key: { runId },
+        UpdateExpression: 'SET downClaim = :by',
+        ConditionExpression: 'attribute_not_exists(downClaim) AND scenarioState.#status = :up',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':by': `${by}@${new Date().toISOString()}`, ':up': 'up' },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * The `down` owed by a run that ended without sending it (its executor died, a restart abandoned it):
+ * claimed first (claimDown: one sender, `by` names which), then sent best effort and recorded.
+ * @returns whether this call sent it
  */
 export async function sendOwedDown(
   deps: { secrets: SecretStore },
   run: { runId: string; applicationId?: string; scenarioState?: unknown },
-  opts: FactoryClientOptions = {},
-): Promise<void> {
+  opts: FactoryClientOptions & { by?: string } = {},
+): Promise<boolean> {
   const state = readScenarioState(run.scenarioState);
-  if (state?.status !== 'up' || !state.factoryUrl || !run.applicationId) return;
+  if (state?.status !== 'up' || !state.factoryUrl || !run.applicationId) return false;
   const secret = await factorySecret(deps.secrets, run.applicationId);
-  if (!secret) return;
+  if (!secret) return false;
+  if (!(await claimDown(run.runId, opts.by ?? 'recovery'))) return false;
   const started = Date.now();
   try {
     await callFactory(state.factoryUrl, secret, downPayload(state), (t) => maskSecrets(t, [secret]), opts);
@@ -419,6 +448,7 @@ export async function sendOwedDown(
   }
   state.downMs = Date.now() - started;
   await saveScenarioState(run.runId, state);
+  return true;
 }
 
 export const upPayload = (state: ScenarioState, create: unknown) => ({

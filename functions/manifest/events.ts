@@ -161,6 +161,20 @@ export const schedules = {
       access: { tables: { deliveries: 'R' }, sourceHost: true },
     },
   },
+  runSweep: {
+    description:
+      'End failed the test runs left pending or running past their time limit (an execution that ended ' +
+      'without ending its run), sending the scenario down each owes, once',
+    schedule: 'rate(10 minutes)',
+    // Not run by the local server: it fails every run left pending or running when it starts
+    // (core/run-recovery.ts, recoverRuns), and nothing else outlives its process there.
+    localEverySeconds: 600,
+    target: {
+      entry: 'functions/events/run-sweep.ts',
+      // tenancy: the organizations whose runs it lists; secrets: R, the factory signing secret of a down.
+      access: { tables: { runs: 'RW', tenancy: 'R' }, secrets: 'R' },
+    },
+  },
 } as const satisfies Record<string, ScheduleDef>;
 
 export type ScheduleId = keyof typeof schedules;

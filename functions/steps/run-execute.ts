@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import { executeRun } from '../core/run-executor.js';
 import { RunNotOwned, type RunTarget } from '../core/runs.js';
 import { browser } from '../ports/registry/browser.js';
@@ -9,11 +10,17 @@ import { Superseded } from '../shared/step-errors.js';
 /**
  * The browser state of `testRun`: drive the browser through the run's steps and end the run passed or
  * failed. A run that ended meanwhile (a restart failed it) is `Superseded`: nothing more is written.
+ * In AWS the steps stop early enough that the video, its upload and `down` fit in the Lambda's remaining
+ * time (core/run-deadline.ts); a retry of this task by Step Functions finds the first invocation's claim
+ * and never runs the steps again (core/run-claims.ts).
  */
-export async function handler(input: {
-  runId: string;
-  prepared: { attempt: string; target: RunTarget };
-}): Promise<{ status: 'passed' | 'failed' }> {
+export async function handler(
+  input: {
+    runId: string;
+    prepared: { attempt: string; target: RunTarget };
+  },
+  context?: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>,
+): Promise<{ status: 'passed' | 'failed' }> {
   const c = config();
   try {
     const status = await executeRun(
@@ -23,6 +30,9 @@ export async function handler(input: {
         secrets: secretStore(),
         stepTimeoutSeconds: c.runs.stepTimeoutSeconds,
         runTimeoutSeconds: c.runs.runTimeoutSeconds,
+        // Locally the run's own limit applies alone (the local engine's context is no Lambda's).
+        ...(c.mode === 'aws' && context ? { remainingMs: () => context.getRemainingTimeInMillis() } : {}),
+        ...(context?.awsRequestId ? { invocationId: context.awsRequestId } : {}),
       },
       { runId: input.runId, attempt: input.prepared.attempt, target: input.prepared.target },
     );

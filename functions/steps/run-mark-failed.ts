@@ -16,7 +16,12 @@ export async function handler(input: {
   await failRun(input.runId, runFailureMessage(input.failure), { attempt: input.prepared?.attempt });
   try {
     const run = await loadRun(input.runId);
-    if (run) await sendOwedDown({ secrets: secretStore() }, run, { retryMs: 20_000, timeoutMs: 15_000 });
+    if (run)
+      await sendOwedDown({ secrets: secretStore() }, run, {
+        retryMs: 20_000,
+        timeoutMs: 15_000,
+        by: 'mark-failed',
+      });
   } catch (err) {
     log.warn('could not send an owed scenario down', { runId: input.runId, error: (err as Error).name });
   }

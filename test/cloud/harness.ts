@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { RouteId } from '../../functions/manifest/routes.js';
+import { stepTimeouts } from '../../lib/cdk/workflow-definitions.js';
 import { ensureTables, startDynalite } from '../../lib/local/dynalite.js';
 import { compileRoutes, matchRoute, toProxyEvent } from '../../lib/local/http-bridge.js';
 import { FakeAws, machineArn, REGION } from './fakes/aws.js';
@@ -37,8 +38,12 @@ export interface Cloud {
   aws: FakeAws;
   /** The fake Kubernetes API behind the EKS cluster, when started with `{ kubernetes: true }`. */
   kube?: FakeKubernetes;
-  /** Invoke a Lambda entry (relative to the repository root) with an event, as its trigger would. */
-  invoke<T = unknown>(entry: string, event: unknown): Promise<T>;
+  /**
+   * Invoke a Lambda entry (relative to the repository root) with an event, as its trigger would; its
+   * context's remaining time starts at `timeoutMs` (a step's Lambda timeout as the stack sets it, any
+   * other entry's 60 s, unless given), its request id is new each call.
+   */
+  invoke<T = unknown>(entry: string, event: unknown, timeoutMs?: number): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -137,11 +142,19 @@ export async function startCloud(
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const invoke = async <T>(entry: string, event: unknown, timeoutMs = 60_000): Promise<T> => {
+  let invocations = 0;
+  // A step's Lambda has the timeout the stack gives it (its state's TimeoutSeconds less the margin: 890 s
+  // for the run executor), which the executor budgets its run from; any other entry 60 s unless given.
+  const stepSeconds = stepTimeouts();
+  const invoke = async <T>(
+    entry: string,
+    event: unknown,
+    timeoutMs = (stepSeconds.get(entry) ?? 60) * 1000,
+  ): Promise<T> => {
     const mod = (await import(pathToFileURL(join(REPO_ROOT, entry)).href)) as {
       handler: (e: unknown, c: Context) => Promise<T>;
     };
-    return mod.handler(event, lambdaContext(entry, `invoke-${Date.now()}`, timeoutMs));
+    return mod.handler(event, lambdaContext(entry, `invoke-${Date.now()}-${++invocations}`, timeoutMs));
   };
   // The rollout watcher, invoked asynchronously through the fake Lambda API (with a short time slice, so
   // its hand-over to itself is exercised too).

@@ -335,3 +335,50 @@ describe('template', () => {
     expect(cyclesOf(prod.statelessTemplate)).toEqual([]);
   });
 });
+
+describe('the runSweep schedule (issue 24: runs left pending or running in AWS)', () => {
+  const built = stateless.schedules.runSweep;
+  const fnId = idIn(built.function);
+  const statements = statementsOf(template, fnId);
+  const actions = statements.flatMap((s) => s.actions);
+  const tableIdOf = (name: TableName) =>
+    stateful.getLogicalId(stateful.tables[name].node.defaultChild as dynamodb.CfnTable);
+
+  test('runs every 10 minutes the run-sweep handler, and locally never (the server recovers at start)', () => {
+    expect(schedules.runSweep.schedule).toBe('rate(10 minutes)');
+    expect(schedules.runSweep.target.entry).toBe('functions/events/run-sweep.ts');
+    expect(declared.map(([, d]) => d.id)).toContain(fnId);
+  });
+
+  test('is granted least privilege: runs RW, tenancy R, the secrets read; no other table, no start, no media', () => {
+    const touched = (Object.keys(stateful.tables) as TableName[]).filter((name) =>
+      statements.some((s) => s.resources.some((r) => mentions(r, tableIdOf(name)))),
+    );
+    expect(sorted(touched)).toEqual(['runs', 'tenancy']);
+    const writesOf = (name: TableName) =>
+      statements
+        .filter((s) => s.resources.some((r) => mentions(r, tableIdOf(name))))
+        .flatMap((s) => s.actions)
+        .filter((a) => tableWriteActions.includes(a));
+    expect(writesOf('runs').length).toBeGreaterThan(0);
+    expect(writesOf('tenancy')).toEqual([]);
+    expect(actions.filter((a) => a.startsWith('states:'))).toEqual([]);
+    expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
+    expect(actions.filter((a) => a.startsWith('events:'))).toEqual([]);
+    // The factory signing secret is read, never written.
+    const secretActions = actions.filter((a) => a.startsWith('secretsmanager:'));
+    expect(secretActions).toContain('secretsmanager:GetSecretValue');
+    expect(secretActions.filter((a) => !/^secretsmanager:(GetSecretValue|DescribeSecret)$/.test(a))).toEqual(
+      [],
+    );
+    expect(envOf(fnId).GITHUB_APP_SECRET_ARN).toBeUndefined();
+  });
+
+  test('has its failure queue alarmed like every scheduled target', () => {
+    const alarms = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm'));
+    const failureId = idIn(built.failureDlq);
+    expect(
+      alarms.filter((a) => JSON.stringify(a.Properties.Dimensions ?? []).includes(failureId)),
+    ).toHaveLength(1);
+  });
+});

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { testRunShortId } from '../../functions/core/recipes.js';
-import { recoverRuns } from '../../functions/core/runs.js';
+import { recoverRuns } from '../../functions/core/run-recovery.js';
 import { FACTORY_SECRET_APP, FACTORY_SECRET_VAR } from '../../functions/core/scenarios.js';
 import { updateApplication } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, CDPSession, Page, Browser as PwBrowser } from 'playwright-core';
 import { hostPort, navigationRefused, originAllowed, requestRefused } from '../../shared/origins.js';
-import type { BrowserSession, SessionCookie, SessionOptions, Video } from './port.js';
+import {
+  type BrowserSession,
+  ENCODE_TIMEOUT_MS,
+  type SessionCookie,
+  type SessionOptions,
+  type Video,
+} from './port.js';
 
 /** How a browser is launched: its binary and flags, and the ffmpeg that encodes its video. */
 export interface LaunchSpec {
@@ -20,7 +26,6 @@ export interface LaunchSpec {
 /** Frames per second of the encoded video (the screencast only sends a frame when the page changes). */
 const VIDEO_FPS = 10;
 const LAUNCH_TIMEOUT_MS = 30_000;
-const ENCODE_TIMEOUT_MS = 300_000;
 
 /** Collapse whitespace, so text matches however the page wraps or indents it. */
 const normalize = (text: string) => text.replace(/\s+/g, ' ').trim();

@@ -18,6 +18,12 @@ export interface SessionOptions {
   allowedOrigins: string[];
 }
 
+/**
+ * The longest an adapter's video encode may take (`close` kills the encoder then, returning no video): the
+ * run executor keeps this much of its Lambda's time for it (core/run-deadline.ts).
+ */
+export const ENCODE_TIMEOUT_MS = 300_000;
+
 /** A finished recording. */
 export interface Video {
   body: Buffer;
