@@ -106,6 +106,7 @@ const TEST_RUN_KEYS = [
   'job_run_id',
   'metadata',
   'name',
+  'report_url',
   'status',
   'test_id',
   'video_url',
@@ -333,6 +334,10 @@ describe('POST /test/{test_id}/run', () => {
       folder: { id: 'folder-checkout', name: 'Checkout' },
       video_url: null,
       metadata: { source: 'api' },
+      // A signed link to the run's report, minted on each read.
+      report_url: expect.stringMatching(
+        /^http:\/\/127\.0\.0\.1:\d+\/report\/[a-z0-9]+\?expires=\d+&sig=[\w-]+$/,
+      ),
     });
     expect(Object.keys(run.body).sort()).toEqual([...TEST_RUN_KEYS, 'error'].sort());
   });
@@ -616,6 +621,7 @@ describe('GET /run', () => {
       folder: { id: 'f2', name: 'Folder two' },
       video_url: null,
       metadata: { source: 'api' },
+      report_url: expect.stringMatching(/\/report\/[a-z0-9]+\?expires=\d+&sig=[\w-]+$/),
     });
   });
 
