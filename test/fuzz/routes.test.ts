@@ -18,6 +18,7 @@ import {
   MAX_PR,
   owner,
   prPath,
+  queryInteger,
   repo,
   rowId,
 } from '../../functions/shared/validation.js';
@@ -227,6 +228,8 @@ const schemaOf: Record<string, z.ZodMiniType> = {
   owner,
   repo,
   pr: prPath,
+  // getRecipeVersion's `{version}`, as its route validates it.
+  version: queryInteger(1, 1_000_000_000),
 };
 const validFormat: Record<string, fc.Arbitrary<string>> = {
   applicationId: fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/),
@@ -241,6 +244,8 @@ const validFormat: Record<string, fc.Arbitrary<string>> = {
   owner: fc.stringMatching(/^[a-z0-9]{1,20}$/),
   repo: fc.stringMatching(/^[a-z0-9_-][a-z0-9._-]{0,30}$/),
   pr: fc.oneof(fc.nat({ max: 1000 }), fc.nat({ max: MAX_PR })).map(String),
+  // A recipe version: 1 … 1e9 (the route's `queryInteger(1, 1_000_000_000)`).
+  version: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 1_000_000_000 })).map(String),
 };
 const garbageSegment = fc.oneof(
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }).map(encode),
