@@ -132,7 +132,7 @@ const DOCS: Record<
 
 const ERRORS: Record<number, string> = {
   400: 'Invalid input (the error names the field, e.g. `items[0].key`)',
-  401: 'Missing or invalid credentials',
+  401: 'Missing or invalid credentials: the message says which credential the route takes',
   404: "Not found, or not the caller's organization's",
   409: 'The object is in a state that forbids the operation',
   413: 'Request body too large for this route',

@@ -43,11 +43,11 @@ export interface CredentialItem {
 const cache = new Map<string, { orgId: string; secretHash: Buffer; until: number }>();
 const CACHE_MAX = 10_000;
 
-async function check(pk: string, secret: string): Promise<Principal> {
+async function check(kind: 'apiKey' | 'client', pk: string, secret: string): Promise<Principal> {
   const now = Date.now();
   const hit = cache.get(pk);
   if (hit && hit.until > now) {
-    if (!matchesHash(secret, hit.secretHash)) throw new UnauthorizedError();
+    if (!matchesHash(secret, hit.secretHash)) throw new UnauthorizedError(UNAUTHORIZED[kind]);
     return { orgId: hit.orgId };
   }
   if (hit) cache.delete(pk);
@@ -55,7 +55,7 @@ async function check(pk: string, secret: string): Promise<Principal> {
   const item = Item as CredentialItem | undefined;
   // Compare even when the credential is unknown, so both paths cost the same.
   const ok = matchesHash(secret, item?.secretHash ?? DUMMY_HASH);
-  if (!item || !ok) throw new UnauthorizedError();
+  if (!item || !ok) throw new UnauthorizedError(UNAUTHORIZED[kind]);
   const ttl = config().authCacheSeconds;
   if (ttl > 0) {
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
@@ -69,6 +69,22 @@ async function check(pk: string, secret: string): Promise<Principal> {
 }
 
 const SIGNATURE_RE = /^sha256=([0-9a-f]{64})$/i;
+
+/**
+ * The 401 of each credential kind: it says which credential the route takes and where it goes, never
+ * whether the one presented was missing, malformed or wrong (they all answer the same).
+ */
+export const UNAUTHORIZED: Record<AuthKind, string> = {
+  apiKey:
+    'missing or invalid credentials: this route takes an organization API key in the Authorization header ' +
+    '(Bearer pvk_…)',
+  client:
+    "missing or invalid credentials: this route takes an organization's client credentials in the " +
+    'svc-client-id and svc-client-secret headers',
+  githubWebhook:
+    "missing or invalid X-Hub-Signature-256: this route takes GitHub's signature of the body under the " +
+    "GitHub App's webhook secret",
+};
 
 /**
  * Whether `header` (`X-Hub-Signature-256`) is `sha256=` + the hex HMAC-SHA256 of the raw body under the
@@ -88,7 +104,7 @@ export function verifySignature(secret: string, body: Buffer | string, header: s
  * `svc-client-id` and `svc-client-secret`. Only SHA-256 digests of secrets are stored; they are compared
  * in constant time. `githubWebhook`: `X-Hub-Signature-256` must be the HMAC-SHA256 of the raw body (as
  * received, before any parsing) under the webhook secret, compared in constant time. Any missing,
- * malformed or wrong credential is the same 401.
+ * malformed or wrong credential is the same 401, which says what the route takes (`UNAUTHORIZED`).
  * @param headers lower-cased request headers
  */
 export async function authenticate(
@@ -98,20 +114,20 @@ export async function authenticate(
 ): Promise<Principal> {
   if (kind === 'githubWebhook') {
     const signature = headers['x-hub-signature-256'];
-    if (!signature || !webhook) throw new UnauthorizedError('missing or invalid X-Hub-Signature-256');
+    if (!signature || !webhook) throw new UnauthorizedError(UNAUTHORIZED.githubWebhook);
     if (!verifySignature(await webhook.secret(), webhook.rawBody, signature))
-      throw new UnauthorizedError('missing or invalid X-Hub-Signature-256');
+      throw new UnauthorizedError(UNAUTHORIZED.githubWebhook);
     return { orgId: '', githubWebhook: true };
   }
   if (kind === 'apiKey') {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
     const key = m?.[1] ? API_KEY_RE.exec(m[1]) : null;
-    if (!key) throw new UnauthorizedError();
-    return check(keys.tenancy.apiKey(key[1]!), key[2]!);
+    if (!key) throw new UnauthorizedError(UNAUTHORIZED.apiKey);
+    return check('apiKey', keys.tenancy.apiKey(key[1]!), key[2]!);
   }
   const clientId = headers['svc-client-id'] ?? '';
   const secret = headers['svc-client-secret'] ?? '';
   if (!CLIENT_ID_RE.test(clientId) || secret.length === 0 || secret.length > 256)
-    throw new UnauthorizedError();
-  return check(keys.tenancy.client(clientId), secret);
+    throw new UnauthorizedError(UNAUTHORIZED.client);
+  return check('client', keys.tenancy.client(clientId), secret);
 }

@@ -157,7 +157,10 @@ describe('POST /v1/preview/environments', () => {
   test('401 without credentials or with a wrong key', async () => {
     const none = await call(h, 'POST', '/v1/preview/environments', { body: deployBody() });
     expect(none.status).toBe(401);
-    expect(none.body).toEqual({ error: 'missing or invalid credentials' });
+    expect(none.body).toEqual({
+      error:
+        'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
+    });
     const wrong = `${h.org.apiKey.slice(0, -4)}AAAA`;
     const res = await call(h, 'POST', '/v1/preview/environments', {
       body: deployBody(),
@@ -169,6 +172,9 @@ describe('POST /v1/preview/environments', () => {
       headers: { 'svc-client-id': h.org.clientId, 'svc-client-secret': h.org.clientSecret },
     });
     expect(clientCreds.status).toBe(401);
+    // A wrong key and the wrong kind of credential say the same: what this route takes.
+    expect(res.body).toEqual(none.body);
+    expect(clientCreds.body).toEqual(none.body);
   });
 });
 

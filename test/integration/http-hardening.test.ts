@@ -235,7 +235,10 @@ describe('Object property names as query keys and header names', () => {
     expect(ok.statusCode).toBe(200);
     const anonymous = await listRuns(event(''), lambdaContext('listRuns', 'hardening-2'));
     expect(anonymous.statusCode).toBe(401);
-    expect(JSON.parse(anonymous.body)).toEqual({ error: 'missing or invalid credentials' });
+    expect(JSON.parse(anonymous.body)).toEqual({
+      error:
+        "missing or invalid credentials: this route takes an organization's client credentials in the svc-client-id and svc-client-secret headers",
+    });
   });
 });
 

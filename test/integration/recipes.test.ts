@@ -124,7 +124,10 @@ describe('POST /v1/setup/setups/{setupId}/scenario-recipe-versions', () => {
     const setupId = newSetupId();
     const res = await call(h, 'POST', path(setupId), { body: validFile(), headers: headers() });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: 'missing or invalid credentials' });
+    expect(res.body).toEqual({
+      error:
+        'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
+    });
     expect((await upload(setupId, validFile())).body.version).toBe(1);
   });
 

@@ -329,7 +329,10 @@ describe('secret bundles', () => {
   test('401 without credentials', async () => {
     const res = await call(h, 'GET', base());
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: 'missing or invalid credentials' });
+    expect(res.body).toEqual({
+      error:
+        'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
+    });
   });
 
   test('no secret value ever reaches a log line', () => {

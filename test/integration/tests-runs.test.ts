@@ -262,7 +262,11 @@ describe('authentication (client id and secret)', () => {
     testId = await importOne(h.org);
     runId = (await startRunOf(h.org, testId)).body.run_id;
   });
-  const unauthorized = { error: 'missing or invalid credentials' };
+  // The same answer whatever was wrong, saying what the route takes.
+  const unauthorized = {
+    error:
+      "missing or invalid credentials: this route takes an organization's client credentials in the svc-client-id and svc-client-secret headers",
+  };
 
   test.each([
     ['GET /test/{test_id}', 'GET', () => `/test/${testId}`],

@@ -108,7 +108,10 @@ describe('the signature', () => {
   ])('401 for %s, whatever the body', async (_name, opts) => {
     const res = await send('ping', ping, opts);
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: 'missing or invalid X-Hub-Signature-256' });
+    expect(res.body).toEqual({
+      error:
+        "missing or invalid X-Hub-Signature-256: this route takes GitHub's signature of the body under the GitHub App's webhook secret",
+    });
   });
 
   test('the signature is checked before the body is parsed: an unsigned non-JSON body is a 401, not a 400', async () => {

@@ -33,7 +33,7 @@ describe('route() middleware stack', () => {
     expect(res).toEqual({
       statusCode: 401,
       headers: { 'content-type': 'application/json' },
-      body: `${JSON.stringify({ error: 'missing or invalid credentials' })}\n`,
+      body: `${JSON.stringify({ error: 'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)' })}\n`,
     });
     expect(logs).toHaveLength(1);
     expect(JSON.parse(logs[0]!)).toMatchObject({
@@ -42,6 +42,32 @@ describe('route() middleware stack', () => {
       status: 401,
       requestId: 'req-1',
     });
+  });
+
+  // Issue 26: a 401 says which credential the route takes (and nothing about what was presented).
+  test.each([
+    [
+      'getEnvironment',
+      { 'svc-client-id': 'pvc_abcdefgh', 'svc-client-secret': 's' },
+      'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
+    ],
+    [
+      'listRuns',
+      { authorization: `Bearer pvk_abcdefgh_${'A'.repeat(43)}`, 'svc-client-id': 'not-a-client-id' },
+      "missing or invalid credentials: this route takes an organization's client credentials in the svc-client-id and svc-client-secret headers",
+    ],
+    [
+      'githubWebhook',
+      { authorization: `Bearer pvk_abcdefgh_${'A'.repeat(43)}`, 'x-hub-signature-256': 'sha256=00' },
+      "missing or invalid X-Hub-Signature-256: this route takes GitHub's signature of the body under the GitHub App's webhook secret",
+    ],
+  ] as const)('a 401 of %s names the credential it takes', async (id, headers, error) => {
+    const { handler } = route(id, { webhookSecret: async () => 'whsec' }, async () => ({
+      statusCode: 200,
+      body: {},
+    }));
+    const res = await handler(event({ headers, body: '{}' }), lambdaContext('t', 'r'));
+    expect({ status: res.statusCode, body: JSON.parse(res.body) }).toEqual({ status: 401, body: { error } });
   });
 
   // Issue 8, finding 5: the body was parsed (and its __proto__ guard recursed) before authentication, so
@@ -63,7 +89,10 @@ describe('route() middleware stack', () => {
     }));
     const res = await handler(event({ body }), lambdaContext('t', 'r'));
     expect(res.statusCode).toBe(401);
-    expect(JSON.parse(res.body)).toEqual({ error: 'missing or invalid credentials' });
+    expect(JSON.parse(res.body)).toEqual({
+      error:
+        'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
+    });
   });
 
   test('the raw main function is exported for tests', async () => {
