@@ -2,7 +2,6 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
-import { ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { testRunShortId } from './recipes.js';
@@ -154,16 +153,20 @@ export async function loadScenarioRecipe(
   return { recipe: { setupId: ref.setupId, version, name: ref.recipe, create: recipe.create ?? {} } };
 }
 
-/** Import check (issue 12, decision 1): 400 naming the test's scenario when it names nothing of the org. */
-export async function checkScenarioRefs(
+/**
+ * Import check (issue 12, decision 1): a problem `[i].scenario: …` for each test whose scenario names
+ * nothing of the organization (the caller answers them all in one 400).
+ */
+export async function scenarioRefProblems(
   orgId: string,
   scenarios: { index: number; ref: ScenarioRef }[],
-): Promise<void> {
+): Promise<string[]> {
+  const problems: string[] = [];
   for (const { index, ref } of scenarios) {
     const loaded = await loadScenarioRecipe(orgId, ref);
-    if ('error' in loaded)
-      throw new ValidationError(`invalid tests file: [${index}].scenario: ${loaded.error}`);
+    if ('error' in loaded) problems.push(`[${index}].scenario: ${loaded.error}`);
   }
+  return problems;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -3,8 +3,15 @@ import * as z from 'zod/mini';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
-import { describeIssues, issuePath, RESERVED_KEY, reservedMemberPath, rowId } from '../shared/validation.js';
-import { checkScenarioRefs, type ScenarioRef } from './scenarios.js';
+import {
+  issueMessages,
+  issuePath,
+  listProblems,
+  RESERVED_KEY,
+  reservedMemberPaths,
+  rowId,
+} from '../shared/validation.js';
+import { type ScenarioRef, scenarioRefProblems } from './scenarios.js';
 
 /** A folder that groups tests (and so runs); its id comes from the imported file. */
 export interface Folder {
@@ -113,15 +120,38 @@ export const testsFileSchema = z
   .check(z.minLength(1, 'must contain at least 1 test'), z.maxLength(1000));
 export type TestsFile = z.infer<typeof testsFileSchema>;
 
-/** Parse a tests file, or throw a ValidationError naming where each problem is (up to 5). */
-export function parseTestsFile(file: unknown): TestsFile {
-  // A zod record skips a `__proto__` member silently: refuse it first (rule in shared/validation.ts).
-  const reserved = reservedMemberPath(file);
-  if (reserved)
-    throw new ValidationError(`invalid tests file: ${issuePath(reserved)}: must not be ${RESERVED_KEY}`);
+/**
+ * The problems of a tests file that need no lookup, each `[i].path: message`: its `__proto__` members
+ * (a zod record would skip them silently; rule in shared/validation.ts) and every issue of the schema.
+ */
+function fileProblems(file: unknown): string[] {
+  const problems = reservedMemberPaths(file).map((p) => `${issuePath(p)}: must not be ${RESERVED_KEY}`);
   const result = testsFileSchema.safeParse(file);
-  if (result.success) return result.data;
-  throw new ValidationError(describeIssues('tests file', result.error));
+  if (!result.success) problems.push(...issueMessages(result.error, Number.POSITIVE_INFINITY));
+  return problems;
+}
+
+/**
+ * The ValidationError of a tests file: every problem in one answer, those of a test together in file
+ * order (`invalid tests file: [0].name: …; [0].steps[1].url: …; [3].scenario: …`).
+ */
+function invalidFile(problems: string[]): ValidationError {
+  const indexOf = (p: string) => Number(/^\[(\d+)\]/.exec(p)?.[1] ?? -1);
+  const ordered = problems.map((p, i) => ({ p, i, at: indexOf(p) }));
+  ordered.sort((a, b) => a.at - b.at || a.i - b.i);
+  return new ValidationError(
+    `invalid tests file: ${listProblems(
+      ordered.map((o) => o.p),
+      2000,
+    )}`,
+  );
+}
+
+/** Parse a tests file, or throw a ValidationError naming every problem and where it is. */
+export function parseTestsFile(file: unknown): TestsFile {
+  const problems = fileProblems(file);
+  if (problems.length > 0) throw invalidFile(problems);
+  return testsFileSchema.parse(file);
 }
 
 /** The stored item for one test of a file: fresh test and step ids, created now. */
@@ -170,11 +200,14 @@ async function applicationOfOrg(orgId: string, applicationId: string): Promise<b
 
 /**
  * Import tests into an organization (`previewctl tests import [--app ID] <file>`).
- * Steps: validate the whole file first, sizes and applications included (nothing is written when any
- * test is invalid; an `application_id` must name an application of the organization); `--app` sets the
- * application of every test; give each test and step a new id and the same `created_at`; put each test
- * (a new id never overwrites anything); then add each `run_on_preview` test to its application's
- * `previewTestIds` (what `startPreviewRuns` reads when an environment of it becomes ready).
+ * Steps: validate the whole file first, sizes, applications and scenarios included, and report every
+ * problem found in one ValidationError (nothing is written when any test is invalid; an `application_id`
+ * must name an application of the organization, a scenario an uploaded recipe); the lookups are made for
+ * the tests that pass the schema, so a typo in one test and a missing application in another are told
+ * together; `--app` sets the application of every test; give each test and step a new id and the same
+ * `created_at`; put each test (a new id never overwrites anything); then add each `run_on_preview` test
+ * to its application's `previewTestIds` (what `startPreviewRuns` reads when an environment of it becomes
+ * ready).
  * @param file the parsed JSON of the file
  * @returns the new ids and names, in file order
  */
@@ -183,43 +216,51 @@ export async function importTests(
   file: unknown,
   opts: { applicationId?: string } = {},
 ): Promise<{ tests: { id: string; name: string }[] }> {
-  const parsed = parseTestsFile(file);
-  if (opts.applicationId !== undefined) {
-    if (!(await applicationOfOrg(orgId, opts.applicationId)))
-      throw new ValidationError(`--app: no application ${opts.applicationId} in this organization`);
-    for (const t of parsed) t.application_id = opts.applicationId;
-  } else {
+  if (opts.applicationId !== undefined && !(await applicationOfOrg(orgId, opts.applicationId)))
+    throw new ValidationError(`--app: no application ${opts.applicationId} in this organization`);
+  const problems = fileProblems(file);
+  // The tests that pass the schema, at their index in the file, for the checks that need a lookup.
+  const valid = (Array.isArray(file) ? file : []).flatMap((raw, index) => {
+    const one = testSchema.safeParse(raw);
+    return one.success ? [{ index, test: one.data }] : [];
+  });
+  if (opts.applicationId !== undefined)
+    for (const { test } of valid) test.application_id = opts.applicationId;
+  else {
     const checked = new Map<string, boolean>();
-    for (const [i, t] of parsed.entries()) {
-      if (t.application_id === undefined) continue;
-      if (!checked.has(t.application_id))
-        checked.set(t.application_id, await applicationOfOrg(orgId, t.application_id));
-      if (!checked.get(t.application_id))
-        throw new ValidationError(
-          `invalid tests file: [${i}].application_id: no application ${t.application_id} in this organization`,
+    for (const { index, test } of valid) {
+      if (test.application_id === undefined) continue;
+      if (!checked.has(test.application_id))
+        checked.set(test.application_id, await applicationOfOrg(orgId, test.application_id));
+      if (!checked.get(test.application_id))
+        problems.push(
+          `[${index}].application_id: no application ${test.application_id} in this organization`,
         );
     }
   }
-  await checkScenarioRefs(
-    orgId,
-    parsed.flatMap((t, index) =>
-      t.scenario
-        ? [
-            {
-              index,
-              ref: { setupId: t.scenario.setup_id, recipe: t.scenario.recipe, version: t.scenario.version },
-            },
-          ]
-        : [],
-    ),
+  problems.push(
+    ...(await scenarioRefProblems(
+      orgId,
+      valid.flatMap(({ index, test: t }) =>
+        t.scenario
+          ? [
+              {
+                index,
+                ref: { setupId: t.scenario.setup_id, recipe: t.scenario.recipe, version: t.scenario.version },
+              },
+            ]
+          : [],
+      ),
+    )),
   );
   const createdAt = new Date().toISOString();
-  const items = parsed.map((t) => toTestItem(orgId, t, createdAt));
-  items.forEach((item, i) => {
+  for (const { index, test } of valid) {
     // A run copies its test's steps and variables, so leave room under DynamoDB's 400 KB item limit.
-    if (Buffer.byteLength(JSON.stringify(item)) > MAX_TEST_BYTES)
-      throw new ValidationError(`invalid tests file: [${i}]: test is larger than ${MAX_TEST_BYTES} bytes`);
-  });
+    if (Buffer.byteLength(JSON.stringify(toTestItem(orgId, test, createdAt))) > MAX_TEST_BYTES)
+      problems.push(`[${index}]: test is larger than ${MAX_TEST_BYTES} bytes`);
+  }
+  if (problems.length > 0) throw invalidFile(problems);
+  const items = valid.map(({ test }) => toTestItem(orgId, test, createdAt));
   for (const item of items) {
     await ddb().send(
       new PutCommand({

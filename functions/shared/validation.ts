@@ -49,10 +49,18 @@ const notReserved = [(key: string) => !isReservedKey(key), `must not be ${RESERV
 
 /**
  * Where the first own `__proto__` member of a parsed JSON value is (its path), or undefined. A JSON
- * document is checked with this before any schema: zod records skip such a member silently. Iterative,
- * so depth costs no stack.
+ * document is checked with this before any schema: zod records skip such a member silently.
  */
 export function reservedMemberPath(value: unknown): PropertyKey[] | undefined {
+  return reservedMemberPaths(value, 1)[0];
+}
+
+/**
+ * The paths of the own `__proto__` members of a parsed JSON value, at most `max` of them, in document
+ * order (a file's validation reports them all at once, with the schema's issues). Iterative, so depth
+ * costs no stack.
+ */
+export function reservedMemberPaths(value: unknown, max = Number.POSITIVE_INFINITY): PropertyKey[][] {
   interface Visit {
     value: object;
     key?: PropertyKey;
@@ -63,16 +71,20 @@ export function reservedMemberPath(value: unknown): PropertyKey[] | undefined {
     for (let at = v; at?.parent; at = at.parent) out.unshift(at.key!);
     return out;
   };
+  const found: PropertyKey[][] = [];
   const pending: Visit[] = [];
   if (typeof value === 'object' && value !== null) pending.push({ value });
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+  for (let next = pending.pop(); next !== undefined && found.length < max; next = pending.pop()) {
     const isArray = Array.isArray(next.value);
-    if (!isArray && Object.hasOwn(next.value, RESERVED_KEY)) return [...pathOf(next), RESERVED_KEY];
+    if (!isArray && Object.hasOwn(next.value, RESERVED_KEY)) found.push([...pathOf(next), RESERVED_KEY]);
+    // Pushed in reverse, so that popping visits the members in document order.
+    const children: Visit[] = [];
     for (const [k, child] of Object.entries(next.value))
       if (typeof child === 'object' && child !== null)
-        pending.push({ value: child, key: isArray ? Number(k) : k, parent: next });
+        children.push({ value: child, key: isArray ? Number(k) : k, parent: next });
+    pending.push(...children.reverse());
   }
-  return undefined;
+  return found;
 }
 
 export const appName = z.string().check(z.regex(APP_NAME_RE, 'must be an app name (lower-case DNS label)'));
@@ -130,8 +142,28 @@ export function issuePath(parts: readonly PropertyKey[]): string {
 export function issueMessages(error: z.core.$ZodError, max = 5): string[] {
   return error.issues.slice(0, max).map((i) => {
     const where = issuePath(i.path);
-    return where ? `${where}: ${i.message}` : i.message;
+    // A record's key refused by its own schema: say why (`must be an environment variable name`).
+    const message = (i.code === 'invalid_key' && i.issues[0]?.message) || i.message;
+    return where ? `${where}: ${message}` : message;
   });
+}
+
+/**
+ * Every problem of a file in one line, `a.b: message; c[0]: message`, within `maxChars` (each problem
+ * within 300): the problems that do not fit are counted (`; … and 3 more`), never cut in half.
+ */
+export function listProblems(problems: readonly string[], maxChars = 900): string {
+  const clip = (p: string) => (p.length > 300 ? `${p.slice(0, 299)}…` : p);
+  let out = '';
+  for (const [i, problem] of problems.entries()) {
+    const next = out ? `${out}; ${clip(problem)}` : clip(problem);
+    const left = problems.length - i - 1;
+    // Room for the count of those left out, should a later one not fit.
+    if (next.length + (left > 0 ? 20 : 0) > maxChars && out)
+      return `${out}; … and ${problems.length - i} more`;
+    out = next;
+  }
+  return out;
 }
 
 /** `invalid <where>: a.b: message; c[0]: message`, the text of a 400 for a zod error. */

@@ -1,5 +1,10 @@
 import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
-import { PREVIEW_CONFIG_PATH, type PreviewConfig, parsePreviewConfig } from '../core/preview-config.js';
+import {
+  PREVIEW_CONFIG_PATH,
+  type PreviewConfig,
+  PreviewConfigError,
+  parsePreviewConfig,
+} from '../core/preview-config.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 
 /** Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps. */
@@ -16,7 +21,10 @@ export async function handler(input: StepInput): Promise<StepInput> {
   try {
     config = parsePreviewConfig(text);
   } catch (err) {
-    throw new DeployFailed(`${(err as Error).message} (in ${env.repoFullName}@${sha.slice(0, 12)})`);
+    const where = `${env.repoFullName}@${sha.slice(0, 12)}`;
+    throw new DeployFailed(
+      err instanceof PreviewConfigError ? err.describe(where) : `${(err as Error).message} (in ${where})`,
+    );
   }
   await transition(
     input,

@@ -285,6 +285,32 @@ describe('failures end failed with an error that names the cause', () => {
       error: `commit ${'b'.repeat(40)} not found in acme/shaless`,
     });
   });
+
+  test('a preview.yaml with four mistakes: one failed deploy tells all four, where it read them', async () => {
+    const yaml = [
+      'apps:',
+      '  Web_App:',
+      '    port: 3000',
+      '    comand: node server.js',
+      '  api:',
+      '    port: "8000"',
+      '    health: healthz',
+      '',
+    ].join('\n');
+    const sha = makeRepo(gitRoot, 'acme/four-mistakes', appFiles(yaml));
+    const status = await pollUntil(h, h.org, await deploy('acme/four-mistakes', 1, sha), settled);
+    expect(status.status).toBe('failed');
+    expect(status.error).toMatch(
+      new RegExp(`^preview\\.yaml has 4 problems \\(in acme/four-mistakes@${sha.slice(0, 12)}\\): `),
+    );
+    for (const problem of [
+      'apps.Web_App: Unrecognized key: "comand"',
+      'apps.Web_App: app names must be lower-case DNS labels',
+      'apps.api.port: Invalid input: expected number, received string',
+      'apps.api.health: must be a path starting with /',
+    ])
+      expect(status.error).toContain(problem);
+  });
 });
 
 describe('ordering', () => {

@@ -178,6 +178,35 @@ describe('importTests (previewctl tests import)', () => {
     expect(Object.keys(Item?.variables).sort()).toEqual(Object.keys(variables).sort());
   });
 
+  test('every problem of a file in one answer: the schema, an unknown application, a scenario, a size', async () => {
+    const before = await scanTable('tests');
+    const big = { ...clickStep, element: { html: 'x'.repeat(90_000), selector: 'b' } };
+    const file = [
+      testDef({ application_id: 'no-such-app' }),
+      testDef({ name: '', steps: [{ ...clickStep, interaction: 3 }] }),
+      testDef({ scenario: { setup_id: 'no-such-setup', recipe: 'r' } }),
+      testDef({ steps: [big, big, big, big] }),
+      testDef({ folder: { id: 'a b', name: 'x' }, variables: JSON.parse('{"__proto__":"x"}') }),
+    ];
+    const result = importTests(h.org.orgId, file);
+    await expect(result).rejects.toThrow(ValidationError);
+    const message = await result.then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    // In file order, each with its path.
+    expect(message.split('; ')).toEqual([
+      'invalid tests file: [0].application_id: no application no-such-app in this organization',
+      '[1].name: must not be empty',
+      '[1].steps[0].interaction: Invalid input: expected string, received number',
+      expect.stringMatching(/^\[2\]\.scenario: .*no-such-setup/),
+      '[3]: test is larger than 300000 bytes',
+      '[4].variables.__proto__: must not be __proto__',
+      '[4].folder.id: must be an id of letters, digits, - or _',
+    ]);
+    expect(await scanTable('tests')).toEqual(before);
+  });
+
   test('rejects a test too large to store', async () => {
     const big = { ...clickStep, element: { html: 'x'.repeat(90_000), selector: 'b' } };
     await expect(importTests(h.org.orgId, [testDef({ steps: [big, big, big, big] })])).rejects.toThrow(
