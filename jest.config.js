@@ -19,11 +19,18 @@ export default {
     {
       ...common,
       displayName: 'unit',
+      // @sparticuz/chromium unpacked once before the browser contract tests (issue 28).
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
       testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/functions/**/*.test.ts'],
     },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
     { ...common, displayName: 'fuzz', testMatch: ['<rootDir>/test/fuzz/**/*.test.ts'] },
-    { ...common, displayName: 'cloud', testMatch: ['<rootDir>/test/cloud/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'cloud',
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      testMatch: ['<rootDir>/test/cloud/**/*.test.ts'],
+    },
   ],
 };
