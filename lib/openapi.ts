@@ -37,6 +37,9 @@ const DOCS: Record<
     summary: 'Poll an environment status',
     success: [200, 'PreviewStatus'],
     errors: [400, 401, 404],
+    notes:
+      "Additive: a protected environment (its application's `access`) carries `accessUrls` (app → signed link " +
+      'that sets its access cookie, valid 7 days); a sleeping one says `phase: asleep` and `asleepAt`.',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',
@@ -123,7 +126,7 @@ const DOCS: Record<
     summary: "List the organization's applications, oldest first (additive)",
     success: [
       200,
-      '{applications: [{applicationId, name, repoFullName (null when unlinked), disabled, installationActive, ttlHours, deployDrafts, allowedOrigins (the origins test runs may load besides the preview), createdAt}]}',
+      '{applications: [{applicationId, name, repoFullName (null when unlinked), disabled, installationActive, ttlHours, deployDrafts, allowedOrigins (the origins test runs may load besides the preview), createdAt, access (protected|public), sleepAfterMinutes}]}',
     ],
     errors: [400, 401],
     notes: '`repo=owner/repo` keeps the application linking that repository (none or one).',

@@ -1,11 +1,14 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { AppSpec } from '../ports/runtime/port.js';
+import type { SecretStore } from '../ports/secret-store/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
+import { config } from '../shared/config.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
+import { accessKey, accessUrls, effectiveAccess } from './access.js';
 import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order.js';
 import { findApplicationByRepo, getApplication } from './tenancy.js';
 
@@ -54,6 +57,8 @@ export interface Environment {
   lastDeployAt?: string;
   /** Ordering key of the last source-host event acted on (core/source-order.ts): older ones are stale. */
   sourceEventAt?: string;
+  /** When the runtime scaled the environment to zero (phase `asleep`, issue 29); gone once it wakes. */
+  asleepAt?: string;
 }
 
 /** What callers see (PreviewStatus): the stored environment less its internal bookkeeping. */
@@ -69,9 +74,15 @@ export type PreviewStatus = Pick<
   | 'urls'
   | 'error'
   | 'environmentId'
+  | 'asleepAt'
 > & {
   /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
   fork?: true;
+  /**
+   * A protected environment's way in (issue 29): app → signed, expiring link that sets its access cookie.
+   * Only in GET of one environment, only when its application is `protected`.
+   */
+  accessUrls?: Record<string, string>;
 };
 
 export interface EnvRef {
@@ -96,6 +107,7 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     ...(env.environmentId ? { environmentId: env.environmentId } : {}),
     ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
     ...(env.inputs?.fork ? { fork: true as const } : {}),
+    ...(env.asleepAt && env.phase === 'asleep' ? { asleepAt: env.asleepAt } : {}),
   };
 }
 
@@ -112,9 +124,18 @@ async function getEnvironment(ref: EnvRef): Promise<Environment> {
   return env;
 }
 
-/** Status of an environment of the caller's organization (404 otherwise). */
-export async function environmentStatus(ref: EnvRef): Promise<PreviewStatus> {
-  return toPreviewStatus(await getEnvironment(ref));
+/**
+ * Status of an environment of the caller's organization (404 otherwise). With `secrets`, a protected
+ * environment's status carries `accessUrls`, signed with its application's access key (core/access.ts).
+ */
+export async function environmentStatus(ref: EnvRef, secrets?: SecretStore): Promise<PreviewStatus> {
+  const env = await getEnvironment(ref);
+  const status = toPreviewStatus(env);
+  if (!secrets || Object.keys(status.urls).length === 0) return status;
+  const app = await findApplicationByRepo(ref.orgId, env.repoFullName);
+  if (!app || effectiveAccess(app, config().mode) !== 'protected') return status;
+  const links = accessUrls(await accessKey(secrets, app.applicationId), env, status.urls);
+  return links ? { ...status, accessUrls: links } : status;
 }
 
 /** Execution name: unique, and readable in the Step Functions console. */

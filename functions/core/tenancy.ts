@@ -1,9 +1,11 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
+import { config } from '../shared/config.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
+import { type AccessMode, type AccessSettings, effectiveAccess, effectiveSleepMinutes } from './access.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
 export interface OrgCredentials {
@@ -42,8 +44,11 @@ export async function organizationExists(orgId: string): Promise<boolean> {
   return Item !== undefined;
 }
 
-/** An Application: a repository linked to an organization, with its source-host installation. */
-export interface Application {
+/**
+ * An Application: a repository linked to an organization, with its source-host installation. Its access
+ * settings (`access`, `sleepAfterMinutes`: core/access.ts) are optional fields.
+ */
+export interface Application extends AccessSettings {
   applicationId: string;
   orgId: string;
   name: string;
@@ -88,7 +93,7 @@ export function parseAllowedOrigins(origins: string[]): string[] {
 }
 
 /** The settings an application may change after it is created (`updateApplication`). */
-export interface ApplicationSettings {
+export interface ApplicationSettings extends AccessSettings {
   deployDrafts?: boolean;
   ttlHours?: number;
   disabled?: boolean;
@@ -259,6 +264,10 @@ export interface ApplicationView {
   /** Origins a test run's browser may load besides the preview's app URLs (`apps update --allowed-origins`). */
   allowedOrigins: string[];
   createdAt: string;
+  /** Who may open its previews (core/access.ts `effectiveAccess`: its setting or the mode's default). */
+  access: AccessMode;
+  /** Idle minutes before a PR preview sleeps (0 = never; main-branch previews never sleep). */
+  sleepAfterMinutes: number;
 }
 
 const toApplicationView = (app: Application): ApplicationView => ({
@@ -271,6 +280,8 @@ const toApplicationView = (app: Application): ApplicationView => ({
   deployDrafts: app.deployDrafts ?? false,
   allowedOrigins: app.allowedOrigins ?? [],
   createdAt: app.createdAt,
+  access: effectiveAccess(app, config().mode),
+  sleepAfterMinutes: effectiveSleepMinutes(app, 1),
 });
 
 /**

@@ -141,7 +141,8 @@ export const routes = {
     path: envPath,
     entry: 'functions/api/environments/get.ts',
     auth: 'apiKey',
-    access: { tables: { environments: 'R' } },
+    // A protected environment's `accessUrls` are signed with its application's access key (secrets).
+    access: { tables: { environments: 'R', applications: 'R' }, secrets: 'R' },
   },
   teardownEnvironment: {
     method: 'DELETE',

@@ -2,6 +2,12 @@ import '../../functions/shared/polyfills.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import {
+  ensureAccessKey,
+  parseAccessMode,
+  parseSleepMinutes,
+  rotateAccessKey,
+} from '../../functions/core/access.js';
 import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
 import {
   type ApplicationSettings,
@@ -116,6 +122,8 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'factory-app': { type: 'string' },
       'factory-path': { type: 'string' },
       'allowed-origins': { type: 'string' },
+      access: { type: 'string' },
+      'sleep-after-minutes': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -128,6 +136,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'apps create',
       'apps update',
       'apps rotate-factory-secret',
+      'apps rotate-access-key',
       'tests import',
       'events put',
     ].includes(command)
@@ -161,6 +170,8 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
         });
         // Its Environment Factory signing secret (issue 12), mounted into the factory app on deploy.
         await ensureFactorySecret(secretStore(), app.applicationId);
+        // Its access key (issue 29), which signs the links into its protected previews.
+        await ensureAccessKey(secretStore(), app.applicationId);
         return { applicationId: app.applicationId };
       }
       case 'apps update': {
@@ -168,6 +179,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
         if (!values.app) throw new UsageError('--app is required');
         const app = await updateApplication(orgId, values.app, settings!);
         if (settings?.factoryApp) await ensureFactorySecret(secretStore(), app.applicationId);
+        if (settings?.access) await ensureAccessKey(secretStore(), app.applicationId);
         return {
           applicationId: app.applicationId,
           repoFullName: app.repoFullName ?? null,
@@ -177,7 +189,17 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
           factoryApp: app.factoryApp ?? null,
           factoryPath: app.factoryPath ?? null,
           allowedOrigins: app.allowedOrigins ?? [],
+          ...(app.access ? { access: app.access } : {}),
+          ...(app.sleepAfterMinutes !== undefined ? { sleepAfterMinutes: app.sleepAfterMinutes } : {}),
         };
+      }
+      case 'apps rotate-access-key': {
+        const orgId = await requireOrg(values.org);
+        if (!values.app) throw new UsageError('--app is required');
+        const app = await getApplication(orgId, values.app);
+        // The new key is never printed: links come from the environment's status (envs open).
+        await rotateAccessKey(secretStore(), app.applicationId);
+        return { applicationId: app.applicationId, rotated: true };
       }
       case 'apps rotate-factory-secret': {
         const orgId = await requireOrg(values.org);
@@ -220,8 +242,19 @@ function appSettings(values: {
   'factory-app'?: string;
   'factory-path'?: string;
   'allowed-origins'?: string;
+  access?: string;
+  'sleep-after-minutes'?: string;
 }): ApplicationSettings {
   const out: ApplicationSettings = {};
+  try {
+    if (values.access !== undefined) out.access = parseAccessMode(values.access);
+    const sleep = values['sleep-after-minutes'];
+    if (sleep !== undefined) out.sleepAfterMinutes = parseSleepMinutes(sleep);
+  } catch (err) {
+    if (err instanceof ValidationError)
+      throw new UsageError(`--${err.message.replace(/^sleepAfterMinutes/, 'sleep-after-minutes')}`);
+    throw err;
+  }
   const origins = values['allowed-origins'];
   if (origins !== undefined) {
     try {
@@ -257,8 +290,8 @@ function appSettings(values: {
   if (values['no-deploy-drafts']) out.deployDrafts = false;
   if (Object.keys(out).length === 0)
     throw new UsageError(
-      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts, --factory-app APP or ' +
-        '--allowed-origins ORIGINS',
+      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts, --factory-app APP, ' +
+        '--allowed-origins ORIGINS, --access protected|public or --sleep-after-minutes N',
     );
   return out;
 }

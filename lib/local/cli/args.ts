@@ -54,13 +54,15 @@ export const COMMANDS: CommandSpec[] = [
     name: 'apps update',
     synopsis:
       '--app ID [--ttl-hours N] [--deploy-drafts | --no-deploy-drafts] [--factory-app APP --factory-path /PATH]\n' +
-      '    [--allowed-origins ORIGINS]',
+      '    [--allowed-origins ORIGINS] [--access protected|public] [--sleep-after-minutes N]',
     help:
       "change an application's settings: hours without a deploy before a PR preview is torn down (default\n" +
       '72, 0 = never), whether draft pull requests deploy, the Environment Factory of scenario runs\n' +
       "(preview.yaml `factory` wins when both are set), the origins a test run's browser may load besides\n" +
       'the preview\'s own app URLs ("https://login.example.com,https://cdn.example.com"; replaces the list,\n' +
-      '"" empties it)',
+      '"" empties it), who may open its previews (protected: only through the signed link of `envs open`;\n' +
+      'default protected in AWS, public locally), idle minutes before a PR preview sleeps (default 30,\n' +
+      '0 = never, decimals allowed; main-branch previews never sleep)',
     options: [
       'app',
       'ttl-hours',
@@ -69,7 +71,16 @@ export const COMMANDS: CommandSpec[] = [
       'factory-app',
       'factory-path',
       'allowed-origins',
+      'access',
+      'sleep-after-minutes',
     ],
+    via: 'admin',
+  },
+  {
+    name: 'apps rotate-access-key',
+    synopsis: '--app ID',
+    help: "replace the application's access key: every link and cookie into its protected previews stops working",
+    options: ['app'],
     via: 'admin',
   },
   {
@@ -136,7 +147,9 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: 'envs open',
     synopsis: env,
-    help: "print the environment's app URLs, one per line (`app URL`)",
+    help:
+      "print the environment's app URLs, one per line (`app URL`); for a protected preview each app's\n" +
+      'signed link, which lets a browser in for 7 days',
     options: ['repo', 'pr'],
     via: 'api',
   },

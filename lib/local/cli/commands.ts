@@ -42,6 +42,8 @@ export interface Env {
   urls: Record<string, string>;
   error?: string;
   environmentId?: string;
+  /** A protected environment's signed links in (issue 29): what `envs open` prints instead of `urls`. */
+  accessUrls?: Record<string, string>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's answers, read field by field for printing.
@@ -152,6 +154,13 @@ export async function runApiCommand(p: Parsed, ctx: CommandContext): Promise<Out
           text: `${e.label} has no URLs (status ${env.status}${env.error ? `: ${env.error}` : ''})`,
           code: 1,
         };
+      // A protected preview: the signed link of each app, which lets a browser in (it sets the cookie).
+      const links = env.accessUrls;
+      if (links)
+        return ok(
+          { urls: env.urls, accessUrls: links },
+          urls.map(([app, url]) => `${app}  ${links[app] ?? url}`).join('\n'),
+        );
       return ok({ urls: env.urls }, urls.map(([app, url]) => `${app}  ${url}`).join('\n'));
     }
     case 'envs wait': {
