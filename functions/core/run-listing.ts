@@ -157,6 +157,42 @@ export interface RunPage {
 }
 
 /**
+ * At most `count` entries of `indexName` in the plan's partition after `start` (exclusive; the newest when
+ * absent), newest first: their `createdKey` only (`keysOnly`), or all the index carries. The page reads'
+ * own paging rather than `queryItems`: each Query asks for just what is still missing (`Limit` shrinks
+ * after a page the 1 MB cut-off ended early), so a read costs the entries it needs and no more.
+ */
+async function* indexEntries(
+  plan: RunQueryPlan,
+  indexName: string,
+  count: number,
+  start: string | undefined,
+  keysOnly: boolean,
+): AsyncGenerator<Record<string, unknown>> {
+  let read = 0;
+  let startKey = indexStartKey(plan, start);
+  while (read < count) {
+    const res = await ddb().send(
+      new QueryCommand({
+        TableName: table('runs'),
+        IndexName: indexName,
+        KeyConditionExpression: '#k = :k',
+        ...(keysOnly ? { ProjectionExpression: 'createdKey' } : {}),
+        ExpressionAttributeNames: { '#k': plan.keyName },
+        ExpressionAttributeValues: { ':k': plan.keyValue },
+        ScanIndexForward: false,
+        Limit: count - read,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of res.Items ?? []) yield item;
+    read += res.Items?.length ?? 0;
+    startKey = res.LastEvaluatedKey;
+    if (!startKey) break;
+  }
+}
+
+/**
  * Skip `skip` runs of the plan's listing index from `start` (exclusive; the newest when absent), reading
  * keys only (`createdKey`). Returns the `createdKey` of the last run skipped, the start again when `skip`
  * is 0, and `null` when the partition holds fewer runs than that.
@@ -164,25 +200,9 @@ export interface RunPage {
 async function skipRunKeys(plan: RunQueryPlan, skip: number, start: string | undefined) {
   let last = start;
   let skipped = 0;
-  let startKey = indexStartKey(plan, start);
-  while (skipped < skip) {
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('runs'),
-        IndexName: plan.indexName,
-        KeyConditionExpression: '#k = :k',
-        ProjectionExpression: 'createdKey',
-        ExpressionAttributeNames: { '#k': plan.keyName },
-        ExpressionAttributeValues: { ':k': plan.keyValue },
-        ScanIndexForward: false,
-        Limit: skip - skipped,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of res.Items ?? []) last = String(item.createdKey);
-    skipped += res.Items?.length ?? 0;
-    startKey = res.LastEvaluatedKey;
-    if (!startKey) break;
+  for await (const item of indexEntries(plan, plan.indexName, skip, start, true)) {
+    last = String(item.createdKey);
+    skipped++;
   }
   return skipped < skip ? null : last;
 }
@@ -209,25 +229,7 @@ async function queryRunIndex(
   keysOnly: boolean,
 ): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
-  let startKey = indexStartKey(plan, start);
-  while (items.length <= limit) {
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('runs'),
-        IndexName: indexName,
-        KeyConditionExpression: '#k = :k',
-        ...(keysOnly ? { ProjectionExpression: 'createdKey' } : {}),
-        ExpressionAttributeNames: { '#k': plan.keyName },
-        ExpressionAttributeValues: { ':k': plan.keyValue },
-        ScanIndexForward: false,
-        Limit: limit + 1 - items.length,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of res.Items ?? []) items.push(item);
-    startKey = res.LastEvaluatedKey;
-    if (!startKey) break;
-  }
+  for await (const item of indexEntries(plan, indexName, limit + 1, start, keysOnly)) items.push(item);
   return items;
 }
 

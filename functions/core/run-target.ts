@@ -1,6 +1,6 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, queryItems, table } from '../shared/dynamo.js';
 import { runOrigins } from '../shared/origins.js';
 import type { Environment } from './environments.js';
 import type { RunItem, RunTarget } from './run-store.js';
@@ -22,22 +22,14 @@ async function findEnvironmentById(
   repoFullName: string,
   environmentId: string,
 ): Promise<Environment | undefined> {
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb().send(
-      new QueryCommand({
-        TableName: table('environments'),
-        KeyConditionExpression: 'orgId = :org',
-        FilterExpression: 'environmentId = :id',
-        ExpressionAttributeValues: { ':org': orgId, ':id': environmentId },
-        ConsistentRead: true,
-        ExclusiveStartKey,
-      }),
-    );
-    for (const env of (page.Items ?? []) as Environment[])
-      if (repoKey(env.repoFullName) === repoKey(repoFullName)) return env;
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
+  for await (const env of queryItems<Environment>({
+    TableName: table('environments'),
+    KeyConditionExpression: 'orgId = :org',
+    FilterExpression: 'environmentId = :id',
+    ExpressionAttributeValues: { ':org': orgId, ':id': environmentId },
+    ConsistentRead: true,
+  }))
+    if (repoKey(env.repoFullName) === repoKey(repoFullName)) return env;
   return undefined;
 }
 
