@@ -8,6 +8,12 @@ import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { runOrigins } from '../shared/origins.js';
 import type { Environment } from './environments.js';
+import {
+  environmentView,
+  type RunEnvironment,
+  type RunEnvironmentView,
+  runEnvironmentOf,
+} from './run-environment.js';
 import { type FactoryLocation, readScenarioState, type ScenarioRef, scenarioMetadata } from './scenarios.js';
 import { type ApplicationVersion, copyStep, type Folder, findTest, type StepElement } from './tests.js';
 
@@ -108,6 +114,8 @@ export interface TestRunView {
   video_url: string | null;
   metadata: { source: string; application_version_id?: string } & Record<string, unknown>;
   error?: string;
+  /** Additive: the environment the run ran against, once resolved (not in a listing without steps). */
+  environment?: RunEnvironmentView;
   steps?: RunStepView[];
 }
 
@@ -280,6 +288,8 @@ export interface RunTarget {
   appUrl: string;
   applicationId: string;
   environmentId?: string;
+  /** The environment's repository, pull request and commit (the TestRun's `environment`, the report's header). */
+  environment?: RunEnvironment;
   /** Every app of the environment (their secret bundles are masked in outputs). */
   apps: string[];
   /** Every app's URL in the environment, and the Environment Factory (preview.yaml, else the application). */
@@ -395,6 +405,7 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       appUrl,
       applicationId,
       ...(env.environmentId ? { environmentId: env.environmentId } : {}),
+      environment: runEnvironmentOf(env),
       apps: Object.keys(env.urls ?? {}).sort(),
       urls: { ...env.urls },
       origins: runOrigins(Object.values(env.urls ?? {}), app.allowedOrigins ?? []),
@@ -630,6 +641,7 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       ...scenarioMetadata(readScenarioState(run.scenarioState)),
     },
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
+    ...environmentView(run),
     ...(view.steps
       ? {
           steps: (run.steps ?? []).map((s) => ({
