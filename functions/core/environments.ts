@@ -72,6 +72,8 @@ export type PreviewStatus = Pick<
 > & {
   /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
   fork?: true;
+  /** Additive: the app names its preview config declares, once read (also when no URL is up). */
+  apps?: string[];
 };
 
 export interface EnvRef {
@@ -96,6 +98,7 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     ...(env.environmentId ? { environmentId: env.environmentId } : {}),
     ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
     ...(env.inputs?.fork ? { fork: true as const } : {}),
+    ...(env.apps?.length ? { apps: [...env.apps] } : {}),
   };
 }
 
