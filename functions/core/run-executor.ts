@@ -16,16 +16,8 @@ import {
   stoppedDuringStep,
   UPLOAD_TIMEOUT_MS,
 } from './run-deadline.js';
-import {
-  finishRun,
-  loadRun,
-  mediaKeys,
-  type RunItem,
-  RunNotOwned,
-  type RunStepItem,
-  type RunTarget,
-  saveRunStep,
-} from './runs.js';
+import { finishRun, RunNotOwned, saveRunStep } from './run-lifecycle.js';
+import { loadRun, mediaKeys, type RunItem, type RunStepItem, type RunTarget } from './run-store.js';
 import {
   callFactory,
   claimDown,

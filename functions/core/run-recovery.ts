@@ -4,7 +4,8 @@ import type { SecretStore } from '../ports/secret-store/port.js';
 import { ddb, table } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { executorReserveMs } from './run-deadline.js';
-import { failRun, loadRun, type RunItem } from './runs.js';
+import { failRun } from './run-lifecycle.js';
+import { loadRun, type RunItem } from './run-store.js';
 import { type FactoryClientOptions, sendOwedDown } from './scenarios.js';
 
 /*

@@ -1,6 +1,6 @@
 import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
 import { environmentLine } from './run-environment.js';
-import { loadRun, type RunItem } from './runs.js';
+import { loadRun, type RunItem } from './run-store.js';
 import { readScenarioState } from './scenarios.js';
 
 /*

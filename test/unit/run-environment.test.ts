@@ -2,7 +2,8 @@ import { expect, test } from '@jest/globals';
 import type { Environment } from '../../functions/core/environments.js';
 import { environmentLine, runEnvironmentOf } from '../../functions/core/run-environment.js';
 import { renderRunReport } from '../../functions/core/run-report.js';
-import { type RunItem, toTestRunView } from '../../functions/core/runs.js';
+import type { RunItem } from '../../functions/core/run-store.js';
+import { toTestRunView } from '../../functions/core/run-views.js';
 
 /* Issue 26, item 4: a run and its report name the environment it ran against (repo, PR, commit). */
 
