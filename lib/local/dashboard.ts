@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The dashboard at `/` of the local server: one static page that acts through the public API only (no
@@ -20,7 +21,7 @@ export interface DashboardOptions {
   dataDir?: string;
 }
 
-const CLIENT_JS = join(dirname(new URL(import.meta.url).pathname), 'dashboard-client.js');
+const CLIENT_JS = join(dirname(fileURLToPath(import.meta.url)), 'dashboard-client.js');
 let script: string | undefined;
 
 const escapeHtml = (text: string): string =>
