@@ -13,7 +13,8 @@ import { type AuthKind, type RouteId, routes } from '../functions/manifest/route
 const ROOT = join(new URL('..', import.meta.url).pathname);
 
 const REPORT_URL_NOTE =
-  "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`.";
+  "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`. " +
+  'A run read whole (GET /run/{run_id}, or GET /run with steps=true) adds `environment` (additive) once its target was resolved: `{repository, pr_number, commit}` of the environment it ran against.';
 
 /** Per route: what success answers, which errors it can answer, and what the spec leaves open. */
 const DOCS: Record<
@@ -39,7 +40,8 @@ const DOCS: Record<
     errors: [400, 401, 404],
     notes:
       "Additive: a protected environment (its application's `access`) carries `accessUrls` (app → signed link " +
-      'that sets its access cookie, valid 7 days); a sleeping one says `phase: asleep` and `asleepAt`.',
+      'that sets its access cookie, valid 7 days); a sleeping one says `phase: asleep` and `asleepAt`. ' +
+      'Additive: `apps`, the app names the preview config declares once it was read (present also while no app has a URL, e.g. after a failed start).',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',

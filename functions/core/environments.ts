@@ -83,6 +83,8 @@ export type PreviewStatus = Pick<
    * Only in GET of one environment, only when its application is `protected`.
    */
   accessUrls?: Record<string, string>;
+  /** Additive: the app names its preview config declares, once read (also when no URL is up). */
+  apps?: string[];
 };
 
 export interface EnvRef {
@@ -108,6 +110,7 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
     ...(env.inputs?.fork ? { fork: true as const } : {}),
     ...(env.asleepAt && env.phase === 'asleep' ? { asleepAt: env.asleepAt } : {}),
+    ...(env.apps?.length ? { apps: [...env.apps] } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
+import { environmentLine } from './run-environment.js';
 import { loadRun, type RunItem } from './run-store.js';
 import { readScenarioState } from './scenarios.js';
 
@@ -74,7 +75,7 @@ ${live ? '<meta http-equiv="refresh" content="2">' : ''}
 <title>${escapeHtml(run.name)}: ${escapeHtml(run.status)}</title>
 <style>
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1f2328;background:#f6f8fa}
-h1{font-size:22px;margin:0 0 4px}
+h1{font-size:22px;margin:0 0 4px}.env{font-size:15px;font-weight:600;margin:0 0 4px}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px;margin-bottom:16px}
 .badge{color:#fff;border-radius:12px;padding:2px 10px;font-weight:600;font-size:12px;text-transform:uppercase}
 .meta{color:#57606a}.meta span{margin-right:16px}
@@ -89,6 +90,7 @@ img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:1
 <body>
 <div class="card">
 <h1>${escapeHtml(run.name)} ${badge(run.status)}</h1>
+${run.target?.environment ? `<div class="env" id="environment">${escapeHtml(environmentLine(run.target.environment))}</div>` : ''}
 <div class="meta"><span>run ${escapeHtml(run.runId)}</span><span>folder ${escapeHtml(run.folder.name)}</span><span>source ${escapeHtml(run.source)}</span>
 <span>started ${escapeHtml(run.startedAt ?? run.createdAt)}</span>${run.endedAt ? `<span>took ${duration(run)}</span>` : ''}
 <span>${passedCount}/${run.steps.length} steps passed</span></div>

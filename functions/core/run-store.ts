@@ -1,6 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import { ddb, table } from '../shared/dynamo.js';
+import type { RunEnvironment } from './run-environment.js';
 import type { FactoryLocation, ScenarioRef } from './scenarios.js';
 import type { ApplicationVersion, Folder, StepElement } from './tests.js';
 
@@ -89,6 +90,8 @@ export interface RunTarget {
   appUrl: string;
   applicationId: string;
   environmentId?: string;
+  /** The environment's repository, pull request and commit (the TestRun's `environment`, the report's header). */
+  environment?: RunEnvironment;
   /** Every app of the environment (their secret bundles are masked in outputs). */
   apps: string[];
   /** Every app's URL in the environment, and the Environment Factory (preview.yaml, else the application). */

@@ -3,6 +3,7 @@ import { keys, repoKey } from '../manifest/tables.js';
 import { ddb, queryItems, table } from '../shared/dynamo.js';
 import { runOrigins } from '../shared/origins.js';
 import type { Environment } from './environments.js';
+import { runEnvironmentOf } from './run-environment.js';
 import type { RunItem, RunTarget } from './run-store.js';
 
 /*
@@ -105,6 +106,7 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       appUrl,
       applicationId,
       ...(env.environmentId ? { environmentId: env.environmentId } : {}),
+      environment: runEnvironmentOf(env),
       apps: Object.keys(env.urls ?? {}).sort(),
       urls: { ...env.urls },
       origins: runOrigins(Object.values(env.urls ?? {}), app.allowedOrigins ?? []),

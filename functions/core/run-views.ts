@@ -1,4 +1,5 @@
 import { NotFoundError } from '../shared/errors.js';
+import { environmentView, type RunEnvironmentView } from './run-environment.js';
 import { loadRun, type RunItem, type RunStatus, type RunStepItem, type StepStatus } from './run-store.js';
 import { readScenarioState, scenarioMetadata } from './scenarios.js';
 import type { Folder, StepElement } from './tests.js';
@@ -34,6 +35,8 @@ export interface TestRunView {
   video_url: string | null;
   metadata: { source: string; application_version_id?: string } & Record<string, unknown>;
   error?: string;
+  /** Additive: the environment the run ran against, once resolved (not in a listing without steps). */
+  environment?: RunEnvironmentView;
   steps?: RunStepView[];
 }
 
@@ -72,6 +75,7 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       ...scenarioMetadata(readScenarioState(run.scenarioState)),
     },
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
+    ...environmentView(run),
     ...(view.steps
       ? {
           steps: (run.steps ?? []).map((s) => ({

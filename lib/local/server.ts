@@ -272,7 +272,7 @@ async function startLocked(opts: LocalOptions, dataDir: string, lock: DataDirLoc
           'content-security-policy':
             "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self'",
         });
-        return res.end(dashboardHtml());
+        return res.end(dashboardHtml({ credentialsPath, dataDir }));
       }
       // Test-run media and reports, at signed expiring URLs (no credentials): lib/local/media-routes.ts.
       if (await serveSigned(req, res, url)) return;
