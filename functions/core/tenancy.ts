@@ -4,6 +4,12 @@ import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
+import {
+  type PreviewRuleSettings,
+  type PreviewRules,
+  parsePreviewRuleSettings,
+  previewRulesOf,
+} from './preview-rules.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
 export interface OrgCredentials {
@@ -42,8 +48,11 @@ export async function organizationExists(orgId: string): Promise<boolean> {
   return Item !== undefined;
 }
 
-/** An Application: a repository linked to an organization, with its source-host installation. */
-export interface Application {
+/**
+ * An Application: a repository linked to an organization, with its source-host installation, and the
+ * rules of which pull requests get a preview (core/preview-rules.ts).
+ */
+export interface Application extends PreviewRuleSettings {
   applicationId: string;
   orgId: string;
   name: string;
@@ -88,7 +97,7 @@ export function parseAllowedOrigins(origins: string[]): string[] {
 }
 
 /** The settings an application may change after it is created (`updateApplication`). */
-export interface ApplicationSettings {
+export interface ApplicationSettings extends PreviewRuleSettings {
   deployDrafts?: boolean;
   ttlHours?: number;
   disabled?: boolean;
@@ -188,6 +197,7 @@ export async function updateApplication(
 ): Promise<Application> {
   if (settings.allowedOrigins !== undefined)
     settings = { ...settings, allowedOrigins: parseAllowedOrigins(settings.allowedOrigins) };
+  settings = { ...settings, ...parsePreviewRuleSettings(settings) };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ':org': orgId };
   const sets: string[] = [];
@@ -247,8 +257,8 @@ export async function findApplicationByRepo(
   return apps.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0];
 }
 
-/** What GET /v1/preview/applications shows of an application. */
-export interface ApplicationView {
+/** What GET /v1/preview/applications shows of an application (its preview rules with defaults filled in). */
+export interface ApplicationView extends PreviewRules {
   applicationId: string;
   name: string;
   repoFullName: string | null;
@@ -271,6 +281,7 @@ const toApplicationView = (app: Application): ApplicationView => ({
   deployDrafts: app.deployDrafts ?? false,
   allowedOrigins: app.allowedOrigins ?? [],
   createdAt: app.createdAt,
+  ...previewRulesOf(app),
 });
 
 /**

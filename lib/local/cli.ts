@@ -2,6 +2,7 @@ import '../../functions/shared/polyfills.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parsePreviewRuleSettings, previewRulesOf } from '../../functions/core/preview-rules.js';
 import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
 import {
   type ApplicationSettings,
@@ -116,6 +117,10 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'factory-app': { type: 'string' },
       'factory-path': { type: 'string' },
       'allowed-origins': { type: 'string' },
+      'skip-label': { type: 'string' },
+      'require-label': { type: 'string' },
+      paths: { type: 'string' },
+      'skip-authors': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -177,6 +182,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
           factoryApp: app.factoryApp ?? null,
           factoryPath: app.factoryPath ?? null,
           allowedOrigins: app.allowedOrigins ?? [],
+          ...previewRulesOf(app),
         };
       }
       case 'apps rotate-factory-secret': {
@@ -220,8 +226,12 @@ function appSettings(values: {
   'factory-app'?: string;
   'factory-path'?: string;
   'allowed-origins'?: string;
+  'skip-label'?: string;
+  'require-label'?: string;
+  paths?: string;
+  'skip-authors'?: string;
 }): ApplicationSettings {
-  const out: ApplicationSettings = {};
+  const out: ApplicationSettings = previewRuleOptions(values);
   const origins = values['allowed-origins'];
   if (origins !== undefined) {
     try {
@@ -257,10 +267,35 @@ function appSettings(values: {
   if (values['no-deploy-drafts']) out.deployDrafts = false;
   if (Object.keys(out).length === 0)
     throw new UsageError(
-      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts, --factory-app APP or ' +
-        '--allowed-origins ORIGINS',
+      'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts, --factory-app APP, ' +
+        '--allowed-origins ORIGINS, --skip-label L, --require-label L, --paths GLOBS or --skip-authors LOGINS',
     );
   return out;
+}
+
+/** The preview rules `apps update` changes (core/preview-rules.ts): lists comma-separated, "" empties. */
+function previewRuleOptions(values: {
+  'skip-label'?: string;
+  'require-label'?: string;
+  paths?: string;
+  'skip-authors'?: string;
+}): ApplicationSettings {
+  const list = (v: string | undefined) => (v === undefined ? undefined : v.split(','));
+  const given = {
+    skipLabel: values['skip-label'],
+    requireLabel: values['require-label'],
+    paths: list(values.paths),
+    skipAuthors: list(values['skip-authors']),
+  };
+  try {
+    return parsePreviewRuleSettings(given);
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    const flag = { skipLabel: 'skip-label', requireLabel: 'require-label', skipAuthors: 'skip-authors' };
+    throw new UsageError(
+      `--${err.message.replace(/^(\w+): /, (_m, f: string) => `${flag[f as keyof typeof flag] ?? f}: `)}`,
+    );
+  }
 }
 
 /** `events put`: the running local server's bus (its inbox), or EventBridge in AWS mode. */

@@ -54,13 +54,15 @@ export const COMMANDS: CommandSpec[] = [
     name: 'apps update',
     synopsis:
       '--app ID [--ttl-hours N] [--deploy-drafts | --no-deploy-drafts] [--factory-app APP --factory-path /PATH]\n' +
-      '    [--allowed-origins ORIGINS]',
+      '    [--allowed-origins ORIGINS] [--skip-label L] [--require-label L] [--paths GLOB,…] [--skip-authors A,…]',
     help:
       "change an application's settings: hours without a deploy before a PR preview is torn down (default\n" +
       '72, 0 = never), whether draft pull requests deploy, the Environment Factory of scenario runs\n' +
       "(preview.yaml `factory` wins when both are set), the origins a test run's browser may load besides\n" +
       'the preview\'s own app URLs ("https://login.example.com,https://cdn.example.com"; replaces the list,\n' +
-      '"" empties it)',
+      '"" empties it), which pull requests get a preview: a label that opts out (default no-preview, "" for\n' +
+      'none), a label that must be present, path globs a pull request must touch ("web/**,shared/**"),\n' +
+      'authors skipped ("dependabot[bot]"); lists replace the old one, "" empties it',
     options: [
       'app',
       'ttl-hours',
@@ -69,6 +71,10 @@ export const COMMANDS: CommandSpec[] = [
       'factory-app',
       'factory-path',
       'allowed-origins',
+      'skip-label',
+      'require-label',
+      'paths',
+      'skip-authors',
     ],
     via: 'admin',
   },
