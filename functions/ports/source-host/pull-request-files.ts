@@ -34,7 +34,7 @@ export async function pullRequestFiles(
   if (!c) return undefined;
   const files: string[] = [];
   let listed = 0;
-  for (let page = 1; listed < MAX_PULL_FILES; page++) {
+  for (let page = 1; ; page++) {
     const r = await calls.call(`listing the files of pull request #${pr.number} of ${repoFullName}`, () =>
       c.octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}/files', {
         ...c.where,
@@ -49,7 +49,8 @@ export async function pullRequestFiles(
       if (f.previous_filename) files.push(f.previous_filename);
     }
     listed += r.value.data.length;
+    // GitHub's listing ends at its cap with no next page: as many files as that may be more.
+    if (listed >= MAX_PULL_FILES) return undefined;
     if (!/\brel="?next"?/.test(r.value.headers.link ?? '') || r.value.data.length === 0) return files;
   }
-  return undefined;
 }
