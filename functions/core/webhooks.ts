@@ -144,6 +144,8 @@ export function normalizeDelivery(event: string, payload: unknown): Normalized |
     if (typeof action === 'string' && action !== 'closed' && !UPDATE_ACTIONS.includes(action))
       return { ignored: `pull_request action "${action}" changes no preview` };
     const p = parsePayload(pullRequestPayload, payload, 'pull_request');
+    if ((p.action === 'labeled' || p.action === 'unlabeled') && !p.label)
+      throw new ValidationError(`pull_request payload: label is required for the ${p.action} action`);
     const base = p.repository.full_name;
     const common = {
       repoFullName: base,

@@ -193,6 +193,12 @@ describe('what a webhook carries for the rules', () => {
     });
   });
 
+  test('labeled without the label it added: a 400 saying so', () => {
+    expect(() => normalizeDelivery('pull_request', payload('labeled'))).toThrow(
+      'pull_request payload: label is required for the labeled action',
+    );
+  });
+
   test('a malformed label list is a 400 naming the field', () => {
     const bad = payload('opened');
     (bad.pull_request as Record<string, unknown>).labels = [{ name: 3 }];
