@@ -59,6 +59,8 @@ export interface Environment {
   sourceEventAt?: string;
   /** When the runtime scaled the environment to zero (phase `asleep`, issue 29); gone once it wakes. */
   asleepAt?: string;
+  /** Why the preview was torn down when its pull request stopped matching the application's rules. */
+  teardownReason?: string;
 }
 
 /** What callers see (PreviewStatus): the stored environment less its internal bookkeeping. */
@@ -172,7 +174,7 @@ export async function requestDeploy(
           'SET repoFullName = :repo, prNumber = :pr, #status = :pending, phase = :queued, inputs = :inputs, ' +
           'updatedAt = :now, lastDeployAt = :now, createdAt = if_not_exists(createdAt, :now), ' +
           'urls = if_not_exists(urls, :empty), environmentId = if_not_exists(environmentId, :environmentId)' +
-          `${set} ADD generation :one REMOVE #error, tornDownRequested`,
+          `${set} ADD generation :one REMOVE #error, tornDownRequested, teardownReason`,
         ...condition,
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
         ExpressionAttributeValues: {
@@ -245,24 +247,28 @@ export async function requestPrDeploy(
 /**
  * Tear an environment down. Nothing happens for an environment that does not exist in the org (the
  * caller still gets 202), nor, with `order`, for a stale source event (`SourceOrder`). Steps: mark the
- * teardown requested with a bumped generation (so in-flight work of older generations stops), start the
- * teardown state machine. Says what it did.
+ * teardown requested with a bumped generation (so in-flight work of older generations stops) and its
+ * `reason` when given (the PR comment shows it), start the teardown state machine. Says what it did.
  */
 export async function requestTeardown(
   workflows: Workflows,
   ref: EnvRef,
-  opts: SourceOrder = {},
+  opts: SourceOrder & { reason?: string } = {},
 ): Promise<'requested' | 'absent' | 'stale'> {
   const { set, values, ...condition } = ordered(opts.order, 'attribute_exists(envKey)');
+  const why = opts.reason === undefined ? ' REMOVE teardownReason' : '';
   let env: Environment;
   try {
     const { Attributes } = await ddb().send(
       new UpdateCommand({
         TableName: table('environments'),
         Key: { orgId: ref.orgId, envKey: keys.environments.envKey(ref.repoFullName, ref.prNumber) },
-        UpdateExpression: `SET tornDownRequested = :t, phase = :phase, updatedAt = :now${set} ADD generation :one`,
+        UpdateExpression:
+          `SET tornDownRequested = :t, phase = :phase, updatedAt = :now${set}` +
+          `${opts.reason === undefined ? '' : ', teardownReason = :reason'} ADD generation :one${why}`,
         ...condition,
         ExpressionAttributeValues: {
+          ...(opts.reason === undefined ? {} : { ':reason': opts.reason }),
           ':t': true,
           ':phase': 'tearing-down',
           ':now': new Date().toISOString(),

@@ -72,6 +72,9 @@ export function renderComment(env: Environment, state: DeploymentState, runs: Te
   if (urls.length && state !== 'inactive') {
     lines.push('', '| App | URL |', '|---|---|', ...urls.map(([app, url]) => `| ${app} | ${url} |`));
   }
+  if (state === 'inactive' && env.teardownReason) {
+    lines.push('', `**Why**: ${env.teardownReason} (the application's preview rules).`);
+  }
   if (state === 'failure' && env.error) {
     lines.push('', '**Why it failed**', '', '```text', env.error.replace(/```/g, "'''"), '```');
   }
@@ -101,7 +104,9 @@ function describe(env: Environment, state: DeploymentState): string {
     case 'failure':
       return `Preview failed: ${env.error ?? 'unknown failure'}`.slice(0, 140);
     case 'inactive':
-      return 'Preview torn down';
+      return env.teardownReason
+        ? `Preview torn down: ${env.teardownReason}`.slice(0, 140)
+        : 'Preview torn down';
     default:
       return `Preview ${env.status}${env.phase ? ` (${env.phase})` : ''}${fork}`;
   }

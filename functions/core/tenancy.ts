@@ -6,6 +6,12 @@ import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js'
 import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
 import { type AccessMode, type AccessSettings, effectiveAccess, effectiveSleepMinutes } from './access.js';
+import {
+  type PreviewRuleSettings,
+  type PreviewRules,
+  parsePreviewRuleSettings,
+  previewRulesOf,
+} from './preview-rules.js';
 
 /** Credentials of a new organization. Shown once; only their hashes are stored. */
 export interface OrgCredentials {
@@ -46,9 +52,10 @@ export async function organizationExists(orgId: string): Promise<boolean> {
 
 /**
  * An Application: a repository linked to an organization, with its source-host installation. Its access
- * settings (`access`, `sleepAfterMinutes`: core/access.ts) are optional fields.
+ * settings (`access`, `sleepAfterMinutes`: core/access.ts) and the rules of which pull requests get a
+ * preview (core/preview-rules.ts) are optional fields.
  */
-export interface Application extends AccessSettings {
+export interface Application extends AccessSettings, PreviewRuleSettings {
   applicationId: string;
   orgId: string;
   name: string;
@@ -93,7 +100,7 @@ export function parseAllowedOrigins(origins: string[]): string[] {
 }
 
 /** The settings an application may change after it is created (`updateApplication`). */
-export interface ApplicationSettings extends AccessSettings {
+export interface ApplicationSettings extends AccessSettings, PreviewRuleSettings {
   deployDrafts?: boolean;
   ttlHours?: number;
   disabled?: boolean;
@@ -193,6 +200,7 @@ export async function updateApplication(
 ): Promise<Application> {
   if (settings.allowedOrigins !== undefined)
     settings = { ...settings, allowedOrigins: parseAllowedOrigins(settings.allowedOrigins) };
+  settings = { ...settings, ...parsePreviewRuleSettings(settings) };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ':org': orgId };
   const sets: string[] = [];
@@ -252,8 +260,8 @@ export async function findApplicationByRepo(
   return apps.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0];
 }
 
-/** What GET /v1/preview/applications shows of an application. */
-export interface ApplicationView {
+/** What GET /v1/preview/applications shows of an application (its preview rules with defaults filled in). */
+export interface ApplicationView extends PreviewRules {
   applicationId: string;
   name: string;
   repoFullName: string | null;
@@ -282,6 +290,7 @@ const toApplicationView = (app: Application): ApplicationView => ({
   createdAt: app.createdAt,
   access: effectiveAccess(app, config().mode),
   sleepAfterMinutes: effectiveSleepMinutes(app, 1),
+  ...previewRulesOf(app),
 });
 
 /**

@@ -12,6 +12,7 @@ import { log } from '../shared/log.js';
 import { appName, describeIssues, MAX_PR, repoFullName, rowId } from '../shared/validation.js';
 import {
   type Environment,
+  findEnvironment,
   requestAppRedeploy,
   requestMainBranchDeploy,
   requestPrDeploy,
@@ -19,6 +20,13 @@ import {
   requestTeardown,
 } from './environments.js';
 import { reportStatus } from './pr-status.js';
+import {
+  decide,
+  labelMatters,
+  type PullRequestFacts,
+  previewRulesOf,
+  type Verdict,
+} from './preview-rules.js';
 import { orderKey, StaleEvent } from './source-order.js';
 import { type Application, findApplicationByRepo, orgsLinkingRepo } from './tenancy.js';
 
@@ -41,11 +49,17 @@ const prNumber = z.number().check(z.int(), z.gte(1), z.lte(MAX_PR));
 const repository = z.object({ full_name: repoFullName, default_branch: z.optional(nonEmpty) });
 const installation = z.optional(z.object({ id: z.number().check(z.int(), z.gt(0)) }));
 
+const labelName = z.string().check(z.minLength(1), z.maxLength(255));
 const pullRequestPayload = z.object({
   action: nonEmpty,
   number: prNumber,
+  // `labeled` and `unlabeled`: the label added or removed.
+  label: z.optional(z.object({ name: labelName })),
   pull_request: z.object({
     draft: z.optional(z.boolean()),
+    labels: z.optional(z.array(z.object({ name: labelName })).check(z.maxLength(1000))),
+    // null for a deleted ("ghost") account.
+    user: z.optional(z.nullable(z.object({ login: z.string().check(z.maxLength(255)) }))),
     merged: z.optional(z.nullable(z.boolean())),
     updated_at: nonEmpty,
     head: z.object({
@@ -86,6 +100,11 @@ export type Normalized =
       fork: boolean;
       draft: boolean;
       eventAt: string;
+      /** The pull request's labels now, and its author: what the application's preview rules read. */
+      labels: string[];
+      author?: string;
+      /** `labeled` / `unlabeled`: the label added or removed. */
+      label?: string;
     }
   | {
       kind: 'pullRequestClosed';
@@ -103,7 +122,7 @@ export type Normalized =
       headSha: string;
     };
 
-const UPDATE_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review'];
+const UPDATE_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review', 'labeled', 'unlabeled'];
 
 function parsePayload<T extends z.core.$ZodType>(schema: T, payload: unknown, event: string): z.infer<T> {
   const parsed = z.safeParse(schema, payload);
@@ -113,7 +132,8 @@ function parsePayload<T extends z.core.$ZodType>(schema: T, payload: unknown, ev
 
 /**
  * What a delivery means for previews, or why it means nothing (`ignored`). Acted on: `pull_request`
- * opened, reopened, synchronize and ready_for_review (deploy the head) and closed (tear down); `push` to
+ * opened, reopened, synchronize and ready_for_review (deploy the head), labeled and unlabeled (the
+ * preview rules may now say otherwise) and closed (tear down); `push` to
  * the repository's default branch (redeploy environment 0). A payload of one of those that lacks what
  * the service reads is a 400 naming the field.
  */
@@ -124,6 +144,8 @@ export function normalizeDelivery(event: string, payload: unknown): Normalized |
     if (typeof action === 'string' && action !== 'closed' && !UPDATE_ACTIONS.includes(action))
       return { ignored: `pull_request action "${action}" changes no preview` };
     const p = parsePayload(pullRequestPayload, payload, 'pull_request');
+    if ((p.action === 'labeled' || p.action === 'unlabeled') && !p.label)
+      throw new ValidationError(`pull_request payload: label is required for the ${p.action} action`);
     const base = p.repository.full_name;
     const common = {
       repoFullName: base,
@@ -143,6 +165,9 @@ export function normalizeDelivery(event: string, payload: unknown): Normalized |
       baseSha: p.pull_request.base.sha.toLowerCase(),
       fork: head === undefined || head.toLowerCase() !== base.toLowerCase(),
       draft: p.pull_request.draft === true,
+      labels: (p.pull_request.labels ?? []).map((l) => l.name),
+      ...(p.pull_request.user?.login ? { author: p.pull_request.user.login } : {}),
+      ...(p.label && (p.action === 'labeled' || p.action === 'unlabeled') ? { label: p.label.name } : {}),
     };
   }
   if (event === 'push') {
@@ -178,6 +203,17 @@ export const pullRequestUpdatedDetail = z.object({
   fork: z.boolean(),
   eventAt: nonEmpty,
   deliveryId: z.optional(z.string()),
+  // What the application's preview rules read (core/preview-rules.ts); an event put by hand may leave
+  // them out (no labels, no author known).
+  labels: z.optional(z.array(labelName).check(z.maxLength(1000))),
+  author: z.optional(z.string().check(z.maxLength(255))),
+  // The webhook's verdict under the rules; absent (an event put by hand), the consumer decides.
+  verdict: z.optional(
+    z.union([
+      z.object({ preview: z.literal(true) }),
+      z.object({ preview: z.literal(false), reason: nonEmpty }),
+    ]),
+  ),
 });
 export const pullRequestClosedDetail = z.object({
   orgId,
@@ -222,7 +258,7 @@ export type RedeployRequestedDetail = z.infer<typeof redeployRequestedDetail>;
 
 export interface WebhookDeps {
   bus: EventBus;
-  sourceHost: Pick<SourceHost, 'installation'>;
+  sourceHost: Pick<SourceHost, 'installation' | 'changedFiles'>;
   /** AWS: act only when the installation covering the repository is the event's. */
   checkInstallation: boolean;
 }
@@ -257,9 +293,9 @@ async function actingApplications(repo: string, deps: WebhookDeps): Promise<Appl
   return apps;
 }
 
-/** The bus events of a delivery, one per acting application (organization). */
-function eventsOf(n: Normalized, apps: Application[], deliveryId: string): BusEvent[] {
-  const of = (app: Application): Pick<BusEvent, 'detailType' | 'detail'> => {
+/** The bus events of a delivery, one per acting application (organization), with its rules' verdict. */
+function eventsOf(n: Normalized, apps: Acting[], deliveryId: string): BusEvent[] {
+  const of = ({ app, verdict }: Acting): Pick<BusEvent, 'detailType' | 'detail'> => {
     const common = { orgId: app.orgId, repoFullName: app.repoFullName!, deliveryId };
     if (n.kind === 'pullRequestClosed')
       return {
@@ -281,10 +317,71 @@ function eventsOf(n: Normalized, apps: Application[], deliveryId: string): BusEv
         baseSha: n.baseSha,
         fork: n.fork,
         eventAt: n.eventAt,
+        labels: n.labels,
+        ...(n.author ? { author: n.author } : {}),
+        ...(verdict ? { verdict } : {}),
       },
     };
   };
-  return apps.map((app) => ({ source: GITHUB_EVENT_SOURCE, ...of(app) }));
+  return apps.map((a) => ({ source: GITHUB_EVENT_SOURCE, ...of(a) }));
+}
+
+/** An application a delivery acts through, and for a pull request update its rules' verdict. */
+interface Acting {
+  app: Application;
+  verdict?: Verdict;
+}
+
+/** Whether the pull request has a preview now (deployed or on its way, not torn down nor tearing down). */
+async function hasPreview(orgId: string, repoFullName: string, prNumber: number): Promise<boolean> {
+  const env = await findEnvironment(orgId, keys.environments.envKey(repoFullName, prNumber));
+  return env !== undefined && env.status !== 'torn_down' && !env.tornDownRequested;
+}
+
+/**
+ * A pull request update under each acting application's preview rules (core/preview-rules.ts): the
+ * applications it acts through, each with its verdict, and the reasons of those it leaves out. An
+ * application is left out when the rules skip the pull request and it has no preview (nothing to tear
+ * down), and, for a label added or removed, when that label is none of its rule labels or the verdict
+ * is to keep the preview it already has. The changed files are asked of the source host once, and only
+ * when an application has `paths`.
+ */
+async function judgeUpdate(
+  n: Extract<Normalized, { kind: 'pullRequestUpdated' }>,
+  apps: Application[],
+  sourceHost: Pick<SourceHost, 'changedFiles'>,
+): Promise<{ acting: Acting[]; reasons: string[] }> {
+  let files: Promise<string[] | undefined> | undefined;
+  const facts: PullRequestFacts = {
+    labels: n.labels,
+    ...(n.author ? { author: n.author } : {}),
+    changedFiles: () => {
+      files ??= sourceHost.changedFiles(n.repoFullName, {
+        number: n.prNumber,
+        headSha: n.headSha,
+        baseSha: n.baseSha,
+      });
+      return files;
+    },
+  };
+  const acting: Acting[] = [];
+  const reasons: string[] = [];
+  for (const app of apps) {
+    const rules = previewRulesOf(app);
+    if (n.label !== undefined && !labelMatters(rules, n.label)) {
+      reasons.push(`label "${n.label}" changes no preview`);
+      continue;
+    }
+    const verdict = await decide(rules, facts);
+    const live =
+      verdict.preview && n.label === undefined
+        ? undefined
+        : await hasPreview(app.orgId, app.repoFullName!, n.prNumber);
+    if (!verdict.preview && !live) reasons.push(verdict.reason);
+    else if (verdict.preview && live) reasons.push('the pull request has its preview already');
+    else acting.push({ app, verdict });
+  }
+  return { acting, reasons };
 }
 
 /**
@@ -293,7 +390,9 @@ function eventsOf(n: Normalized, apps: Application[], deliveryId: string): BusEv
  * Steps: 400 without `X-GitHub-Event` or a well-formed `X-GitHub-Delivery`; read the delivery (ignored
  * when it means nothing for previews); in AWS, ignored unless the installation covering the repository
  * is the event's; find the organizations it acts for (ignored when none: no application links the
- * repository, or every one is disabled; a draft only for those whose application deploys drafts);
+ * repository, or every one is disabled; a draft only for those whose application deploys drafts; a
+ * pull request update only for those whose preview rules give it a preview, or skip one that has a
+ * preview, which is then torn down: `judgeUpdate`);
  * claim the delivery id (a redelivery is ignored: it changes nothing); put one event per organization on
  * the bus (on failure the claim is released and the answer is a 5xx: GitHub does not redeliver by itself,
  * but the `webhookRedelivery` schedule asks it to, and the redelivery, same GUID, can then do it;
@@ -320,6 +419,12 @@ export async function receiveWebhook(deps: WebhookDeps, delivery: WebhookDeliver
     apps = apps.filter((a) => a.deployDrafts === true);
     if (apps.length === 0) return { ignored: 'draft pull request: it deploys once it is ready for review' };
   }
+  let acting: Acting[] = apps.map((app) => ({ app }));
+  if (n.kind === 'pullRequestUpdated') {
+    const judged = await judgeUpdate(n, apps, deps.sourceHost);
+    if (judged.acting.length === 0) return { ignored: [...new Set(judged.reasons)].join('; ') };
+    acting = judged.acting;
+  }
 
   const key = keys.deliveries.github(deliveryId);
   const now = Math.floor(Date.now() / 1000);
@@ -341,15 +446,15 @@ export async function receiveWebhook(deps: WebhookDeps, delivery: WebhookDeliver
     throw err;
   }
   try {
-    await deps.bus.put(eventsOf(n, apps, deliveryId));
+    await deps.bus.put(eventsOf(n, acting, deliveryId));
   } catch (err) {
     await ddb()
       .send(new DeleteCommand({ TableName: table('deliveries'), Key: { deliveryId: key } }))
       .catch(() => undefined);
     throw err;
   }
-  log.info('webhook delivery accepted', { deliveryId, kind: n.kind, events: apps.length });
-  return { accepted: true, deliveryId, events: apps.length };
+  log.info('webhook delivery accepted', { deliveryId, kind: n.kind, events: acting.length });
+  return { accepted: true, deliveryId, events: acting.length };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -362,16 +467,52 @@ export interface ConsumerDeps {
 }
 
 /**
+ * The verdict of an event put by hand (no `verdict` in its detail): the rules of the organization's
+ * application for the repository, read against the labels and author the detail names (none when it
+ * names none) and the files the source host says the pull request changes.
+ */
+async function verdictOf(
+  sourceHost: Pick<SourceHost, 'changedFiles'>,
+  d: PullRequestUpdatedDetail,
+): Promise<Verdict> {
+  if (d.verdict) return d.verdict;
+  const app = await findApplicationByRepo(d.orgId, d.repoFullName);
+  // No application (or a disabled one): requestPrDeploy answers that.
+  if (!app) return { preview: true };
+  return decide(previewRulesOf(app), {
+    labels: d.labels ?? [],
+    ...(d.author ? { author: d.author } : {}),
+    changedFiles: () =>
+      sourceHost.changedFiles(d.repoFullName, { number: d.prNumber, headSha: d.headSha, baseSha: d.baseSha }),
+  });
+}
+
+/**
  * Pull Request Updated: deploy the head (the API's `requestPrDeploy`: a new generation supersedes any
  * deploy in flight; a fork's head is marked so its apps get no secret bundles), then show it on the PR.
+ * When the application's preview rules skip the pull request (the webhook's verdict, or for an event put
+ * by hand the rules read here: `verdictOf`), its preview, if it has one, is torn down instead, with the
+ * reason, which the PR comment then shows; without one nothing happens.
  * Events are acted on in the order of their `updated_at` (core/source-order.ts): an older one, or the
  * same one again, is `stale`; of two in the same second, the one whose head the source host gives as the
- * pull request's head now (asked only then) wins, whichever arrives first.
+ * pull request's head now (asked only then) wins, whichever arrives first; a teardown for the rules wins
+ * a tie, as a close does.
  */
 export async function onPullRequestUpdated(
-  deps: ConsumerDeps & { sourceHost: Pick<SourceHost, 'pullRequestHead'> },
+  deps: ConsumerDeps & { sourceHost: Pick<SourceHost, 'pullRequestHead' | 'changedFiles'> },
   d: PullRequestUpdatedDetail,
 ): Promise<string> {
+  const verdict = await verdictOf(deps.sourceHost, d);
+  if (!verdict.preview) {
+    const ref = { orgId: d.orgId, repoFullName: d.repoFullName, prNumber: d.prNumber };
+    const env = await findEnvironment(d.orgId, keys.environments.envKey(d.repoFullName, d.prNumber));
+    if (!env || env.status === 'torn_down' || env.tornDownRequested) return `skipped: ${verdict.reason}`;
+    const done = await requestTeardown(deps.workflows, ref, {
+      order: orderKey(d.eventAt, true),
+      reason: verdict.reason,
+    });
+    return done === 'requested' ? `teardown requested: ${verdict.reason}` : done;
+  }
   const isCurrent = async () => {
     const now = await deps.sourceHost.pullRequestHead(d.repoFullName, {
       number: d.prNumber,

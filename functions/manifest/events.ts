@@ -62,16 +62,20 @@ const rules = {
     },
   },
   pullRequestUpdated: {
-    description: 'A pull request was opened, reopened, pushed to or marked ready: deploy its head',
+    description:
+      'A pull request was opened, reopened, pushed to, marked ready or (un)labeled: deploy its head, or ' +
+      "tear its preview down when the application's preview rules skip it",
     bus: 'service',
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestUpdated] },
     target: {
       entry: 'functions/events/pull-request-updated.ts',
       // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost:
-      // the pull request's head, read when two updates share a second (core/source-order.ts).
+      // the pull request's head, read when two updates share a second (core/source-order.ts), and its
+      // files for an event put by hand (the `paths` rule). teardown: a pull request the application's
+      // preview rules now skip has its preview torn down.
       access: {
         tables: { applications: 'R', environments: 'RW', runs: 'R' },
-        starts: ['deploy'],
+        starts: ['deploy', 'teardown'],
         sourceHost: true,
         prStatus: true,
       },

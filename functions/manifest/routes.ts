@@ -266,8 +266,14 @@ export const routes = {
     path: '/v1/github/webhooks',
     entry: 'functions/api/github/webhooks.ts',
     auth: 'githubWebhook',
-    // Reads the webhook secret (GitHub App secret), checks installations, publishes to the service bus.
-    access: { tables: { applications: 'R', deliveries: 'RW' }, sourceHost: true, publishes: true },
+    // Reads the webhook secret (GitHub App secret), checks installations, publishes to the service bus;
+    // environments: whether a pull request the preview rules skip has a preview to tear down;
+    // sourceHost also lists a pull request's files for an application's `paths` rule.
+    access: {
+      tables: { applications: 'R', deliveries: 'RW', environments: 'R' },
+      sourceHost: true,
+      publishes: true,
+    },
     maxBodyBytes: GITHUB_WEBHOOK_BODY_BYTES,
   },
 } as const satisfies Record<string, RouteDef>;

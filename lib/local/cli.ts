@@ -8,6 +8,7 @@ import {
   parseSleepMinutes,
   rotateAccessKey,
 } from '../../functions/core/access.js';
+import { parsePreviewRuleSettings, previewRulesOf } from '../../functions/core/preview-rules.js';
 import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
 import {
   type ApplicationSettings,
@@ -124,6 +125,10 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       'allowed-origins': { type: 'string' },
       access: { type: 'string' },
       'sleep-after-minutes': { type: 'string' },
+      'skip-label': { type: 'string' },
+      'require-label': { type: 'string' },
+      paths: { type: 'string' },
+      'skip-authors': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -191,6 +196,7 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
           allowedOrigins: app.allowedOrigins ?? [],
           ...(app.access ? { access: app.access } : {}),
           ...(app.sleepAfterMinutes !== undefined ? { sleepAfterMinutes: app.sleepAfterMinutes } : {}),
+          ...previewRulesOf(app),
         };
       }
       case 'apps rotate-access-key': {
@@ -244,8 +250,12 @@ function appSettings(values: {
   'allowed-origins'?: string;
   access?: string;
   'sleep-after-minutes'?: string;
+  'skip-label'?: string;
+  'require-label'?: string;
+  paths?: string;
+  'skip-authors'?: string;
 }): ApplicationSettings {
-  const out: ApplicationSettings = {};
+  const out: ApplicationSettings = previewRuleOptions(values);
   try {
     if (values.access !== undefined) out.access = parseAccessMode(values.access);
     const sleep = values['sleep-after-minutes'];
@@ -291,9 +301,35 @@ function appSettings(values: {
   if (Object.keys(out).length === 0)
     throw new UsageError(
       'apps update needs --ttl-hours N, --deploy-drafts, --no-deploy-drafts, --factory-app APP, ' +
-        '--allowed-origins ORIGINS, --access protected|public or --sleep-after-minutes N',
+        '--allowed-origins ORIGINS, --access protected|public, --sleep-after-minutes N, --skip-label L, ' +
+        '--require-label L, --paths GLOBS or --skip-authors LOGINS',
     );
   return out;
+}
+
+/** The preview rules `apps update` changes (core/preview-rules.ts): lists comma-separated, "" empties. */
+function previewRuleOptions(values: {
+  'skip-label'?: string;
+  'require-label'?: string;
+  paths?: string;
+  'skip-authors'?: string;
+}): ApplicationSettings {
+  const list = (v: string | undefined) => (v === undefined ? undefined : v.split(','));
+  const given = {
+    skipLabel: values['skip-label'],
+    requireLabel: values['require-label'],
+    paths: list(values.paths),
+    skipAuthors: list(values['skip-authors']),
+  };
+  try {
+    return parsePreviewRuleSettings(given);
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    const flag = { skipLabel: 'skip-label', requireLabel: 'require-label', skipAuthors: 'skip-authors' };
+    throw new UsageError(
+      `--${err.message.replace(/^(\w+): /, (_m, f: string) => `${flag[f as keyof typeof flag] ?? f}: `)}`,
+    );
+  }
 }
 
 /** `events put`: the running local server's bus (its inbox), or EventBridge in AWS mode. */

@@ -90,6 +90,9 @@ describe('the webhook handler in AWS mode', () => {
       baseSha: sha,
       fork: false,
       eventAt: expect.any(String),
+      // What the preview rules read, and their verdict (test/cloud/preview-rules.cloud.test.ts).
+      labels: [],
+      verdict: { preview: true },
     });
     // The installation was checked against GitHub's.
     expect(github.calls()).toContain('GET /repos/acme/shop/installation');

@@ -152,8 +152,9 @@ describe('what the webhook does not act on: 202 {"ignored": reason}', () => {
     expect((await send('issues', { action: 'opened' })).body).toEqual({
       ignored: 'event "issues" is not acted on',
     });
-    expect((await send('pull_request', prPayload('labeled', { number: 1, sha: sha1 }))).body).toEqual({
-      ignored: 'pull_request action "labeled" changes no preview',
+    // labeled / unlabeled are acted on since the preview rules (test/integration/preview-rules.test.ts).
+    expect((await send('pull_request', prPayload('assigned', { number: 1, sha: sha1 }))).body).toEqual({
+      ignored: 'pull_request action "assigned" changes no preview',
     });
   });
 

@@ -55,6 +55,7 @@ describe('normalizeDelivery', () => {
         fork: false,
         draft: false,
         eventAt: '2030-01-01T10:00:00Z',
+        labels: [],
       });
     },
   );
@@ -82,7 +83,8 @@ describe('normalizeDelivery', () => {
     expect(normalizeDelivery('pull_request', pr('opened', { draft: true }))).toMatchObject({ draft: true });
   });
 
-  test.each(['edited', 'labeled', 'assigned', 'converted_to_draft', 'review_requested'])(
+  // labeled / unlabeled are acted on (the preview rules: test/unit/preview-rules.test.ts).
+  test.each(['edited', 'assigned', 'converted_to_draft', 'review_requested'])(
     'pull_request %s is ignored, with the reason',
     (action) => {
       expect(normalizeDelivery('pull_request', pr(action))).toEqual({

@@ -8,7 +8,8 @@ import { TransientError } from '../../shared/step-errors.js';
 import { type AppClient, type GitHubAppCredentials, githubAppGetter } from './github-app-secret.js';
 import { GitHubCalls } from './github-calls.js';
 import { appWebhookDeliveries } from './github-deliveries.js';
-import type { RefResolution, SourceHost, WebhookDeliveries } from './port.js';
+import type { PullRequestRange, RefResolution, SourceHost, WebhookDeliveries } from './port.js';
+import { pullRequestFiles } from './pull-request-files.js';
 
 /*
  * The GitHub App source host (AWS mode): the REST API at a configurable base URL (GitHub Enterprise
@@ -20,6 +21,7 @@ import type { RefResolution, SourceHost, WebhookDeliveries } from './port.js';
  *                                                                           before its expires_at)
  *   resolveBranch  GET  /repos/{o}/{r}/git/ref/heads/{branch}, and on 404: GET /repos/{o}/{r}
  *   pullRequestHead GET /repos/{o}/{r}/pulls/{n}             → head.sha (the App needs Pull requests: read)
+ *   changedFiles   GET  /repos/{o}/{r}/pulls/{n}/files?per_page=100&page=N (pull-request-files.ts)
  *   hasCommit      GET  /repos/{o}/{r}/commits/{sha}        Accept: application/vnd.github.sha
  *   readFile       GET  /repos/{o}/{r}/contents/{path}?ref={sha}   Accept: application/vnd.github.raw+json
  *   archive        GET  /repos/{o}/{r}/tarball/{sha} → 302 → the gzipped tarball, streamed
@@ -172,6 +174,15 @@ export class GitHubAppSourceHost implements SourceHost {
       }),
     );
     return r.found ? r.value.data.head.sha.toLowerCase() : undefined;
+  }
+
+  /** The pull request's files (pull-request-files.ts), with this adapter's client and error mapping. */
+  changedFiles(repoFullName: string, pr: PullRequestRange): Promise<string[] | undefined> {
+    return pullRequestFiles(
+      { client: (repo) => this.repoClient(repo), call: (what, fn) => this.github.call(what, fn) },
+      repoFullName,
+      pr,
+    );
   }
 
   async hasCommit(repoFullName: string, sha: string): Promise<boolean> {

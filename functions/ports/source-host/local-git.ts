@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import type { RefResolution, SourceHost } from './port.js';
+import type { PullRequestRange, RefResolution, SourceHost } from './port.js';
 
 const run = promisify(execFile);
 const SHA_RE = /^[0-9a-f]{7,40}$/i;
@@ -46,6 +46,25 @@ export class GitSourceHost implements SourceHost {
   async pullRequestHead(repoFullName: string, pr: { number: number; headRef: string }) {
     const ref = await this.resolveBranch(repoFullName, pr.headRef);
     return ref.kind === 'found' ? ref.sha : undefined;
+  }
+
+  /**
+   * No pull requests here: what `git diff` lists from the merge base of `baseSha` and `headSha` to
+   * `headSha` (GitHub's three-dot comparison), a rename as its two paths; undefined without `baseSha` or
+   * when either commit is missing.
+   */
+  async changedFiles(repoFullName: string, pr: PullRequestRange): Promise<string[] | undefined> {
+    const dir = this.dir(repoFullName);
+    if (!dir || !pr.baseSha || !SHA_RE.test(pr.baseSha) || !SHA_RE.test(pr.headSha)) return undefined;
+    const out = await this.git(dir, [
+      'diff',
+      '--name-only',
+      '--no-renames',
+      '-z',
+      `${pr.baseSha}...${pr.headSha}`,
+      '--',
+    ]);
+    return out === undefined ? undefined : out.split('\0').filter(Boolean);
   }
 
   async hasCommit(repoFullName: string, sha: string): Promise<boolean> {

@@ -14,6 +14,13 @@ export type RefResolution =
   | { kind: 'ref-not-found' }
   | { kind: 'no-installation' };
 
+/** A pull request as `changedFiles` names it. */
+export interface PullRequestRange {
+  number: number;
+  headSha: string;
+  baseSha?: string;
+}
+
 export interface SourceHost {
   /** The active installation that grants access to the repository, if any. */
   installation(repoFullName: string): Promise<{ installationId: string } | undefined>;
@@ -26,6 +33,14 @@ export interface SourceHost {
    * (local git) answers the head of `headRef`, the branch the pull request's events name, in the repository.
    */
   pullRequestHead(repoFullName: string, pr: { number: number; headRef: string }): Promise<string | undefined>;
+  /**
+   * The paths a pull request changes (a renamed file: both its names), or undefined when the source host
+   * cannot say (no such pull request, no access; a GitHub listing cut at its 3,000 files). What an
+   * application's `paths` rule is checked against (core/preview-rules.ts). GitHub: the pull request's
+   * files (`pull-request-files.ts`). A source host without pull requests (local git): the diff from the
+   * merge base of `baseSha` and `headSha` to `headSha`, undefined without `baseSha`.
+   */
+  changedFiles(repoFullName: string, pr: PullRequestRange): Promise<string[] | undefined>;
   /** Whether the repository has this commit. */
   hasCommit(repoFullName: string, sha: string): Promise<boolean>;
   /** A file's text at a commit, or undefined when the commit has no such file. */

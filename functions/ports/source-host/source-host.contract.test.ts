@@ -7,7 +7,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub } from '../../../test/cloud/fakes/github.js';
-import { makeRepo, setBranch } from '../../../test/support/git.js';
+import { commitFiles, makeRepo, setBranch } from '../../../test/support/git.js';
 import { GitHubAppSourceHost } from './github-app.js';
 import { GitHubAppCredentials } from './github-app-secret.js';
 import { GitSourceHost } from './local-git.js';
@@ -19,16 +19,19 @@ import type { SourceHost } from './port.js';
  * A fixture that can have a repository the service is not granted access to names it `uninstalledRepo`
  * (it has the same files, on `main` at `sha` too). Pull request 5 of `acme/shop`, from branch `feature`,
  * has its head at `sha` (to a host without pull requests, `feature` points there); no pull request 6 nor
- * branch `gone` exists.
+ * branch `gone` exists. Pull request 7, from `feature-7`, has its head at `head7`: `sha` with `src/app.js`
+ * changed, `web/index.html` added and `preview.yaml` removed.
  */
 
 const root = mkdtempSync(join(tmpdir(), 'source-host-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const FILES = { 'preview.yaml': 'apps: {}\n', 'src/app.js': 'console.log(1)\n' };
+const FILES7 = { 'src/app.js': 'console.log(7)\n', 'web/index.html': '<p>7</p>\n' };
 
 interface Fixture {
   host: SourceHost;
   sha: string;
+  head7: string;
   uninstalledRepo?: string;
 }
 
@@ -44,8 +47,22 @@ function sourceHostContract(name: string, setup: () => Fixture | Promise<Fixture
     let host: SourceHost;
     let sha: string;
     let uninstalledRepo: string | undefined;
+    let head7: string;
     beforeAll(async () => {
-      ({ host, sha, uninstalledRepo } = await setup());
+      ({ host, sha, uninstalledRepo, head7 } = await setup());
+    });
+
+    test('changedFiles: the paths a pull request changes from its base; undefined when it cannot say', async () => {
+      const files = await host.changedFiles('acme/shop', { number: 7, baseSha: sha, headSha: head7 });
+      expect(files?.sort()).toEqual(['preview.yaml', 'src/app.js', 'web/index.html']);
+      expect(await host.changedFiles('acme/shop', { number: 5, baseSha: sha, headSha: sha })).toEqual([]);
+      expect(
+        await host.changedFiles('acme/nope', { number: 7, baseSha: sha, headSha: head7 }),
+      ).toBeUndefined();
+      if (uninstalledRepo)
+        expect(
+          await host.changedFiles(uninstalledRepo, { number: 5, baseSha: sha, headSha: sha }),
+        ).toBeUndefined();
     });
 
     test('an installation exists for a reachable repository, none for an unknown one', async () => {
@@ -127,7 +144,11 @@ sourceHostContract('GitSourceHost', () => {
   const gitRoot = join(root, 'git');
   const sha = makeRepo(gitRoot, 'acme/shop', FILES);
   setBranch(gitRoot, 'acme/shop', 'feature', sha);
-  return { host: new GitSourceHost(gitRoot), sha };
+  execFileSync('git', ['-C', join(gitRoot, 'acme/shop'), 'rm', '--quiet', 'preview.yaml']);
+  const head7 = commitFiles(gitRoot, 'acme/shop', FILES7);
+  execFileSync('git', ['-C', join(gitRoot, 'acme/shop'), 'reset', '--quiet', '--hard', sha]);
+  setBranch(gitRoot, 'acme/shop', 'feature-7', head7);
+  return { host: new GitSourceHost(gitRoot), sha, head7 };
 });
 
 /*
@@ -154,6 +175,8 @@ sourceHostContract('GitHubAppSourceHost', async () => {
   // The same commit in a repository the App is not installed on.
   github.addCommit('acme/other', FILES, 'main', sha);
   github.setPull('acme/shop', 5, { headSha: sha, headRef: 'feature' });
+  const head7 = github.addCommit('acme/shop', FILES7);
+  github.setPull('acme/shop', 7, { headSha: head7, headRef: 'feature-7', baseSha: sha });
   github.setPull('acme/other', 5, { headSha: sha, headRef: 'feature' });
   github.addInstallation(42, '123456', ['acme/shop']);
   process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = aws.url;
@@ -165,5 +188,5 @@ sourceHostContract('GitHubAppSourceHost', async () => {
     credentials: new GitHubAppCredentials(client, secretArn),
     apiUrl: github.url,
   });
-  return { host, sha, uninstalledRepo: 'acme/other' };
+  return { host, sha, head7, uninstalledRepo: 'acme/other' };
 });

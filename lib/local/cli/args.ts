@@ -54,7 +54,8 @@ export const COMMANDS: CommandSpec[] = [
     name: 'apps update',
     synopsis:
       '--app ID [--ttl-hours N] [--deploy-drafts | --no-deploy-drafts] [--factory-app APP --factory-path /PATH]\n' +
-      '    [--allowed-origins ORIGINS] [--access protected|public] [--sleep-after-minutes N]',
+      '    [--allowed-origins ORIGINS] [--access protected|public] [--sleep-after-minutes N]\n' +
+      '    [--skip-label L] [--require-label L] [--paths GLOB,…] [--skip-authors A,…]',
     help:
       "change an application's settings: hours without a deploy before a PR preview is torn down (default\n" +
       '72, 0 = never), whether draft pull requests deploy, the Environment Factory of scenario runs\n' +
@@ -62,7 +63,9 @@ export const COMMANDS: CommandSpec[] = [
       'the preview\'s own app URLs ("https://login.example.com,https://cdn.example.com"; replaces the list,\n' +
       '"" empties it), who may open its previews (protected: only through the signed link of `envs open`;\n' +
       'default protected in AWS, public locally), idle minutes before a PR preview sleeps (default 30,\n' +
-      '0 = never, decimals allowed; main-branch previews never sleep)',
+      '0 = never, decimals allowed; main-branch previews never sleep), which pull requests get a preview: a label that opts out (default\n' +
+      'no-preview, "" for none), a label that must be present, path globs a pull request must touch\n' +
+      '("web/**,shared/**"), authors skipped ("dependabot[bot]"); lists replace the old one, "" empties it',
     options: [
       'app',
       'ttl-hours',
@@ -73,6 +76,10 @@ export const COMMANDS: CommandSpec[] = [
       'allowed-origins',
       'access',
       'sleep-after-minutes',
+      'skip-label',
+      'require-label',
+      'paths',
+      'skip-authors',
     ],
     via: 'admin',
   },

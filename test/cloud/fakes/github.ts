@@ -18,7 +18,11 @@
  *   → 302 to `/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=…` on this server, which serves a gzipped tar
  *   (made with `tar -cz`) whose files sit under `{o}-{r}-{sha7}/`, like GitHub's. Refs are branch names,
  *   full SHAs or unique SHA prefixes of at least 7 characters. `GET /repos/{o}/{r}/pulls/{n}` → a pull
- *   request a test set with `setPull` (number, state, head, base, updated_at), else 404.
+ *   request a test set with `setPull` (number, state, head, base, updated_at), else 404;
+ *   `GET /repos/{o}/{r}/pulls/{n}/files` → the files that differ between its base commit (`baseSha`, else
+ *   the default branch's head) and its head commit, by path (added, modified, removed; no rename
+ *   detection), paged like GitHub (`per_page` default 30, at most 100; `page`; a `Link` header with
+ *   `rel="next"` while more follow) and cut at 3,000 files as GitHub does; `filesPages` counts the pages served.
  * - The App's webhook deliveries (JWT; each App sees its own), as a test records them with
  *   `recordDelivery` (the fake delivers nothing itself): `GET /app/hook/deliveries` → newest first,
  *   `per_page` (default 30, at most `deliveriesPageSize`, 100 as on GitHub) and an opaque `cursor`, the
@@ -114,6 +118,8 @@ interface FakeRepo {
 export interface FakePull {
   headSha: string;
   headRef: string;
+  /** The base commit its files are compared with (default: the default branch's head). */
+  baseSha?: string;
   state?: 'open' | 'closed';
   updatedAt?: string;
 }
@@ -158,6 +164,8 @@ export class FakeGitHub {
   private nextDeliveryId = 90_000_000_001;
   /** The largest `per_page` the deliveries listing honours (100 on GitHub; tests lower it to page). */
   deliveriesPageSize = 100;
+  /** Pages of pull request files served (`GET …/pulls/{n}/files`). */
+  filesPages = 0;
   /** The attempt ids redelivery was asked for (`POST /app/hook/deliveries/{id}/attempts`), in order. */
   readonly redeliveryRequests: number[] = [];
 
@@ -368,6 +376,12 @@ export class FakeGitHub {
       if (!sha) return notFound();
       return json(200, { ref: `refs/heads/${branch}`, object: { sha, type: 'commit' } });
     }
+    const files = /^\/pulls\/(\d+)\/files$/.exec(rest);
+    if (files) {
+      const p = repo.pulls.get(Number(files[1]));
+      if (!p) return notFound();
+      return this.pullFiles(repo, p, Number(files[1]), url);
+    }
     const pull = /^\/pulls\/(\d+)$/.exec(rest);
     if (pull) {
       const number = Number(pull[1]);
@@ -431,6 +445,33 @@ export class FakeGitHub {
       return { status: 302, headers: { location } };
     }
     return notFound();
+  }
+
+  /** A pull request's changed files, paged as GitHub pages them (page numbers, at most 3,000 files). */
+  private pullFiles(repo: FakeRepo, p: FakePull, number: number, url: URL): Reply {
+    const base = repo.commits.get(p.baseSha ?? repo.branches.get(repo.defaultBranch) ?? '') ?? {};
+    const head = repo.commits.get(p.headSha) ?? {};
+    const changed = [...new Set([...Object.keys(base), ...Object.keys(head)])]
+      .sort()
+      .filter((path) => base[path] !== head[path])
+      .slice(0, 3_000)
+      .map((filename) => ({
+        filename,
+        status:
+          base[filename] === undefined ? 'added' : head[filename] === undefined ? 'removed' : 'modified',
+      }));
+    const perPage = Math.min(Number(url.searchParams.get('per_page') ?? 30) || 30, 100);
+    const page = Math.max(1, Number(url.searchParams.get('page') ?? 1) || 1);
+    const slice = changed.slice((page - 1) * perPage, page * perPage);
+    const headers: Record<string, string> = {};
+    if (page * perPage < changed.length) {
+      const next = new URL(`${this.url}/repos/${repo.fullName}/pulls/${number}/files`);
+      next.searchParams.set('per_page', String(perPage));
+      next.searchParams.set('page', String(page + 1));
+      headers.link = `<${next.href}>; rel="next"`;
+    }
+    this.filesPages++;
+    return json(200, slice, headers);
   }
 
   /** Like codeload.github.com: the short-lived token in the URL is the credential. */
