@@ -16,6 +16,9 @@ const REPORT_URL_NOTE =
   "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`. " +
   'A run read whole (GET /run/{run_id}, or GET /run with steps=true) adds `environment` (additive) once its target was resolved: `{repository, pr_number, commit}` of the environment it ran against.';
 
+const UNDECLARED_APP_NOTE =
+  'The answer carries `warning` (additive) when environments of the application have read their preview.yaml and none declares the app: the secret is saved, and the warning names the apps they declare.';
+
 /** Per route: what success answers, which errors it can answer, and what the spec leaves open. */
 const DOCS: Record<
   string,
@@ -76,8 +79,14 @@ const DOCS: Record<
     summary: 'Batch upsert secrets',
     success: [200, 'Saved'],
     errors: [400, 401, 404, 409, 413],
+    notes: UNDECLARED_APP_NOTE,
   },
-  putSecret: { summary: 'Upsert one secret', success: [200, 'Saved'], errors: [400, 401, 404, 409, 413] },
+  putSecret: {
+    summary: 'Upsert one secret',
+    success: [200, 'Saved'],
+    errors: [400, 401, 404, 409, 413],
+    notes: UNDECLARED_APP_NOTE,
+  },
   deleteSecret: {
     summary: 'Delete one secret key',
     success: [200, 'Deleted'],

@@ -186,7 +186,8 @@ export const routes = {
     path: secretsPath,
     entry: 'functions/api/secrets/put-many.ts',
     auth: 'apiKey',
-    access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+    // environments: the apps they declare, for the answer's `warning` (core/declared-apps.ts).
+    access: { tables: { applications: 'R', environments: 'R', secretBundles: 'RW' }, secrets: 'RW' },
     maxBodyBytes: SECRET_BODY_BYTES,
   },
   putSecret: {
@@ -194,7 +195,8 @@ export const routes = {
     path: `${secretsPath}/{key}`,
     entry: 'functions/api/secrets/put-one.ts',
     auth: 'apiKey',
-    access: { tables: { applications: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+    // environments: the apps they declare, for the answer's `warning` (core/declared-apps.ts).
+    access: { tables: { applications: 'R', environments: 'R', secretBundles: 'RW' }, secrets: 'RW' },
     maxBodyBytes: SECRET_BODY_BYTES,
   },
   deleteSecret: {

@@ -260,6 +260,8 @@ export const keys = {
   environments: {
     /** Sort key of an environment: `owner/repo#pr`, lower-cased. */
     envKey: (repoFullName: string, prNumber: number) => `${repoKey(repoFullName)}#${prNumber}`,
+    /** What every `envKey` of a repository begins with (a Query of its environments). */
+    repoPrefix: (repoFullName: string) => `${repoKey(repoFullName)}#`,
     /** The parts of an `envKey` (the one place it is parsed). */
     parseEnvKey(envKey: string): { repo: string; prNumber: number } {
       const at = envKey.lastIndexOf('#');

@@ -1,6 +1,9 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
+import { keys } from '../../functions/manifest/tables.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
+import { ddb, table } from '../../functions/shared/dynamo.js';
 import { closeSnapshots, scanTable, secretFiles } from '../fuzz/support.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
@@ -333,6 +336,49 @@ describe('secret bundles', () => {
       error:
         'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
     });
+  });
+
+  test('a secret for an app no environment declares is saved, with a warning naming the declared apps', async () => {
+    const shop = (await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/Shop' })).applicationId;
+    const put = (app: string, key = 'TOKEN') =>
+      call(h, 'PUT', `/v1/preview/secrets/${shop}/${app}`, {
+        body: { items: [{ key, value: 'v' }] },
+        headers: auth,
+      });
+    // No environment has read its preview.yaml yet: nothing to compare with, no warning.
+    expect((await put('wbe')).body).toEqual({ applicationId: shop, app: 'wbe', status: 'saved', count: 1 });
+    // Environments as the pipeline records them once preview.yaml is read (`apps`), one still building
+    // (none yet), and a repository whose name begins like this one's.
+    const env = (repo: string, pr: number, apps?: string[]) =>
+      ddb().send(
+        new PutCommand({
+          TableName: table('environments'),
+          Item: { orgId: h.org.orgId, envKey: keys.environments.envKey(repo, pr), ...(apps ? { apps } : {}) },
+        }),
+      );
+    await env('acme/shop', 1, ['web']);
+    await env('acme/shop', 2, ['api', 'web']);
+    await env('acme/shop', 3);
+    await env('acme/shopping', 1, ['wbe']);
+    const misspelt = await put('wbe');
+    expect(misspelt.status).toBe(200);
+    expect(misspelt.body).toEqual({
+      applicationId: shop,
+      app: 'wbe',
+      status: 'saved',
+      count: 1,
+      warning: 'no environment of acme/Shop declares an app "wbe" (they declare api, web)',
+    });
+    expect(await values('wbe', shop)).toEqual({ TOKEN: 'v' }); // saved all the same
+    const single = await call(h, 'PUT', `/v1/preview/secrets/${shop}/wbe/OTHER`, {
+      body: { value: 'x' },
+      headers: auth,
+    });
+    expect(single.body.warning).toBe(
+      'no environment of acme/Shop declares an app "wbe" (they declare api, web)',
+    );
+    // A declared app gets no warning.
+    expect((await put('api')).body).toEqual({ applicationId: shop, app: 'api', status: 'saved', count: 1 });
   });
 
   test('no secret value ever reaches a log line', () => {

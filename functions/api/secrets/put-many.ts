@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { undeclaredAppWarning } from '../../core/declared-apps.js';
 import { upsertSecrets } from '../../core/secrets.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { envVarKey } from '../../shared/validation.js';
@@ -11,7 +12,10 @@ const body = z.object({
     .check(z.minLength(1, 'items must have at least 1 element')),
 });
 
-/** PUT /v1/preview/secrets/{applicationId}/{app}: merge items into the bundle (created on first call). */
+/**
+ * PUT /v1/preview/secrets/{applicationId}/{app}: merge items into the bundle (created on first call); a
+ * `warning` when no environment of the application declares the app.
+ */
 export const { main, handler } = route(
   'putSecrets',
   { params: bundlePath, body, bodyRequired: true },
@@ -23,6 +27,10 @@ export const { main, handler } = route(
       { applicationId, app },
       req.body.items,
     );
-    return { statusCode: 200, body: { applicationId, app, status: 'saved', count } };
+    const warning = await undeclaredAppWarning(req.principal.orgId, applicationId, app);
+    return {
+      statusCode: 200,
+      body: { applicationId, app, status: 'saved', count, ...(warning ? { warning } : {}) },
+    };
   },
 );

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { undeclaredAppWarning } from '../../core/declared-apps.js';
 import { upsertSecrets } from '../../core/secrets.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { route } from '../route.js';
@@ -6,7 +7,7 @@ import { keyPath, secretValue } from './schemas.js';
 
 const body = z.object({ value: secretValue });
 
-/** PUT /v1/preview/secrets/{applicationId}/{app}/{key}: upsert one key. */
+/** PUT /v1/preview/secrets/{applicationId}/{app}/{key}: upsert one key; a `warning` as putSecrets. */
 export const { main, handler } = route(
   'putSecret',
   { params: keyPath, body, bodyRequired: true },
@@ -15,6 +16,10 @@ export const { main, handler } = route(
     await upsertSecrets(secretStore(), req.principal.orgId, { applicationId, app }, [
       { key, value: req.body.value },
     ]);
-    return { statusCode: 200, body: { applicationId, app, key, status: 'saved' } };
+    const warning = await undeclaredAppWarning(req.principal.orgId, applicationId, app);
+    return {
+      statusCode: 200,
+      body: { applicationId, app, key, status: 'saved', ...(warning ? { warning } : {}) },
+    };
   },
 );
