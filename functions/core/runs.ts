@@ -2,11 +2,13 @@ import { timingSafeEqual } from 'node:crypto';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
 import type { Workflows } from '../ports/workflows/port.js';
+import { config } from '../shared/config.js';
 import { newId, sha256Hex } from '../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { runOrigins } from '../shared/origins.js';
+import { type AccessMode, type AccessSettings, effectiveAccess } from './access.js';
 import type { Environment } from './environments.js';
 import { type FactoryLocation, readScenarioState, type ScenarioRef, scenarioMetadata } from './scenarios.js';
 import { type ApplicationVersion, copyStep, type Folder, findTest, type StepElement } from './tests.js';
@@ -290,6 +292,9 @@ export interface RunTarget {
    * `allowedOrigins` (`shared/origins.ts`, `runOrigins`).
    */
   origins?: string[];
+  /** The environment's key, and whether its application protects it (issue 29: core/access.ts). */
+  envKey?: string;
+  access?: AccessMode;
 }
 
 /** The app URL plus a path, as written (`/form` → `http://host:port/form`). */
@@ -342,14 +347,14 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
     new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
   );
   const app = Item as
-    | {
+    | ({
         orgId: string;
         repoFullName?: string;
         disabled?: boolean;
         factoryApp?: string;
         factoryPath?: string;
         allowedOrigins?: string[];
-      }
+      } & AccessSettings)
     | undefined;
   if (!app || app.orgId !== run.orgId) return { error: `application ${applicationId} not found` };
   if (!app.repoFullName)
@@ -398,6 +403,8 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       apps: Object.keys(env.urls ?? {}).sort(),
       urls: { ...env.urls },
       origins: runOrigins(Object.values(env.urls ?? {}), app.allowedOrigins ?? []),
+      envKey: env.envKey,
+      access: effectiveAccess(app, config().mode),
       ...(env.factory
         ? { factory: env.factory }
         : app.factoryApp
