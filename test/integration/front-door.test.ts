@@ -6,6 +6,7 @@ import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { alive, pollUntil } from '../support/apps.js';
 import { bearer, call, client } from '../support/harness.js';
+import { previewctl, previewctlRaw } from '../support/process.js';
 import { type RunsWorld, runEnded, startRunsWorld } from '../support/runs-app.js';
 
 /*
@@ -183,6 +184,65 @@ describe('a protected preview', () => {
     const opened = await get(env.urls.web, `${link.pathname}${link.search}`);
     expect((await get(env.urls.web, '/', { cookie: cookieOf(opened) })).status).toBe(200);
   }, 30_000);
+});
+
+describe('previewctl', () => {
+  test('apps update --access and --sleep-after-minutes; envs open prints the links; rotate-access-key shows no key', async () => {
+    const dataDir = w.h.dataDir;
+    const set = await previewctl(
+      dataDir,
+      'apps',
+      'update',
+      '--app',
+      w.applicationId,
+      '--access',
+      'protected',
+    );
+    expect(set.code).toBe(0);
+    expect(set.out).toMatchObject({
+      applicationId: w.applicationId,
+      access: 'protected',
+      sleepAfterMinutes: 0,
+    });
+    const bad = await previewctl(dataDir, 'apps', 'update', '--app', w.applicationId, '--access', 'private');
+    expect(bad).toEqual({ code: 2, out: { error: '--access must be one of protected, public' } });
+    const never = await previewctl(
+      dataDir,
+      'apps',
+      'update',
+      '--app',
+      w.applicationId,
+      '--sleep-after-minutes',
+      'soon',
+    );
+    expect(never.code).toBe(2);
+    expect(never.out.error).toMatch(/^--sleep-after-minutes must be a number of minutes from 0/);
+
+    const open = await previewctlRaw(
+      dataDir,
+      { PREVIEW_DATA_DIR: dataDir },
+      'envs',
+      'open',
+      '--repo',
+      w.repo,
+      '--pr',
+      '7',
+    );
+    expect(open.code).toBe(0);
+    const lines = open.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(
+      /^web {2}http:\/\/web--acme-shop-7-[0-9a-f]{4}\.localhost:\d+\/__preview\/access\?token=v1\./,
+    );
+
+    const rotated = await previewctl(dataDir, 'apps', 'rotate-access-key', '--app', w.applicationId);
+    expect(rotated).toEqual({ code: 0, out: { applicationId: w.applicationId, rotated: true } });
+    const link = new URL(lines[1]!.split(/\s+/)[1]!);
+    await new Promise((r) => setTimeout(r, 1_100));
+    const env = (await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/7`, { headers: bearer(w.h.org) }))
+      .body;
+    expect((await get(env.urls.web, `${link.pathname}${link.search}`)).status).toBe(401);
+  }, 60_000);
 });
 
 describe('sleep and wake', () => {
