@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { accessLink, signAccessToken } from '../shared/access-token.js';
+import { ACCESS_COOKIE, accessLink, signAccessToken } from '../shared/access-token.js';
 import { ValidationError } from '../shared/errors.js';
 
 /*
@@ -97,4 +97,32 @@ export function accessUrls(
   const out: Record<string, string> = {};
   for (const [app, url] of Object.entries(urls)) out[app] = accessLink(url, token);
   return out;
+}
+
+/** A cookie a run's browser carries into a protected preview: for `url`'s host only. */
+export interface RunAccessCookie {
+  url: string;
+  cookie: { name: string; value: string };
+}
+
+/**
+ * Before a test run (issue 29): wake the run's environment when it sleeps (`wake`: the local runtime's;
+ * absent in AWS, where the request itself wakes it), then the access cookies its browser carries when the
+ * environment is protected: one per app origin of the environment, host-only (the browser port's
+ * `addCookies` without a domain), so the browser never sends it to another origin. Nothing to configure.
+ */
+export async function prepareRunAccess(
+  deps: { secrets: SecretStore; wake?: (ref: { orgId: string; envKey: string }) => Promise<void> },
+  orgId: string,
+  target: { applicationId: string; envKey?: string; access?: AccessMode; urls?: Record<string, string> },
+  nowMs = Date.now(),
+): Promise<RunAccessCookie[]> {
+  if (!target.envKey) return [];
+  await deps.wake?.({ orgId, envKey: target.envKey });
+  if (target.access !== 'protected') return [];
+  const key = await accessKey(deps.secrets, target.applicationId);
+  if (!key) return [];
+  const token = signAccessToken(key, { orgId, envKey: target.envKey }, nowMs);
+  const origins = new Set(Object.values(target.urls ?? {}).map((u) => new URL(u).origin));
+  return [...origins].map((url) => ({ url, cookie: { name: ACCESS_COOKIE, value: token } }));
 }

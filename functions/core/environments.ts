@@ -531,3 +531,34 @@ export async function listEnvironments(orgId: string): Promise<PreviewStatus[]> 
     out.push(toPreviewStatus(item));
   return out;
 }
+
+/**
+ * Record that a runtime put a ready environment to sleep (`asleepAt`: phase `asleep` and the time) or woke
+ * it (undefined: both removed), issue 29. Only a `ready` environment with no other phase (a teardown's,
+ * a deploy's) is changed; otherwise nothing is written. The status stays `ready`.
+ */
+export async function recordAsleep(
+  ref: { orgId: string; envKey: string },
+  asleepAt: string | undefined,
+): Promise<void> {
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('environments'),
+        Key: { orgId: ref.orgId, envKey: ref.envKey },
+        UpdateExpression: asleepAt ? 'SET #p = :asleep, asleepAt = :at' : 'REMOVE #p, asleepAt',
+        ConditionExpression: asleepAt
+          ? '#s = :ready AND attribute_not_exists(#p)'
+          : '#s = :ready AND #p = :asleep',
+        ExpressionAttributeNames: { '#p': 'phase', '#s': 'status' },
+        ExpressionAttributeValues: {
+          ':ready': 'ready',
+          ':asleep': 'asleep',
+          ...(asleepAt ? { ':at': asleepAt } : {}),
+        },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}

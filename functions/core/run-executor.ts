@@ -5,6 +5,7 @@ import { newId } from '../shared/crypto.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { navigationRefused, originAllowed, runOrigins } from '../shared/origins.js';
+import { prepareRunAccess, type RunAccessCookie } from './access.js';
 import { awaitOtherExecutor, claimExecutor } from './run-claims.js';
 import {
   executorReserveMs,
@@ -280,6 +281,8 @@ export interface ExecuteDeps {
   invocationId?: string;
   /** How often a retried executor looks whether the first one ended the run (2 s unless changed: tests). */
   claimPollMs?: number;
+  /** Wake the run's environment if it sleeps (issue 29; local: the runtime's `wake`; AWS: absent). */
+  wake?: (ref: { orgId: string; envKey: string }) => Promise<void>;
 }
 
 export interface ExecuteInput {
@@ -408,6 +411,14 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   }
   const masked = secrets.values;
   const mask = (text: string) => maskSecrets(text, masked);
+  // Issue 29: a sleeping preview is woken first; a protected one's access cookie, for its own origins only.
+  let access: RunAccessCookie[];
+  try {
+    access = await prepareRunAccess(deps, run.orgId, input.target);
+  } catch (err) {
+    skipRest(0);
+    return end('failed', mask(`the preview could not be woken: ${(err as Error).message}`));
+  }
 
   // Scenario data (issue 12): `up` before the browser opens; `down` once the steps ended.
   let scenario: { state: ScenarioState; url: string; secret: string; up: UpAnswer } | undefined;
@@ -463,6 +474,7 @@ async function execute(deps: ExecuteDeps, input: ExecuteInput): Promise<'passed'
   try {
     const auth = scenario?.up.auth;
     try {
+      for (const { url, cookie } of access) await session.addCookies?.([cookie], url);
       if (auth?.headers && Object.keys(auth.headers).length) {
         if (!session.setExtraHTTPHeaders) throw new Error('this browser cannot set request headers');
         await session.setExtraHTTPHeaders(auth.headers);

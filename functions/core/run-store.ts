@@ -1,6 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import { ddb, table } from '../shared/dynamo.js';
+import type { AccessMode } from './access.js';
 import type { RunEnvironment } from './run-environment.js';
 import type { FactoryLocation, ScenarioRef } from './scenarios.js';
 import type { ApplicationVersion, Folder, StepElement } from './tests.js';
@@ -102,6 +103,9 @@ export interface RunTarget {
    * `allowedOrigins` (`shared/origins.ts`, `runOrigins`).
    */
   origins?: string[];
+  /** The environment's key, and whether its application protects it (issue 29: core/access.ts). */
+  envKey?: string;
+  access?: AccessMode;
 }
 
 export const runKey = (runId: string) => ({ runId });

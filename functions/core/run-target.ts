@@ -1,7 +1,9 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
+import { config } from '../shared/config.js';
 import { ddb, queryItems, table } from '../shared/dynamo.js';
 import { runOrigins } from '../shared/origins.js';
+import { type AccessSettings, effectiveAccess } from './access.js';
 import type { Environment } from './environments.js';
 import { runEnvironmentOf } from './run-environment.js';
 import type { RunItem, RunTarget } from './run-store.js';
@@ -53,14 +55,14 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
     new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
   );
   const app = Item as
-    | {
+    | ({
         orgId: string;
         repoFullName?: string;
         disabled?: boolean;
         factoryApp?: string;
         factoryPath?: string;
         allowedOrigins?: string[];
-      }
+      } & AccessSettings)
     | undefined;
   if (!app || app.orgId !== run.orgId) return { error: `application ${applicationId} not found` };
   if (!app.repoFullName)
@@ -110,6 +112,8 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       apps: Object.keys(env.urls ?? {}).sort(),
       urls: { ...env.urls },
       origins: runOrigins(Object.values(env.urls ?? {}), app.allowedOrigins ?? []),
+      envKey: env.envKey,
+      access: effectiveAccess(app, config().mode),
       ...(env.factory
         ? { factory: env.factory }
         : app.factoryApp

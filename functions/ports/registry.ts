@@ -28,6 +28,7 @@ export {
 } from './registry/runtime.js';
 export { secretStore } from './registry/secret-store.js';
 export { sourceHost } from './registry/source-host.js';
+export { wakeRuntime } from './registry/wake.js';
 export { webhookDeliveries } from './registry/webhook-deliveries.js';
 export { webhookSecret } from './registry/webhook-secret.js';
 export { workflows } from './registry/workflows.js';

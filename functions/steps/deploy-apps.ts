@@ -1,9 +1,11 @@
+import { effectiveAccess, effectiveSleepMinutes } from '../core/access.js';
 import { appsInScope, type CallbackEvent, loadCurrent, runtimeTarget, transition } from '../core/pipeline.js';
 import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
 import { clusterRuntime } from '../ports/registry/runtime.js';
 import { secretStore } from '../ports/registry/secret-store.js';
-import type { AppLaunch, AppSpec } from '../ports/runtime/port.js';
+import type { AppLaunch, AppSpec, FrontDoorSettings } from '../ports/runtime/port.js';
+import { config } from '../shared/config.js';
 
 /**
  * Deploy step (deploying / applying → waiting-ready), a callback task: start every app in scope from its
@@ -44,10 +46,18 @@ export async function handler(event: CallbackEvent): Promise<void> {
       };
     }),
   );
+  // Who may open the apps and when they sleep (issue 29): a fork's preview is protected like any other.
+  const owner = application ?? (await findApplicationByRepo(env.orgId, env.repoFullName));
+  const frontDoor: FrontDoorSettings = {
+    access: effectiveAccess(owner ?? {}, config().mode),
+    sleepAfterMs: effectiveSleepMinutes(owner ?? {}, env.prNumber) * 60_000,
+    ...(owner ? { applicationId: owner.applicationId } : {}),
+  };
   await clusterRuntime().deploy(target, launches, {
     prune: input.mode === undefined,
     restart: input.mode === 'restart',
     apps: Object.keys(env.appSpecs ?? apps),
+    frontDoor,
   });
   await transition(input, {
     phase: 'waiting-ready',

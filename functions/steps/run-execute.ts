@@ -5,6 +5,7 @@ import type { RunTarget } from '../core/run-store.js';
 import { browser } from '../ports/registry/browser.js';
 import { mediaWriter } from '../ports/registry/media-writer.js';
 import { secretStore } from '../ports/registry/secret-store.js';
+import { wakeRuntime } from '../ports/registry/wake.js';
 import { config } from '../shared/config.js';
 import { Superseded } from '../shared/step-errors.js';
 
@@ -34,6 +35,10 @@ export async function handler(
         // Locally the run's own limit applies alone (the local engine's context is no Lambda's).
         ...(c.mode === 'aws' && context ? { remainingMs: () => context.getRemainingTimeInMillis() } : {}),
         ...(context?.awsRequestId ? { invocationId: context.awsRequestId } : {}),
+        // Locally a sleeping preview is woken first (issue 29); in AWS the request wakes it.
+        ...(c.mode === 'local'
+          ? { wake: (ref: { orgId: string; envKey: string }) => wakeRuntime().wake(ref) }
+          : {}),
       },
       { runId: input.runId, attempt: input.prepared.attempt, target: input.prepared.target },
     );

@@ -1,5 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { accessKey } from '../../functions/core/access.js';
+import { recordAsleep } from '../../functions/core/environments.js';
 import { executionsSettled } from '../../functions/core/run-executor.js';
 import { LocalArtifacts } from '../../functions/ports/artifacts/local-files.js';
 import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
@@ -109,6 +111,9 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
         decideIsolation() === 'bwrap' && networkIsolationUsable(join(c.dataDir!, 'runtime', 'netns'))
           ? 'namespace'
           : 'shared',
+      // Front doors (issue 29): protected previews' links and cookies, and the phase `asleep`.
+      accessKey: (applicationId) => accessKey(new LocalSecretStore(c.dataDir!), applicationId),
+      asleep: (target, asleepAt) => recordAsleep(target, asleepAt),
     }));
   provideLocalAdapters({
     secrets: () => new LocalSecretStore(c.dataDir!),

@@ -78,14 +78,18 @@ describe('sibling references in preview.yaml env', () => {
     const first = await deploy('acme/duo', sha);
     expect(first.status).toBe('ready');
     const web = await get(first.urls.web!);
+    // A PR preview sleeps when idle, so its `url` is the local front door (issue 29); `internalUrl` stays
+    // the app's own port, which siblings call directly.
     expect(web).toEqual({
       app: 'web',
-      peer: first.urls.api,
+      peer: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
       peerPublic: first.urls.api,
       answer: 'hello from api',
     });
+    expect(web.peer).not.toBe(first.urls.api);
     const api = await get(first.urls.api!);
-    expect(api).toMatchObject({ app: 'api', peer: first.urls.web, answer: 'hello from web' });
+    expect(api).toMatchObject({ app: 'api', answer: 'hello from web' });
+    expect(api.peer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     // A new commit: every app restarts on the port it had, so the references stay right.
     const next = commitFiles(gitRoot, 'acme/duo', { 'peer.js': `${PEER_JS}\n// v2\n` });

@@ -70,6 +70,20 @@ export interface DeployOptions {
    * fails with `DeployFailed` naming an unknown one. Default: the apps launched.
    */
   apps?: string[];
+  /**
+   * Who may open the apps and when they sleep (issue 29; core/access.ts): for runtimes that keep a front
+   * door of their own before the apps (local). Absent: no door, the apps answer on their own ports.
+   */
+  frontDoor?: FrontDoorSettings;
+}
+
+/** An environment's access and sleep, as its application sets them (core/access.ts). */
+export interface FrontDoorSettings {
+  access: 'protected' | 'public';
+  /** Idle time before the environment's apps are stopped; 0 = never. */
+  sleepAfterMs: number;
+  /** Whose access key signs the environment's links (absent: no key, nobody gets into a protected one). */
+  applicationId?: string;
 }
 
 /** Whose output a log read is after: the app's running process(es), or its latest image or local build. */
@@ -133,4 +147,10 @@ export interface Runtime {
    * runtime knows the app ran with are masked; the caller masks the bundle too and caps the size.
    */
   logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined>;
+  /**
+   * Wake a sleeping environment (issue 29) and resolve once its apps answer; at once when it is awake.
+   * A test run calls it first. Runtimes whose engine wakes apps on the request itself (EKS: KEDA's HTTP
+   * add-on holds it) leave it out.
+   */
+  wake?(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<void>;
 }

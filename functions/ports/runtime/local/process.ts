@@ -15,10 +15,11 @@ import type {
   RuntimeTarget,
 } from '../port.js';
 import { cancel, runBuild } from './builds.js';
+import { FrontDoors } from './front-door.js';
 import { DEFAULT_LIMITS, DiskWatch, type SandboxLimits, sweepSandboxCgroups } from './limits.js';
 import { buildLogPath, logPath, readLogs } from './logs.js';
-import { createNetns, removeNetns, startPasta, stopPasta } from './network.js';
-import { pickPort, waitForApps } from './readiness.js';
+import { createNetns, listeningInside, removeNetns, startPasta, stopPasta } from './network.js';
+import { pickPort, probeReady, waitForApps } from './readiness.js';
 import type { Isolation } from './sandbox.js';
 import {
   type ActiveBuild,
@@ -63,6 +64,10 @@ export class ProcessRuntime implements Runtime {
   readonly network: 'namespace' | 'shared';
   /** How builds and apps are confined (fixed for the runtime's life). */
   readonly isolation: Isolation;
+  /** The front doors of protected or sleeping previews (issue 29; front-door.ts). */
+  private readonly doors: FrontDoors;
+  /** Per environment: its target, and each app's launch as last started (what a wake starts again). */
+  private readonly awake = new Map<string, { target: RuntimeTarget; launches: Map<string, AppLaunch> }>();
 
   constructor(opts: ProcessRuntimeOptions) {
     this.isolation = opts.isolation ?? 'none';
@@ -104,6 +109,12 @@ export class ProcessRuntime implements Runtime {
       isolation: this.isolation,
       hiddenPaths,
     };
+    this.doors = new FrontDoors({
+      accessKey: async (applicationId) => opts.accessKey?.(applicationId),
+      asleep: (id) => Boolean(this.rt.state.envs[id]?.asleepAt),
+      sleep: (id) => this.sleepEnv(id),
+      wake: (id) => this.wakeEnv(id),
+    });
   }
 
   // ---- the Runtime port ------------------------------------------------------------------------------
@@ -155,6 +166,7 @@ export class ProcessRuntime implements Runtime {
         for (const [name, app] of Object.entries(env.apps)) {
           if (keep.has(name)) continue;
           await stopApp(rt, app);
+          await this.doors.close(id, [name]);
           if (app.build) rmSync(app.build.dir, { recursive: true, force: true });
           delete env.apps[name];
         }
@@ -177,15 +189,41 @@ export class ProcessRuntime implements Runtime {
         );
         this.connect(target, env, [...ports.values(), ...kept]);
       }
+      // A front door before each app when its application protects it or lets it sleep (issue 29): the
+      // door's URL is the app's `url`; its own port stays its `internalUrl`.
+      const door = opts.frontDoor;
+      if (door && (door.access === 'protected' || door.sleepAfterMs > 0)) env.door = door;
+      else if (door || !env.door) {
+        delete env.door;
+        await this.doors.close(id);
+        for (const app of Object.values(env.apps)) delete app.door;
+      }
       const addresses: Record<string, AppAddress> = {};
       for (const name of declared) {
         const port = ports.get(name) ?? env.apps[name]?.port;
         if (port === undefined) continue;
-        const url = `http://127.0.0.1:${port}`;
-        addresses[name] = { url, internalUrl: url };
+        const internalUrl = `http://127.0.0.1:${port}`;
+        const app = env.apps[name];
+        if (env.door && app)
+          app.door = await this.doors.open(id, target, env.door, name, port, app.door?.port);
+        addresses[name] = { url: app?.door?.url ?? internalUrl, internalUrl };
       }
       const resolved = launches.map((l) => resolveAppRefs(l, addresses));
-      for (const launch of resolved) await startApp(rt, target, env, launch, ports.get(launch.name)!);
+      const awake = this.awake.get(id) ?? { target, launches: new Map() };
+      awake.target = target;
+      this.awake.set(id, awake);
+      for (const launch of resolved) {
+        await startApp(rt, target, env, launch, ports.get(launch.name)!);
+        awake.launches.set(launch.name, launch);
+      }
+      // A deploy, restart or rebuild wakes a sleeping environment: its other apps start again too.
+      if (env.asleepAt)
+        await this.startAsleep(
+          env,
+          awake,
+          launches.map((l) => l.name),
+        );
+      this.doors.touch(id);
       save(rt);
     });
   }
@@ -215,6 +253,10 @@ export class ProcessRuntime implements Runtime {
       rt.builds.delete(id);
       await Promise.all(builds.map((b) => cancel(b)));
       for (const app of Object.values(env.apps)) await stopApp(rt, app);
+      await this.doors.close(id);
+      this.awake.delete(id);
+      delete env.door;
+      delete env.asleepAt;
       env.apps = {};
       env.buildPids = [];
       await this.disconnect(env, netnsPath(rt, id));
@@ -257,6 +299,7 @@ export class ProcessRuntime implements Runtime {
     rt.stopping = true;
     const cancelled = [...rt.builds.values()].flatMap((m) => [...m.values()].map((b) => cancel(b)));
     await Promise.all(cancelled);
+    await this.doors.closeAll();
     await Promise.all(
       Object.keys(rt.state.envs).map((id) =>
         locked(rt, id, async () => {
@@ -291,6 +334,96 @@ export class ProcessRuntime implements Runtime {
    */
   async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
     return readLogs(this.rt, target, app, query);
+  }
+
+  /**
+   * Wake a sleeping environment and resolve once its apps answer (a test run calls it first; a request to
+   * a front door does the same); at once when it is awake. Counts as a request: its idle time restarts.
+   */
+  async wake(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<void> {
+    const id = envId(target);
+    this.doors.touch(id);
+    await this.doors.wake(id);
+  }
+
+  // ---- sleep and wake (issue 29) --------------------------------------------------------------------
+
+  /** Stop the apps of an environment that served nothing for its idle time; its state says since when. */
+  private async sleepEnv(id: string): Promise<void> {
+    const rt = this.rt;
+    const asleepAt = await locked(rt, id, async () => {
+      const env = rt.state.envs[id];
+      if (!env?.door || env.asleepAt || rt.stopping) return undefined;
+      const running = Object.values(env.apps).filter((a) => a.running);
+      if (running.length === 0) return undefined;
+      for (const app of running) await stopApp(rt, app);
+      env.asleepAt = new Date().toISOString();
+      save(rt);
+      log.info('preview asleep', { env: id });
+      return env.asleepAt;
+    });
+    const target = this.awake.get(id)?.target;
+    if (asleepAt && target)
+      await rt.opts
+        .asleep?.(target, asleepAt)
+        .catch((err: Error) =>
+          log.warn('could not record a preview asleep', { env: id, error: err.message }),
+        );
+  }
+
+  /** Start a sleeping environment's apps again from their last launch and wait until they answer. */
+  private async wakeEnv(id: string): Promise<void> {
+    const rt = this.rt;
+    const awake = this.awake.get(id);
+    const woke = await locked(rt, id, async () => {
+      const env = rt.state.envs[id];
+      if (!env?.asleepAt) return false;
+      if (!awake) throw new Error('the preview cannot be woken after a restart of the server: redeploy it');
+      await this.startAsleep(env, awake, []);
+      save(rt);
+      return true;
+    });
+    if (woke && awake)
+      await rt.opts
+        .asleep?.(awake.target, undefined)
+        .catch((err: Error) => log.warn('could not record a preview awake', { env: id, error: err.message }));
+  }
+
+  /**
+   * Start the apps of a sleeping environment (but `started`, which a deploy just started) from their last
+   * launch and wait until each answers its readiness check (the runtime's ready timeout); then it is
+   * awake. Called under the environment's lock.
+   */
+  private async startAsleep(
+    env: EnvState,
+    awake: { target: RuntimeTarget; launches: Map<string, AppLaunch> },
+    started: string[],
+  ): Promise<void> {
+    const rt = this.rt;
+    const id = envId(awake.target);
+    const target = { ...awake.target, generation: env.fence };
+    const names = Object.keys(env.apps).filter((n) => env.apps[n]!.port !== undefined);
+    for (const name of names) {
+      const launch = awake.launches.get(name);
+      if (started.includes(name) || env.apps[name]!.running || !launch) continue;
+      await startApp(rt, target, env, launch, env.apps[name]!.port!);
+    }
+    const deadline = Date.now() + rt.opts.readyTimeoutMs;
+    for (const name of names) {
+      const running = env.apps[name]!.running;
+      if (!running) continue;
+      for (;;) {
+        const exit = rt.exits.get(running.pid);
+        if (exit) throw new Error(`app ${name} exited (${exit}) while waking`);
+        const inside =
+          rt.network !== 'namespace' || listeningInside(running.pid, running.port, netnsPath(rt, id));
+        if (inside && (await probeReady(running.port, awake.launches.get(name)?.spec.health)) === true) break;
+        if (Date.now() > deadline) throw new Error(`app ${name} did not answer in time while waking`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+    delete env.asleepAt;
+    log.info('preview awake', { env: id });
   }
 
   // ---- internals -------------------------------------------------------------------------------------

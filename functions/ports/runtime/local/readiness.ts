@@ -124,7 +124,7 @@ export async function waitForApps(
   }
   const urls: Record<string, string> = {};
   for (const [name, app] of Object.entries(env.apps))
-    if (app.running) urls[name] = `http://127.0.0.1:${app.running.port}`;
+    if (app.running) urls[name] = app.door?.url ?? `http://127.0.0.1:${app.running.port}`;
   return { ok: true, output: { urls } };
 }
 
@@ -153,7 +153,7 @@ async function freePort(preferred?: number): Promise<number> {
 }
 
 /** true when ready; otherwise what the check saw (for the error message). */
-async function probeReady(port: number, health: string | undefined): Promise<true | string> {
+export async function probeReady(port: number, health: string | undefined): Promise<true | string> {
   if (!health) {
     return new Promise((resolve) => {
       const socket = connect({ port, host: '127.0.0.1' });

@@ -33,6 +33,8 @@ export interface AppState {
   running?: RunningRecord;
   /** The port last used, tried first on the next start so the app's URL stays the same. */
   port?: number;
+  /** Its front door's port and public URL, when it has one (front-door.ts); its `port` is then internal. */
+  door?: { port: number; url: string };
 }
 export interface EnvState {
   /** The newest generation seen; calls for older ones are refused. */
@@ -42,6 +44,10 @@ export interface EnvState {
   buildPids: number[];
   /** Its network namespace's pasta and the ports it forwards (network `namespace`; see local/network.ts). */
   net?: { pasta: number; ports: number[] };
+  /** Its front door's settings (issue 29; front-door.ts), when its apps have one. */
+  door?: import('../port.js').FrontDoorSettings;
+  /** When its apps were stopped for being idle; absent while awake. */
+  asleepAt?: string;
 }
 export interface StateFile {
   envs: Record<string, EnvState>;
@@ -85,6 +91,13 @@ export interface ProcessRuntimeOptions {
   network?: 'namespace' | 'shared';
   /** How often the working copies of running sandboxes are measured (tests shorten it). @default 30000 */
   diskCheckMs?: number;
+  /** An application's access key (front doors of protected previews check links and cookies with it). */
+  accessKey?: (applicationId: string) => Promise<string | undefined>;
+  /**
+   * An environment fell asleep (`asleepAt`) or woke (undefined): the store records its phase `asleep`.
+   * Best effort: a failure is logged.
+   */
+  asleep?: (target: Pick<RuntimeTarget, 'orgId' | 'envKey'>, asleepAt: string | undefined) => Promise<void>;
 }
 
 export interface ActiveBuild {
