@@ -37,6 +37,8 @@ const DOCS: Record<
     summary: 'Poll an environment status',
     success: [200, 'PreviewStatus'],
     errors: [400, 401, 404],
+    notes:
+      'A `failed` environment keeps nothing running: its apps are stopped, `urls` is empty and `stoppedApps` (additive, an object: app name → why it is not running, e.g. `{"api": "exited (exit code 1): Error: …", "web": "stopped: the environment failed"}`) names them; absent when nothing was running. See docs/reference/api.md#statuses.',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',
