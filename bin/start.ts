@@ -9,7 +9,13 @@ import { resolve } from 'node:path';
 import { batchedSink, setLogSink } from '../functions/shared/log.js';
 import { describeIsolation } from '../lib/local/adapters.js';
 import { DataDirInUseError, type DataDirLock } from '../lib/local/data-dir-lock.js';
-import { type LocalService, startLocal, takeDataDir, webhookStartupLines } from '../lib/local/server.js';
+import {
+  type LocalService,
+  nextStepLines,
+  startLocal,
+  takeDataDir,
+  webhookStartupLines,
+} from '../lib/local/server.js';
 import { describeTestRunTools } from '../lib/local/test-runs.js';
 
 const port = process.env.PORT ? Number(process.env.PORT) : 3000;
@@ -66,7 +72,8 @@ process.stderr.write(
     `  health:      ${service.url}/healthz\n` +
     `  ${describeIsolation(service.runtime.isolation, service.runtime.limits, service.runtime.network)}\n` +
     `  ${describeTestRunTools()}\n` +
-    `${webhookStartupLines(service).join('\n')}\n`,
+    `${webhookStartupLines(service).join('\n')}\n` +
+    `${nextStepLines(service).join('\n')}\n`,
 );
 
 /** The data dir's lock, or exit 1 saying who holds it. */

@@ -44,7 +44,8 @@ const DOCS: Record<
     notes:
       "Additive: a protected environment (its application's `access`) carries `accessUrls` (app → signed link " +
       'that sets its access cookie, valid 7 days); a sleeping one says `phase: asleep` and `asleepAt`. ' +
-      'Additive: `apps`, the app names the preview config declares once it was read (present also while no app has a URL, e.g. after a failed start).',
+      'Additive: `apps`, the app names the preview config declares once it was read (present also while no app has a URL, e.g. after a failed start). ' +
+      'A `failed` environment keeps nothing running: its apps are stopped, `urls` is empty and `stoppedApps` (additive, an object: app name → why it is not running, e.g. `{"api": "exited (exit code 1): Error: …", "web": "stopped: the environment failed"}`) names them; absent when nothing was running. See docs/reference/api.md#statuses.',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',

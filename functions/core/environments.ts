@@ -49,6 +49,11 @@ export interface Environment {
   factory?: { app: string; path: string };
   /** The image each app runs from (app → `uri@digest`), in runtimes that run images. */
   images?: Record<string, string>;
+  /**
+   * Set by MarkFailed: the apps a failed environment stopped (a failed environment keeps nothing
+   * running), each with why it is not running (`exited (exit code 1): <cause>`, `stopped: <reason>`).
+   */
+  stoppedApps?: Record<string, string>;
   /** Set when a teardown was requested: nothing but a new deploy may run after it. */
   tornDownRequested?: boolean;
   /** A CUID naming this environment (given on its first deploy, kept after): a run's application_version_id. */
@@ -77,6 +82,7 @@ export type PreviewStatus = Pick<
   | 'error'
   | 'environmentId'
   | 'asleepAt'
+  | 'stoppedApps'
 > & {
   /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
   fork?: true;
@@ -110,6 +116,9 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     urls: env.urls ?? {},
     ...(env.environmentId ? { environmentId: env.environmentId } : {}),
     ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
+    ...(env.status === 'failed' && env.stoppedApps && Object.keys(env.stoppedApps).length
+      ? { stoppedApps: env.stoppedApps }
+      : {}),
     ...(env.inputs?.fork ? { fork: true as const } : {}),
     ...(env.asleepAt && env.phase === 'asleep' ? { asleepAt: env.asleepAt } : {}),
     ...(env.apps?.length ? { apps: [...env.apps] } : {}),

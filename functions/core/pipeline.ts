@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { artifactKeys } from '../manifest/tables.js';
 import type { Artifacts } from '../ports/artifacts/port.js';
-import type { AppSpec, RuntimeTarget } from '../ports/runtime/port.js';
+import type { AppSpec, Runtime, RuntimeTarget } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
@@ -71,6 +71,7 @@ export interface Transition {
   images?: Record<string, string>;
   lastDeployedSha?: string;
   error?: string;
+  stoppedApps?: Record<string, string>;
 }
 
 /**
@@ -106,6 +107,21 @@ export async function transition(input: StepInput, set: Transition, remove: (key
   }
 }
 
+/**
+ * A failed environment keeps nothing running (MarkFailed, once `failed` is recorded for this generation).
+ * Steps: stop every app the runtime still runs for the environment (and its builds in progress); record
+ * which were stopped and why as `stoppedApps` (none: the attribute goes) and empty `urls`, on the
+ * condition that the generation is still current. A newer generation (here or in the runtime's own fence)
+ * is `Superseded`: it owns the environment's apps, nothing is stopped.
+ */
+export async function stopFailedApps(deps: { runtime: Pick<Runtime, 'stopApps'> }, input: StepInput) {
+  const env = await loadCurrent(input);
+  const stopped = await deps.runtime.stopApps(runtimeTarget(env, input), 'the environment failed');
+  if (Object.keys(stopped).length === 0) await transition(input, { urls: {} }, ['stoppedApps']);
+  else await transition(input, { urls: {}, stoppedApps: stopped });
+  return stopped;
+}
+
 /** The apps a step acts on: the one of an app redeploy, or every app the preview config declares. */
 export function appsInScope(env: Environment, input: StepInput): Record<string, AppSpec> {
   const specs = env.appSpecs ?? {};
@@ -115,6 +131,16 @@ export function appsInScope(env: Environment, input: StepInput): Record<string, 
     const spec = specs[name];
     if (!spec) throw new DeployFailed(`app ${name} is not declared in the preview config`);
     picked[name] = spec;
+  }
+  return picked;
+}
+
+/** The apps a failure stopped (`stoppedApps`) that the preview config still declares, with their specs. */
+export function stoppedSiblings(env: Environment): Record<string, AppSpec> {
+  const picked: Record<string, AppSpec> = {};
+  for (const name of Object.keys(env.stoppedApps ?? {})) {
+    const spec = env.appSpecs?.[name];
+    if (spec) picked[name] = spec;
   }
   return picked;
 }

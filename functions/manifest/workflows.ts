@@ -24,7 +24,8 @@ export interface WorkflowDef {
 // The steps that settle an environment report it on the pull request (prStatus), with its latest runs.
 const markFailed: TaskDef = {
   entry: 'functions/steps/mark-failed.ts',
-  access: { tables: { environments: 'RW', runs: 'R' }, prStatus: true },
+  // runtime: a failed environment keeps nothing running (it stops the environment's apps on the cluster).
+  access: { tables: { environments: 'RW', runs: 'R' }, prStatus: true, runtime: true },
 };
 const buildImages: TaskDef = {
   entry: 'functions/steps/build-images.ts',

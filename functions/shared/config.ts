@@ -83,6 +83,15 @@ const schema = z
     PREVIEW_DATA_DIR: z.optional(nonEmpty),
     PREVIEW_GIT_ROOT: z.optional(nonEmpty),
     PREVIEW_WORK_DIR: z.optional(nonEmpty),
+    PREVIEW_APP_PORTS: z.optional(
+      z.string().check(
+        z.regex(/^\s*\d{1,5}\s*-\s*\d{1,5}\s*$/, 'must be a range of ports FIRST-LAST, e.g. 40000-40999'),
+        z.refine((v) => {
+          const [first, last] = v.split('-').map((n) => Number(n.trim()));
+          return first! >= 1024 && last! <= 65_535 && first! <= last!;
+        }, 'must be FIRST-LAST with 1024 <= FIRST <= LAST <= 65535'),
+      ),
+    ),
     SECRET_NAME_PREFIX: z._default(nonEmpty, 'preview'),
     PREVIEW_AUTH_CACHE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(60)), 30),
     PREVIEW_READY_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(3600)), 120),
@@ -131,6 +140,8 @@ export interface Config {
   gitRoot?: string;
   /** Local runtime: where apps' working copies go (default: under the OS temp dir, per data dir). */
   workDir?: string;
+  /** Local runtime: the ports apps may listen on (PREVIEW_APP_PORTS `FIRST-LAST`); default any free one. */
+  appPorts?: { first: number; last: number };
   secretNamePrefix: string;
   /** How long a container trusts credentials it found valid (a revoked key stops working within it). */
   authCacheSeconds: number;
@@ -224,6 +235,12 @@ export function parseEksConfig(env: NodeJS.ProcessEnv): EksConfig {
   return eksOf(parsed.data);
 }
 
+/** `FIRST-LAST` (already validated) as numbers. */
+function portRange(value: string): { first: number; last: number } {
+  const [first, last] = value.split('-').map((n) => Number(n.trim()));
+  return { first: first!, last: last! };
+}
+
 /** Parse and validate an environment; throws ConfigError naming every bad variable. */
 export function parseConfig(env: NodeJS.ProcessEnv): Config {
   const parsed = schema.safeParse(env);
@@ -236,6 +253,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     dataDir: e.PREVIEW_DATA_DIR,
     gitRoot: e.PREVIEW_GIT_ROOT,
     workDir: e.PREVIEW_WORK_DIR,
+    ...(e.PREVIEW_APP_PORTS ? { appPorts: portRange(e.PREVIEW_APP_PORTS) } : {}),
     secretNamePrefix: e.SECRET_NAME_PREFIX,
     authCacheSeconds: e.PREVIEW_AUTH_CACHE_SECONDS,
     readyTimeoutSeconds: e.PREVIEW_READY_TIMEOUT_SECONDS,

@@ -1,14 +1,17 @@
-import { failureMessage, type StepInput, Superseded, transition } from '../core/pipeline.js';
+import { failureMessage, type StepInput, Superseded, stopFailedApps, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
 import { prStatus } from '../ports/registry/pr-status.js';
+import { stopRuntime } from '../ports/registry/runtime.js';
 
 /**
- * Catch target of every state machine: record `failed` with the cause, unless a newer request owns it.
- * The phase stays: it says where the failure happened (`building-images`, `waiting-ready` …).
+ * Catch target of every state machine: record `failed` with the cause, unless a newer request owns it,
+ * then stop every app the environment still runs, recording which and why (`stoppedApps`). The phase
+ * stays: it says where the failure happened (`building-images`, `waiting-ready` …).
  */
 export async function handler(input: StepInput): Promise<StepInput> {
   try {
     await transition(input, { status: 'failed', error: failureMessage(input.failure).slice(0, 1000) });
+    await stopFailedApps({ runtime: stopRuntime() }, input);
   } catch (err) {
     if (!(err instanceof Superseded)) throw err;
   }

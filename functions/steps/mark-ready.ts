@@ -14,6 +14,7 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
   await transition(rest, { status: 'ready', urls: ready.urls, lastDeployedSha: env.inputs!.headSha }, [
     'phase',
     'error',
+    'stoppedApps',
   ]);
   await reportStatus({ prStatus: prStatus() }, rest);
   await startPreviewRuns({ workflows: workflows() }, env);

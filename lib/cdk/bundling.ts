@@ -82,6 +82,7 @@ export const lambdaLayers = {
     entries: [
       'functions/steps/deploy-apps.ts',
       'functions/steps/tear-down.ts',
+      'functions/steps/mark-failed.ts',
       'functions/watchers/rollout.ts',
       'functions/api/environments/logs.ts',
       'functions/events/expiry-sweep.ts',

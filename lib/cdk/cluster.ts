@@ -75,11 +75,16 @@ const maxAnnotationsJson = 1024;
 const ipv6Cidr = /^[0-9a-fA-F:]*:[0-9a-fA-F:.]*\/(12[0-8]|1[01]\d|[1-9]?\d)$/;
 
 /**
- * The step entries whose functions call the cluster's API (deploy, restart, prune; teardown): with the
+ * The step entries whose functions call the cluster's API (deploy, restart, prune; teardown; a failed
+ * environment's apps stopped): with the
  * workers, the only roles granted eks:DescribeCluster and an access entry. They are the steps whose
  * manifest entry declares `runtime` (the cluster's settings), which an infra test holds them to.
  */
-export const clusterStepEntries = ['functions/steps/deploy-apps.ts', 'functions/steps/tear-down.ts'];
+export const clusterStepEntries = [
+  'functions/steps/deploy-apps.ts',
+  'functions/steps/tear-down.ts',
+  'functions/steps/mark-failed.ts',
+];
 /** The routes that call the cluster's API: those with `logs` access (an app's pods' logs). */
 export const clusterRouteIds = routeIds.filter((id) => (routes[id].access as RouteAccess).logs);
 

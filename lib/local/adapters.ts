@@ -105,6 +105,7 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
       complete: (token, outcome) => workflows.completeTask(token, outcome),
       heartbeat: (token) => workflows.heartbeat(token),
       readyTimeoutMs: c.readyTimeoutSeconds * 1000,
+      appPorts: c.appPorts,
       isolation: decideIsolation(),
       limits: limitsFromEnv(),
       network:

@@ -53,6 +53,8 @@ export interface LocalService {
   /** The organization created on first start (read back from credentials.json on later starts). */
   credentials: OrgCredentials;
   credentialsPath: string;
+  /** Where the local source host finds repositories (`<gitRoot>/<owner>/<repo>`, PREVIEW_GIT_ROOT). */
+  gitRoot: string;
   /** The in-process state machine runner (tests wait on `idle()`). */
   workflows: LocalAdapterHandles['workflows'];
   /** The local process runtime (tests look at app processes). */
@@ -345,6 +347,7 @@ async function startLocked(opts: LocalOptions, dataDir: string, lock: DataDirLoc
     dataDir,
     credentials,
     credentialsPath,
+    gitRoot,
     workflows: adapters.workflows,
     runtime: adapters.runtime(),
     recovered,
@@ -385,5 +388,19 @@ export function webhookStartupLines(
   return [
     `  webhooks:    POST ${service.url}/v1/github/webhooks (GitHub App webhook; secret: ${secret})`,
     `  events:      previewctl events put --file EVENT.json (the local event bus); expiry sweep every ${service.expiry.everySeconds} s`,
+  ];
+}
+
+/**
+ * The start banner's closing lines (bin/start.ts prints them): where the dashboard is and the first
+ * commands to run, for someone who just typed `npm start`.
+ */
+export function nextStepLines(service: Pick<LocalService, 'url' | 'gitRoot' | 'credentialsPath'>): string[] {
+  return [
+    `  dashboard:   ${service.url}/ (the API key is in ${service.credentialsPath})`,
+    `  next:        a git repository at ${service.gitRoot}/OWNER/REPO with a preview.yaml, then`,
+    '               npx previewctl apps create --repo OWNER/REPO',
+    '               npx previewctl envs deploy --repo OWNER/REPO --pr 1 --wait',
+    '               (npx previewctl --help lists every command; the README walks through it)',
   ];
 }

@@ -202,7 +202,7 @@ describe('a deploy in AWS mode', () => {
     );
     expect(failed.error).toContain('pull access denied for nowhere');
     expect(failed.error).toContain(
-      `; full log: GET /v1/preview/environments/acme/shop/2/apps/web/logs?source=build, or CloudWatch Logs ${BUILD_LOG_GROUP} / ${build.logs.streamName}`,
+      `; full log: previewctl envs logs web --repo acme/shop --pr 2 --source build, or CloudWatch Logs ${BUILD_LOG_GROUP} / ${build.logs.streamName}`,
     );
   }, 60_000);
 

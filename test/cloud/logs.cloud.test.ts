@@ -91,7 +91,7 @@ describe('logs in AWS mode', () => {
     const status = await pollUntil(cloud, org, path(1), settled);
     expect(status).toMatchObject({ status: 'failed', phase: 'building-images' });
     expect(status.error).toMatch(
-      /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web: app web: docker build exited 1\); full log: GET \/v1\/preview\/environments\/acme\/shop\/1\/apps\/web\/logs\?source=build, or CloudWatch Logs /,
+      /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web: app web: docker build exited 1\); full log: previewctl envs logs web --repo acme\/shop --pr 1 --source build, or CloudWatch Logs /,
     );
     expect(status.error).toContain(build.logs.streamName);
 

@@ -122,6 +122,7 @@ describe('a late step of a superseded execution', () => {
       superseded,
     );
     await expect(runtime.teardown(target)).rejects.toMatchObject(superseded);
+    await expect(runtime.stopApps(target, 'the environment failed')).rejects.toMatchObject(superseded);
 
     await h.service.workflows.idle();
     expect(await findEnvironment(orgId, ENV_KEY)).toEqual(current); // status, urls, SHA, updatedAt, generation…

@@ -214,9 +214,9 @@ describe('failures lead with the real cause and say where the full log is', () =
     expect(status.error).toMatch(/^Error: Cannot find module '\.\/missing-config\.json'/);
     expect(status.error).toContain('(app web: build `node build.js` failed (exit code 1))');
     expect(status.error).toMatch(
-      /; full log: GET \/v1\/preview\/environments\/acme\/missing-config\/1\/apps\/web\/logs\?source=build$/,
+      /; full log: previewctl envs logs web --repo acme\/missing-config --pr 1 --source build$/,
     );
-    // The path it names answers the whole build output, the Node footer included.
+    // The command it names reads this route: the whole build output, the Node footer included.
     const log = await call(h, 'GET', `${path}/apps/web/logs?source=build`, { headers: auth });
     expect(log.status).toBe(200);
     expect(log.text).toContain("Error: Cannot find module './missing-config.json'");
@@ -236,7 +236,7 @@ describe('failures lead with the real cause and say where the full log is', () =
     const status = await pollUntil(h, h.org, path, settled);
     expect(status).toMatchObject({ status: 'failed', phase: 'waiting-ready' });
     expect(status.error).toMatch(
-      /^TypeError: PORT is not a number: undefined \(app web exited \(exit code 1\) before it was ready\); full log: GET \/v1\/preview\/environments\/acme\/crash\/1\/apps\/web\/logs$/,
+      /^TypeError: PORT is not a number: undefined \(app web exited \(exit code 1\) before it was ready\); full log: previewctl envs logs web --repo acme\/crash --pr 1$/,
     );
     const log = await call(h, 'GET', `${path}/apps/web/logs`, { headers: auth });
     expect(log.text).toContain('booting\n');

@@ -213,7 +213,7 @@ describe('failures end failed with an error that names the cause', () => {
         build: `node -e "console.error('boom - missing module left-pad'); process.exit(3)"`,
         command: 'node server.js',
       }),
-      /^app web: build `node -e .*` failed \(exit code 3\); last output: boom - missing module left-pad; full log: GET \/v1\/preview\/environments\/acme\/fail-\d+\/1\/apps\/web\/logs\?source=build$/,
+      /^app web: build `node -e .*` failed \(exit code 3\); last output: boom - missing module left-pad; full log: previewctl envs logs web --repo acme\/fail-\d+ --pr 1 --source build$/,
     ],
     [
       'a failing health check',
@@ -226,7 +226,7 @@ describe('failures end failed with an error that names the cause', () => {
     [
       'an app that exits before it is ready',
       oneApp({ command: `node -e "console.log('no DATABASE_URL'); process.exit(1)"` }),
-      /^app web exited \(exit code 1\) before it was ready; last output: no DATABASE_URL; full log: GET \/v1\/preview\/environments\/acme\/fail-\d+\/1\/apps\/web\/logs$/,
+      /^app web exited \(exit code 1\) before it was ready; last output: no DATABASE_URL; full log: previewctl envs logs web --repo acme\/fail-\d+ --pr 1$/,
     ],
     [
       'an app without a command',
@@ -267,7 +267,7 @@ describe('failures end failed with an error that names the cause', () => {
     const status = await pollUntil(h, h.org, await deploy('acme/leaky', 1, sha), settled);
     expect(status.status).toBe('failed');
     expect(status.error).toBe(
-      'app web exited (exit code 2) before it was ready; last output: cannot connect to [secret]; full log: GET /v1/preview/environments/acme/leaky/1/apps/web/logs',
+      'app web exited (exit code 2) before it was ready; last output: cannot connect to [secret]; full log: previewctl envs logs web --repo acme/leaky --pr 1',
     );
     expect(h.logs.join('\n')).not.toContain('hunter2');
   });

@@ -31,6 +31,21 @@ describe('parseConfig', () => {
     );
   });
 
+  test('PREVIEW_APP_PORTS: a range FIRST-LAST of unprivileged ports, parsed once; a bad one names itself', () => {
+    const local = { ...tableEnv, PREVIEW_MODE: 'local', PREVIEW_DATA_DIR: '/tmp/d' };
+    expect(parseConfig(local).appPorts).toBeUndefined();
+    expect(parseConfig({ ...local, PREVIEW_APP_PORTS: '40000-40999' }).appPorts).toEqual({
+      first: 40000,
+      last: 40999,
+    });
+    expect(parseConfig({ ...local, PREVIEW_APP_PORTS: ' 41000 - 41000 ' }).appPorts).toEqual({
+      first: 41000,
+      last: 41000,
+    });
+    for (const bad of ['40000', '40000:40999', '40999-40000', '80-90', '60000-70000', 'a-b'])
+      expect(() => parseConfig({ ...local, PREVIEW_APP_PORTS: bad })).toThrow(/PREVIEW_APP_PORTS: must be/);
+  });
+
   test('the EKS cluster: validated with the rest at cold start, parsed once', () => {
     const base = { ...tableEnv, AWS_REGION: 'eu-west-1', EKS_CLUSTER_NAME: 'previews' };
     const c = parseConfig({

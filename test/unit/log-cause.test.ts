@@ -1,6 +1,11 @@
 import { describe, expect, test } from '@jest/globals';
 import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../functions/core/logs.js';
-import { failureMessage, leadingCause, logsPath } from '../../functions/ports/runtime/log-cause.js';
+import {
+  CAUSE_WINDOW_LINES,
+  failureMessage,
+  leadingCause,
+  logsCommand,
+} from '../../functions/ports/runtime/log-cause.js';
 
 /** What Node 20 prints for `require('./missing-config.json')` (the case of issue 15). */
 const NODE_MISSING_MODULE = `reading config
@@ -21,6 +26,30 @@ Require stack:
 }
 
 Node.js v20.20.2
+`;
+
+/** What npm 10 prints for `npm run build` where the app's folder has no package.json (issue 26). */
+const NPM_ENOENT = `npm error code ENOENT
+npm error syscall open
+npm error path /work/acme/shop/api/package.json
+npm error errno -2
+npm error enoent Could not read package.json: Error: ENOENT: no such file or directory, open '/work/acme/shop/api/package.json'
+npm error enoent This is related to npm not being able to find a file.
+npm error enoent
+npm error A complete log of this run can be found in: /root/.npm/_logs/2026-11-26T15_43_13_682Z-debug-0.log
+`;
+
+/** `npm ci` without a lockfile: the message right after the code, then 80 lines of usage. */
+const NPM_USAGE = `npm error code EUSAGE
+npm error
+npm error The \`npm ci\` command can only install with an existing package-lock.json or
+npm error npm-shrinkwrap.json with lockfileVersion >= 1. Run an install with npm@5 or
+npm error later to generate a package-lock.json file, then try again.
+npm error
+npm error Clean install a project
+${Array.from({ length: 80 }, (_, i) => `npm error   --option-${i}\nnpm error     What option ${i} does, an error: not.`).join('\n')}
+npm error Run "npm help ci" for more info
+npm error A complete log of this run can be found in: /root/.npm/_logs/x-debug-0.log
 `;
 
 describe('leadingCause', () => {
@@ -62,6 +91,21 @@ describe('leadingCause', () => {
       'npm ERR! x\nTypeError: y is not a function\n',
       'TypeError: y is not a function',
     ],
+    [
+      "npm: the line that says why, not its code, errno, path or 'A complete log' boilerplate",
+      NPM_ENOENT,
+      "Could not read package.json: Error: ENOENT: no such file or directory, open '/work/acme/shop/api/package.json'",
+    ],
+    [
+      'npm: the message after its code line, however long the usage text after it',
+      NPM_USAGE,
+      'The `npm ci` command can only install with an existing package-lock.json or | npm-shrinkwrap.json with lockfileVersion >= 1. Run an install with npm@5 or',
+    ],
+    [
+      'two compiler errors in a row: both quoted',
+      "src/a.ts(1,1): error TS2304: Cannot find name 'x'.\nsrc/b.ts(2,2): error TS2304: Cannot find name 'y'.\nsrc/c.ts(3,3): error TS2304: Cannot find name 'z'.\n",
+      "src/a.ts(1,1): error TS2304: Cannot find name 'x'. | src/b.ts(2,2): error TS2304: Cannot find name 'y'.",
+    ],
   ])('%s', (_name, output, cause) => {
     expect(leadingCause(output)).toBe(cause);
   });
@@ -73,6 +117,20 @@ describe('leadingCause', () => {
     expect(leadingCause('')).toBeUndefined();
   });
 
+  test('the cause is near the end: an error the app logged long before it crashed is not quoted', () => {
+    const early = 'Error: retrying the database connection\n';
+    const chatter = Array.from({ length: CAUSE_WINDOW_LINES }, (_, i) => `request ${i} served`).join('\n');
+    const crash =
+      "\nTypeError: Cannot read properties of undefined (reading 'id')\n    at handler (/app/server.js:9:3)\n\nNode.js v20.20.2\n";
+    expect(leadingCause(early + chatter + crash)).toBe(
+      "TypeError: Cannot read properties of undefined (reading 'id')",
+    );
+    // Within the window, the first error still leads (the one the others follow from), the next beside it.
+    expect(leadingCause(`${early}${crash}`)).toBe(
+      "Error: retrying the database connection | TypeError: Cannot read properties of undefined (reading 'id')",
+    );
+  });
+
   test('a long cause is capped', () => {
     const cause = leadingCause(`Error: ${'x'.repeat(1000)}`)!;
     expect(cause.length).toBe(300);
@@ -82,22 +140,22 @@ describe('leadingCause', () => {
 
 describe('failureMessage', () => {
   const where = { target: { repoFullName: 'acme/shop', prNumber: 7 }, app: 'web', source: 'build' as const };
-  test('leads with the cause, then what failed, then where the full log is', () => {
+  test('leads with the cause, then what failed, then the CLI command that prints the full log', () => {
     expect(
       failureMessage('app web: build `node build.js` failed (exit code 1)', NODE_MISSING_MODULE, 'x', where),
     ).toBe(
       "Error: Cannot find module './missing-config.json' (app web: build `node build.js` failed (exit code 1)); " +
-        'full log: GET /v1/preview/environments/acme/shop/7/apps/web/logs?source=build',
+        'full log: previewctl envs logs web --repo acme/shop --pr 7 --source build',
     );
   });
   test('no cause: what failed, the last lines, where the full log is', () => {
     expect(failureMessage('app web exited (exit code 1)', 'bye\n', 'bye', { ...where, source: 'app' })).toBe(
-      'app web exited (exit code 1); last output: bye; full log: GET /v1/preview/environments/acme/shop/7/apps/web/logs',
+      'app web exited (exit code 1); last output: bye; full log: previewctl envs logs web --repo acme/shop --pr 7',
     );
   });
-  test('logsPath', () => {
-    expect(logsPath({ repoFullName: 'a/b', prNumber: 0 }, 'api', 'app')).toBe(
-      '/v1/preview/environments/a/b/0/apps/api/logs',
+  test('logsCommand', () => {
+    expect(logsCommand({ repoFullName: 'a/b', prNumber: 0 }, 'api', 'app')).toBe(
+      'previewctl envs logs api --repo a/b --pr 0',
     );
   });
 });

@@ -58,6 +58,16 @@ export const teardownRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 
 );
 
 /**
+ * The runtime as MarkFailed uses it: `stopApps` only (a failed environment keeps nothing running). AWS:
+ * the cluster adapter's core (list and delete the environment's Deployments), nothing to stop without a
+ * cluster; local: the one local runtime.
+ */
+export const stopRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'stopApps'>>('runtime', () => {
+  const cluster = config().eks.clusterName ? new EksClusterCore(eksClusterOptions({})) : undefined;
+  return { stopApps: async (target, reason) => (cluster ? cluster.stopApps(target, reason) : {}) };
+});
+
+/**
  * The runtime as the expiry sweep uses it: `pruneFences` only. AWS: the cluster adapter's core (list and
  * delete the teardown fences, read namespaces), nothing to remove without a cluster; local: the one local
  * runtime.

@@ -13,7 +13,10 @@ import type {
 } from './port.js';
 
 /** The cluster half of the cloud runtime: run built images (EKS). */
-export type Cluster = Pick<Runtime, 'deploy' | 'awaitReady' | 'teardown' | 'pruneFences' | 'logs'>;
+export type Cluster = Pick<
+  Runtime,
+  'deploy' | 'awaitReady' | 'stopApps' | 'teardown' | 'pruneFences' | 'logs'
+>;
 
 /** What reads a build's log (the image half: codebuild/build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
 export type BuildLogReader = Pick<Runtime, 'logs'>;
@@ -45,6 +48,11 @@ export class CloudCluster implements Omit<Runtime, 'build'> {
   async awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string) {
     if (!this.cluster) throw clusterMissing();
     return this.cluster.awaitReady(target, apps, token);
+  }
+
+  /** The cluster's apps stopped (none without a cluster: nothing of the environment runs). */
+  async stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
+    return this.cluster ? this.cluster.stopApps(target, reason) : {};
   }
 
   async teardown(target: RuntimeTarget) {

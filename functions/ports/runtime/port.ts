@@ -132,6 +132,14 @@ export interface Runtime {
    * or fail it with `DeployFailed` naming the app and what it answered.
    */
   awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void>;
+  /**
+   * Stop every app of the environment that still runs, and its builds in progress, keeping what a new
+   * start needs (builds, images, objects): what a failed environment does (MarkFailed), so nothing of it
+   * keeps running. Returns why each app is not running now, for every app that was started: one that
+   * ended by itself says how (`exited (exit code 1) before it was ready: <cause>`), one stopped here
+   * `stopped: <reason>`. An older generation than the newest seen is refused with `Superseded`.
+   */
+  stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>>;
   /** Stop every app and build of the environment and remove what it ran from (fences older generations). */
   teardown(target: RuntimeTarget): Promise<void>;
   /**
@@ -142,8 +150,9 @@ export interface Runtime {
    */
   pruneFences(before: Date): Promise<{ removed: number }>;
   /**
-   * The end of an app's output (`source: 'app'`: its latest process, or its pods) or of its latest build's
-   * (`'build'`), undefined when there is none (never built, never started, removed). Secret values the
+   * The end of an app's output (`source: 'app'`: its processes, locally the last 5 with a start header
+   * before each; or its pods) or of its builds' (`'build'`: locally the last 3, oldest first; on AWS the
+   * latest), undefined when there is none (never built, never started, removed). Secret values the
    * runtime knows the app ran with are masked; the caller masks the bundle too and caps the size.
    */
   logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined>;

@@ -322,7 +322,8 @@ export class CodeBuildImages {
   }
 
   /**
-   * `<cause> (image build failed for web, api: app web: docker build exited 1); full log: GET …, or
+   * `<cause> (image build failed for web, api: app web: docker build exited 1); full log: previewctl envs
+   * logs web --repo … --pr … --source build, or
    * CloudWatch Logs <group> / <stream>` when the log names a cause; else `image build failed for web, api:
    * …; last output: …; full log: …`.
    */

@@ -411,6 +411,40 @@ describe('EksCluster', () => {
     expect(await ready(c, at(t, 4), { web: WEB })).toMatchObject({ ok: true });
   });
 
+  test('stopApps deletes the Deployments only (fenced); a restart or a deploy creates them again', async () => {
+    pr++;
+    const c = cluster();
+    const t = target(2);
+    const ns = namespaceName(t);
+    await c.deploy(t, [launch('web', WEB), launch('api', API)], { prune: true });
+    expect(await ready(c, t, { web: WEB, api: API })).toMatchObject({ ok: true });
+    // An older generation stops nothing.
+    await expect(c.stopApps(at(t, 1), 'the environment failed')).rejects.toMatchObject({
+      name: 'Superseded',
+    });
+    expect(kube.get('deployments', ns, 'web')).toBeDefined();
+
+    expect(await c.stopApps(t, 'the environment failed')).toEqual({
+      api: 'stopped: the environment failed',
+      web: 'stopped: the environment failed',
+    });
+    for (const app of ['web', 'api']) {
+      expect(kube.get('deployments', ns, app)).toBeUndefined();
+      for (const r of ['services', 'ingresses', 'secrets'])
+        expect([r, kube.get(r, ns, app) !== undefined]).toEqual([r, true]);
+    }
+    expect(await c.stopApps(t, 'the environment failed')).toEqual({});
+
+    // A restart of web (the image it ran) and a rebuild of api bring their Deployments back.
+    await c.deploy(t, [launch('web', WEB, SECRET, IMAGE)], { restart: true });
+    await c.deploy(t, [launch('api', API, SECRET, IMAGE2)]);
+    expect(template(ns, 'web').spec.containers[0].image).toBe(IMAGE);
+    expect(template(ns, 'api').spec.containers[0].image).toBe(IMAGE2);
+    expect(await ready(c, t, { web: WEB, api: API })).toMatchObject({ ok: true });
+    // No namespace: nothing to stop.
+    expect(await c.stopApps(target(1, { prNumber: 99_999, envKey: 'acme/shop#99999' }), 'x')).toEqual({});
+  }, 30_000);
+
   test('a deploy or teardown of an older generation is refused with Superseded and changes nothing', async () => {
     pr++;
     const c = cluster();
@@ -619,7 +653,7 @@ describe('EksCluster', () => {
       const cause = (outcome as { cause: string }).cause;
       // A log that names a cause (`fatal: …`) leads the message; else what the pod waits for does.
       expect(cause).toMatch(new RegExp(`^${logs ? 'fatal: cannot connect \\(' : ''}app api: ${reason} \\(`));
-      expect(cause).toMatch(/; full log: GET \/v1\/preview\/environments\/[^ ]+\/apps\/api\/logs$/);
+      expect(cause).toMatch(/; full log: previewctl envs logs api --repo [^ ]+ --pr \d+$/);
       expect(cause).toMatch(message);
       expect(cause).not.toContain(SECRET);
       expect(cause).not.toMatch(/app web/);

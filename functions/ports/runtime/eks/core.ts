@@ -18,6 +18,7 @@ import { type CredentialProvider, EksTokens } from './auth.js';
 import { connect, isCode, type Kube, KubeError, type Resource } from './client.js';
 import {
   ANNOTATIONS,
+  appSelector,
   fenceName,
   fenceObject,
   generationOf,
@@ -192,6 +193,46 @@ export class EksClusterCore {
     } catch (err) {
       throw await this.explain(err, target, []);
     }
+  }
+
+  /**
+   * Stop the environment's apps (a failed environment keeps nothing running): delete their Deployments,
+   * fenced like every write (one a newer generation wrote is Superseded), keeping their Services,
+   * Ingresses and Secrets; the next deploy or restart creates them again (`applyApp`). No namespace (or
+   * one being removed): nothing runs, nothing to stop.
+   */
+  async stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
+    const name = namespaceName(target);
+    const gen = target.generation;
+    const stopped: Record<string, string> = {};
+    try {
+      const ns = await this.readOrNull('namespaces', '', name);
+      if (!ns || terminating(ns)) return stopped;
+      refuseForeign(ns);
+      if (generationOf(ns) > gen) throw superseded(name, generationOf(ns), gen);
+      const items = await this.call(`list deployments in ${name}`, (k) =>
+        k.deployments.list(name, appSelector),
+      );
+      for (const item of items) {
+        const app = item.metadata?.labels?.[LABELS.app];
+        const object = item.metadata?.name;
+        if (!app || !object) continue;
+        const current = generationOf(item);
+        if (current > gen) throw superseded(`${name}/${object}`, current, gen);
+        try {
+          await this.call(`delete deployments ${name}/${object}`, (k) =>
+            k.deployments.remove(name, object, { resourceVersion: item.metadata?.resourceVersion }),
+          );
+        } catch (err) {
+          if (!isCode(err, 404)) throw err;
+        }
+        stopped[app] = `stopped: ${reason}`;
+      }
+    } catch (err) {
+      throw await this.explain(err, target, []);
+    }
+    log.info('apps stopped', { namespace: name, generation: gen, apps: Object.keys(stopped).join(',') });
+    return stopped;
   }
 
   private async waitGone(name: string): Promise<void> {

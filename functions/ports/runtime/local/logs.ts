@@ -5,6 +5,8 @@ import {
   mkdirSync,
   openSync,
   readSync,
+  renameSync,
+  rmSync,
   statSync,
   writeFileSync,
   writeSync,
@@ -20,10 +22,21 @@ import { scrub } from './working-copies.js';
 
 /*
  * The logs of the local runtime: per app, `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log`
- * (appended, a `--- … start … ---` header per process) and `<app>.build.log` (its latest build, rewritten
- * per build). Output reaches them masked as it is written; what is read back is masked again with the
- * values the app was started with, and server paths replaced.
+ * (appended, a `--- … start … ---` header per process; the last `APP_STARTS_KEPT` processes kept) and
+ * `<app>.build.log` (its latest build; the two before it in `<app>.build.1.log` and `<app>.build.2.log`,
+ * each beginning with its `--- … build … ---` header). Output reaches them masked as it is written; what
+ * is read back is masked again with the values the app was started with, and server paths replaced. A
+ * read goes across the history: the app's processes, or its builds, oldest first.
  */
+
+/** How many process starts an app's log keeps (the current one included). */
+export const APP_STARTS_KEPT = 5;
+/** How many builds' logs an app keeps (the latest included). */
+export const BUILDS_KEPT = 3;
+/** What an app's log is cut to (its end, whole lines) when a process starts. */
+export const MAX_APP_LOG_BYTES = 4 * 1024 * 1024;
+/** What an older build's log is cut to (its end, whole lines) when a new build begins. */
+export const MAX_BUILD_LOG_BYTES = 1024 * 1024;
 
 const LOG_TAIL_BYTES = 2_000;
 /** How much of the end of a failed build's or process's output is searched for its cause. */
@@ -42,10 +55,14 @@ export function logPath(rt: LocalRuntime, target: LogOwner, app: string): string
   return join(envDir(rt, target), 'logs', `${app}.log`);
 }
 
-/** Where the output of an app's latest build is kept. */
-export function buildLogPath(rt: LocalRuntime, target: LogOwner, app: string): string {
-  return join(envDir(rt, target), 'logs', `${app}.build.log`);
+/** Where the output of an app's latest build is kept (`back`: of the one `back` builds before it). */
+export function buildLogPath(rt: LocalRuntime, target: LogOwner, app: string, back = 0): string {
+  return join(envDir(rt, target), 'logs', back ? `${app}.build.${back}.log` : `${app}.build.log`);
 }
+
+/** The build logs an app keeps, oldest first. */
+const buildLogs = (rt: LocalRuntime, target: LogOwner, app: string) =>
+  Array.from({ length: BUILDS_KEPT }, (_, i) => buildLogPath(rt, target, app, BUILDS_KEPT - 1 - i));
 
 /** An app's log (`app`) or its latest build's (`build`). */
 const logOf = (rt: LocalRuntime, target: LogOwner, app: string, kind: LogSource) =>
@@ -63,9 +80,10 @@ export const secretsOf = (rt: LocalRuntime, id: string, app: string) =>
 const latestStart = (lines: string[]) => lines.findLastIndex((l) => START_HEADER.test(l));
 
 /**
- * `app`: the output of the app's latest process (from its log's last start header); `build`: its latest
- * build's log. Masked with the secret values this runtime started the app with (none after a restart
- * of the server: the caller masks the bundle), server paths replaced.
+ * `app`: the output of the app's processes, the last `APP_STARTS_KEPT` of them, each after its start
+ * header; `build`: its builds' logs, the last `BUILDS_KEPT`, oldest first, each under its header. The
+ * last lines of that text (`query`), masked with the secret values this runtime started the app with
+ * (none after a restart of the server: the caller masks the bundle), server paths replaced.
  */
 export async function readLogs(
   rt: LocalRuntime,
@@ -73,21 +91,14 @@ export async function readLogs(
   app: string,
   query: LogQuery,
 ): Promise<LogText | undefined> {
-  const path = logOf(rt, target, app, query.source);
-  if (!existsSync(path)) return undefined;
-  const read = readTail(path, query.maxBytes + LOG_READ_MARGIN);
-  let text = read.text;
+  const paths =
+    query.source === 'build' ? buildLogs(rt, target, app) : [logOf(rt, target, app, query.source)];
+  const read = readAcross(paths, query.maxBytes + LOG_READ_MARGIN);
+  if (!read) return undefined;
+  const text = read.text;
   let truncated = read.cut;
-  if (query.source === 'app') {
-    const lines = text.split('\n');
-    const start = latestStart(lines);
-    // The whole log read and no start in it: the app was built, never started.
-    if (start < 0 && !read.cut) return undefined;
-    if (start >= 0) {
-      text = lines.slice(start + 1).join('\n');
-      truncated = false;
-    }
-  }
+  // The whole log read and no start in it: the app was built, never started.
+  if (query.source === 'app' && latestStart(text.split('\n')) < 0 && !read.cut) return undefined;
   const masked = scrub(rt, maskSecrets(text, secretsOf(rt, envId(target), app)));
   const lines = masked.split('\n');
   if (lines.at(-1) === '') lines.pop();
@@ -96,7 +107,12 @@ export async function readLogs(
   return { text: kept.length ? `${kept.join('\n')}\n` : '', truncated };
 }
 
-/** Open an app's log (appending) or its build log (rewritten: the latest build only), with a header. */
+/**
+ * Open an app's log (appending) or a new build log, with a header. A process start (`what` begins with
+ * `start `) first cuts the app's log to the processes kept before it; a build moves the older build logs
+ * back one place (the oldest goes), each cut to `MAX_BUILD_LOG_BYTES`. A build still writing to the log
+ * moved keeps writing there: its output stays with its header.
+ */
 export function openLog(
   rt: LocalRuntime,
   target: RuntimeTarget,
@@ -106,6 +122,8 @@ export function openLog(
 ): number {
   const path = logOf(rt, target, app, kind);
   mkdirSync(join(path, '..'), { recursive: true });
+  if (kind === 'build') rotateBuildLogs(buildLogs(rt, target, app));
+  else if (what.startsWith('start ')) trimAppLog(path);
   const fd = openSync(path, kind === 'build' ? 'w' : 'a', 0o600);
   writeFileSync(fd, `--- ${new Date().toISOString()} ${what} ---\n`);
   return fd;
@@ -186,6 +204,58 @@ export function maskedOutput(
 
 /** Wait for a process's output to be written, but not for ever (a daemon it started may keep the pipe). */
 export const drainedOrLater = (drained: Promise<void>) => Promise.race([drained, sleep(DRAIN_WAIT_MS)]);
+
+/**
+ * Keep the last `APP_STARTS_KEPT - 1` processes of an app's log (a new one is about to start), at most
+ * `MAX_APP_LOG_BYTES` of it. Rewritten in place: a process still writing appends (O_APPEND) after it.
+ */
+function trimAppLog(path: string) {
+  if (!existsSync(path)) return;
+  const { text, cut } = readTail(path, MAX_APP_LOG_BYTES);
+  const lines = text.split('\n');
+  const starts = lines.flatMap((l, i) => (START_HEADER.test(l) ? [i] : []));
+  const from = starts.length >= APP_STARTS_KEPT ? starts[starts.length - (APP_STARTS_KEPT - 1)]! : 0;
+  if (!cut && from === 0) return;
+  writeFileSync(path, lines.slice(from).join('\n'), { mode: 0o600 });
+}
+
+/** Move each build log of `paths` (oldest first) one place older; the oldest goes. Each is capped. */
+function rotateBuildLogs(paths: string[]) {
+  rmSync(paths[0]!, { force: true });
+  for (let i = 1; i < paths.length; i++) {
+    if (!existsSync(paths[i]!)) continue;
+    renameSync(paths[i]!, paths[i - 1]!);
+    const { text, cut } = readTail(paths[i - 1]!, MAX_BUILD_LOG_BYTES);
+    if (cut) writeFileSync(paths[i - 1]!, text, { mode: 0o600 });
+  }
+}
+
+/**
+ * The last `bytes` of the files `paths` (oldest first) read as one text, the files that do not exist left
+ * out; undefined when none does. `cut` when anything before the text was left out.
+ */
+function readAcross(paths: string[], bytes: number): { text: string; cut: boolean } | undefined {
+  const parts: string[] = [];
+  let budget = bytes;
+  let cut = false;
+  let found = false;
+  for (const path of [...paths].reverse()) {
+    if (!existsSync(path)) continue;
+    if (budget <= 0) {
+      cut = true;
+      break;
+    }
+    found = true;
+    const read = readTail(path, budget);
+    parts.unshift(read.text.endsWith('\n') || read.text === '' ? read.text : `${read.text}\n`);
+    budget -= Buffer.byteLength(read.text);
+    if (read.cut) {
+      cut = true;
+      break;
+    }
+  }
+  return found ? { text: parts.join(''), cut } : undefined;
+}
 
 /**
  * The last `bytes` of a file as text; `cut` when the file is longer. Read from mid-file, the first line

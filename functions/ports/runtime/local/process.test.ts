@@ -416,7 +416,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           ok: false,
           error: 'DeployFailed',
           cause: expect.stringMatching(
-            /^app web: build `.*` failed \(exit code 2\); last output: no left-pad; full log: GET \/v1\/preview\/environments\/acme\/shop\/\d+\/apps\/web\/logs\?source=build$/,
+            /^app web: build `.*` failed \(exit code 2\); last output: no left-pad; full log: previewctl envs logs web --repo acme\/shop --pr \d+ --source build$/,
           ),
         });
       }, 30_000);

@@ -4,6 +4,7 @@ import { log } from '../../../shared/log.js';
 import { ensurePrivateDir } from '../../../shared/private-dir.js';
 import { DeployFailed, Superseded } from '../../../shared/step-errors.js';
 import { type AppAddress, resolveAppRefs } from '../app-refs.js';
+import { leadingCause } from '../log-cause.js';
 import type {
   AppLaunch,
   AppSpec,
@@ -17,7 +18,7 @@ import type {
 import { cancel, runBuild } from './builds.js';
 import { FrontDoors } from './front-door.js';
 import { DEFAULT_LIMITS, DiskWatch, type SandboxLimits, sweepSandboxCgroups } from './limits.js';
-import { buildLogPath, logPath, readLogs } from './logs.js';
+import { buildLogPath, logEnd, logPath, readLogs } from './logs.js';
 import { createNetns, listeningInside, removeNetns, startPasta, stopPasta } from './network.js';
 import { pickPort, probeReady, waitForApps } from './readiness.js';
 import type { Isolation } from './sandbox.js';
@@ -34,7 +35,7 @@ import {
   save,
 } from './state.js';
 import { killGroup, killOrphan, startApp, stopApp } from './supervision.js';
-import { hiddenPathsOf, removeTree, workDir } from './working-copies.js';
+import { hiddenPathsOf, removeTree, removeUnowned, scrub, workDir } from './working-copies.js';
 
 export type { ProcessRuntimeOptions } from './state.js';
 
@@ -44,8 +45,9 @@ export type { ProcessRuntimeOptions } from './state.js';
  * free port and the app's env (preview.yaml env + its secret bundle). Readiness is the health path answering
  * 2xx (or the port accepting connections), the URL is `http://127.0.0.1:<port>`. The app's output goes to
  * `<dataDir>/runtime/<org>/<owner>/<repo>/<pr>/logs/<app>.log` (appended, a `--- … start … ---` header per
- * process), its latest build's to `<app>.build.log` beside it (rewritten per build; a marker line in the
- * app's log says when one began); working copies live under `workDir`.
+ * process, the last 5 kept), its builds' to `<app>.build.log` beside it (the latest; the two before it in
+ * `<app>.build.1.log`, `<app>.build.2.log`; a marker line in the app's log says when one began); working
+ * copies live under `workDir`.
  *
  * What runs is recorded in `<dataDir>/runtime/state.json`, so a restarted server can find what a crash left
  * behind (`recover`). Operations on one environment are serialized; builds run outside that lock and are
@@ -244,6 +246,35 @@ export class ProcessRuntime implements Runtime {
     return { removed: 0 };
   }
 
+  /**
+   * Stop the environment's running apps and its builds in progress (builds are kept, so a restart or a
+   * redeploy starts from them); an app that had exited says how, with the line of its output that says
+   * why (`leadingCause`).
+   */
+  async stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
+    const rt = this.rt;
+    const id = envId(target);
+    return locked(rt, id, async () => {
+      const env = this.admit(target);
+      const builds = [...(rt.builds.get(id)?.values() ?? [])];
+      rt.builds.delete(id);
+      await Promise.all(builds.map((b) => cancel(b)));
+      const stopped: Record<string, string> = {};
+      for (const [name, app] of Object.entries(env.apps)) {
+        if (!app.running) continue;
+        const exit = rt.exits.get(app.running.pid);
+        if (exit) {
+          const cause = leadingCause(logEnd(rt, target, name, 'app'));
+          stopped[name] = scrub(rt, `exited (${exit})${cause ? `: ${cause}` : ''}`);
+        } else stopped[name] = `stopped: ${reason}`;
+        await stopApp(rt, app);
+      }
+      if (rt.network === 'namespace') await this.disconnect(env, netnsPath(rt, id));
+      save(rt);
+      return stopped;
+    });
+  }
+
   async teardown(target: RuntimeTarget) {
     const rt = this.rt;
     const id = envId(target);
@@ -269,7 +300,8 @@ export class ProcessRuntime implements Runtime {
 
   /**
    * After a restart: kill whatever a crash orphaned (processes recorded as ours that are still alive) and
-   * mark every app stopped, keeping builds so apps can be started again from them. Returns the number of
+   * mark every app stopped, keeping builds so apps can be started again from them; remove the working
+   * copies no environment of the state owns (`removeUnowned`). Returns the number of
    * orphaned processes killed.
    */
   recover(): number {
@@ -288,6 +320,9 @@ export class ProcessRuntime implements Runtime {
       for (const entry of existsSync(dir) ? readdirSync(dir) : [])
         if (!kept.has(join(dir, entry))) rmSync(join(dir, entry), { recursive: true, force: true });
     }
+    // Working copies of environments the state does not know (the data dir was deleted or replaced).
+    const unowned = removeUnowned(rt);
+    if (unowned > 0) log.info('removed working copies no environment owns', { environments: unowned });
     if (rt.isolation === 'bwrap') sweepSandboxCgroups();
     save(rt);
     return killed;
@@ -328,9 +363,9 @@ export class ProcessRuntime implements Runtime {
   }
 
   /**
-   * `app`: the output of the app's latest process (from its log's last start header); `build`: its latest
-   * build's log. Masked with the secret values this runtime started the app with (none after a restart
-   * of the server: the caller masks the bundle), server paths replaced.
+   * `app`: the output of the app's last 5 processes, a start header before each; `build`: its last 3
+   * builds' logs, oldest first (logs.ts). Masked with the secret values this runtime started the app with
+   * (none after a restart of the server: the caller masks the bundle), server paths replaced.
    */
   async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
     return readLogs(this.rt, target, app, query);

@@ -44,10 +44,45 @@ export async function pickPort(
     ...taken.values(),
     ...Object.entries(env.apps).flatMap(([n, a]) => (n !== name && a.port ? [a.port] : [])),
   ]);
-  let port = await freePort(others.has(app.port ?? 0) ? undefined : app.port);
-  for (let attempt = 0; others.has(port) && attempt < 20; attempt++) port = await freePort();
+  const range = rt.opts.appPorts;
+  const previous = others.has(app.port ?? 0) || !inRange(app.port, range) ? undefined : app.port;
+  let port: number;
+  if (range) port = await freePortIn(range, others, previous);
+  else {
+    port = await freePort(previous);
+    for (let attempt = 0; others.has(port) && attempt < 20; attempt++) port = await freePort();
+  }
   app.port = port;
   return port;
+}
+
+const inRange = (port: number | undefined, range: { first: number; last: number } | undefined) =>
+  port !== undefined && (!range || (port >= range.first && port <= range.last));
+
+/**
+ * A free port of PREVIEW_APP_PORTS: `preferred` if it is free (again), else the first free one from a
+ * random place in the range, none of `taken`. None free: a DeployFailed that names the range.
+ */
+async function freePortIn(
+  range: { first: number; last: number },
+  taken: Set<number>,
+  preferred: number | undefined,
+): Promise<number> {
+  if (preferred !== undefined) {
+    const port = await freePort(preferred, true);
+    if (port) return port;
+  }
+  const size = range.last - range.first + 1;
+  const offset = Math.floor(Math.random() * size);
+  for (let i = 0; i < size; i++) {
+    const candidate = range.first + ((offset + i) % size);
+    if (taken.has(candidate)) continue;
+    if (await tryListen(candidate)) return candidate;
+  }
+  throw new DeployFailed(
+    `no free port in PREVIEW_APP_PORTS=${range.first}-${range.last} (${size} port${size === 1 ? '' : 's'}, all in use): ` +
+      'widen the range or tear down environments',
+  );
 }
 
 /** Until every app of `apps` is ready (its URLs), one has failed or the time is up; heartbeats `token`. */
@@ -128,17 +163,24 @@ export async function waitForApps(
   return { ok: true, output: { urls } };
 }
 
-/** A port free on 127.0.0.1, preferring `preferred` (so an app keeps its URL across restarts). */
-async function freePort(preferred?: number): Promise<number> {
-  const tryListen = (port: number) =>
-    new Promise<number | undefined>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(undefined));
-      server.listen(port, '127.0.0.1', () => {
-        const { port: bound } = server.address() as { port: number };
-        server.close(() => resolve(bound));
-      });
+/** The port if something can listen on it on 127.0.0.1 now (`0`: one the system picks); else undefined. */
+const tryListen = (port: number) =>
+  new Promise<number | undefined>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => {
+      const { port: bound } = server.address() as { port: number };
+      server.close(() => resolve(bound));
     });
+  });
+
+/**
+ * A port free on 127.0.0.1, preferring `preferred` (so an app keeps its URL across restarts). With
+ * `onlyPreferred`, undefined when that one stays busy.
+ */
+async function freePort(preferred: number, onlyPreferred: true): Promise<number | undefined>;
+async function freePort(preferred?: number): Promise<number>;
+async function freePort(preferred?: number, onlyPreferred = false): Promise<number | undefined> {
   if (preferred) {
     // The process just stopped may take a moment to release it.
     for (let attempt = 0; attempt < 20; attempt++) {
@@ -147,6 +189,7 @@ async function freePort(preferred?: number): Promise<number> {
       await sleep(50);
     }
   }
+  if (onlyPreferred) return undefined;
   const port = await tryListen(0);
   if (!port) throw new DeployFailed('no free port on 127.0.0.1');
   return port;

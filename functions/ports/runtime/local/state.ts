@@ -76,6 +76,11 @@ export interface ProcessRuntimeOptions {
   /** How long an app may take to answer its readiness check. */
   readyTimeoutMs: number;
   /**
+   * The ports apps may listen on (PREVIEW_APP_PORTS); a deploy that finds none free there fails saying so.
+   * @default any free port the system gives
+   */
+  appPorts?: { first: number; last: number };
+  /**
    * How builds and apps are confined (see local/sandbox.ts): `bwrap`, each in a bubblewrap sandbox that
    * sees only its own working copy and processes; `none`, plain processes of this user (single-tenant).
    * @default 'none'

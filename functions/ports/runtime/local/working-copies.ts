@@ -1,4 +1,4 @@
-import { realpathSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { log } from '../../../shared/log.js';
 import { TransientError } from '../../../shared/step-errors.js';
@@ -27,6 +27,43 @@ export function removeTree(path: string) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     log.error('could not remove a working copy', { path, code });
     throw new TransientError(`could not remove the working copies (${code})`);
+  }
+}
+
+/**
+ * Remove the working copies no environment of the state owns: `<work dir>/<org>/<owner>/<repo>/<pr>`
+ * folders left when the data dir (and with it `state.json`) was deleted or replaced, or by a crash after
+ * a teardown. Folders of another shape are left alone; parents left empty go too. Returns how many
+ * environments' folders were removed.
+ */
+export function removeUnowned(rt: LocalRuntime): number {
+  const base = rt.opts.workDir;
+  let removed = 0;
+  const dirs = (path: string) =>
+    existsSync(path)
+      ? readdirSync(path, { withFileTypes: true })
+          .filter((e) => e.isDirectory())
+          .map((e) => e.name)
+      : [];
+  for (const org of dirs(base))
+    for (const owner of dirs(join(base, org)))
+      for (const repo of dirs(join(base, org, owner)))
+        for (const pr of dirs(join(base, org, owner, repo))) {
+          if (!/^\d+$/.test(pr) || rt.state.envs[`${org}/${owner}/${repo}/${pr}`]) continue;
+          removeTree(join(base, org, owner, repo, pr));
+          removed++;
+          // Its parents, once empty (deepest first).
+          for (const parent of [[org, owner, repo], [org, owner], [org]])
+            removeIfEmpty(join(base, ...parent));
+        }
+  return removed;
+}
+
+function removeIfEmpty(path: string) {
+  try {
+    rmdirSync(path);
+  } catch {
+    // not empty (or gone): kept
   }
 }
 
