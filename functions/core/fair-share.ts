@@ -1,7 +1,6 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, tables } from '../manifest/tables.js';
 import { config } from '../shared/config.js';
-import { countItems, ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
+import { countItems, queryItems, table, updateIf } from '../shared/dynamo.js';
 import { TooManyRequestsError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 
@@ -97,22 +96,14 @@ export async function takeRequest(orgId: string, nowMs = Date.now()): Promise<vo
 
 /** Add `n` to the window's counter unless that takes it past `budget`; false when it would. */
 async function leaseTokens(orgId: string, window: number, n: number, budget: number): Promise<boolean> {
-  try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('quotas'),
-        Key: { pk: keys.quotas.rate(orgId, window) },
-        UpdateExpression: 'ADD #taken :n SET #exp = if_not_exists(#exp, :exp)',
-        ConditionExpression: 'attribute_not_exists(#taken) OR #taken <= :room',
-        ExpressionAttributeNames: { '#taken': 'taken', '#exp': tables.quotas.ttlAttribute },
-        ExpressionAttributeValues: { ':n': n, ':room': budget - n, ':exp': window + 2 * WINDOW_SECONDS },
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return updateIf({
+    TableName: table('quotas'),
+    Key: { pk: keys.quotas.rate(orgId, window) },
+    UpdateExpression: 'ADD #taken :n SET #exp = if_not_exists(#exp, :exp)',
+    ConditionExpression: 'attribute_not_exists(#taken) OR #taken <= :room',
+    ExpressionAttributeNames: { '#taken': 'taken', '#exp': tables.quotas.ttlAttribute },
+    ExpressionAttributeValues: { ':n': n, ':room': budget - n, ':exp': window + 2 * WINDOW_SECONDS },
+  });
 }
 
 const IN_FLIGHT_ENV = ['pending', 'building', 'deploying'];

@@ -1,6 +1,5 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { table, updateIf } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { failRun, RunNotOwned } from './run-lifecycle.js';
 import { loadRun } from './run-store.js';
@@ -29,27 +28,21 @@ export async function claimExecutor(
   invocation: string,
   leaseUntil: number,
 ): Promise<ExecutorClaim> {
-  try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('runs'),
-        Key: { runId },
-        UpdateExpression: 'SET executor = :me, executorLeaseUntil = :until',
-        ConditionExpression:
-          '#status = :running AND attempt = :attempt AND (attribute_not_exists(executor) OR executor = :me)',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':me': invocation,
-          ':until': leaseUntil,
-          ':running': 'running',
-          ':attempt': attempt,
-        },
-      }),
-    );
-    return { claimed: true };
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  const claimed = await updateIf({
+    TableName: table('runs'),
+    Key: { runId },
+    UpdateExpression: 'SET executor = :me, executorLeaseUntil = :until',
+    ConditionExpression:
+      '#status = :running AND attempt = :attempt AND (attribute_not_exists(executor) OR executor = :me)',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ':me': invocation,
+      ':until': leaseUntil,
+      ':running': 'running',
+      ':attempt': attempt,
+    },
+  });
+  if (claimed) return { claimed: true };
   const run = (await loadRun(runId)) as
     | (Awaited<ReturnType<typeof loadRun>> & { executor?: string; executorLeaseUntil?: number })
     | undefined;

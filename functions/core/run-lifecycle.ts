@@ -12,7 +12,7 @@ import {
   type RunStepItem,
   type RunTarget,
   runKey,
-  statusKeyValues,
+  statusWrite,
 } from './run-store.js';
 import { resolveTarget } from './run-target.js';
 import { copyStep, findTest } from './tests.js';
@@ -118,20 +118,18 @@ export async function failRun(
   if (!run || (run.status !== 'pending' && run.status !== 'running')) return false;
   if (opts.attempt !== undefined && run.attempt !== opts.attempt) return false;
   const steps = run.steps.map((s) => (s.status === 'pending' ? { ...s, status: 'skipped' as const } : s));
+  const failed = statusWrite(run, 'failed');
   try {
     await ddb().send(
       new UpdateCommand({
         TableName: table('runs'),
         Key: runKey(runId),
-        UpdateExpression:
-          'SET #status = :failed, statusKey = :statusKey, testStatusKey = :testStatusKey, ' +
-          'folderStatusKey = :folderStatusKey, endedAt = :now, #error = :error, steps = :steps',
+        UpdateExpression: `SET ${failed.set}, endedAt = :now, #error = :error, steps = :steps`,
         ConditionExpression:
           opts.attempt !== undefined ? '#status = :was AND attempt = :attempt' : '#status = :was',
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
         ExpressionAttributeValues: {
-          ':failed': 'failed',
-          ...statusKeyValues(run, 'failed'),
+          ...failed.values,
           ':now': new Date().toISOString(),
           ':error': error.slice(0, 2000),
           ':steps': steps,
@@ -151,6 +149,13 @@ export async function failRun(
 /** What Prepare hands Execute: the run is `running` under `attempt`, against `target`. */
 export type PreparedRun = { ready: true; attempt: string; target: RunTarget } | { ready: false };
 
+/** What `execution`'s own Prepare handed over, when the run is `running` under the attempt it set. */
+function preparedBy(run: RunItem | undefined, execution: string | undefined): PreparedRun | undefined {
+  if (run?.status === 'running' && execution && run.preparedBy === execution && run.attempt && run.target)
+    return { ready: true, attempt: run.attempt, target: run.target };
+  return undefined;
+}
+
 /**
  * First state of `testRun`. Steps: load the run; a run `running` under an attempt this very execution
  * (`execution`, its name) prepared is a retry of this step whose write landed (Step Functions retries a
@@ -161,14 +166,8 @@ export type PreparedRun = { ready: true; attempt: string; target: RunTarget } | 
  */
 export async function prepareRun(runId: string, opts: { execution?: string } = {}): Promise<PreparedRun> {
   const run = await loadRun(runId);
-  if (
-    run?.status === 'running' &&
-    opts.execution &&
-    run.preparedBy === opts.execution &&
-    run.attempt &&
-    run.target
-  )
-    return { ready: true, attempt: run.attempt, target: run.target };
+  const retried = preparedBy(run, opts.execution);
+  if (retried) return retried;
   if (run?.status !== 'pending') return { ready: false };
   const resolved = await resolveTarget(run);
   if ('error' in resolved) {
@@ -176,22 +175,20 @@ export async function prepareRun(runId: string, opts: { execution?: string } = {
     return { ready: false };
   }
   const attempt = newId();
+  const running = statusWrite(run, 'running');
   try {
     await ddb().send(
       new UpdateCommand({
         TableName: table('runs'),
         Key: runKey(runId),
         UpdateExpression:
-          'SET #status = :running, statusKey = :statusKey, testStatusKey = :testStatusKey, ' +
-          'folderStatusKey = :folderStatusKey, startedAt = :now, attempt = :attempt, targetUrl = :url, ' +
-          '#target = :target' +
+          `SET ${running.set}, startedAt = :now, attempt = :attempt, targetUrl = :url, #target = :target` +
           (opts.execution ? ', preparedBy = :execution' : ''),
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status', '#target': 'target' },
         ExpressionAttributeValues: {
-          ':running': 'running',
+          ...running.values,
           ':pending': 'pending',
-          ...statusKeyValues(run, 'running'),
           ':now': new Date().toISOString(),
           ':attempt': attempt,
           ':url': resolved.target.url,
@@ -203,16 +200,7 @@ export async function prepareRun(runId: string, opts: { execution?: string } = {
   } catch (err) {
     // Another Prepare moved it first: this execution's own (a concurrent retry) hands over its attempt.
     if (!isConditionFailure(err)) throw err;
-    const now = await loadRun(runId);
-    if (
-      now?.status === 'running' &&
-      opts.execution &&
-      now.preparedBy === opts.execution &&
-      now.attempt &&
-      now.target
-    )
-      return { ready: true, attempt: now.attempt, target: now.target };
-    return { ready: false };
+    return preparedBy(await loadRun(runId), opts.execution) ?? { ready: false };
   }
   return { ready: true, attempt, target: resolved.target };
 }
@@ -252,17 +240,10 @@ export async function finishRun(
   attempt: string,
   outcome: { status: 'passed' | 'failed'; steps: RunStepItem[]; error?: string; videoKey?: string },
 ): Promise<void> {
-  const sets = [
-    '#status = :status',
-    'statusKey = :statusKey',
-    'testStatusKey = :testStatusKey',
-    'folderStatusKey = :folderStatusKey',
-    'endedAt = :now',
-    'steps = :steps',
-  ];
+  const ended = statusWrite(run, outcome.status);
+  const sets = [ended.set, 'endedAt = :now', 'steps = :steps'];
   const values: Record<string, unknown> = {
-    ':status': outcome.status,
-    ...statusKeyValues(run, outcome.status),
+    ...ended.values,
     ':now': new Date().toISOString(),
     ':steps': outcome.steps,
     ':running': 'running',

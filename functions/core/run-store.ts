@@ -110,13 +110,20 @@ export interface RunTarget {
 
 export const runKey = (runId: string) => ({ runId });
 
-/** The status keys of a run moving to `status`, as `:statusKey`, `:testStatusKey`, `:folderStatusKey`. */
-export function statusKeyValues(run: Pick<RunItem, 'orgId' | 'testId' | 'folder'>, status: RunStatus) {
+/**
+ * A run moving to `status`: the SET clauses of its status and three status keys (`#status` naming
+ * `status`), and their values (`:status`, `:statusKey`, `:testStatusKey`, `:folderStatusKey`).
+ */
+export function statusWrite(run: Pick<RunItem, 'orgId' | 'testId' | 'folder'>, status: RunStatus) {
   const k = keys.runs.statusKeys({ orgId: run.orgId, testId: run.testId, folderId: run.folder.id, status });
   return {
-    ':statusKey': k.statusKey,
-    ':testStatusKey': k.testStatusKey,
-    ':folderStatusKey': k.folderStatusKey,
+    set: '#status = :status, statusKey = :statusKey, testStatusKey = :testStatusKey, folderStatusKey = :folderStatusKey',
+    values: {
+      ':status': status,
+      ':statusKey': k.statusKey,
+      ':testStatusKey': k.testStatusKey,
+      ':folderStatusKey': k.folderStatusKey,
+    },
   };
 }
 

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, table, updateIf } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { testRunShortId } from './recipes.js';
@@ -408,22 +408,14 @@ export function factoryUrl(
  * @returns whether this caller claimed it
  */
 export async function claimDown(runId: string, by: string): Promise<boolean> {
-  try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('runs'),
-        Key: { runId },
-        UpdateExpression: 'SET downClaim = :by',
-        ConditionExpression: 'attribute_not_exists(downClaim) AND scenarioState.#status = :up',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':by': `${by}@${new Date().toISOString()}`, ':up': 'up' },
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return updateIf({
+    TableName: table('runs'),
+    Key: { runId },
+    UpdateExpression: 'SET downClaim = :by',
+    ConditionExpression: 'attribute_not_exists(downClaim) AND scenarioState.#status = :up',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: { ':by': `${by}@${new Date().toISOString()}`, ':up': 'up' },
+  });
 }
 
 /**

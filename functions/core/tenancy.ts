@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/li
 import { keys } from '../manifest/tables.js';
 import { config } from '../shared/config.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
-import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
+import { ddb, getOrgItem, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
 import { type AccessMode, type AccessSettings, effectiveAccess, effectiveSleepMinutes } from './access.js';
@@ -235,12 +235,7 @@ export async function updateApplication(
 
 /** The application, if it exists and belongs to the org; otherwise 404 (never another org's data). */
 export async function getApplication(orgId: string, applicationId: string): Promise<Application> {
-  const { Item } = await ddb().send(
-    new GetCommand({ TableName: table('applications'), Key: { applicationId }, ConsistentRead: true }),
-  );
-  const app = Item as Application | undefined;
-  if (!app || app.orgId !== orgId) throw new NotFoundError('application not found');
-  return app;
+  return getOrgItem<Application>('applications', { applicationId }, orgId, 'application');
 }
 
 /** The org's application linked to `owner/repo`, if any (oldest first when several are). */

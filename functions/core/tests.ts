@@ -1,8 +1,8 @@
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { newId } from '../shared/crypto.js';
-import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
-import { NotFoundError, ValidationError } from '../shared/errors.js';
+import { ddb, getOrgItem, queryItems, table, updateIf } from '../shared/dynamo.js';
+import { ValidationError } from '../shared/errors.js';
 import {
   issueMessages,
   issuePath,
@@ -276,32 +276,21 @@ export async function importTests(
     if (item.runOnPreview && item.applicationId)
       onPreview.set(item.applicationId, [...(onPreview.get(item.applicationId) ?? []), item.testId]);
   for (const [applicationId, testIds] of onPreview) {
-    try {
-      await ddb().send(
-        new UpdateCommand({
-          TableName: table('applications'),
-          Key: { applicationId },
-          UpdateExpression: 'ADD previewTestIds :ids',
-          ConditionExpression: 'attribute_exists(applicationId) AND orgId = :org',
-          ExpressionAttributeValues: { ':ids': new Set(testIds), ':org': orgId },
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-      // Deleted since it was checked: its tests simply never run on a preview.
-    }
+    // false: deleted since it was checked, and its tests simply never run on a preview.
+    await updateIf({
+      TableName: table('applications'),
+      Key: { applicationId },
+      UpdateExpression: 'ADD previewTestIds :ids',
+      ConditionExpression: 'attribute_exists(applicationId) AND orgId = :org',
+      ExpressionAttributeValues: { ':ids': new Set(testIds), ':org': orgId },
+    });
   }
   return { tests: items.map((t) => ({ id: t.testId, name: t.name })) };
 }
 
 /** The test if it exists in the org; 404 otherwise (another org's test is "not found", never 403). */
 export async function findTest(orgId: string, testId: string): Promise<TestItem> {
-  const { Item } = await ddb().send(
-    new GetCommand({ TableName: table('tests'), Key: { testId }, ConsistentRead: true }),
-  );
-  const test = Item as TestItem | undefined;
-  if (!test || test.orgId !== orgId) throw new NotFoundError('test not found');
-  return test;
+  return getOrgItem<TestItem>('tests', { testId }, orgId, 'test');
 }
 
 export function toTestView(test: TestItem, opts: { steps: boolean }): TestView {

@@ -12,6 +12,18 @@ export interface EventTargetDef {
   access: Omit<RouteAccess, 'starts'> & Pick<RouteAccess, 'starts'>;
 }
 
+/**
+ * The access of a source change that deploys (a pull request updated, the default branch pushed): the
+ * application and environment read, the environment written, `deploy` started, the source host asked for
+ * the head when two updates share a second (core/source-order.ts), the PR status reported.
+ */
+const DEPLOYS_A_SOURCE_CHANGE: EventTargetDef['access'] = {
+  tables: { applications: 'R', environments: 'RW', runs: 'R' },
+  starts: ['deploy'],
+  sourceHost: true,
+  prStatus: true,
+};
+
 export interface EventRuleDef {
   description: string;
   /**
@@ -97,12 +109,7 @@ const rules = {
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.defaultBranchPushed] },
     target: {
       entry: 'functions/events/default-branch-pushed.ts',
-      access: {
-        tables: { applications: 'R', environments: 'RW', runs: 'R' },
-        starts: ['deploy'],
-        sourceHost: true,
-        prStatus: true,
-      },
+      access: DEPLOYS_A_SOURCE_CHANGE,
     },
   },
   previewRedeployRequested: {

@@ -3,15 +3,19 @@ import { connect } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
+  GetCommand,
   paginateQuery,
   paginateScan,
   type QueryCommandInput,
   type ScanCommandInput,
+  UpdateCommand,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
 import { isAwsError } from './aws-errors.js';
 import { config } from './config.js';
+import { NotFoundError } from './errors.js';
 
 let client: DynamoDBDocumentClient | undefined;
 
@@ -97,4 +101,33 @@ export function table(name: TableName): string {
 /** True when a write failed its condition expression. */
 export function isConditionFailure(err: unknown): boolean {
   return isAwsError(err, 'ConditionalCheckFailedException');
+}
+
+/** A conditional update: true when it was written, false when its condition failed (anything else throws). */
+export async function updateIf(input: UpdateCommandInput): Promise<boolean> {
+  try {
+    await ddb().send(new UpdateCommand(input));
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * The item of `name` at `key` (a consistent read) when it belongs to `orgId`; otherwise a NotFoundError
+ * saying `<what> not found`: another organization's item answers exactly as one that does not exist.
+ */
+export async function getOrgItem<T extends { orgId: string }>(
+  name: TableName,
+  key: Record<string, unknown>,
+  orgId: string,
+  what: string,
+): Promise<T> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table(name), Key: key, ConsistentRead: true }),
+  );
+  const item = Item as T | undefined;
+  if (!item || item.orgId !== orgId) throw new NotFoundError(`${what} not found`);
+  return item;
 }

@@ -3,7 +3,6 @@ import type { CodeBuildImages } from './codebuild/images.js';
 import type {
   AppLaunch,
   AppSpec,
-  BuildOptions,
   DeployOptions,
   LogQuery,
   LogTarget,
@@ -80,13 +79,7 @@ export class CloudRuntime extends CloudCluster implements Runtime {
     super(cluster, images);
   }
 
-  build(
-    target: RuntimeTarget,
-    sha: string,
-    apps: Record<string, AppSpec>,
-    token: string,
-    opts?: BuildOptions,
-  ) {
-    return this.images.build(target, sha, apps, token, opts);
+  build(...args: Parameters<Runtime['build']>) {
+    return this.images.build(...args);
   }
 }

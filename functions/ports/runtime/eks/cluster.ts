@@ -52,7 +52,7 @@ import { failureMessage } from '../log-cause.js';
 import type { AppLaunch, AppSpec, DeployOptions, RuntimeTarget } from '../port.js';
 import { isCode, type Kube, KubeError, type Resource } from './client.js';
 import {
-  type EksClusterOptions,
+  type EksClusterDeps,
   eksClusterOptions,
   type Kind,
   type ObjOf,
@@ -578,10 +578,7 @@ export class EksCluster extends EksClusterLogs implements Cluster {
 
 /** The EKS cluster as configured (`eksClusterOptions` of eks/core.ts: shared/config.ts, EKS_*). */
 export function eksClusterOf(
-  deps: Pick<
-    EksClusterOptions,
-    'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api' | 'lambda'
-  >,
+  deps: EksClusterDeps,
   settings: Pick<Config, 'region' | 'eks'> = config(),
 ): EksCluster {
   return new EksCluster(eksClusterOptions(deps, settings));

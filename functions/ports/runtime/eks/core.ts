@@ -448,6 +448,12 @@ export function superseded(what: string, current: number, gen: number): Supersed
   return new Superseded(`${what} belongs to generation ${current}; this is ${gen}`);
 }
 
+/** What `eksClusterOptions` takes besides the configuration: task callbacks, the watcher, the clients. */
+export type EksClusterDeps = Pick<
+  EksClusterOptions,
+  'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api' | 'lambda'
+>;
+
 /**
  * The EKS cluster's options from the configuration (shared/config.ts, validated once per container:
  * `EKS_*`, `AWS_REGION`, `ROLLOUT_WATCHER_FUNCTION`). The cluster's name, ingress class and domain are
@@ -456,10 +462,7 @@ export function superseded(what: string, current: number, gen: number): Supersed
  * first cluster call throws a ConfigError; `deps.watcherFunction` wins over the configured one.
  */
 export function eksClusterOptions(
-  deps: Pick<
-    EksClusterOptions,
-    'complete' | 'heartbeat' | 'invokeWatcher' | 'watcherFunction' | 'api' | 'lambda'
-  >,
+  deps: EksClusterDeps,
   settings: Pick<Config, 'region' | 'eks'> = config(),
 ): EksClusterOptions {
   const { eks } = settings;
