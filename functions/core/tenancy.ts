@@ -271,7 +271,7 @@ export interface ApplicationView extends PreviewRules {
   createdAt: string;
 }
 
-const toApplicationView = (app: Application): ApplicationView => ({
+export const toApplicationView = (app: Application): ApplicationView => ({
   applicationId: app.applicationId,
   name: app.name,
   repoFullName: app.repoFullName ?? null,
