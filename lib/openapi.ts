@@ -143,6 +143,17 @@ const DOCS: Record<
     errors: [400, 401],
     notes: '`repo=owner/repo` keeps the application linking that repository (none or one).',
   },
+  updateApplication: {
+    summary: 'Change which pull requests get a preview (additive)',
+    success: [
+      200,
+      'The application as the listing shows it, with skipLabel, requireLabel, paths, skipAuthors',
+    ],
+    errors: [400, 401, 404, 413],
+    notes:
+      'skipLabel (default `no-preview`, "" for none), requireLabel ("" for none), paths (globs a pull request ' +
+      'must touch, [] for none), skipAuthors (GitHub logins, [] for none). docs/reference/webhooks-and-events.md.',
+  },
 };
 
 const ERRORS: Record<number, string> = {

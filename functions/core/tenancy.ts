@@ -273,7 +273,7 @@ export interface ApplicationView extends PreviewRules {
   sleepAfterMinutes: number;
 }
 
-const toApplicationView = (app: Application): ApplicationView => ({
+export const toApplicationView = (app: Application): ApplicationView => ({
   applicationId: app.applicationId,
   name: app.name,
   repoFullName: app.repoFullName ?? null,

@@ -129,6 +129,14 @@ export const routes = {
     auth: 'apiKey',
     access: { tables: { applications: 'R' } },
   },
+  updateApplication: {
+    method: 'PATCH',
+    path: '/v1/preview/applications/{applicationId}',
+    entry: 'functions/api/applications/update.ts',
+    auth: 'apiKey',
+    // tenancy: the repository link is recorded again (`updateApplication`).
+    access: { tables: { applications: 'RW', tenancy: 'RW' } },
+  },
   listEnvironments: {
     method: 'GET',
     path: '/v1/preview/environments',

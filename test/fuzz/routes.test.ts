@@ -459,6 +459,25 @@ const bodies: Partial<Record<RouteId, RouteBodies>> = {
         })),
     ),
   },
+  updateApplication: {
+    valid: () => ({ skipLabel: 'no-preview', paths: ['web/**'] }),
+    wrongMembers: fc.oneof(
+      fc.constant({}),
+      fc.constant({ skipLabel: 'no-preview', bogus: 1 }),
+      nonString.map((skipLabel) => ({ skipLabel })),
+      nonString.filter((v) => !Array.isArray(v)).map((paths) => ({ paths })),
+      fc.constantFrom('/etc/**', '../up', '!docs/**', 'a/./b').map((glob) => ({ paths: ['web/**', glob] })),
+      fc
+        .string({ maxLength: 30 })
+        .filter((l) => !/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/.test(l.trim()) && l.trim() !== '')
+        .map((login) => ({ skipAuthors: [login] })),
+      fc
+        .string({ minLength: 51, maxLength: 80 })
+        .filter((l) => l.trim().length > 50)
+        .map((requireLabel) => ({ requireLabel })),
+      fc.constant({ paths: Array.from({ length: 51 }, (_, i) => `d${i}/**`) }),
+    ),
+  },
   redeployApp: {
     valid: () => ({ mode: 'restart' }),
     wrongMembers: fc.oneof(
@@ -713,6 +732,7 @@ function refusal(id: RouteId, c: Case, params: Record<string, string>): string |
     case 'putSecret':
     case 'putSecrets':
     case 'deployMainBranch':
+    case 'updateApplication':
       return params.applicationId !== mine.applicationId ? 'foreign' : undefined;
     case 'deleteSecret':
       if (params.applicationId !== mine.applicationId) return 'foreign';

@@ -277,3 +277,54 @@ describe('`previewctl apps update` and the listing', () => {
     expect(off.out).toMatchObject({ skipLabel: null, requireLabel: null, paths: [], skipAuthors: [] });
   }, 60_000);
 });
+
+describe('PATCH /v1/preview/applications/{applicationId}', () => {
+  const repo = 'acme/settings-api';
+  let applicationId: string;
+  beforeAll(async () => {
+    applicationId = (await createApplication({ orgId: h.org.orgId, repoFullName: repo })).applicationId;
+  });
+  const patch = (body: unknown, org = h.org, id = applicationId) =>
+    call(h, 'PATCH', `/v1/preview/applications/${id}`, { body, headers: bearer(org) });
+
+  test('sets the rules and answers the application as listed; bad input is a 400 naming the field, nothing stored', async () => {
+    const ok = await patch({
+      requireLabel: 'preview',
+      paths: ['web/', 'api/**'],
+      skipAuthors: ['dependabot[bot]'],
+    });
+    const rules = {
+      skipLabel: 'no-preview',
+      requireLabel: 'preview',
+      paths: ['api/**', 'web/**'],
+      skipAuthors: ['dependabot[bot]'],
+    };
+    expect([ok.status, ok.body]).toEqual([
+      200,
+      expect.objectContaining({ applicationId, repoFullName: repo, ...rules }),
+    ]);
+    const before = await getApplication(h.org.orgId, applicationId);
+
+    for (const [body, error] of [
+      [{}, 'give at least one of skipLabel, requireLabel, paths, skipAuthors'],
+      [{ paths: ['/abs/**'] }, 'paths: "/abs/**" must be relative to the repository root (no leading /)'],
+      [{ skipAuthors: ['two words'] }, 'skipAuthors: "two words" is not a GitHub login'],
+      [{ skipLabel: 7 }, 'skipLabel'],
+      [{ paths: 'web/**' }, 'paths'],
+      [{ bogus: true }, 'bogus'],
+    ] as const) {
+      const res = await patch(body);
+      expect([res.status, typeof res.body.error]).toEqual([400, 'string']);
+      expect(res.body.error).toContain(error);
+    }
+    expect(await getApplication(h.org.orgId, applicationId)).toEqual(before);
+
+    // Another organization's application: 404, unchanged.
+    const other = await h.newOrg('rules-other');
+    const foreign = await patch({ skipLabel: '' }, other);
+    expect([foreign.status, foreign.body]).toEqual([404, { error: 'application not found' }]);
+    const missing = await patch({ skipLabel: '' }, h.org, 'no-such-application');
+    expect([missing.status, missing.body]).toEqual([404, { error: 'application not found' }]);
+    expect(await getApplication(h.org.orgId, applicationId)).toEqual(before);
+  });
+});

@@ -40,6 +40,11 @@ describe('GET /v1/preview/applications', () => {
       deployDrafts: false,
       allowedOrigins: [],
       createdAt: expect.any(String),
+      // Which pull requests get a preview (issue 27), with the defaults filled in.
+      skipLabel: 'no-preview',
+      requireLabel: null,
+      paths: [],
+      skipAuthors: [],
     });
     const one = await call(h, 'GET', '/v1/preview/applications?repo=ACME/API', { headers: bearer(h.org) });
     expect(one.body.applications.map((a: { applicationId: string }) => a.applicationId)).toEqual([api]);

@@ -226,6 +226,10 @@ describe('expiry', () => {
         factoryApp: null,
         factoryPath: null,
         allowedOrigins: [],
+        skipLabel: 'no-preview',
+        requireLabel: null,
+        paths: [],
+        skipAuthors: [],
       },
     });
     expect((await getApplication(h.org.orgId, applicationId)).ttlHours).toBe(0.0003);
