@@ -1,8 +1,12 @@
+import { buildInputs } from '../core/build-inputs.js';
 import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import { PREVIEW_CONFIG_PATH, type PreviewConfig, parsePreviewConfig } from '../core/preview-config.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 
-/** Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps. */
+/**
+ * Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps and what
+ * each app's build reads at the commit (`buildInputs`: the git objects its build identity hashes).
+ */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
   await transition(input, { phase: 'reading-config' });
@@ -18,11 +22,13 @@ export async function handler(input: StepInput): Promise<StepInput> {
   } catch (err) {
     throw new DeployFailed(`${(err as Error).message} (in ${env.repoFullName}@${sha.slice(0, 12)})`);
   }
+  const inputs = await buildInputs(sourceHost(), env.repoFullName, sha, config.apps);
   await transition(
     input,
     {
       apps: Object.keys(config.apps).sort(),
       appSpecs: config.apps,
+      buildInputs: inputs,
       ...(config.factory ? { factory: config.factory } : {}),
     },
     config.factory ? [] : ['factory'],

@@ -7,6 +7,7 @@ import { type AppAddress, resolveAppRefs } from '../app-refs.js';
 import type {
   AppLaunch,
   AppSpec,
+  BuildOptions,
   DeployOptions,
   LogQuery,
   LogTarget,
@@ -108,7 +109,13 @@ export class ProcessRuntime implements Runtime {
 
   // ---- the Runtime port ------------------------------------------------------------------------------
 
-  async build(target: RuntimeTarget, sha: string, apps: Record<string, AppSpec>, token: string) {
+  async build(
+    target: RuntimeTarget,
+    sha: string,
+    apps: Record<string, AppSpec>,
+    token: string,
+    opts: BuildOptions = {},
+  ) {
     const rt = this.rt;
     const id = envId(target);
     const names = Object.keys(apps);
@@ -135,7 +142,7 @@ export class ProcessRuntime implements Runtime {
       }
       rt.builds.set(id, current);
     });
-    void runBuild(rt, target, sha, apps, active)
+    void runBuild(rt, target, sha, apps, active, opts)
       .then((outcome) => rt.opts.complete(token, outcome))
       .catch((err: Error) => log.error('local build bookkeeping failed', { env: id, error: err.message }));
   }
