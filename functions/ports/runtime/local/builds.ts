@@ -132,6 +132,7 @@ export async function runBuild(
       { build: true },
       {
         ...spec.env,
+        ...spec.buildArgs, // the build arguments, as Docker gives them to a build: its environment
         [OWNER_VAR]: `${id}/${name}`,
       },
       secretsOf(rt, id, name),
