@@ -106,7 +106,7 @@ export function imageBuildSpec(): Record<string, unknown> {
     `  dockerfile=$(jq -r '.dockerfile // "Dockerfile"' <<<"$entry")`,
     `  tag=$(jq -r '.tag' <<<"$entry")`,
     `  commit=$(jq -r '.commit // ""' <<<"$entry")`,
-    `  cache="$${repositoryUri}:$(jq -r '.cache' <<<"$entry")"`,
+    `  cache="$${repositoryUri}:$(jq -r '.cache // ("buildcache-" + .app)' <<<"$entry")"`,
     // NUL-separated, so that a value may hold any character but NUL.
     `  mapfile -d '' args < <(jq -j '(.buildArgs // {}) | to_entries[] | "--build-arg=\\(.key)=\\(.value)\\u0000"' <<<"$entry")`,
     `  image="$${repositoryUri}:$tag"`,
