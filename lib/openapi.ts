@@ -37,6 +37,10 @@ const DOCS: Record<
     summary: 'Poll an environment status',
     success: [200, 'PreviewStatus'],
     errors: [400, 401, 404],
+    notes:
+      'Once a deploy has applied its apps, `builds` says per app how it got what it runs: app → ' +
+      '`{"result": "built" | "reused", "commit": <the commit it was built from>}` (reused: an earlier build ' +
+      'with the same inputs, from any commit or pull request; docs/builds.md).',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',
