@@ -45,7 +45,10 @@ const DOCS: Record<
       "Additive: a protected environment (its application's `access`) carries `accessUrls` (app → signed link " +
       'that sets its access cookie, valid 7 days); a sleeping one says `phase: asleep` and `asleepAt`. ' +
       'Additive: `apps`, the app names the preview config declares once it was read (present also while no app has a URL, e.g. after a failed start). ' +
-      'A `failed` environment keeps nothing running: its apps are stopped, `urls` is empty and `stoppedApps` (additive, an object: app name → why it is not running, e.g. `{"api": "exited (exit code 1): Error: …", "web": "stopped: the environment failed"}`) names them; absent when nothing was running. See docs/reference/api.md#statuses.',
+      'A `failed` environment keeps nothing running: its apps are stopped, `urls` is empty and `stoppedApps` (additive, an object: app name → why it is not running, e.g. `{"api": "exited (exit code 1): Error: …", "web": "stopped: the environment failed"}`) names them; absent when nothing was running. See docs/reference/api.md#statuses. ' +
+      'Once a deploy has applied its apps, `builds` says per app how it got what it runs: app → ' +
+      '`{"result": "built" | "reused", "commit": <the commit it was built from>}` (reused: an earlier build ' +
+      'with the same inputs, from any commit or pull request; docs/builds.md).',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',

@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
-import type { AppSpec } from '../ports/runtime/port.js';
+import type { AppSpec, BuildInputs, BuildResult } from '../ports/runtime/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
@@ -54,6 +54,10 @@ export interface Environment {
    * running), each with why it is not running (`exited (exit code 1): <cause>`, `stopped: <reason>`).
    */
   stoppedApps?: Record<string, string>;
+  /** What each app's build reads at the head commit (git object ids: core/build-inputs.ts). */
+  buildInputs?: Record<string, BuildInputs>;
+  /** How each app got what it runs: built, or reused from an earlier build of the same identity. */
+  builds?: Record<string, BuildResult>;
   /** Set when a teardown was requested: nothing but a new deploy may run after it. */
   tornDownRequested?: boolean;
   /** A CUID naming this environment (given on its first deploy, kept after): a run's application_version_id. */
@@ -83,6 +87,7 @@ export type PreviewStatus = Pick<
   | 'environmentId'
   | 'asleepAt'
   | 'stoppedApps'
+  | 'builds'
 > & {
   /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
   fork?: true;
@@ -115,6 +120,7 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     ...(env.lastDeployedSha ? { lastDeployedSha: env.lastDeployedSha } : {}),
     urls: env.urls ?? {},
     ...(env.environmentId ? { environmentId: env.environmentId } : {}),
+    ...(env.builds && Object.keys(env.builds).length ? { builds: env.builds } : {}),
     ...(env.status === 'failed' && env.error ? { error: env.error } : {}),
     ...(env.status === 'failed' && env.stoppedApps && Object.keys(env.stoppedApps).length
       ? { stoppedApps: env.stoppedApps }

@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { artifactKeys } from '../manifest/tables.js';
 import type { Artifacts } from '../ports/artifacts/port.js';
-import type { AppSpec, Runtime, RuntimeTarget } from '../ports/runtime/port.js';
+import type { AppSpec, BuildInputs, BuildResult, Runtime, RuntimeTarget } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
@@ -16,8 +16,11 @@ export interface StepInput {
   generation: number;
   app?: string;
   mode?: 'rebuild' | 'restart';
-  /** Set by BuildImages: the images the runtime built or reused (app → `uri@digest`; none locally). */
-  built?: { images?: Record<string, string> };
+  /**
+   * Set by BuildImages: the images the runtime built or reused (app → `uri@digest`; none locally), and
+   * which apps it built and which it reused (`builds`).
+   */
+  built?: { images?: Record<string, string>; builds?: Record<string, BuildResult> };
   /** Set by a Catch: `{ Error, Cause }` of the failed state. */
   failure?: { Error?: string; Cause?: string };
 }
@@ -66,6 +69,8 @@ export interface Transition {
   phase?: string;
   apps?: string[];
   appSpecs?: Record<string, AppSpec>;
+  buildInputs?: Record<string, BuildInputs>;
+  builds?: Record<string, BuildResult>;
   factory?: { app: string; path: string };
   urls?: Record<string, string>;
   images?: Record<string, string>;

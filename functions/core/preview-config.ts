@@ -28,6 +28,12 @@ const appSchema = z.strictObject({
   ),
   dockerfile: z.optional(nonEmpty),
   context: z.optional(nonEmpty),
+  buildArgs: z.optional(
+    z.record(
+      z.string().check(z.regex(ENV_VAR_RE, 'must be a build argument name (letters, digits, _)')),
+      z.pipe(z.union([z.string(), z.number(), z.boolean()]), z.transform(String)),
+    ),
+  ),
 });
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

@@ -22,6 +22,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
   await transition(input, { status: 'building', phase: 'building-images' });
   await buildRuntime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken, {
     rebuild: input.mode === 'rebuild',
+    ...(env.buildInputs ? { inputs: env.buildInputs } : {}),
     current: () => isCurrent(input),
   });
 }

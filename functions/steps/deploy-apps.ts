@@ -71,6 +71,11 @@ export async function handler(event: CallbackEvent): Promise<void> {
   await transition(input, {
     phase: 'waiting-ready',
     ...(Object.keys(images).length ? { images: { ...env.images, ...images } } : {}),
+    // How each app got what it now runs (a restart builds nothing: it keeps what it had; a whole deploy
+    // names every app it runs).
+    ...(input.built?.builds
+      ? { builds: input.mode === undefined ? input.built.builds : { ...env.builds, ...input.built.builds } }
+      : {}),
   });
   await clusterRuntime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
 }

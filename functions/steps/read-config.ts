@@ -1,3 +1,4 @@
+import { buildInputs } from '../core/build-inputs.js';
 import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import {
   PREVIEW_CONFIG_PATH,
@@ -7,7 +8,10 @@ import {
 } from '../core/preview-config.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 
-/** Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps. */
+/**
+ * Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps and what
+ * each app's build reads at the commit (`buildInputs`: the git objects its build identity hashes).
+ */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
   await transition(input, { phase: 'reading-config' });
@@ -26,11 +30,13 @@ export async function handler(input: StepInput): Promise<StepInput> {
       err instanceof PreviewConfigError ? err.describe(where) : `${(err as Error).message} (in ${where})`,
     );
   }
+  const inputs = await buildInputs(sourceHost(), env.repoFullName, sha, config.apps);
   await transition(
     input,
     {
       apps: Object.keys(config.apps).sort(),
       appSpecs: config.apps,
+      buildInputs: inputs,
       ...(config.factory ? { factory: config.factory } : {}),
     },
     config.factory ? [] : ['factory'],

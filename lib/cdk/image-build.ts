@@ -5,6 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import { BUILDKIT_IMAGE, REVISION_ANNOTATION } from '../../functions/ports/runtime/codebuild/builder.js';
 import { type ImageBuildResources, sourcesPrefix } from './access.js';
 import { acknowledge, acknowledgeWildcardResource } from './nag.js';
 
@@ -48,16 +49,25 @@ export const imageBuildEnv = {
   key: 'SOURCE_KEY',
   /** The image repository (project default). */
   repositoryUri: 'IMAGE_REPOSITORY_URI',
-  /** Per build: `[{"app","dockerfile","context","tag"}]` (dockerfile relative to context). */
+  /**
+   * Per build: `[{"app","dockerfile","context","tag","commit","buildArgs","cache"}]` (dockerfile relative
+   * to context; `cache` the tag of the app's layer cache in the repository).
+   */
   builds: 'BUILDS',
 } as const;
 
 /** Where the build unpacks the source archive. */
 const sourceDir = '/tmp/preview-source';
 
+/** The BuildKit builder the buildspec creates (`docker buildx create`, docker-container driver). */
+const builderName = 'preview';
+
 /**
- * The buildspec: download and unpack the staged source archive, log in to ECR, then build and push each
- * entry of $BUILDS in order. Every line the build writes about an app starts with `PREVIEW-BUILD`, and a
+ * The buildspec: download and unpack the staged source archive, log in to ECR, start a BuildKit builder,
+ * then build and push each entry of $BUILDS in order with `docker buildx build`: its build arguments, the
+ * commit as the manifest's revision annotation, and the app's layer cache in the image repository
+ * (`--cache-from`/`--cache-to type=registry,…,mode=max`: every layer, intermediate stages too, so a
+ * changed app rebuilds only the layers its change touches). Every line the build writes about an app starts with `PREVIEW-BUILD`, and a
  * failure is one `PREVIEW-BUILD-FAILED app=<app>: <why>` line, the build's last, so a log tail names the
  * app. Each script runs in a subshell with `set -euo pipefail`, leaving CodeBuild's own shell alone.
  */
@@ -80,6 +90,8 @@ export function imageBuildSpec(): Record<string, unknown> {
     'fi',
     `tar -xzf ${sourceDir}.tar.gz -C ${sourceDir} --strip-components=1`,
     `aws ecr get-login-password --region "$AWS_REGION" | docker login --username AWS --password-stdin "\${${repositoryUri}%%/*}"`,
+    // The docker driver cannot export a registry cache: a BuildKit container (it reads docker's login).
+    `docker buildx create --name ${builderName} --driver docker-container --driver-opt image=${BUILDKIT_IMAGE} --use >/dev/null`,
     ')',
   ];
   const build = [
@@ -93,6 +105,10 @@ export function imageBuildSpec(): Record<string, unknown> {
     `  context=$(jq -r '.context // "."' <<<"$entry")`,
     `  dockerfile=$(jq -r '.dockerfile // "Dockerfile"' <<<"$entry")`,
     `  tag=$(jq -r '.tag' <<<"$entry")`,
+    `  commit=$(jq -r '.commit // ""' <<<"$entry")`,
+    `  cache="$${repositoryUri}:$(jq -r '.cache // ("buildcache-" + .app)' <<<"$entry")"`,
+    // NUL-separated, so that a value may hold any character but NUL.
+    `  mapfile -d '' args < <(jq -j '(.buildArgs // {}) | to_entries[] | "--build-arg=\\(.key)=\\(.value)\\u0000"' <<<"$entry")`,
     `  image="$${repositoryUri}:$tag"`,
     `  if ! [[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then`,
     '    echo "PREVIEW-BUILD-FAILED app=$app: \\"$tag\\" is not a valid image tag"; exit 1',
@@ -101,11 +117,12 @@ export function imageBuildSpec(): Record<string, unknown> {
     '    echo "PREVIEW-BUILD-FAILED app=$app: no Dockerfile at $context/$dockerfile"; exit 1',
     '  fi',
     '  echo "PREVIEW-BUILD app=$app: building $context/$dockerfile as $image"',
-    '  if ! docker build -f "$context/$dockerfile" -t "$image" "$context"; then',
-    '    echo "PREVIEW-BUILD-FAILED app=$app: docker build of $context/$dockerfile failed (its output is above)"; exit 1',
-    '  fi',
-    '  if ! docker push "$image"; then',
-    '    echo "PREVIEW-BUILD-FAILED app=$app: docker push of $image failed"; exit 1',
+    `  if ! docker buildx build --builder ${builderName} --progress plain -f "$context/$dockerfile" "\${args[@]}" \\`,
+    `      --annotation "manifest:${REVISION_ANNOTATION}=$commit" --provenance=false \\`,
+    `      --cache-from "${cacheFrom('$cache')}" \\`,
+    `      --cache-to "${cacheTo('$cache')}" \\`,
+    '      --output "type=image,name=$image,push=true,oci-mediatypes=true" "$context"; then',
+    '    echo "PREVIEW-BUILD-FAILED app=$app: docker buildx build of $context/$dockerfile, or its push, failed (its output is above)"; exit 1',
     '  fi',
     '  echo "PREVIEW-BUILD app=$app: pushed $image"',
     'done',
@@ -128,6 +145,12 @@ export function imageBuildSpec(): Record<string, unknown> {
     },
   };
 }
+
+/** `--cache-from` of an app's build: its layer cache in the image repository. */
+export const cacheFrom = (ref: string) => `type=registry,ref=${ref}`;
+/** `--cache-to`: every layer (`mode=max`), as an OCI image manifest ECR stores like any image. */
+export const cacheTo = (ref: string) =>
+  `type=registry,ref=${ref},mode=max,image-manifest=true,oci-mediatypes=true`;
 
 /**
  * The image build: a CodeBuild project without source (NO_SOURCE, inline buildspec) that builds app images
@@ -178,7 +201,8 @@ export class ImageBuild extends Construct implements ImageBuildResources {
     this.project.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [sources] }),
     );
-    props.repository.grantPush(this.project);
+    // Push the images and the layer cache, and pull the cache back (--cache-from): this repository only.
+    props.repository.grantPullPush(this.project);
 
     const role = this.project.role as iam.Role;
     acknowledgeWildcardResource(
@@ -210,8 +234,9 @@ export class ImageBuild extends Construct implements ImageBuildResources {
     acknowledge(
       this.project,
       'AwsSolutions-CB4',
-      'The project produces no build artifacts (NO_ARTIFACTS) and has no cache: its outputs are images in ' +
-        'ECR (encrypted at rest by ECR) and logs in CloudWatch Logs, so a project KMS key would encrypt nothing.',
+      'The project produces no build artifacts (NO_ARTIFACTS) and has no CodeBuild cache (its layer cache is ' +
+        'an image in ECR): its outputs are images in ECR (encrypted at rest by ECR) and logs in CloudWatch ' +
+        'Logs, so a project KMS key would encrypt nothing.',
     );
   }
 }

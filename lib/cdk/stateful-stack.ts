@@ -11,6 +11,7 @@ import {
   tableNames,
   tables,
 } from '../../functions/manifest/tables.js';
+import { addBuildCacheLifecycle, type BuildCacheLifecycleOptions } from './constructs/build-cache.js';
 import { acknowledge } from './nag.js';
 
 /**
@@ -24,7 +25,7 @@ export const githubAppSecretPlaceholder = JSON.stringify({ appId: '', privateKey
 /** A complete secret ARN: `arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<6 chars>`. */
 const completeSecretArn = /^arn:[\w-]+:secretsmanager:[\w-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/;
 
-export interface StatefulStackProps extends StackProps {
+export interface StatefulStackProps extends StackProps, BuildCacheLifecycleOptions {
   /**
    * The complete ARN (with its 6-character suffix) of an existing secret holding the GitHub App's
    * `{"appId","privateKey","webhookSecret"}`, used instead of a secret of this stack. Its encryption key,
@@ -40,7 +41,8 @@ export interface StatefulStackProps extends StackProps {
    */
   imageRetentionCount?: number;
   /**
-   * How long an untagged image stays (an image becomes untagged when a rebuild re-points its tag).
+   * How long an untagged image stays (an image becomes untagged when a build re-points its tag: a layer
+   * cache a newer build of its app replaced, say).
    * @default Duration.days(1)
    */
   untaggedImageExpiry?: Duration;
@@ -110,9 +112,11 @@ export class StatefulStack extends Stack {
   }
 
   /**
-   * App images. Tags are MUTABLE on purpose: a tag names an app at a commit, and a rebuild of that app and
-   * commit (an app redeploy in `rebuild` mode) re-points it; deployments pin the digest, never the tag.
-   * Scanned on push; the newest `imageRetentionCount` images are kept, untagged ones expire after
+   * App images and their builds' layer caches. Tags are MUTABLE on purpose: an image tag names an app's
+   * build identity (its inputs, docs/builds.md), which two racing builds of the same inputs may both push,
+   * and an app's layer cache tag moves with each build; deployments pin the digest, never the tag.
+   * Scanned on push; the newest `imageRetentionCount` images are kept, the newest
+   * `buildCacheRetentionCount` layer caches apart from them, and untagged ones expire after
    * `untaggedImageExpiry`.
    */
   private repository(props: StatefulStackProps): ecr.Repository {
@@ -124,14 +128,15 @@ export class StatefulStack extends Stack {
     });
     repository.addLifecycleRule({
       rulePriority: 1,
-      description: 'Images a rebuild left untagged',
+      description: 'Images a build left untagged (a layer cache a newer build replaced)',
       tagStatus: ecr.TagStatus.UNTAGGED,
       maxImageAge: props.untaggedImageExpiry ?? Duration.days(1),
     });
+    addBuildCacheLifecycle(repository, 2, props);
     repository.addLifecycleRule({
-      rulePriority: 2,
       description: 'Keep the newest images',
       tagStatus: ecr.TagStatus.ANY,
+      rulePriority: 3,
       maxImageCount: props.imageRetentionCount ?? 1000,
     });
     return repository;

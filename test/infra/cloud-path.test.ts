@@ -200,7 +200,7 @@ describe('image repository', () => {
     expect(outputs.some((o) => mentions(o.Value, repositoryId))).toBe(true);
   });
 
-  test('expires untagged images after a day and keeps the newest 1000', () => {
+  test('expires untagged images after a day, keeps the newest 200 layer caches apart and the newest 1000 images', () => {
     const policy = JSON.parse(repository.Properties.LifecyclePolicy.LifecyclePolicyText);
     expect(policy.rules).toEqual([
       expect.objectContaining({
@@ -213,8 +213,19 @@ describe('image repository', () => {
         },
         action: { type: 'expire' },
       }),
+      // The layer caches (--cache-to …:buildcache-<scope>) are bounded by a rule of their own, before ANY.
       expect.objectContaining({
         rulePriority: 2,
+        selection: {
+          tagStatus: 'tagged',
+          tagPrefixList: ['buildcache-'],
+          countType: 'imageCountMoreThan',
+          countNumber: 200,
+        },
+        action: { type: 'expire' },
+      }),
+      expect.objectContaining({
+        rulePriority: 3,
         selection: { tagStatus: 'any', countType: 'imageCountMoreThan', countNumber: 1000 },
         action: { type: 'expire' },
       }),
@@ -281,7 +292,7 @@ describe('image build project', () => {
     expect(JSON.stringify(project)).not.toMatch(/token/i);
   });
 
-  test('its role reads sources/* of the bucket, pushes to the repository and writes logs; nothing else', () => {
+  test('its role reads sources/* of the bucket, pushes to and pulls from the repository (images, layer cache) and writes logs; nothing else', () => {
     const roleId = project.ServiceRole['Fn::GetAtt'][0];
     const policies = Object.values(resourcesOf(template, 'AWS::IAM::Policy')).filter((p) =>
       asArray<Json>(p.Properties.Roles).some((r) => r.Ref === roleId),
@@ -289,6 +300,9 @@ describe('image build project', () => {
     const statements = policies.flatMap((p) => asArray<Json>(p.Properties.PolicyDocument.Statement));
     const push = [
       'ecr:BatchCheckLayerAvailability',
+      // --cache-from: the layer cache is pulled back, from this repository only.
+      'ecr:BatchGetImage',
+      'ecr:GetDownloadUrlForLayer',
       'ecr:CompleteLayerUpload',
       'ecr:InitiateLayerUpload',
       'ecr:PutImage',
@@ -398,7 +412,7 @@ describe('image build project', () => {
       [
         'if [ "$1" = login ]; then cat >/dev/null; fi',
         // biome-ignore lint/suspicious/noTemplateCurlyInString: bash parameter expansion
-        'if [ "$1" = build ] && [ -n "${FAIL_ON:-}" ] && [[ "$*" == *"$FAIL_ON"* ]]; then echo "step 3/5 failed"; exit 1; fi',
+        'if [ "$1 $2" = "buildx build" ] && [ -n "${FAIL_ON:-}" ] && [[ "$*" == *"$FAIL_ON"* ]]; then echo "step 3/5 failed"; exit 1; fi',
       ].join('\n'),
     );
     const uri = '123456789012.dkr.ecr.eu-west-1.amazonaws.com/preview-images';
@@ -435,13 +449,43 @@ describe('image build project', () => {
     }
     const readLines = (path: string) =>
       spawnSync('cat', [path], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    const commit = 'c'.repeat(40);
     const apps = [
-      { app: 'web', dockerfile: 'Dockerfile', context: 'web', tag: 'aaaa-abc123' },
-      { app: 'api', dockerfile: 'docker/Dockerfile.dev', context: 'api', tag: 'bbbb-abc123' },
+      {
+        app: 'web',
+        dockerfile: 'Dockerfile',
+        context: 'web',
+        tag: 'aaaa-abc123',
+        commit,
+        cache: 'buildcache-aaaa',
+      },
+      {
+        app: 'api',
+        dockerfile: 'docker/Dockerfile.dev',
+        context: 'api',
+        tag: 'bbbb-abc123',
+        commit,
+        buildArgs: { LEVEL: '2', NOTE: 'two words' },
+        cache: 'buildcache-bbbb',
+      },
       { app: 'root', tag: 'cccc-abc123' },
     ];
+    /** `docker buildx build` of one app as the buildspec runs it (BuildKit, the app's registry layer cache). */
+    const buildx = (
+      dockerfile: string,
+      tag: string,
+      cache: string,
+      context: string,
+      args = '',
+      rev = commit,
+    ) =>
+      `docker buildx build --builder preview --progress plain -f ${dockerfile} ${args}` +
+      `--annotation manifest:org.opencontainers.image.revision=${rev} --provenance=false ` +
+      `--cache-from type=registry,ref=${uri}:${cache} ` +
+      `--cache-to type=registry,ref=${uri}:${cache},mode=max,image-manifest=true,oci-mediatypes=true ` +
+      `--output type=image,name=${uri}:${tag},push=true,oci-mediatypes=true ${context}`;
 
-    test('downloads the archive, logs in, then builds and pushes each app in order', () => {
+    test('downloads the archive, logs in, starts BuildKit, then builds and pushes each app in order with its layer cache', () => {
       const result = run(apps, {}, 'ok');
       expect(result.status).toBe(0);
       // The two ends of the login pipe run at once, so they may be recorded in either order.
@@ -453,12 +497,16 @@ describe('image build project', () => {
         expect.stringMatching(
           /^aws s3 cp .*s3:\/\/artifacts-bucket\/sources\/org_1\/owner\/repo\/abc123\.tar\.gz /,
         ),
-        `docker build -f web/Dockerfile -t ${uri}:aaaa-abc123 web`,
-        `docker push ${uri}:aaaa-abc123`,
-        `docker build -f api/docker/Dockerfile.dev -t ${uri}:bbbb-abc123 api`,
-        `docker push ${uri}:bbbb-abc123`,
-        `docker build -f ./Dockerfile -t ${uri}:cccc-abc123 .`,
-        `docker push ${uri}:cccc-abc123`,
+        'docker buildx create --name preview --driver docker-container --driver-opt image=moby/buildkit:v0.13.2 --use',
+        buildx('web/Dockerfile', 'aaaa-abc123', 'buildcache-aaaa', 'web'),
+        buildx(
+          'api/docker/Dockerfile.dev',
+          'bbbb-abc123',
+          'buildcache-bbbb',
+          'api',
+          '--build-arg=LEVEL=2 --build-arg=NOTE=two words ',
+        ),
+        buildx('./Dockerfile', 'cccc-abc123', 'buildcache-root', '.', '', ''),
       ]);
     });
 
@@ -467,10 +515,11 @@ describe('image build project', () => {
       expect(result.status).not.toBe(0);
       expect(result.phase).toBe('build');
       expect(result.stdout.trim().split('\n').at(-1)).toBe(
-        'PREVIEW-BUILD-FAILED app=api: docker build of api/docker/Dockerfile.dev failed (its output is above)',
+        'PREVIEW-BUILD-FAILED app=api: docker buildx build of api/docker/Dockerfile.dev, or its push, failed (its output is above)',
       );
-      expect(result.calls.filter((c) => c.startsWith('docker push'))).toEqual([
-        `docker push ${uri}:aaaa-abc123`,
+      expect(result.calls.filter((c) => c.startsWith('docker buildx build'))).toEqual([
+        buildx('web/Dockerfile', 'aaaa-abc123', 'buildcache-aaaa', 'web'),
+        expect.stringContaining('api/docker/Dockerfile.dev'),
       ]);
       expect(result.calls.some((c) => c.includes('cccc-abc123'))).toBe(false);
     });
@@ -484,7 +533,7 @@ describe('image build project', () => {
       expect(result.stdout.trim().split('\n').at(-1)).toBe(
         'PREVIEW-BUILD-FAILED app=worker: no Dockerfile at worker/Dockerfile',
       );
-      expect(result.calls.some((c) => c.startsWith('docker build'))).toBe(false);
+      expect(result.calls.some((c) => c.startsWith('docker buildx build'))).toBe(false);
     });
 
     test('refuses a BUILDS that is not a list of builds, before downloading anything', () => {

@@ -21,6 +21,16 @@ apps:
     expect(config.apps.web!.env).toEqual({ GREETING: 'hi', RETRIES: '3' });
   });
 
+  test('buildArgs: names as environment variables, values as text (part of the build identity)', () => {
+    const config = parsePreviewConfig(
+      'apps:\n  web:\n    port: 3000\n    buildArgs: { NODE_ENV: production, LEVEL: 2 }\n',
+    );
+    expect(config.apps.web!.buildArgs).toEqual({ NODE_ENV: 'production', LEVEL: '2' });
+    expect(() =>
+      parsePreviewConfig('apps:\n  web:\n    port: 3000\n    buildArgs: { "bad name": x }\n'),
+    ).toThrow(/^preview\.yaml: apps\.web\.buildArgs\["bad name"\]: Invalid key in record/);
+  });
+
   test("YAML 1.2's core schema: dates and yes/no stay strings, 0o17 is octal, comments-only is empty", () => {
     const config = parsePreviewConfig(
       'apps:\n  web:\n    port: 0o17\n    env: { SINCE: 2024-01-01, OK: yes }\n',

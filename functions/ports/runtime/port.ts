@@ -18,6 +18,24 @@ export interface AppSpec {
   env?: Record<string, string>;
   dockerfile?: string;
   context?: string;
+  /** Build arguments (`docker build --build-arg`; locally, environment variables of `build`). */
+  buildArgs?: Record<string, string>;
+}
+
+/**
+ * What an app's build reads from the repository at a commit, as git object ids (core/build-inputs.ts):
+ * the tree of its build context, and the blob of its Dockerfile when that lies outside the context.
+ */
+export interface BuildInputs {
+  context: string;
+  dockerfile?: string;
+}
+
+/** How an app got its image or build output: built now, or reused from an earlier build of the same identity. */
+export interface BuildResult {
+  result: 'built' | 'reused';
+  /** The commit the build was made from (for a reused one, an earlier commit, perhaps another PR's). */
+  commit: string;
 }
 
 /**
@@ -46,10 +64,16 @@ export interface AppLaunch {
 
 export interface BuildOptions {
   /**
-   * Build again even where an image of that app at that commit exists (an app redeploy in `rebuild`
-   * mode). Without it a runtime may reuse what it built before for the same app and commit.
+   * Build again even where a build of the same identity exists (an app redeploy in `rebuild` mode): a new
+   * image or build output that only this environment takes. Without it a runtime reuses what any earlier
+   * build of the application with the same identity made (ports/runtime/build-identity.ts).
    */
   rebuild?: boolean;
+  /**
+   * Each app's build inputs at the commit (the ReadConfig step's `buildInputs`). An app without them is
+   * identified by the commit alone (nothing built at another commit is reused for it).
+   */
+  inputs?: Record<string, BuildInputs>;
   /**
    * Whether `target.generation` still owns the environment, as the store that bumps generations says
    * (the BuildImages step: core/pipeline.ts `isCurrent`). Asked right before a build is started or the
@@ -112,7 +136,8 @@ export interface Runtime {
   /**
    * Start building `apps` at `sha` and return. Completes `token` with `{}` once every app is built, or
    * fails it with `DeployFailed` naming the app and the cause (`Superseded` when a newer build of the same
-   * app or a teardown replaced it). The output may carry `{ images: { app: reference } }`.
+   * app or a teardown replaced it). The output may carry `{ images: { app: reference } }`, and carries
+   * `{ builds: { app: BuildResult } }`: which apps were built and which reused.
    */
   build(
     target: RuntimeTarget,

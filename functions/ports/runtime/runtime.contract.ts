@@ -38,7 +38,7 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
     test('build completes its token with {}; deploy then awaitReady completes with a URL per app', async () => {
       const rt = fx.runtime();
       const t = fx.target();
-      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      expect(await build(rt, t)).toEqual({ ok: true, output: expect.any(Object) });
       await rt.deploy(t, launch(), { prune: true });
       const outcome = await ready(rt, t);
       expect(outcome).toEqual({ ok: true, output: { urls: { web: expect.stringMatching(/^https?:\/\//) } } });
@@ -47,7 +47,7 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
     test('a call of an older generation is refused with Superseded', async () => {
       const rt = fx.runtime();
       const t = fx.target(2);
-      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      expect(await build(rt, t)).toEqual({ ok: true, output: expect.any(Object) });
       await expect(rt.deploy(at(t, 1), launch())).rejects.toMatchObject({ name: 'Superseded' });
       await expect(rt.build(at(t, 1), fx.sha(), { web: fx.app }, fx.newToken())).rejects.toMatchObject({
         name: 'Superseded',
@@ -57,7 +57,7 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
     test('teardown is idempotent and fences the generations before it', async () => {
       const rt = fx.runtime();
       const t = fx.target(1);
-      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      expect(await build(rt, t)).toEqual({ ok: true, output: expect.any(Object) });
       await rt.teardown(at(t, 2));
       await rt.teardown(at(t, 2));
       await expect(rt.deploy(t, launch())).rejects.toMatchObject({ name: 'Superseded' });
@@ -66,14 +66,14 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
     test('pruneFences lifts no fence newer than its cutoff: older generations stay refused', async () => {
       const rt = fx.runtime();
       const t = fx.target(1);
-      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      expect(await build(rt, t)).toEqual({ ok: true, output: expect.any(Object) });
       await rt.teardown(at(t, 2));
       const pruned = await rt.pruneFences(new Date(Date.now() - 60_000));
       expect(pruned).toEqual({ removed: expect.any(Number) });
       await expect(rt.deploy(t, launch())).rejects.toMatchObject({ name: 'Superseded' });
       // A newer generation is not held back by whatever pruning left.
       await rt.pruneFences(new Date(Date.now() + 60_000));
-      expect(await build(rt, at(t, 3))).toEqual({ ok: true, output: {} });
+      expect(await build(rt, at(t, 3))).toEqual({ ok: true, output: expect.any(Object) });
     });
 
     test("logs: the build's output and the app's once they exist; nothing for an app never built", async () => {
@@ -81,7 +81,7 @@ export function runtimeContract(name: string, fx: RuntimeFixture): void {
       const t = fx.target();
       const query = { tailLines: 100, maxBytes: 1024 * 1024 };
       expect(await rt.logs(t, 'web', { ...query, source: 'app' })).toBeUndefined();
-      expect(await build(rt, t)).toEqual({ ok: true, output: {} });
+      expect(await build(rt, t)).toEqual({ ok: true, output: expect.any(Object) });
       const built = await rt.logs(t, 'web', { ...query, source: 'build' });
       expect(built).toEqual({ text: expect.any(String), truncated: expect.any(Boolean) });
       await rt.deploy(t, launch(), { prune: true });

@@ -5,10 +5,11 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { NotFoundError } from '../../shared/errors.js';
 import { TransientError } from '../../shared/step-errors.js';
+import { type GitTreeEntry, objectAt } from './git-objects.js';
 import { type AppClient, type GitHubAppCredentials, githubAppGetter } from './github-app-secret.js';
 import { GitHubCalls } from './github-calls.js';
 import { appWebhookDeliveries } from './github-deliveries.js';
-import type { PullRequestRange, RefResolution, SourceHost, WebhookDeliveries } from './port.js';
+import type { GitObject, PullRequestRange, RefResolution, SourceHost, WebhookDeliveries } from './port.js';
 import { pullRequestFiles } from './pull-request-files.js';
 
 /*
@@ -25,6 +26,7 @@ import { pullRequestFiles } from './pull-request-files.js';
  *   hasCommit      GET  /repos/{o}/{r}/commits/{sha}        Accept: application/vnd.github.sha
  *   readFile       GET  /repos/{o}/{r}/contents/{path}?ref={sha}   Accept: application/vnd.github.raw+json
  *   archive        GET  /repos/{o}/{r}/tarball/{sha} → 302 → the gzipped tarball, streamed
+ *   objectId       GET  /repos/{o}/{r}/git/commits/{sha}, then /git/trees/{tree} per path segment
  *   checkout       archive, extracted with `tar -xz --strip-components=1`
  * and, for the App's webhook deliveries (`webhookDeliveries()`, the WebhookDeliveries port):
  *   recent         GET  /app/hook/deliveries?per_page=100[&cursor=…]   (App JWT; newest first, the next
@@ -227,6 +229,43 @@ export class GitHubAppSourceHost implements SourceHost {
       return undefined;
     }
     return body ? new Response(body as ReadableStream).text() : '';
+  }
+
+  /** The git data API, one tree per path segment (git-objects.ts `objectAt`). */
+  async objectId(repoFullName: string, sha: string, path: string): Promise<GitObject | undefined> {
+    if (!SHA_RE.test(sha)) return undefined;
+    const c = await this.repoClient(repoFullName);
+    if (!c) return undefined;
+    const get = async <T>(what: string, route: string, params: Record<string, string>) => {
+      const r = await this.github.call(
+        `${what} in ${repoFullName}`,
+        () => c.octokit.request(route, { ...c.where, ...params }),
+        [404, 409, 422],
+      );
+      return r.found ? (r.value.data as T) : undefined;
+    };
+    return objectAt(
+      {
+        commitTree: async (commit) =>
+          (
+            await get<{ tree: { sha: string } }>(
+              `reading commit ${commit}`,
+              'GET /repos/{owner}/{repo}/git/commits/{commit_sha}',
+              { commit_sha: commit },
+            )
+          )?.tree.sha,
+        tree: async (tree) =>
+          (
+            await get<{ tree: GitTreeEntry[] }>(
+              `reading tree ${tree}`,
+              'GET /repos/{owner}/{repo}/git/trees/{tree_sha}',
+              { tree_sha: tree },
+            )
+          )?.tree,
+      },
+      sha,
+      path,
+    );
   }
 
   async archive(repoFullName: string, sha: string): Promise<Readable> {

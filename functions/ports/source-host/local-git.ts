@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import type { PullRequestRange, RefResolution, SourceHost } from './port.js';
+import { pathSegments } from './git-objects.js';
+import type { GitObject, PullRequestRange, RefResolution, SourceHost } from './port.js';
 
 const run = promisify(execFile);
 const SHA_RE = /^[0-9a-f]{7,40}$/i;
@@ -77,6 +78,19 @@ export class GitSourceHost implements SourceHost {
     const dir = this.dir(repoFullName);
     if (!dir || !SHA_RE.test(sha)) return undefined;
     return this.git(dir, ['show', `${sha}:${path}`]);
+  }
+
+  /** `git rev-parse <sha>:<path>` and the object's type (`git cat-file -t`). */
+  async objectId(repoFullName: string, sha: string, path: string): Promise<GitObject | undefined> {
+    const dir = this.dir(repoFullName);
+    const segments = pathSegments(path);
+    if (!dir || !SHA_RE.test(sha) || !segments) return undefined;
+    const id = (
+      await this.git(dir, ['rev-parse', '--verify', '--quiet', `${sha}^{commit}:${segments.join('/')}`])
+    )?.trim();
+    if (!id) return undefined;
+    const type = (await this.git(dir, ['cat-file', '-t', id]))?.trim();
+    return type === 'tree' || type === 'blob' ? { type, id } : undefined;
   }
 
   /**

@@ -21,6 +21,12 @@ export interface PullRequestRange {
   baseSha?: string;
 }
 
+/** A git object of a commit: a tree (a folder) or a blob (a file), by its object id. */
+export interface GitObject {
+  type: 'tree' | 'blob';
+  id: string;
+}
+
 export interface SourceHost {
   /** The active installation that grants access to the repository, if any. */
   installation(repoFullName: string): Promise<{ installationId: string } | undefined>;
@@ -45,6 +51,12 @@ export interface SourceHost {
   hasCommit(repoFullName: string, sha: string): Promise<boolean>;
   /** A file's text at a commit, or undefined when the commit has no such file. */
   readFile(repoFullName: string, sha: string, path: string): Promise<string | undefined>;
+  /**
+   * The git object at `path` (`.` or `` the root) of a commit, or undefined when there is none: what an
+   * app's build identity hashes (the tree of its build context). GitHub: the git data API; local: `git
+   * rev-parse <sha>:<path>` (git-objects.ts).
+   */
+  objectId(repoFullName: string, sha: string, path: string): Promise<GitObject | undefined>;
   /**
    * Materialize the tree of a commit into an empty directory. `signal` cancels it: the promise settles
    * only once nothing writes into `dir` any more (so a caller may then remove it).

@@ -79,6 +79,33 @@ function sourceHostContract(name: string, setup: () => Fixture | Promise<Fixture
       );
     });
 
+    test('objectId: the git object ids git itself gives the same files (trees and blobs), none for a missing path', async () => {
+      // A repository of the same files made with git: object ids are content hashes, so they must agree.
+      const ref = mkdtempSync(join(root, 'reference-'));
+      const refSha = makeRepo(ref, 'x/y', FILES);
+      const git = (spec: string) =>
+        execFileSync('git', ['-C', join(ref, 'x', 'y'), 'rev-parse', spec], { encoding: 'utf8' }).trim();
+      expect(await host.objectId('acme/shop', sha, '.')).toEqual({
+        type: 'tree',
+        id: git(`${refSha}^{tree}`),
+      });
+      expect(await host.objectId('acme/shop', sha, 'src')).toEqual({
+        type: 'tree',
+        id: git(`${refSha}:src`),
+      });
+      expect(await host.objectId('acme/shop', sha, './src/')).toEqual({
+        type: 'tree',
+        id: git(`${refSha}:src`),
+      });
+      expect(await host.objectId('acme/shop', sha, 'src/app.js')).toEqual({
+        type: 'blob',
+        id: git(`${refSha}:src/app.js`),
+      });
+      expect(await host.objectId('acme/shop', sha, 'src/nope')).toBeUndefined();
+      expect(await host.objectId('acme/shop', sha, '../etc')).toBeUndefined();
+      expect(await host.objectId('acme/nope', sha, '.')).toBeUndefined();
+    });
+
     test("pullRequestHead: the pull request's head now; undefined for none", async () => {
       expect(await host.pullRequestHead('acme/shop', { number: 5, headRef: 'feature' })).toBe(sha);
       expect(await host.pullRequestHead('acme/shop', { number: 6, headRef: 'gone' })).toBeUndefined();

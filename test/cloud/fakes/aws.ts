@@ -9,7 +9,8 @@
  *   state machines are the project's ASL files run in-process by the local ASL runner (LocalWorkflows),
  *   whose tasks invoke the real step handlers, as Lambda would.
  * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event).
- * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`).
+ * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`; the manifest carries
+ *   the annotations the buildspec's `--annotation manifest:…` would give it: the entry's `commit`).
  * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a build "logged": `logBuild` while it runs,
  *   `finishBuild` at its end), in the project's log group (`projectLogGroups`, else CodeBuild's default).
  * - S3 (REST-XML, path-style: the S3 client addresses a bucket by path when its endpoint is an IP address,
@@ -145,8 +146,19 @@ export class FakeAws {
   }
 
   /** Put an image into the repository (as a build's `docker push` would); returns its digest. */
-  pushImage(repositoryName: string, tag: string): string {
-    const digest = `sha256:${createHash('sha256').update(`${repositoryName}:${tag}:${randomUUID()}`).digest('hex')}`;
+  /** Image manifests by digest (OCI, with the annotations pushed with them). */
+  readonly manifests = new Map<string, string>();
+
+  pushImage(repositoryName: string, tag: string, annotations: Record<string, string> = {}): string {
+    const manifest = JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${randomUUID()}` },
+      layers: [],
+      ...(Object.keys(annotations).length ? { annotations } : {}),
+    });
+    const digest = `sha256:${createHash('sha256').update(manifest).digest('hex')}`;
+    this.manifests.set(digest, manifest);
     this.images.set(`${repositoryName}:${tag}`, digest);
     return digest;
   }
@@ -176,8 +188,12 @@ export class FakeAws {
     this.logBuild(id, logLines);
     if (status === 'SUCCEEDED') {
       const repositoryName = build.env.IMAGE_REPOSITORY_URI!.split('/').slice(1).join('/');
-      for (const b of JSON.parse(build.env.BUILDS ?? '[]') as { tag: string }[])
-        this.pushImage(repositoryName, b.tag);
+      for (const b of JSON.parse(build.env.BUILDS ?? '[]') as { tag: string; commit?: string }[])
+        this.pushImage(
+          repositoryName,
+          b.tag,
+          b.commit ? { 'org.opencontainers.image.revision': b.commit } : {},
+        );
     }
     const event: CodeBuildEvent = {
       version: '0',
@@ -319,6 +335,8 @@ export class FakeAws {
             images.push({
               repositoryName: input.repositoryName,
               imageId: { imageTag: imageId.imageTag, imageDigest: digest },
+              imageManifest: this.manifests.get(digest),
+              imageManifestMediaType: 'application/vnd.oci.image.manifest.v1+json',
             });
           else
             failures.push({

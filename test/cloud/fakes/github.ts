@@ -16,7 +16,10 @@
  *   else a small JSON; unknown → 422); `GET /repos/{o}/{r}/contents/{path}?ref=` (`Accept: …raw…` → the file's
  *   bytes, else JSON with base64 content; a directory → its JSON listing); `GET /repos/{o}/{r}/tarball/{ref}`
  *   → 302 to `/_codeload/{o}/{r}/legacy.tar.gz/{sha}?token=…` on this server, which serves a gzipped tar
- *   (made with `tar -cz`) whose files sit under `{o}-{r}-{sha7}/`, like GitHub's. Refs are branch names,
+ *   (made with `tar -cz`) whose files sit under `{o}-{r}-{sha7}/`, like GitHub's. The git data API:
+ *   `GET /repos/{o}/{r}/git/commits/{sha}` → `{sha, tree: {sha}}`, `GET /repos/{o}/{r}/git/trees/{sha}` →
+ *   `{sha, tree: [{path, mode, type, sha}], truncated: false}` (not recursive), with git's own object ids
+ *   (git-trees.ts); `requests` shows which were asked. Refs are branch names,
  *   full SHAs or unique SHA prefixes of at least 7 characters. `GET /repos/{o}/{r}/pulls/{n}` → a pull
  *   request a test set with `setPull` (number, state, head, base, updated_at), else 404;
  *   `GET /repos/{o}/{r}/pulls/{n}/files` → the files that differ between its base commit (`baseSha`, else
@@ -48,6 +51,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { type FakeTreeEntry, gitTrees } from './git-trees.js';
 
 /** An App key pair as GitHub issues it: the private key in PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`). */
 export function appKeyPair(): { privateKey: string; publicKey: string } {
@@ -157,6 +161,7 @@ export class FakeGitHub {
   private readonly tokens = new Map<string, { installationId: number; expiresAt: number }>();
   private readonly downloads = new Map<string, { repo: string; sha: string }>();
   private readonly tarballs = new Map<string, Buffer>();
+  private readonly gitTrees = new Map<string, ReturnType<typeof gitTrees>>();
   private readonly faults: { path: string | RegExp; remaining: number; fault: Fault }[] = [];
   private nextRepoId = 1000;
   /** Webhook delivery attempts, by App id, in the order recorded. */
@@ -409,6 +414,22 @@ export class FakeGitHub {
       }
       return json(200, { sha, commit: { message: 'test commit' } });
     }
+    const gitCommit = /^\/git\/commits\/([0-9a-f]{40})$/i.exec(rest);
+    if (gitCommit) {
+      const sha = gitCommit[1]!.toLowerCase();
+      const files = repo.commits.get(sha);
+      if (!files) return notFound();
+      return json(200, { sha, tree: { sha: this.treesOf(repo, sha).root }, message: 'test commit' });
+    }
+    const gitTree = /^\/git\/trees\/([0-9a-f]{40})$/i.exec(rest);
+    if (gitTree) {
+      const id = gitTree[1]!.toLowerCase();
+      for (const sha of repo.commits.keys()) {
+        const entries = this.treesOf(repo, sha).trees.get(id);
+        if (entries) return json(200, { sha: id, tree: entries, truncated: false });
+      }
+      return notFound();
+    }
     const contents = /^\/contents\/(.+)$/.exec(rest);
     if (contents) {
       const ref = url.searchParams.get('ref') ?? repo.defaultBranch;
@@ -583,6 +604,17 @@ export class FakeGitHub {
     if (!/^[0-9a-f]{7,40}$/i.test(ref)) return undefined;
     const matches = [...repo.commits.keys()].filter((sha) => sha.startsWith(ref.toLowerCase()));
     return matches.length === 1 ? matches[0] : undefined;
+  }
+
+  /** A commit's git trees (computed once per commit: commits do not change). */
+  private treesOf(repo: FakeRepo, sha: string): { root: string; trees: Map<string, FakeTreeEntry[]> } {
+    const key = `${repo.fullName.toLowerCase()}@${sha}`;
+    let trees = this.gitTrees.get(key);
+    if (!trees) {
+      trees = gitTrees(repo.commits.get(sha) ?? {});
+      this.gitTrees.set(key, trees);
+    }
+    return trees;
   }
 
   private tarball(repoKey: string, sha: string): Buffer {

@@ -29,6 +29,8 @@ import { BUILD_REF_VAR, type BuildStateChange, CodeBuildImages } from './images.
 
 const REPOSITORY_URI = '000000000000.dkr.ecr.eu-west-1.amazonaws.com/preview-apps';
 const SHA = 'a'.repeat(40);
+/** The commit every image of the fake repository says it was built from. */
+const BUILT_FROM = 'b'.repeat(40);
 const target = { orgId: 'o1', envKey: 'acme/shop#7', repoFullName: 'acme/shop', prNumber: 7, generation: 3 };
 
 let dir: string;
@@ -91,7 +93,11 @@ beforeEach(() => {
         images.push({
           repositoryName: input.repositoryName,
           imageId: { imageTag: imageId.imageTag, imageDigest: digest },
-          imageManifest: '{"schemaVersion":2}',
+          // As the buildspec's `--annotation manifest:…` writes it: the commit the image was built from.
+          imageManifest: JSON.stringify({
+            schemaVersion: 2,
+            annotations: { 'org.opencontainers.image.revision': BUILT_FROM },
+          }),
         });
       else
         failures.push({ imageId, failureCode: 'ImageNotFound', failureReason: 'Requested image not found' });
@@ -145,11 +151,24 @@ function finished(status: string, buildRef: string): BuildStateChange {
 
 const apps = { web: { port: 3000 }, api: { port: 8080, dockerfile: 'api/Dockerfile', context: 'api' } };
 
+/** The tag of an app's image by its build identity at SHA (no recorded inputs: identified by the commit). */
+const tagOf = (rt: CodeBuildImages, app: 'web' | 'api') =>
+  rt.tagOf(target, app, rt.identityOf(apps[app], SHA, undefined, app));
+
+/** App → tag of the build started last (its BUILDS): what a forced build pushes. */
+function startedTags(): Record<string, string> {
+  const start = codebuild.commandCalls(StartBuildCommand).at(-1)!.args[0].input;
+  const builds = start.environmentVariablesOverride!.find((v) => v.name === 'BUILDS')!.value!;
+  return Object.fromEntries(
+    (JSON.parse(builds) as { app: string; tag: string }[]).map((b) => [b.app, b.tag]),
+  );
+}
+
 describe('CodeBuildImages.build', () => {
   test('asks ECR for the tags, starts one build of the missing apps, records its id and log stream', async () => {
     const rt = images({ codebuild: true });
-    const webTag = rt.tagOf(target, 'web', SHA);
-    const apiTag = rt.tagOf(target, 'api', SHA);
+    const webTag = tagOf(rt, 'web');
+    const apiTag = tagOf(rt, 'api');
     pushed.set(webTag, `sha256:${'1'.repeat(64)}`);
 
     await rt.build(target, SHA, apps, 'token-1');
@@ -180,7 +199,17 @@ describe('CodeBuildImages.build', () => {
         { name: 'IMAGE_REPOSITORY_URI', value: REPOSITORY_URI, type: 'PLAINTEXT' },
         {
           name: 'BUILDS',
-          value: JSON.stringify([{ app: 'api', dockerfile: 'api/Dockerfile', context: 'api', tag: apiTag }]),
+          value: JSON.stringify([
+            {
+              app: 'api',
+              dockerfile: 'api/Dockerfile',
+              context: 'api',
+              tag: apiTag,
+              commit: SHA,
+              buildArgs: {},
+              cache: `buildcache-${rt.scopeOf(target, 'api')}`,
+            },
+          ]),
           type: 'PLAINTEXT',
         },
       ],
@@ -211,8 +240,8 @@ describe('CodeBuildImages.build', () => {
 
   test('every image exists: no build, the task ends with them', async () => {
     const rt = images({ codebuild: true });
-    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
-    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    pushed.set(tagOf(rt, 'web'), 'sha256:w');
+    pushed.set(tagOf(rt, 'api'), 'sha256:a');
     await rt.build(target, SHA, apps, 'token-2');
     expect(codebuild.calls()).toEqual([]);
     expect(completed).toEqual([
@@ -220,7 +249,13 @@ describe('CodeBuildImages.build', () => {
         token: 'token-2',
         outcome: {
           ok: true,
-          output: { images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` } },
+          output: {
+            images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` },
+            builds: {
+              web: { result: 'reused', commit: BUILT_FROM },
+              api: { result: 'reused', commit: BUILT_FROM },
+            },
+          },
         },
       },
     ]);
@@ -242,8 +277,8 @@ describe('CodeBuildImages.build', () => {
     expect(codebuild.calls()).toEqual([]);
     expect(completed).toEqual([]);
     // Every image built already: the task is not ended with them either.
-    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
-    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    pushed.set(tagOf(rt, 'web'), 'sha256:w');
+    pushed.set(tagOf(rt, 'api'), 'sha256:a');
     await expect(rt.build(target, SHA, apps, 'token-old', { current })).rejects.toMatchObject({
       name: 'Superseded',
     });
@@ -280,15 +315,21 @@ describe('CodeBuildImages.onBuildFinished', () => {
   test('a success ends the task with the pushed images; a redelivery is ignored', async () => {
     const rt = images();
     const ref = await started(rt, 'token-3');
-    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
-    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    const tags = startedTags();
+    // A forced build's tags are its own: the identity's tag plus a build number.
+    expect(tags.web).toMatch(new RegExp(`^${tagOf(rt, 'web')}-b\\d+$`));
+    pushed.set(tags.web!, 'sha256:w');
+    pushed.set(tags.api!, 'sha256:a');
     expect(await rt.onBuildFinished(finished('SUCCEEDED', ref))).toBe('completed');
     expect(completed).toEqual([
       {
         token: 'token-3',
         outcome: {
           ok: true,
-          output: { images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` } },
+          output: {
+            images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` },
+            builds: { web: { result: 'built', commit: SHA }, api: { result: 'built', commit: SHA } },
+          },
         },
       },
     ]);
@@ -299,8 +340,8 @@ describe('CodeBuildImages.onBuildFinished', () => {
   test('a build whose generation was superseded while it ran ends its task Superseded, whatever it did', async () => {
     const rt = images();
     const ref = await started(rt, 'token-s');
-    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
-    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    pushed.set(startedTags().web!, 'sha256:w');
+    pushed.set(startedTags().api!, 'sha256:a');
     const asked: unknown[] = [];
     const current = async (r: { orgId: string; envKey: string; generation: number }) => {
       asked.push(r);
@@ -337,8 +378,8 @@ describe('CodeBuildImages.onBuildFinished', () => {
       },
     });
     const ref = await started(rt, 'token-retry');
-    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
-    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    pushed.set(startedTags().web!, 'sha256:w');
+    pushed.set(startedTags().api!, 'sha256:a');
     await expect(rt.onBuildFinished(finished('SUCCEEDED', ref))).rejects.toThrow('Rate exceeded');
     expect(completed).toEqual([]);
     // The retry finds the record and ends the task; a redelivery after that does nothing.
@@ -348,7 +389,10 @@ describe('CodeBuildImages.onBuildFinished', () => {
         token: 'token-retry',
         outcome: {
           ok: true,
-          output: { images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` } },
+          output: {
+            images: { web: `${REPOSITORY_URI}@sha256:w`, api: `${REPOSITORY_URI}@sha256:a` },
+            builds: { web: { result: 'built', commit: SHA }, api: { result: 'built', commit: SHA } },
+          },
         },
       },
     ]);
@@ -359,8 +403,8 @@ describe('CodeBuildImages.onBuildFinished', () => {
   test("the completion events' handler goes without the artifacts bucket (its function is not given it)", async () => {
     const rt = images();
     const ref = await started(rt, 'token-nobucket');
-    pushed.set(rt.tagOf(target, 'web', SHA), 'sha256:w');
-    pushed.set(rt.tagOf(target, 'api', SHA), 'sha256:a');
+    pushed.set(startedTags().web!, 'sha256:w');
+    pushed.set(startedTags().api!, 'sha256:a');
     const finisher = new CodeBuildImages({
       ecr: ecrClient,
       logs: logsClient,

@@ -10,9 +10,19 @@ import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
 import { Superseded } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
+import { buildIdentity } from '../build-identity.js';
 import { failureMessage } from '../log-cause.js';
-import type { AppSpec, BuildOptions, LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
+import type {
+  AppSpec,
+  BuildOptions,
+  BuildResult,
+  LogQuery,
+  LogTarget,
+  LogText,
+  RuntimeTarget,
+} from '../port.js';
 import { BuildLogs, type LogPointer } from './build-logs.js';
+import { BUILD_CACHE_TAG_PREFIX, IMAGE_BUILDER_VERSION, REVISION_ANNOTATION } from './builder.js';
 
 /** The env var through which a build names itself (echoed by CodeBuild's events; not a secret). */
 export const BUILD_REF_VAR = 'PREVIEW_BUILD_REF';
@@ -60,6 +70,10 @@ interface BuildRecord {
   tags: Record<string, string>;
   /** Images reused rather than built: app → `uri@digest`. */
   reused: Record<string, string>;
+  /** The commit being built (records written before it lack it). */
+  sha?: string;
+  /** The reused images' commits (app → commit). */
+  reusedFrom?: Record<string, string>;
   codebuildId?: string;
   startedAt: string;
   expiresAt: number;
@@ -79,8 +93,14 @@ export interface BuildStateChange {
 /**
  * Image builds on CodeBuild, the `build` half of the cloud runtime. One build per `build` call builds
  * every app that needs it from the staged source archive (`artifactKeys.source`), each from its
- * `dockerfile` in its `context`, and pushes it to the image repository under a tag unique per app and
- * commit. An image that exists for that app and commit is reused, unless `rebuild`.
+ * `dockerfile` in its `context` with its `buildArgs`, and pushes it to the image repository under the tag
+ * of its build identity (build-identity.ts: its inputs, not the commit). An image with that tag, pushed by
+ * any earlier build of the application (another commit, another pull request), is reused: only apps whose
+ * inputs changed are built. `rebuild` builds anyway, under a tag of its own (the identity and a build
+ * number) that only the environment asking takes: the identity's tag keeps its image. Each image carries
+ * the commit it was built from (a manifest annotation), which `builds` reports for reused ones. BuildKit
+ * keeps each app's layer cache in the repository (`buildcache-<scope>`): a built app rebuilds only the
+ * layers its change touches.
  *
  * The build does not get the task token: CodeBuild's events echo a build's environment. It gets its own
  * name (`PREVIEW_BUILD_REF`); the token waits in the `builds` table under that name, written before the
@@ -93,13 +113,30 @@ export class CodeBuildImages {
   private buildLogs?: BuildLogs;
   constructor(private readonly opts: CodeBuildImagesOptions) {}
 
-  /** The tag of an app's image at a commit: unique per (organization, repository, app) and commit. */
-  tagOf(target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>, app: string, sha: string): string {
-    const scope = createHash('sha256')
+  /** Unique per (organization, repository, app): what every tag of the app starts with. */
+  scopeOf(target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>, app: string): string {
+    return createHash('sha256')
       .update(`${target.orgId}/${repoKey(target.repoFullName)}/${app}`)
       .digest('hex')
       .slice(0, 16);
-    return `${scope}-${sha.toLowerCase()}`;
+  }
+
+  /**
+   * The tag of an app's image: its scope and build identity (`identity`), plus a build number for a
+   * forced build (`forced`), whose image no other environment takes.
+   */
+  tagOf(
+    target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>,
+    app: string,
+    identity: string,
+    forced?: number,
+  ): string {
+    return `${this.scopeOf(target, app)}-${identity}${forced === undefined ? '' : `-b${forced}`}`;
+  }
+
+  /** An app's build identity at a commit with this builder (build-identity.ts). */
+  identityOf(spec: AppSpec, sha: string, inputs: BuildOptions['inputs'], app: string): string {
+    return buildIdentity({ spec, sha: sha.toLowerCase(), inputs: inputs?.[app] }, IMAGE_BUILDER_VERSION);
   }
 
   async build(
@@ -114,15 +151,27 @@ export class CodeBuildImages {
     const bucket = this.opts.artifactsBucket;
     if (!bucket)
       throw new ConfigError('ARTIFACTS_BUCKET is not set: image builds download their source from it');
-    const tags = Object.fromEntries(Object.keys(apps).map((app) => [app, this.tagOf(target, app, sha)]));
-    const reused = options.rebuild ? {} : await this.existing(tags);
+    // A forced build's number: unique enough per app and identity (milliseconds of the request).
+    const forced = options.rebuild ? Date.now() : undefined;
+    const tags = Object.fromEntries(
+      Object.entries(apps).map(([app, spec]) => [
+        app,
+        this.tagOf(target, app, this.identityOf(spec, sha, options.inputs, app), forced),
+      ]),
+    );
+    const found = options.rebuild ? {} : await this.existing(tags);
+    const reused = Object.fromEntries(Object.entries(found).map(([app, f]) => [app, f.image]));
+    const reusedFrom = Object.fromEntries(Object.entries(found).map(([app, f]) => [app, f.commit]));
     const toBuild = Object.keys(apps).filter((app) => !(app in reused));
     // Fenced like every step: a build of a generation a newer request or a teardown replaced starts
     // nothing (asked last, right before anything is recorded, started or reported).
     if (options.current && !(await options.current()))
       throw new Superseded(`generation ${target.generation} superseded: no image build started`);
     if (toBuild.length === 0) {
-      await this.opts.complete(token, { ok: true, output: { images: reused } });
+      await this.opts.complete(token, {
+        ok: true,
+        output: { images: reused, builds: buildResults({}, reusedFrom, sha) },
+      });
       return;
     }
     const buildId = newId();
@@ -135,6 +184,8 @@ export class CodeBuildImages {
       generation: target.generation,
       tags: Object.fromEntries(toBuild.map((app) => [app, tags[app]!])),
       reused,
+      sha: sha.toLowerCase(),
+      reusedFrom,
       startedAt: new Date(now).toISOString(),
       expiresAt: Math.floor(now / 1000) + RECORD_TTL_SECONDS,
     };
@@ -144,6 +195,9 @@ export class CodeBuildImages {
       dockerfile: apps[app]!.dockerfile ?? 'Dockerfile',
       context: apps[app]!.context ?? '.',
       tag: tags[app]!,
+      commit: sha.toLowerCase(),
+      buildArgs: apps[app]!.buildArgs ?? {},
+      cache: `${BUILD_CACHE_TAG_PREFIX}${this.scopeOf(target, app)}`,
     }));
     const out = await codebuild.send(
       new StartBuildCommand({
@@ -285,7 +339,17 @@ export class CodeBuildImages {
         error: 'DeployFailed',
         cause: `image build ${detail['build-id'] ?? buildId} succeeded but pushed no image for ${missing.join(', ')}`,
       };
-    return { ok: true, output: { images: { ...record.reused, ...built } } };
+    const images = Object.fromEntries(Object.entries(built).map(([app, f]) => [app, f.image]));
+    const builtFrom = Object.fromEntries(
+      Object.entries(built).map(([app, f]) => [app, record.sha ?? f.commit]),
+    );
+    return {
+      ok: true,
+      output: {
+        images: { ...record.reused, ...images },
+        builds: buildResults(builtFrom, record.reusedFrom ?? {}, record.sha ?? 'unknown'),
+      },
+    };
   }
 
   /** A client this instance was given (each handler's getter gives only those its calls use). */
@@ -295,8 +359,13 @@ export class CodeBuildImages {
     return client as NonNullable<CodeBuildImagesOptions[K]>;
   }
 
-  /** App → `uri@digest` for the tags that exist in the repository. */
-  private async existing(tags: Record<string, string>): Promise<Record<string, string>> {
+  /**
+   * App → its image (`uri@digest`) and the commit it was built from (its manifest's revision annotation;
+   * `unknown` for an image without one), for the tags that exist in the repository.
+   */
+  private async existing(
+    tags: Record<string, string>,
+  ): Promise<Record<string, { image: string; commit: string }>> {
     const entries = Object.entries(tags);
     if (entries.length === 0) return {};
     const repositoryName = this.opts.repositoryUri.slice(this.opts.repositoryUri.indexOf('/') + 1);
@@ -312,11 +381,14 @@ export class CodeBuildImages {
         ],
       }),
     );
-    const found: Record<string, string> = {};
+    const found: Record<string, { image: string; commit: string }> = {};
     for (const image of out.images ?? []) {
       const app = entries.find(([, tag]) => tag === image.imageId?.imageTag)?.[0];
       if (app && image.imageId?.imageDigest)
-        found[app] = `${this.opts.repositoryUri}@${image.imageId.imageDigest}`;
+        found[app] = {
+          image: `${this.opts.repositoryUri}@${image.imageId.imageDigest}`,
+          commit: revisionOf(image.imageManifest),
+        };
     }
     return found;
   }
@@ -370,5 +442,32 @@ export class CodeBuildImages {
       source: 'build',
     });
     return `${message}, or ${where}`;
+  }
+}
+
+/** `builds` of a task's output: the apps built (from `sha`) and those reused (from their own commits). */
+function buildResults(
+  built: Record<string, string>,
+  reusedFrom: Record<string, string>,
+  sha: string,
+): Record<string, BuildResult> {
+  return {
+    ...Object.fromEntries(
+      Object.entries(reusedFrom).map(([app, commit]) => [app, { result: 'reused' as const, commit }]),
+    ),
+    ...Object.fromEntries(
+      Object.keys(built).map((app) => [app, { result: 'built' as const, commit: built[app] ?? sha }]),
+    ),
+  };
+}
+
+/** The commit an image manifest's revision annotation names, else `unknown`. */
+function revisionOf(manifest: string | undefined): string {
+  try {
+    const parsed = JSON.parse(manifest ?? '{}') as { annotations?: Record<string, string> };
+    const revision = parsed.annotations?.[REVISION_ANNOTATION];
+    return typeof revision === 'string' && /^[0-9a-f]{40}$/.test(revision) ? revision : 'unknown';
+  } catch {
+    return 'unknown';
   }
 }

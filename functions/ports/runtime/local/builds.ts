@@ -1,10 +1,12 @@
 import { closeSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { newId } from '../../../shared/crypto.js';
+import { log } from '../../../shared/log.js';
 import { DeployFailed } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { failureMessage } from '../log-cause.js';
-import type { AppSpec, RuntimeTarget } from '../port.js';
+import type { AppSpec, BuildOptions, BuildResult, RuntimeTarget } from '../port.js';
+import { copyTree, findBuild, keepBuild, localIdentity } from './build-cache.js';
 import { drainedOrLater, logEnd, logTail, openLog, secretsOf } from './logs.js';
 import {
   type ActiveBuild,
@@ -21,13 +23,16 @@ import { removeTree, scrub, workDir } from './working-copies.js';
 
 /*
  * Builds: per app, a working copy of the SHA checked out from the source host and the app's `build` run
- * in it (its output in `<app>.build.log`); the builds in progress, cancelled when a newer generation or a
+ * in it (its output in `<app>.build.log`), or, where an earlier build of the app had the same identity,
+ * a copy of that build's output (build-cache.ts); the builds in progress, cancelled when a newer generation or a
  * teardown arrives, and the processes they run, recorded so that recovery can kill what a crash orphaned.
  */
 
 /**
- * Check out and build every app of `apps`; the outcome ends the build's callback task. On success each
- * app's build record points at its new working copy; on failure or cancellation the copies are removed.
+ * Check out and build every app of `apps`, or copy the kept output of an earlier build with the same
+ * identity (unless `rebuild`); the outcome ends the build's callback task, its output saying which apps
+ * were built and which reused (`builds`). On success each app's build record points at its new working
+ * copy; on failure or cancellation the copies are removed.
  */
 export async function runBuild(
   rt: LocalRuntime,
@@ -35,11 +40,43 @@ export async function runBuild(
   sha: string,
   apps: Record<string, AppSpec>,
   active: ActiveBuild,
+  opts: Pick<BuildOptions, 'rebuild' | 'inputs'> = {},
 ): Promise<TaskOutcome> {
   const id = envId(target);
   const work = workDir(rt, target);
   const made: Record<string, BuildRecord> = {};
+  const outcomes: Record<string, BuildResult> = {};
+  /** Copy a kept build output into `dir`; a cancel waits for the copy like for a checkout. */
+  const reuse = async (name: string, dir: string, identity: string): Promise<boolean> => {
+    const kept = await findBuild(rt, target, name, identity);
+    if (!kept || active.cancelled) return false;
+    const copy = copyTree(kept.tree, dir);
+    const settled = copy.then(
+      () => undefined,
+      () => undefined,
+    );
+    active.checkouts.add(settled);
+    try {
+      await copy;
+    } catch (err) {
+      // A kept output that cannot be copied (removed meanwhile): build instead, from a clean directory.
+      removeTree(dir);
+      if (active.cancelled) return true;
+      log.warn('could not reuse a build', { app: name, error: (err as Error).message });
+      return false;
+    } finally {
+      active.checkouts.delete(settled);
+    }
+    outcomes[name] = { result: 'reused', commit: kept.commit };
+    return true;
+  };
   const buildOne = async (name: string, spec: AppSpec) => {
+    /** Built: kept for reuse by identity unless forced (a forced build is the asking environment's alone). */
+    const built = async () => {
+      outcomes[name] = { result: 'built', commit: sha.toLowerCase() };
+      if (!opts.rebuild && !active.cancelled)
+        await keepBuild(rt, target, name, identity, dir, sha.toLowerCase());
+    };
     // Cancelled before it began (a teardown got in first): nothing is created, nothing to wait for. From
     // here to the checkout's start nothing awaits, so a cancel sees either this or the checkout.
     if (active.cancelled) return;
@@ -50,6 +87,19 @@ export async function runBuild(
     const what = `build ${sha.slice(0, 12)} (generation ${target.generation})`;
     // A marker in the app's log; the build's output goes to its own file, rewritten per build.
     closeSync(openLog(rt, target, name, `${what}: output in ${name}.build.log`));
+    const identity = localIdentity(spec, sha.toLowerCase(), opts.inputs?.[name]);
+    if (!opts.rebuild && (await reuse(name, dir, identity))) {
+      closeSync(
+        openLog(
+          rt,
+          target,
+          name,
+          `${what}: reused the build of ${outcomes[name]?.commit.slice(0, 12)} (same inputs)`,
+        ),
+      );
+      return;
+    }
+    if (active.cancelled) return;
     const logFile = openLog(rt, target, name, what, 'build');
     const checkout = rt.opts.sourceHost.checkout(target.repoFullName, sha, dir, {
       signal: active.abort.signal,
@@ -72,7 +122,7 @@ export async function runBuild(
       active.checkouts.delete(settled);
       if (!checkedOut || !spec.build || active.cancelled) closeSync(logFile);
     }
-    if (!spec.build || active.cancelled) return;
+    if (!spec.build || active.cancelled) return built();
     // A build gets no secret bundle; the values its app last ran with are masked in its log anyway.
     const { child, drained, cgroups } = spawnCommand(
       rt,
@@ -82,6 +132,7 @@ export async function runBuild(
       { build: true },
       {
         ...spec.env,
+        ...spec.buildArgs, // the build arguments, as Docker gives them to a build: its environment
         [OWNER_VAR]: `${id}/${name}`,
       },
       secretsOf(rt, id, name),
@@ -111,6 +162,7 @@ export async function runBuild(
         ),
       );
     }
+    return built();
   };
   const results = await Promise.allSettled(Object.entries(apps).map(([n, s]) => buildOne(n, s)));
   const discard = () => {
@@ -151,7 +203,7 @@ export async function runBuild(
         rmSync(previous.dir, { recursive: true, force: true });
     }
     save(rt);
-    return { ok: true as const, output: {} };
+    return { ok: true as const, output: { builds: outcomes } };
   });
 }
 

@@ -208,7 +208,7 @@ async function awaitReady(runtime: ProcessRuntime, t: RuntimeTarget): Promise<Ta
 
 /** Build, deploy and wait for readiness; returns the app's URL. */
 async function up(runtime: ProcessRuntime, t: RuntimeTarget, spec: AppSpec = WEB): Promise<string> {
-  expect(await build(runtime, t, spec)).toEqual({ ok: true, output: {} });
+  expect(await build(runtime, t, spec)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
   await runtime.deploy(t, launch(spec), { prune: true });
   const ready = await awaitReady(runtime, t);
   if (!ready.ok) throw new Error(`not ready: ${ready.cause}`);
@@ -257,7 +257,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
       const t = target();
       const buildToken = newToken();
       await runtime.build(t, sha, { web: WEB }, buildToken);
-      expect(await outcomeOf(buildToken)).toEqual({ ok: true, output: {} });
+      expect(await outcomeOf(buildToken)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
 
       await runtime.deploy(t, launch(WEB, { SHOW: 'GREETING', GREETING: 'hello' }), { prune: true });
       const readyToken = newToken();
@@ -382,7 +382,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           });
           expect(Date.now() - startedAt).toBeLessThan(3_000); // killed, not waited for
           expect(await gone(buildPid)).toBe(true);
-          expect(await outcomeOf(fastToken)).toEqual({ ok: true, output: {} });
+          expect(await outcomeOf(fastToken)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
           expect([completions(slowToken), completions(fastToken)]).toEqual([1, 1]);
 
           // The newer build is what runs; the cancelled one's working copy is gone.
@@ -405,7 +405,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
         expect(await outcomeOf(slowToken)).toMatchObject({ ok: false, error: 'Superseded' });
         expect(Date.now() - startedAt).toBeLessThan(3_000);
         expect(await gone(buildPid)).toBe(true);
-        expect(await outcomeOf(siteToken)).toEqual({ ok: true, output: {} });
+        expect(await outcomeOf(siteToken)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
       }, 30_000);
 
       test('a failing build fails its token with a DeployFailed naming the app and its output', async () => {
@@ -528,7 +528,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
             `console.error(k.split(String.fromCharCode(10)).slice(2).join(String.fromCharCode(10))); ` +
             `console.error('giving up'); process.exit(3)"`,
         };
-        expect(await build(runtime, t, crash)).toEqual({ ok: true, output: {} });
+        expect(await build(runtime, t, crash)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
         await runtime.deploy(
           t,
           [{ name: 'web', spec: crash, vars: { TLS_KEY: pem }, secretKeys: ['TLS_KEY'] }],
@@ -575,7 +575,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
             `console.error(Buffer.from(v).toString('base64'), encodeURIComponent(v)); }, 300); ` +
             `setTimeout(() => require('./server.js'), 400)" web`,
         };
-        expect(await build(runtime, t, leaky)).toEqual({ ok: true, output: {} });
+        expect(await build(runtime, t, leaky)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
         await runtime.deploy(
           t,
           [{ name: 'web', spec: leaky, vars: { DB_PASSWORD: secret }, secretKeys: ['DB_PASSWORD'] }],
@@ -666,7 +666,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           command: 'node probe.js serve',
           env: { OTHER: otherCopy },
         };
-        expect(await build(runtime, t, spec)).toEqual({ ok: true, output: {} });
+        expect(await build(runtime, t, spec)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
         await runtime.deploy(t, launch(spec, { OTHER: otherCopy }), { prune: true });
         const ready = await awaitReady(runtime, t);
         if (!ready.ok) throw new Error(`not ready: ${ready.cause}`);

@@ -8,6 +8,7 @@ import { leadingCause } from '../log-cause.js';
 import type {
   AppLaunch,
   AppSpec,
+  BuildOptions,
   DeployOptions,
   LogQuery,
   LogTarget,
@@ -121,7 +122,13 @@ export class ProcessRuntime implements Runtime {
 
   // ---- the Runtime port ------------------------------------------------------------------------------
 
-  async build(target: RuntimeTarget, sha: string, apps: Record<string, AppSpec>, token: string) {
+  async build(
+    target: RuntimeTarget,
+    sha: string,
+    apps: Record<string, AppSpec>,
+    token: string,
+    opts: BuildOptions = {},
+  ) {
     const rt = this.rt;
     const id = envId(target);
     const names = Object.keys(apps);
@@ -148,7 +155,7 @@ export class ProcessRuntime implements Runtime {
       }
       rt.builds.set(id, current);
     });
-    void runBuild(rt, target, sha, apps, active)
+    void runBuild(rt, target, sha, apps, active, opts)
       .then((outcome) => rt.opts.complete(token, outcome))
       .catch((err: Error) => log.error('local build bookkeeping failed', { env: id, error: err.message }));
   }

@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { cp, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { repoKey } from '../../../manifest/tables.js';
+import { newId } from '../../../shared/crypto.js';
+import { log } from '../../../shared/log.js';
+import { buildIdentity } from '../build-identity.js';
+import type { AppSpec, BuildInputs, RuntimeTarget } from '../port.js';
+import type { LocalRuntime } from './state.js';
+
+/*
+ * Build outputs kept for reuse by identity (the local half of docs/builds.md): after an app's build
+ * succeeds, its working copy is copied to `<workDir>/.build-cache/<scope>/<identity>/tree` (scope: the
+ * organization, repository and app), with the commit it was built from beside it. A later build of the
+ * same app with the same identity — any pull request, any commit — copies that tree into its own working
+ * copy instead of checking out and building. A forced build (`rebuild`) neither reads nor writes it:
+ * its output is the asking environment's alone. Each scope keeps its `KEEP_PER_APP` newest outputs.
+ */
+
+/** The local builder: bump when `runBuild` changes what a build output holds. */
+export const LOCAL_BUILDER_VERSION = 'local-process/1';
+/** How many build outputs of an app are kept for reuse (the newest used). */
+const KEEP_PER_APP = 3;
+
+/** An app's local build identity: its inputs, build arguments, and the command and environment it builds with. */
+export function localIdentity(spec: AppSpec, sha: string, inputs: BuildInputs | undefined): string {
+  const env = Object.entries(spec.env ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return buildIdentity({ spec, sha, inputs }, LOCAL_BUILDER_VERSION, { build: spec.build ?? null, env });
+}
+
+function scopeDir(rt: LocalRuntime, target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>, app: string) {
+  const scope = createHash('sha256')
+    .update(`${target.orgId}/${repoKey(target.repoFullName)}/${app}`)
+    .digest('hex')
+    .slice(0, 16);
+  return join(rt.opts.workDir, '.build-cache', scope);
+}
+
+/** A kept build output of this identity: its tree and the commit it was built from. */
+export async function findBuild(
+  rt: LocalRuntime,
+  target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>,
+  app: string,
+  identity: string,
+): Promise<{ tree: string; commit: string } | undefined> {
+  const dir = join(scopeDir(rt, target, app), identity);
+  try {
+    const commit = (await readFile(join(dir, 'commit'), 'utf8')).trim();
+    const tree = join(dir, 'tree');
+    if (!(await stat(tree)).isDirectory()) return undefined;
+    const now = new Date();
+    await utimes(dir, now, now).catch(() => undefined); // the newest used is kept longest
+    return { tree, commit };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Copy a tree (copy-on-write where the file system can), symbolic links as they are. */
+export function copyTree(from: string, to: string): Promise<void> {
+  return cp(from, to, { recursive: true, verbatimSymlinks: true, mode: constants.COPYFILE_FICLONE });
+}
+
+/**
+ * Keep `dir` (a finished build's working copy) as the output of `identity`, built from `commit`; then
+ * drop the scope's oldest beyond `KEEP_PER_APP`. Best effort: a failure is logged, the build stands.
+ */
+export async function keepBuild(
+  rt: LocalRuntime,
+  target: Pick<RuntimeTarget, 'orgId' | 'repoFullName'>,
+  app: string,
+  identity: string,
+  dir: string,
+  commit: string,
+): Promise<void> {
+  const scope = scopeDir(rt, target, app);
+  const staging = join(scope, `.staging-${newId()}`);
+  try {
+    await copyTree(dir, join(staging, 'tree'));
+    await writeFile(join(staging, 'commit'), `${commit}\n`);
+    // Another build of the same identity kept one meanwhile: keep that one.
+    await rename(staging, join(scope, identity)).catch(() => rm(staging, { recursive: true, force: true }));
+    const kept = await Promise.all(
+      (await readdir(scope))
+        .filter((e) => !e.startsWith('.'))
+        .map(async (e) => ({ e, at: (await stat(join(scope, e))).mtimeMs })),
+    );
+    kept.sort((a, b) => b.at - a.at);
+    for (const { e } of kept.slice(KEEP_PER_APP)) await rm(join(scope, e), { recursive: true, force: true });
+  } catch (err) {
+    log.warn('could not keep a build output for reuse', { app, error: (err as Error).message });
+    await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
