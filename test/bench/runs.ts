@@ -41,6 +41,7 @@ function timed(inner: Browser): Browser {
   };
   return {
     missing: () => inner.missing(),
+    ...(inner.turn ? { turn: () => inner.turn!() } : {}),
     open: async (opts) => {
       const s = await time('launch', () => inner.open(opts));
       const wrapped: BrowserSession = {
@@ -54,7 +55,9 @@ function timed(inner: Browser): Browser {
         url: () => s.url(),
         crashed: () => s.crashed(),
         takeRefusal: () => s.takeRefusal(),
-        close: () => time('close', () => s.close()),
+        ...(s.beginStep ? { beginStep: (title: string) => time('steps', () => s.beginStep!(title)) } : {}),
+        ...(s.takeEvents ? { takeEvents: () => s.takeEvents!() } : {}),
+        close: (o) => time('close', () => s.close(o)),
       };
       return wrapped;
     },

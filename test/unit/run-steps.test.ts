@@ -1,4 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
+import { renderRunReport } from '../../functions/core/run-report.js';
 import {
   browserError,
   inputValue,
@@ -8,8 +9,7 @@ import {
   quotedText,
   StepFailure,
   substituteVariables,
-} from '../../functions/core/run-executor.js';
-import { renderRunReport } from '../../functions/core/run-report.js';
+} from '../../functions/core/run-steps.js';
 import { joinAppUrl, type RunItem, runFailureMessage, toTestRunView } from '../../functions/core/runs.js';
 
 /* The step semantics of issue 11 that need no browser: variables, quoted text, keys, URLs, messages. */
