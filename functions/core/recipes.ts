@@ -1,7 +1,7 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import { sha256Hex } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../shared/errors.js';
 import { jsonInteger } from '../shared/json-literal.js';
 import { issuePath } from '../shared/validation.js';
@@ -275,28 +275,20 @@ async function ownSetup(orgId: string, setupId: string): Promise<void> {
 export async function listRecipeVersions(orgId: string, setupId: string): Promise<RecipeVersion[]> {
   await ownSetup(orgId, setupId);
   const out: RecipeVersion[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const res = await ddb().send(
-      new QueryCommand({
-        TableName: table('recipes'),
-        KeyConditionExpression: 'setupId = :s AND #v > :zero',
-        ExpressionAttributeNames: { '#v': 'version' },
-        ExpressionAttributeValues: { ':s': setupId, ':zero': 0 },
-        ProjectionExpression: 'setupId, #v, recipeCount, createdAt',
-        ScanIndexForward: false,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of (res.Items ?? []) as RecipeVersion[])
-      out.push({
-        setupId: item.setupId,
-        version: item.version,
-        recipeCount: item.recipeCount,
-        createdAt: item.createdAt,
-      });
-    startKey = res.LastEvaluatedKey;
-  } while (startKey);
+  for await (const item of queryItems<RecipeVersion>({
+    TableName: table('recipes'),
+    KeyConditionExpression: 'setupId = :s AND #v > :zero',
+    ExpressionAttributeNames: { '#v': 'version' },
+    ExpressionAttributeValues: { ':s': setupId, ':zero': 0 },
+    ProjectionExpression: 'setupId, #v, recipeCount, createdAt',
+    ScanIndexForward: false,
+  }))
+    out.push({
+      setupId: item.setupId,
+      version: item.version,
+      recipeCount: item.recipeCount,
+      createdAt: item.createdAt,
+    });
   return out;
 }
 

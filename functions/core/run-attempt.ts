@@ -11,17 +11,11 @@ import {
   UPLOAD_TIMEOUT_MS,
 } from './run-deadline.js';
 import type { ExecuteDeps } from './run-executor.js';
+import { RunNotOwned, saveRunStep } from './run-lifecycle.js';
 import { attemptMediaKey, type StepEvents, stepEvents, traceMediaKey } from './run-media.js';
 import { previewCookies, provision } from './run-scenario.js';
 import { browserError, performStep, StepFailure, targetOrigins, VIEWPORT } from './run-steps.js';
-import {
-  mediaKeys,
-  type RunItem,
-  RunNotOwned,
-  type RunStepItem,
-  type RunTarget,
-  saveRunStep,
-} from './runs.js';
+import { mediaKeys, type RunItem, type RunStepItem, type RunTarget } from './run-store.js';
 import {
   callFactory,
   claimDown,

@@ -2,7 +2,8 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
-import { failRun, loadRun, RunNotOwned } from './runs.js';
+import { failRun, RunNotOwned } from './run-lifecycle.js';
+import { loadRun } from './run-store.js';
 import { sendOwedDown } from './scenarios.js';
 
 /*

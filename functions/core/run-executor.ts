@@ -6,7 +6,8 @@ import { log } from '../shared/log.js';
 import { runAttempt } from './run-attempt.js';
 import { awaitOtherExecutor, claimExecutor } from './run-claims.js';
 import { executorReserveMs, runDeadline } from './run-deadline.js';
-import { finishRun, loadRun, type RunItem, RunNotOwned, type RunStepItem, type RunTarget } from './runs.js';
+import { finishRun, RunNotOwned } from './run-lifecycle.js';
+import { loadRun, type RunItem, type RunStepItem, type RunTarget } from './run-store.js';
 import type { FactoryClientOptions } from './scenarios.js';
 
 export interface ExecuteDeps {

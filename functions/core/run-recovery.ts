@@ -1,10 +1,10 @@
-import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { queryItems, scanItems, table } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { executorReserveMs } from './run-deadline.js';
-import { failRun, loadRun, type RunItem } from './runs.js';
+import { failRun } from './run-lifecycle.js';
+import { loadRun, type RunItem } from './run-store.js';
 import { type FactoryClientOptions, sendOwedDown } from './scenarios.js';
 
 /*
@@ -21,36 +21,22 @@ type Status = 'running' | 'pending';
 /** Every run id of `status`, of every organization (the tenancy table lists them; `listStatus` index). */
 async function* runsWithStatus(status: Status): AsyncGenerator<string> {
   const orgIds: string[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb().send(
-      new ScanCommand({
-        TableName: table('tenancy'),
-        FilterExpression: 'begins_with(pk, :org)',
-        ExpressionAttributeValues: { ':org': keys.tenancy.org('') },
-        ProjectionExpression: 'orgId',
-        ExclusiveStartKey,
-      }),
-    );
-    for (const item of page.Items ?? []) orgIds.push(String(item.orgId));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
+  for await (const item of scanItems({
+    TableName: table('tenancy'),
+    FilterExpression: 'begins_with(pk, :org)',
+    ExpressionAttributeValues: { ':org': keys.tenancy.org('') },
+    ProjectionExpression: 'orgId',
+  }))
+    orgIds.push(String(item.orgId));
   for (const orgId of orgIds) {
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await ddb().send(
-        new QueryCommand({
-          TableName: table('runs'),
-          IndexName: 'listStatus',
-          KeyConditionExpression: 'statusKey = :k',
-          ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
-          ExclusiveStartKey: start,
-        }),
-      );
-      // The index holds keys only: each run is read whole by the caller.
-      for (const { runId } of (page.Items ?? []) as Pick<RunItem, 'runId'>[]) yield runId;
-      start = page.LastEvaluatedKey;
-    } while (start);
+    // The index holds keys only: each run is read whole by the caller.
+    for await (const { runId } of queryItems<Pick<RunItem, 'runId'>>({
+      TableName: table('runs'),
+      IndexName: 'listStatus',
+      KeyConditionExpression: 'statusKey = :k',
+      ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
+    }))
+      yield runId;
   }
 }
 

@@ -1,5 +1,5 @@
 import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../ports/media/port.js';
-import { loadRun, type RunItem } from './runs.js';
+import { loadRun, type RunItem } from './run-store.js';
 import { readScenarioState } from './scenarios.js';
 
 /*

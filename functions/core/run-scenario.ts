@@ -1,5 +1,5 @@
 import type { ExecuteDeps } from './run-executor.js';
-import type { RunItem, RunTarget } from './runs.js';
+import type { RunItem, RunTarget } from './run-store.js';
 import {
   callFactory,
   factorySecret,

@@ -1,6 +1,6 @@
 import type { BrowserSession } from '../ports/browser/port.js';
 import { navigationRefused, originAllowed, runOrigins } from '../shared/origins.js';
-import type { RunStepItem, RunTarget } from './runs.js';
+import type { RunStepItem, RunTarget } from './run-store.js';
 
 /*
  * The steps of a test and what each does (README, "Tests and runs"). A run opens its first page, then

@@ -1,7 +1,13 @@
 import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  paginateQuery,
+  paginateScan,
+  type QueryCommandInput,
+  type ScanCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { TableName } from '../manifest/tables.js';
 import { isAwsError } from './aws-errors.js';
@@ -61,6 +67,12 @@ export function localDynamoClientConfig(endpoint: string) {
  */
 export async function* queryItems<T = Record<string, unknown>>(input: QueryCommandInput): AsyncGenerator<T> {
   for await (const page of paginateQuery({ client: ddb() }, input))
+    for (const item of page.Items ?? []) yield item as T;
+}
+
+/** Every item a Scan returns, page after page (lib-dynamodb's paginator, as `queryItems`). */
+export async function* scanItems<T = Record<string, unknown>>(input: ScanCommandInput): AsyncGenerator<T> {
+  for await (const page of paginateScan({ client: ddb() }, input))
     for (const item of page.Items ?? []) yield item as T;
 }
 

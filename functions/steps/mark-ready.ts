@@ -1,6 +1,6 @@
 import { loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
-import { startPreviewRuns } from '../core/runs.js';
+import { startPreviewRuns } from '../core/run-lifecycle.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { workflows } from '../ports/registry/workflows.js';
 

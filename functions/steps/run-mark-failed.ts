@@ -1,4 +1,5 @@
-import { failRun, loadRun, runFailureMessage } from '../core/runs.js';
+import { failRun, runFailureMessage } from '../core/run-lifecycle.js';
+import { loadRun } from '../core/run-store.js';
 import { sendOwedDown } from '../core/scenarios.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { log } from '../shared/log.js';

@@ -117,7 +117,7 @@ export interface BrowserResources {
 }
 
 /**
- * Where test-run media live in the media bucket: `mediaKeys` (functions/core/runs.ts) builds every key
+ * Where test-run media live in the media bucket: `mediaKeys` (functions/core/run-store.ts) builds every key
  * under it (an infra test holds the two equal). Functions reach only this prefix.
  */
 export const mediaPrefix = 'runs/';

@@ -12,7 +12,7 @@ import {
   DynamoDBClient,
   type Projection as DynamoProjection,
   ListTablesCommand,
-  ScanCommand,
+  paginateScan,
 } from '@aws-sdk/client-dynamodb';
 import { AbstractKeyIterator, AbstractValueIterator } from 'abstract-level';
 import dynalite from 'dynalite';
@@ -322,9 +322,7 @@ async function copyItems(
   fix?: (item: Record<string, AttributeValue>) => void,
 ): Promise<number> {
   let copied = 0;
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ TableName: from, ExclusiveStartKey: start }));
+  for await (const page of paginateScan({ client }, { TableName: from })) {
     const items = page.Items ?? [];
     for (let i = 0; i < items.length; i += 25) {
       let requests = items.slice(i, i + 25).map((Item) => {
@@ -337,8 +335,7 @@ async function copyItems(
       }
     }
     copied += items.length;
-    start = page.LastEvaluatedKey;
-  } while (start);
+  }
   return copied;
 }
 

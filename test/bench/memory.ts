@@ -19,7 +19,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRun } from '../../functions/core/runs.js';
+import { startRun } from '../../functions/core/run-lifecycle.js';
 import { createApplication, type OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';

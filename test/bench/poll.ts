@@ -42,7 +42,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Environment } from '../../functions/core/environments.js';
-import type { RunItem } from '../../functions/core/runs.js';
+import type { RunItem } from '../../functions/core/run-store.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';

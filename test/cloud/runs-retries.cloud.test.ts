@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { RunItem } from '../../functions/core/runs.js';
+import type { RunItem } from '../../functions/core/run-store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
@@ -128,7 +128,7 @@ afterAll(async () => {
 /** A pending run of a new test (started with no execution: each test drives the states itself). */
 async function newRun(steps: unknown[], opts: { scenario?: boolean } = {}): Promise<string> {
   const { importTests } = await import('../../functions/core/tests.js');
-  const { startRun } = await import('../../functions/core/runs.js');
+  const { startRun } = await import('../../functions/core/run-lifecycle.js');
   const { tests } = await importTests(orgId, [
     {
       name: `Retried ${Date.now()}`,
@@ -143,7 +143,7 @@ async function newRun(steps: unknown[], opts: { scenario?: boolean } = {}): Prom
 }
 
 const load = async (runId: string) => {
-  const { loadRun } = await import('../../functions/core/runs.js');
+  const { loadRun } = await import('../../functions/core/run-store.js');
   return (await loadRun(runId))!;
 };
 const callsOf = (runId: string, action: string) =>

@@ -12,14 +12,9 @@ import {
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import fc from 'fast-check';
-import {
-  failRun,
-  finishRun,
-  loadRun,
-  type RunFilters,
-  type RunItem,
-  type RunStatus,
-} from '../../functions/core/runs.js';
+import { failRun, finishRun } from '../../functions/core/run-lifecycle.js';
+import type { RunFilters } from '../../functions/core/run-listing.js';
+import { loadRun, type RunItem, type RunStatus } from '../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { keys, tables } from '../../functions/manifest/tables.js';
 import { ddb, localDynamoClientConfig, table } from '../../functions/shared/dynamo.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startPreviewRuns } from '../../functions/core/runs.js';
+import { startPreviewRuns } from '../../functions/core/run-lifecycle.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { workflows } from '../../functions/ports/registry.js';

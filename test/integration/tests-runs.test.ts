@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
-import type { RunStatus } from '../../functions/core/runs.js';
+import type { RunStatus } from '../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { keys } from '../../functions/manifest/tables.js';

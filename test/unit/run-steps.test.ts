@@ -1,4 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
+import { runFailureMessage } from '../../functions/core/run-lifecycle.js';
 import { renderRunReport } from '../../functions/core/run-report.js';
 import {
   browserError,
@@ -10,7 +11,9 @@ import {
   StepFailure,
   substituteVariables,
 } from '../../functions/core/run-steps.js';
-import { joinAppUrl, type RunItem, runFailureMessage, toTestRunView } from '../../functions/core/runs.js';
+import type { RunItem } from '../../functions/core/run-store.js';
+import { joinAppUrl } from '../../functions/core/run-target.js';
+import { toTestRunView } from '../../functions/core/run-views.js';
 
 /* The step semantics of issue 11 that need no browser: variables, quoted text, keys, URLs, messages. */
 

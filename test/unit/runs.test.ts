@@ -1,14 +1,14 @@
 import { describe, expect, test } from '@jest/globals';
+import { resolveVariables } from '../../functions/core/run-lifecycle.js';
 import {
   decodeRunCursor,
   encodeRunCursor,
   matchesFilters,
   planRunQuery,
   type RunFilters,
-  type RunItem,
-  resolveVariables,
-  toTestRunView,
-} from '../../functions/core/runs.js';
+} from '../../functions/core/run-listing.js';
+import type { RunItem } from '../../functions/core/run-store.js';
+import { toTestRunView } from '../../functions/core/run-views.js';
 import { parseTestsFile, toTestItem } from '../../functions/core/tests.js';
 import { tables } from '../../functions/manifest/tables.js';
 import { ValidationError } from '../../functions/shared/errors.js';

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, test } from '@jest/globals';
 import { MAX_REDELIVERIES, redeliverFailedDeliveries } from '../../functions/core/webhook-redelivery.js';
-import { nextCursor } from '../../functions/ports/source-host/github-app.js';
+import { nextCursor } from '../../functions/ports/source-host/github-deliveries.js';
 import { NoWebhookDeliveries } from '../../functions/ports/source-host/local-deliveries.js';
 import type { HookDelivery, WebhookDeliveries } from '../../functions/ports/source-host/port.js';
 import { setLogSink } from '../../functions/shared/log.js';

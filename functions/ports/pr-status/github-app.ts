@@ -1,4 +1,8 @@
-import { type AppClient, type GitHubAppCredentials, githubAppGetter } from '../source-host/github-app.js';
+import {
+  type AppClient,
+  type GitHubAppCredentials,
+  githubAppGetter,
+} from '../source-host/github-app-secret.js';
 import { type GitHubRest, publishToGitHub, type RestResponse } from './github-rest.js';
 import type { PrReport, PrStatus, PublishOutcome } from './port.js';
 

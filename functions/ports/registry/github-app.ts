@@ -1,5 +1,5 @@
 import { config } from '../../shared/config.js';
-import { GitHubAppCredentials } from '../source-host/github-app.js';
+import { GitHubAppCredentials } from '../source-host/github-app-secret.js';
 import { once } from './adapters.js';
 import { secretsManagerClient } from './aws-clients.js';
 

@@ -14,12 +14,8 @@ import { tableNames, tables } from '../../manifest/tables.js';
 import { ServiceUnavailableError } from '../../shared/errors.js';
 import { setLogSink } from '../../shared/log.js';
 import { TransientError } from '../../shared/step-errors.js';
-import {
-  GitHubAppCredentials,
-  GitHubAppSourceHost,
-  type GitHubAppSourceHostOptions,
-  parseGitHubAppSecret,
-} from './github-app.js';
+import { GitHubAppSourceHost, type GitHubAppSourceHostOptions } from './github-app.js';
+import { GitHubAppCredentials, parseGitHubAppSecret } from './github-app-secret.js';
 
 /*
  * What the SourceHost contract cannot show about the GitHub App adapter: its GitHub calls, token caching,

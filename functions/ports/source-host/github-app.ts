@@ -1,19 +1,14 @@
 import { spawn } from 'node:child_process';
-import { createPrivateKey } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { App } from '@octokit/app';
-import { Octokit } from '@octokit/core';
-import * as z from 'zod/mini';
-import { isAwsError, isRetryableAwsError } from '../../shared/aws-errors.js';
-import { NotFoundError, ServiceUnavailableError } from '../../shared/errors.js';
-import { log } from '../../shared/log.js';
-import '../../shared/zod-locale.js';
+import { NotFoundError } from '../../shared/errors.js';
 import { TransientError } from '../../shared/step-errors.js';
-import type { HookDelivery, RefResolution, SourceHost, WebhookDeliveries } from './port.js';
+import { type AppClient, type GitHubAppCredentials, githubAppGetter } from './github-app-secret.js';
+import { GitHubCalls } from './github-calls.js';
+import { appWebhookDeliveries } from './github-deliveries.js';
+import type { RefResolution, SourceHost, WebhookDeliveries } from './port.js';
 
 /*
  * The GitHub App source host (AWS mode): the REST API at a configurable base URL (GitHub Enterprise
@@ -33,126 +28,18 @@ import type { HookDelivery, RefResolution, SourceHost, WebhookDeliveries } from 
  *   recent         GET  /app/hook/deliveries?per_page=100[&cursor=…]   (App JWT; newest first, the next
  *                                                                           page's cursor in the Link header)
  *   redeliver      POST /app/hook/deliveries/{id}/attempts              (App JWT; 202)
+ *                  (github-deliveries.ts)
  * Every repository operation first looks up the installation (no installation → the port's
  * "not accessible" outcome) and makes sure the installation token is fresh.
  *
- * Failures map in one place (`call`): 404 (and the statuses an operation names) → the port's not-found
+ * Failures map in one place (`GitHubCalls.call`, github-calls.ts): 404 (and the statuses an operation names) → the port's not-found
  * outcomes; 5xx, network errors and rate limits (403/429 with `retry-after`, or `x-ratelimit-remaining: 0`
  * with `x-ratelimit-reset`) → retried with backoff honouring those headers, up to `maxAttempts` and never
  * sleeping longer than `maxWaitMs` at once, then a TransientError (the state machine retries it later);
  * 401 on an App JWT → a ServiceUnavailableError naming the secret to fix. Octokit here is @octokit/core
  * without the retry and throttling plugins, so retries are only these. The private key is never logged or
- * quoted in an error.
+ * quoted in an error. The secret and the App client built from it: github-app-secret.ts.
  */
-
-/** The JSON an operator puts in the GitHub App secret (`GITHUB_APP_SECRET_ARN`). */
-export const GITHUB_APP_SECRET_SHAPE =
-  '{"appId": "123456", "privateKey": "-----BEGIN RSA PRIVATE KEY-----\\n...", "webhookSecret": "..."}';
-
-function isPrivateKey(pem: string): boolean {
-  if (!pem.includes('-----BEGIN')) return false;
-  try {
-    createPrivateKey(pem);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The secret's SecretString, validated. `privateKey` may have its newlines escaped as `\n`. */
-export const githubAppSecretSchema = z.object({
-  appId: z.pipe(
-    z.union(
-      [
-        z.string().check(z.regex(/^[1-9][0-9]*$/, { error: "must be the App's numeric id" })),
-        z.number().check(z.int(), z.gt(0, { error: "must be the App's numeric id" })),
-      ],
-      { error: "must be the App's numeric id" },
-    ),
-    z.transform(String),
-  ),
-  privateKey: z
-    .pipe(
-      z.string({ error: 'must be a string' }),
-      z.transform((k: string) => k.replace(/\\n/g, '\n').trim()),
-    )
-    .check(
-      z.refine(isPrivateKey, {
-        message: "must be the App's private key in PEM (-----BEGIN RSA PRIVATE KEY----- ...)",
-      }),
-    ),
-  webhookSecret: z
-    .string({ error: 'must be a string' })
-    .check(z.minLength(1, { error: 'must not be empty' })),
-});
-export type GitHubAppSecret = z.output<typeof githubAppSecretSchema>;
-
-/**
- * Parse and validate the secret's SecretString. Throws a ServiceUnavailableError telling the operator
- * what to put in the secret; messages name fields, never values.
- */
-export function parseGitHubAppSecret(secretString: string | undefined, secretArn: string): GitHubAppSecret {
-  const fill = `the operator must fill secret ${secretArn} with JSON ${GITHUB_APP_SECRET_SHAPE}`;
-  if (!secretString?.trim()) throw new ServiceUnavailableError(`the GitHub App secret is empty: ${fill}`);
-  let json: unknown;
-  try {
-    json = JSON.parse(secretString);
-  } catch {
-    // JSON.parse's message quotes the input: leave it out.
-    throw new ServiceUnavailableError(`the GitHub App secret is not valid JSON: ${fill}`);
-  }
-  const placeholder = typeof json === 'object' && json !== null && Object.values(json).every((v) => v === '');
-  // The stack creates the secret with every field empty; it is the operator's to fill.
-  if (placeholder) throw new ServiceUnavailableError(`the GitHub App secret is not filled in: ${fill}`);
-  const parsed = githubAppSecretSchema.safeParse(json);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(secret)'} ${i.message}`);
-    throw new ServiceUnavailableError(`the GitHub App secret is invalid (${problems.join('; ')}): ${fill}`);
-  }
-  return parsed.data;
-}
-
-/** Reads the GitHub App secret once per container; a failed read is not cached (the operator may fix it). */
-export class GitHubAppCredentials {
-  private cached: Promise<GitHubAppSecret> | undefined;
-
-  /** `client`: the container's Secrets Manager client (registry/aws-clients.ts). */
-  constructor(
-    private readonly client: SecretsManagerClient,
-    readonly secretArn: string | undefined,
-  ) {}
-
-  get(): Promise<GitHubAppSecret> {
-    this.cached ??= this.load().catch((err) => {
-      this.cached = undefined;
-      throw err;
-    });
-    return this.cached;
-  }
-
-  private async load(): Promise<GitHubAppSecret> {
-    const arn = this.secretArn;
-    if (!arn) {
-      throw new ServiceUnavailableError(
-        'the GitHub App is not configured: GITHUB_APP_SECRET_ARN is not set (the stack sets it to the ' +
-          'secret holding the App credentials)',
-      );
-    }
-    let secretString: string | undefined;
-    try {
-      secretString = (await this.client.send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
-    } catch (err) {
-      if (isAwsError(err, 'ResourceNotFoundException')) secretString = undefined;
-      else {
-        const message = `could not read the GitHub App secret ${arn} (${(err as Error).name ?? 'error'})`;
-        // Throttled, a server error or no answer, after the SDK's own retries: worth another try later.
-        if (isRetryableAwsError(err)) throw new TransientError(message, { cause: err });
-        throw new ServiceUnavailableError(message, { cause: err });
-      }
-    }
-    return parseGitHubAppSecret(secretString, arn);
-  }
-}
 
 export interface GitHubAppSourceHostOptions {
   credentials: Pick<GitHubAppCredentials, 'get' | 'secretArn'>;
@@ -173,36 +60,11 @@ export interface GitHubAppSourceHostOptions {
 }
 
 type Repo = { owner: string; repo: string };
-export type AppClient = InstanceType<typeof App>;
 type Client = AppClient['octokit'];
-type Found<T> = { found: true; value: T } | { found: false };
-/** What @octokit/request throws for an HTTP error (or, with status 500 and no response, a network one). */
-type RequestFailure = {
-  status: number;
-  message: string;
-  request?: { headers?: Record<string, string | undefined> };
-  response?: { headers?: Record<string, string | undefined>; data?: unknown };
-};
 
 const REPO_RE = /^([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))\/([A-Za-z0-9._-]{1,100})$/;
 const SHA_RE = /^[0-9a-f]{7,40}$/i;
 const MINUTE = 60_000;
-/** Pages of webhook deliveries read per listing at most (100 each), whatever `since` says. */
-const MAX_DELIVERY_PAGES = 30;
-
-/** The `cursor` of the Link header's `rel="next"` URL (GitHub's cursor pagination), if any. */
-export function nextCursor(link: string | undefined): string | undefined {
-  for (const part of (link ?? '').split(',')) {
-    const m = /<([^>]+)>\s*;\s*rel="?next"?/.exec(part);
-    if (!m) continue;
-    try {
-      return new URL(m[1]!).searchParams.get('cursor') ?? undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
 
 function parseRepo(fullName: string): Repo | undefined {
   const m = REPO_RE.exec(fullName);
@@ -217,61 +79,9 @@ function encodePath(path: string): string | undefined {
   return segments.map(encodeURIComponent).join('/');
 }
 
-function asFailure(err: unknown): RequestFailure | undefined {
-  const e = err as Partial<RequestFailure> | undefined;
-  return e && typeof e === 'object' && typeof e.status === 'number' ? (e as RequestFailure) : undefined;
-}
-
-function githubMessage(f: RequestFailure): string {
-  const data = f.response?.data as { message?: unknown } | undefined;
-  return typeof data?.message === 'string' ? data.message : f.message;
-}
-
-const octokitLog = {
-  debug: () => {},
-  info: () => {},
-  warn: (message: string) => log.warn(`octokit: ${message}`),
-  error: (message: string) => log.error(`octokit: ${message}`),
-};
-
-/**
- * The GitHub App (and its Octokit, at `apiUrl`) built from the secret on first use and kept; a failed
- * build (an unfilled secret, say) is retried on the next call. Shared by the source host and PR status.
- */
-export function githubAppGetter(
-  credentials: Pick<GitHubAppCredentials, 'get'>,
-  apiUrl: string,
-): () => Promise<AppClient> {
-  let app: Promise<AppClient> | undefined;
-  return () => {
-    app ??= credentials
-      .get()
-      .then(
-        (secret) =>
-          new App({
-            appId: Number(secret.appId),
-            privateKey: secret.privateKey,
-            Octokit: Octokit.defaults({
-              baseUrl: apiUrl.replace(/\/+$/, ''),
-              userAgent: 'preview-control-plane',
-            }),
-            log: octokitLog,
-          }),
-      )
-      .catch((err) => {
-        app = undefined;
-        throw err;
-      });
-    return app;
-  };
-}
-
 /** The SourceHost port on GitHub, through a GitHub App (see the file comment for the calls it makes). */
 export class GitHubAppSourceHost implements SourceHost {
   private readonly now: () => number;
-  private readonly sleep: (ms: number) => Promise<void>;
-  private readonly maxAttempts: number;
-  private readonly maxWaitMs: number;
   private readonly installationTtlMs: number;
   private readonly tokenRefreshMarginMs: number;
   /** The App (and its Octokit), built once from the secret; a failed build is retried on the next call. */
@@ -282,15 +92,24 @@ export class GitHubAppSourceHost implements SourceHost {
   private readonly staleTokens = new Set<string>();
   /** The token last seen per installation (one not seen before was just minted: it is used as it is). */
   private readonly seenTokens = new Map<string, string>();
+  /** Every GitHub call goes through it: retries and the error mapping. */
+  private readonly github: GitHubCalls;
 
-  constructor(private readonly opts: GitHubAppSourceHostOptions) {
+  constructor(opts: GitHubAppSourceHostOptions) {
     this.now = opts.now ?? Date.now;
-    this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
-    this.maxAttempts = opts.maxAttempts ?? 4;
-    this.maxWaitMs = opts.maxWaitMs ?? 10_000;
     this.installationTtlMs = opts.installationTtlMs ?? 5 * MINUTE;
     this.tokenRefreshMarginMs = opts.tokenRefreshMarginMs ?? 5 * MINUTE;
     this.app = githubAppGetter(opts.credentials, opts.apiUrl);
+    this.github = new GitHubCalls({
+      now: this.now,
+      sleep: opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      maxAttempts: opts.maxAttempts ?? 4,
+      maxWaitMs: opts.maxWaitMs ?? 10_000,
+      secretArn: () => opts.credentials.secretArn,
+      onTokenRejected: () => {
+        for (const id of this.clients.keys()) this.staleTokens.add(id);
+      },
+    });
   }
 
   async installation(repoFullName: string): Promise<{ installationId: string } | undefined> {
@@ -300,7 +119,7 @@ export class GitHubAppSourceHost implements SourceHost {
     const hit = this.installations.get(key);
     if (hit && hit.until > this.now()) return { installationId: hit.id };
     const app = await this.app();
-    const r = await this.call(
+    const r = await this.github.call(
       `installation lookup for ${repoFullName}`,
       () => app.octokit.request('GET /repos/{owner}/{repo}/installation', where),
       [404],
@@ -323,7 +142,7 @@ export class GitHubAppSourceHost implements SourceHost {
     const ref = encodePath(branch);
     if (ref) {
       // 409: the repository is empty.
-      const r = await this.call(
+      const r = await this.github.call(
         `resolving branch ${branch} of ${repoFullName}`,
         () => c.octokit.request(`GET /repos/{owner}/{repo}/git/ref/heads/${ref}`, c.where),
         [404, 409],
@@ -333,7 +152,7 @@ export class GitHubAppSourceHost implements SourceHost {
         : undefined;
       if (object?.type === 'commit' && object.sha) return { kind: 'found', sha: object.sha };
     }
-    const repo = await this.call(`reading repository ${repoFullName}`, () =>
+    const repo = await this.github.call(`reading repository ${repoFullName}`, () =>
       c.octokit.request('GET /repos/{owner}/{repo}', c.where),
     );
     return repo.found ? { kind: 'ref-not-found' } : { kind: 'repository-not-found' };
@@ -346,7 +165,7 @@ export class GitHubAppSourceHost implements SourceHost {
     if (!Number.isInteger(pr.number) || pr.number < 1) return undefined;
     const c = await this.repoClient(repoFullName);
     if (!c) return undefined;
-    const r = await this.call(`reading pull request #${pr.number} of ${repoFullName}`, () =>
+    const r = await this.github.call(`reading pull request #${pr.number} of ${repoFullName}`, () =>
       c.octokit.request('GET /repos/{owner}/{repo}/pulls/{pull_number}', {
         ...c.where,
         pull_number: pr.number,
@@ -360,7 +179,7 @@ export class GitHubAppSourceHost implements SourceHost {
     const c = await this.repoClient(repoFullName);
     if (!c) return false;
     // 422: "No commit found for SHA".
-    const r = await this.call(
+    const r = await this.github.call(
       `looking up commit ${sha} in ${repoFullName}`,
       () =>
         c.octokit.request('GET /repos/{owner}/{repo}/commits/{ref}', {
@@ -378,7 +197,7 @@ export class GitHubAppSourceHost implements SourceHost {
     if (!SHA_RE.test(sha) || !encoded) return undefined;
     const c = await this.repoClient(repoFullName);
     if (!c) return undefined;
-    const r = await this.call(
+    const r = await this.github.call(
       `reading ${path} at ${sha} in ${repoFullName}`,
       () =>
         c.octokit.request(`GET /repos/{owner}/{repo}/contents/${encoded}`, {
@@ -409,7 +228,7 @@ export class GitHubAppSourceHost implements SourceHost {
       );
     }
     // GitHub answers 302 to a short-lived URL (codeload); fetch follows it. The body is not buffered.
-    const r = await this.call(`downloading the tarball of ${sha} in ${repoFullName}`, () =>
+    const r = await this.github.call(`downloading the tarball of ${sha} in ${repoFullName}`, () =>
       c.octokit.request('GET /repos/{owner}/{repo}/tarball/{ref}', {
         ...c.where,
         ref: sha,
@@ -472,49 +291,7 @@ export class GitHubAppSourceHost implements SourceHost {
    * error mapping. A 404 on the listing (the App has no webhook) lists nothing.
    */
   webhookDeliveries(): WebhookDeliveries {
-    return {
-      recent: (since) => this.recentDeliveries(since),
-      redeliver: async (id) => {
-        const app = await this.app();
-        await this.call(
-          `asking GitHub to redeliver webhook delivery ${id}`,
-          () => app.octokit.request('POST /app/hook/deliveries/{delivery_id}/attempts', { delivery_id: id }),
-          [],
-          'app',
-        );
-      },
-    };
-  }
-
-  private async *recentDeliveries(since: Date): AsyncGenerator<HookDelivery> {
-    const app = await this.app();
-    let cursor: string | undefined;
-    for (let page = 1; page <= MAX_DELIVERY_PAGES; page++) {
-      const r = await this.call(
-        "listing the App's webhook deliveries",
-        () =>
-          app.octokit.request('GET /app/hook/deliveries', { per_page: 100, ...(cursor ? { cursor } : {}) }),
-        [404],
-        'app',
-      );
-      if (!r.found) return;
-      let older = false;
-      for (const d of r.value.data) {
-        const delivery: HookDelivery = {
-          id: Number(d.id),
-          guid: d.guid,
-          deliveredAt: d.delivered_at,
-          redelivery: d.redelivery === true,
-          statusCode: typeof d.status_code === 'number' ? d.status_code : 0,
-          event: d.event,
-          ...(d.action ? { action: d.action } : {}),
-        };
-        if (Date.parse(delivery.deliveredAt) < since.getTime()) older = true;
-        yield delivery;
-      }
-      cursor = nextCursor(r.value.headers.link);
-      if (older || !cursor || r.value.data.length === 0) return;
-    }
+    return appWebhookDeliveries(this.app, this.github);
   }
 
   /**
@@ -536,7 +313,7 @@ export class GitHubAppSourceHost implements SourceHost {
     // @octokit/auth-app caches tokens for 59 minutes from when it got them; replace them ourselves
     // `tokenRefreshMarginMs` before the expiry GitHub states.
     type Token = { token: string; expiresAt: string };
-    const token = await this.call(
+    const token = await this.github.call(
       `minting an installation token for ${repoFullName}`,
       async () => {
         let auth = (await octokit.auth({ type: 'installation' })) as Token;
@@ -557,77 +334,5 @@ export class GitHubAppSourceHost implements SourceHost {
       return undefined;
     }
     return { octokit, where };
-  }
-
-  /**
-   * One GitHub call with the error mapping of this adapter: the statuses in `absent` → `{found: false}`;
-   * 5xx, network errors and rate limits → retried, then TransientError; anything else → thrown, mapped.
-   */
-  private async call<T>(
-    what: string,
-    fn: () => Promise<T>,
-    absent: number[] = [404],
-    as: 'app' | 'installation' = 'installation',
-  ): Promise<Found<T>> {
-    for (let attempt = 1; ; attempt++) {
-      let failure: RequestFailure | undefined;
-      try {
-        return { found: true, value: await fn() };
-      } catch (err) {
-        failure = asFailure(err);
-        if (!failure) throw err;
-        if (absent.includes(failure.status)) return { found: false };
-        const wait = this.retryWait(failure, attempt);
-        if (wait === undefined) throw this.permanent(what, failure, as);
-        const summary = `${failure.status} ${githubMessage(failure)}`;
-        if (wait > this.maxWaitMs) {
-          throw new TransientError(
-            `GitHub rate limit while ${what} (${summary}): retry in ${Math.ceil(wait / 1000)} s`,
-          );
-        }
-        if (attempt >= this.maxAttempts) {
-          throw new TransientError(`GitHub failed while ${what} (${summary}), ${attempt} attempts`);
-        }
-        log.warn('GitHub call failed; retrying', { what, status: failure.status, attempt, waitMs: wait });
-        await this.sleep(wait);
-      }
-    }
-  }
-
-  /** How long to wait before retrying this failure, or undefined when retrying cannot help. */
-  private retryWait(f: RequestFailure, attempt: number): number | undefined {
-    const headers = f.response?.headers ?? {};
-    const backoff = 1000 * 2 ** (attempt - 1);
-    if (f.status >= 500) return backoff;
-    const retryAfter = headers['retry-after'];
-    const exhausted = headers['x-ratelimit-remaining'] === '0' && headers['x-ratelimit-reset'];
-    if (f.status !== 429 && !(f.status === 403 && (retryAfter || exhausted))) return undefined;
-    if (retryAfter && Number.isFinite(Number(retryAfter))) return Math.max(0, Number(retryAfter) * 1000);
-    if (exhausted) return Math.max(0, Number(headers['x-ratelimit-reset']) * 1000 - this.now());
-    // GitHub: without either header, wait at least a minute.
-    return MINUTE;
-  }
-
-  /** `as`: whom the call authenticates as (the App with its JWT, or an installation with its token). */
-  private permanent(what: string, f: RequestFailure, as: 'app' | 'installation'): Error {
-    const summary = `${f.status} ${githubMessage(f)}`;
-    if (f.status === 401) {
-      // @octokit/auth-app sends the App JWT as `bearer …` and installation tokens as `token …`.
-      if (as === 'app' || /^bearer /i.test(f.request?.headers?.authorization ?? '')) {
-        return new ServiceUnavailableError(
-          `GitHub rejected the App's credentials (${summary}): check appId and privateKey in secret ` +
-            `${this.opts.credentials.secretArn}`,
-        );
-      }
-      // An installation token GitHub no longer accepts (revoked): every installation gets a new one.
-      for (const id of this.clients.keys()) this.staleTokens.add(id);
-      return new TransientError(`GitHub rejected the installation token while ${what} (${summary})`);
-    }
-    if (f.status === 403) {
-      return new ServiceUnavailableError(
-        `GitHub refused ${what} (${summary}): the App needs read access to contents and metadata`,
-      );
-    }
-    return new Error(`GitHub answered ${summary} while ${what}`);
   }
 }

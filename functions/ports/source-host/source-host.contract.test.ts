@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FakeAws } from '../../../test/cloud/fakes/aws.js';
 import { appKeyPair, FakeGitHub } from '../../../test/cloud/fakes/github.js';
 import { makeRepo, setBranch } from '../../../test/support/git.js';
-import { GitHubAppCredentials, GitHubAppSourceHost } from './github-app.js';
+import { GitHubAppSourceHost } from './github-app.js';
+import { GitHubAppCredentials } from './github-app-secret.js';
 import { GitSourceHost } from './local-git.js';
 import type { SourceHost } from './port.js';
 

@@ -1,4 +1,4 @@
-import type { GitHubAppCredentials } from '../source-host/github-app.js';
+import type { GitHubAppCredentials } from '../source-host/github-app-secret.js';
 import type { WebhookSecret } from './port.js';
 
 /**

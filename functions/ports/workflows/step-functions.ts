@@ -37,7 +37,7 @@ export class StepFunctionsWorkflows implements Workflows {
       // The SDK's retry of this very call, after its first attempt started the execution: Step Functions
       // answers a start of a running execution of the same name and input with that execution, and this
       // error once it has closed. No other start can collide: every name carries a fresh id
-      // (core/environments.ts `executionName`, core/runs.ts).
+      // (core/environments.ts `executionName`, core/run-lifecycle.ts).
       if (isAwsError(err, 'ExecutionAlreadyExists'))
         return { executionId: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}` };
       throw err;

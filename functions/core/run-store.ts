@@ -1,0 +1,134 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../manifest/tables.js';
+import { ddb, table } from '../shared/dynamo.js';
+import type { FactoryLocation, ScenarioRef } from './scenarios.js';
+import type { ApplicationVersion, Folder, StepElement } from './tests.js';
+
+/*
+ * A run as stored (table `runs`): its statuses, its shape, its key and status keys, where its media go,
+ * and the read every other run module starts from. What writes it: run-lifecycle.ts; what callers see of
+ * it: run-views.ts; how GET /run pages through it: run-listing.ts; where it goes: run-target.ts.
+ */
+
+export const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+/** A step's status: `skipped` for every step after the first failure (or all, when the run never ran). */
+export type StepStatus = 'pending' | 'passed' | 'failed' | 'skipped';
+
+/** A step of a run as stored: a copy of the test's step (same id) plus its outcome. */
+export interface RunStepItem {
+  id: string;
+  instruction: string;
+  interaction: string;
+  /** The recorded URL until the step runs; then the page's URL after the step. */
+  url: string;
+  element: StepElement;
+  output: string;
+  status: StepStatus;
+  /** Storage key of the step's screenshot (media store), once taken. */
+  imageKey?: string;
+}
+
+/**
+ * A run as stored (table `runs`, key `runId`). `variables` are the test's saved variables with this run's
+ * overrides applied: internal, never in a response. The `*Key` attributes feed the listing GSIs
+ * (`keys.runs.indexKeys`); every write of `status` writes its three status keys too.
+ */
+export interface RunItem {
+  runId: string;
+  orgId: string;
+  testId: string;
+  /** The test's name when the run started. */
+  name: string;
+  status: RunStatus;
+  createdAt: string;
+  startedAt?: string;
+  endedAt?: string;
+  /** Why the run failed (a target that could not be resolved, a step, a timeout, a crash). */
+  error?: string;
+  folder: Folder;
+  source: string;
+  applicationVersionId?: string;
+  /** Copied from the test when the run started: what the run targets, and its timeouts. */
+  applicationId?: string;
+  applicationVersion?: ApplicationVersion;
+  stepTimeoutSeconds?: number;
+  runTimeoutSeconds?: number;
+  /** The first page the run opened (resolved by Prepare). */
+  targetUrl?: string;
+  /** Set when the run starts executing: every later write of that execution is conditioned on it. */
+  attempt?: string;
+  /**
+   * The Step Functions execution whose Prepare set `attempt`, and the target it resolved: a retry of that
+   * Prepare whose first write landed hands Execute the same attempt (issue 24).
+   */
+  preparedBy?: string;
+  target?: RunTarget;
+  variables: Record<string, string>;
+  steps: RunStepItem[];
+  /** Storage key of the run's video (media store), once stored. */
+  videoKey?: string;
+  /** The test's scenario when the run started (issue 12), and what its provisioning did. */
+  scenario?: ScenarioRef;
+  scenarioState?: unknown;
+  /** `<createdAt>#<runId>`: the sort key of every index (newest first when read backwards). */
+  createdKey: string;
+  testKey: string;
+  folderKey: string;
+  statusKey: string;
+  /** Absent on runs stored before issue 14 until backfilled (the local server does at start). */
+  testStatusKey?: string;
+  folderStatusKey?: string;
+}
+
+/** Where a run goes: the first page, and what the executor needs to mask secrets. */
+export interface RunTarget {
+  /** The first page: the app's URL plus `application_version.path`. */
+  url: string;
+  /** The app's URL (relative `navigate` URLs resolve against it). */
+  appUrl: string;
+  applicationId: string;
+  environmentId?: string;
+  /** Every app of the environment (their secret bundles are masked in outputs). */
+  apps: string[];
+  /** Every app's URL in the environment, and the Environment Factory (preview.yaml, else the application). */
+  urls?: Record<string, string>;
+  factory?: FactoryLocation;
+  /**
+   * The origins the run's browser may load (issue 23): the app URLs' and the application's
+   * `allowedOrigins` (`shared/origins.ts`, `runOrigins`).
+   */
+  origins?: string[];
+}
+
+export const runKey = (runId: string) => ({ runId });
+
+/** The status keys of a run moving to `status`, as `:statusKey`, `:testStatusKey`, `:folderStatusKey`. */
+export function statusKeyValues(run: Pick<RunItem, 'orgId' | 'testId' | 'folder'>, status: RunStatus) {
+  const k = keys.runs.statusKeys({ orgId: run.orgId, testId: run.testId, folderId: run.folder.id, status });
+  return {
+    ':statusKey': k.statusKey,
+    ':testStatusKey': k.testStatusKey,
+    ':folderStatusKey': k.folderStatusKey,
+  };
+}
+
+/** The stored run (any org), or undefined. */
+export async function loadRun(runId: string): Promise<RunItem | undefined> {
+  const { Item } = await ddb().send(
+    new GetCommand({ TableName: table('runs'), Key: runKey(runId), ConsistentRead: true }),
+  );
+  if (!Item) return undefined;
+  // Variables come back as a plain object; give them a null prototype like every other copy.
+  const run = Item as RunItem;
+  run.variables = Object.assign(Object.create(null), run.variables ?? {});
+  return run;
+}
+
+/** Media keys of a run: one screenshot per step, one video. */
+export const mediaKeys = {
+  step: (run: Pick<RunItem, 'orgId' | 'runId'>, index: number, stepId: string) =>
+    `runs/${run.orgId}/${run.runId}/step-${String(index + 1).padStart(3, '0')}-${stepId}.png`,
+  video: (run: Pick<RunItem, 'orgId' | 'runId'>, extension: string) =>
+    `runs/${run.orgId}/${run.runId}/video.${extension}`,
+};

@@ -1,0 +1,120 @@
+import { NotFoundError } from '../shared/errors.js';
+import { loadRun, type RunItem, type RunStatus, type RunStepItem, type StepStatus } from './run-store.js';
+import { readScenarioState, scenarioMetadata } from './scenarios.js';
+import type { Folder, StepElement } from './tests.js';
+
+/*
+ * What callers see of a run (TestRun): the view of a stored or listed run, its media URLs minted for the
+ * response, and GET /run/{run_id}.
+ */
+
+export interface RunStepView {
+  id: string;
+  instruction: string;
+  interaction: string;
+  output: string;
+  status: StepStatus;
+  url: string;
+  element: StepElement;
+  image: string | null;
+}
+
+/** What callers see (TestRun). `error` is additive: present only on a failed run that has one. */
+export interface TestRunView {
+  id: string;
+  name: string;
+  test_id: string;
+  status: RunStatus;
+  created_at: string;
+  ended_at: string | null;
+  folder_run_id: string | null;
+  job_run_id: string | null;
+  job_id: string | null;
+  folder: Folder;
+  video_url: string | null;
+  metadata: { source: string; application_version_id?: string } & Record<string, unknown>;
+  error?: string;
+  steps?: RunStepView[];
+}
+
+/** What to include in a TestRun: media URLs (`media=true`) and steps (`steps=true`). */
+export interface RunView {
+  media: boolean;
+  steps: boolean;
+}
+
+/** Turns a stored media key into its URL (already minted: see `MediaUrls`). */
+export type MediaSigner = (key: string) => string | null;
+const noMedia: MediaSigner = () => null;
+/** Mints a URL for a stored media key, valid one hour from now (MediaStore.url). */
+export type MediaUrls = (key: string) => Promise<string>;
+
+/** A run as a page reads it: from a `page*` index (`RUN_LISTING`, no steps) or whole by id (`steps=true`). */
+export type ListedRun = Omit<RunItem, 'steps' | 'variables'> & { steps?: RunStepItem[] };
+
+export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner = noMedia): TestRunView {
+  const media = (key: string | undefined) => (view.media && key ? sign(key) : null);
+  return {
+    id: run.runId,
+    name: run.name,
+    test_id: run.testId,
+    status: run.status,
+    created_at: run.createdAt,
+    ended_at: run.endedAt ?? null,
+    folder_run_id: null,
+    job_run_id: null,
+    job_id: null,
+    folder: { id: run.folder.id, name: run.folder.name },
+    video_url: media(run.videoKey),
+    metadata: {
+      source: run.source,
+      ...(run.applicationVersionId !== undefined ? { application_version_id: run.applicationVersionId } : {}),
+      ...scenarioMetadata(readScenarioState(run.scenarioState)),
+    },
+    ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
+    ...(view.steps
+      ? {
+          steps: (run.steps ?? []).map((s) => ({
+            id: s.id,
+            instruction: s.instruction,
+            interaction: s.interaction,
+            output: s.output,
+            status: s.status,
+            url: s.url,
+            element: { html: s.element.html, selector: s.element.selector },
+            image: media(s.imageKey),
+          })),
+        }
+      : {}),
+  };
+}
+
+/**
+ * The URL of every media key of `runs` that the view shows, minted now (`media=true`; otherwise none):
+ * a signer for `toTestRunView`.
+ */
+export async function mintMediaUrls(
+  runs: ListedRun[],
+  view: RunView,
+  urls?: MediaUrls,
+): Promise<MediaSigner> {
+  if (!view.media || !urls) return noMedia;
+  const minted = new Map<string, string>();
+  for (const run of runs) {
+    const wanted = [run.videoKey, ...(view.steps ? (run.steps ?? []).map((s) => s.imageKey) : [])];
+    for (const key of wanted) if (key && !minted.has(key)) minted.set(key, await urls(key));
+  }
+  return (key) => minted.get(key) ?? null;
+}
+
+/** GET /run/{run_id}: one run of the caller's org (404 otherwise). */
+export async function getRun(
+  orgId: string,
+  runId: string,
+  view: RunView,
+  urls?: MediaUrls,
+): Promise<TestRunView> {
+  const run = await loadRun(runId);
+  if (!run || run.orgId !== orgId) throw new NotFoundError('run not found');
+  return toTestRunView(run, view, await mintMediaUrls([run], view, urls));
+}
