@@ -13,7 +13,9 @@ import { type AuthKind, type RouteId, routes } from '../functions/manifest/route
 const ROOT = join(new URL('..', import.meta.url).pathname);
 
 const REPORT_URL_NOTE =
-  "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`.";
+  "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`." +
+  " With `media=true` it also carries `trace_url` (additive, issue 28): a signed link, like `video_url`, to the run's Playwright trace (a zip the trace viewer at `/trace-viewer/` opens); null before it is stored and on a list page read without `steps=true`." +
+  ' With `steps=true` a step may carry `metadata` (additive): `console` ([{level, text}]: console errors and warnings, page errors), `network` ([{status, text}]: failed or 4xx/5xx requests), `events_dropped`; masked, at most 20 per step.';
 
 /** Per route: what success answers, which errors it can answer, and what the spec leaves open. */
 const DOCS: Record<

@@ -12,7 +12,7 @@ import {
 } from './run-deadline.js';
 import type { ExecuteDeps } from './run-executor.js';
 import { RunNotOwned, saveRunStep } from './run-lifecycle.js';
-import { attemptMediaKey, type StepEvents, stepEvents, traceMediaKey } from './run-media.js';
+import { attemptMediaKey, type StepEvents, stepEvents } from './run-media.js';
 import { previewCookies, provision } from './run-scenario.js';
 import { browserError, performStep, StepFailure, targetOrigins, VIEWPORT } from './run-steps.js';
 import { mediaKeys, type RunItem, type RunStepItem, type RunTarget } from './run-store.js';
@@ -357,7 +357,7 @@ async function storeRecording(
       })(),
     trace &&
       (async () => {
-        const key = attemptMediaKey(traceMediaKey(run), a.number);
+        const key = attemptMediaKey(mediaKeys.trace(run), a.number);
         if (await upload(key, trace, 'application/zip', 'trace')) stored.traceKey = key;
       })(),
   ]);

@@ -39,16 +39,29 @@ export interface ExecuteInput {
 }
 
 /**
- * The values to mask in outputs: the run's variables and every secret of the environment's apps. Fails
- * closed: a bundle that cannot be read means outputs that cannot be masked, so the run does not start
- * (the cause names the app and the error's name, never a value).
+ * Words that make a variable's name say it holds a secret (issue 26): `PASSWORD`, `DB_PASS`, `API_TOKEN`,
+ * `CLIENT_SECRET`, `PRIVATE_KEY`, `AWS_CREDENTIALS`, `AUTH_HEADER`, `SESSION_COOKIE`… (any case, anywhere
+ * in the name). The values of the others (`EMAIL`, `USERNAME`) show in outputs, URLs and traces.
+ */
+const SECRET_NAME_RE = /PASS|PWD|TOKEN|SECRET|KEY|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|SIGNATURE|SALT/i;
+
+/** Whether a run variable's value is masked: its name says it is a secret (see SECRET_NAME_RE). */
+export const isSecretVariable = (name: string): boolean => SECRET_NAME_RE.test(name);
+
+/**
+ * The values to mask in outputs: the run's variables whose names say they are secrets, and every secret
+ * of the environment's apps (always, whatever its name). Fails closed: a bundle that cannot be read means
+ * outputs that cannot be masked, so the run does not start (the cause names the app and the error's name,
+ * never a value).
  */
 async function secretValues(
   deps: ExecuteDeps,
   run: RunItem,
   target: RunTarget,
 ): Promise<{ values: string[] } | { error: string }> {
-  const values = Object.values(run.variables ?? {});
+  const values = Object.entries(run.variables ?? {})
+    .filter(([name]) => isSecretVariable(name))
+    .map(([, value]) => value);
   for (const app of target.apps) {
     try {
       const bundle = await deps.secrets.read({ applicationId: target.applicationId, app });
@@ -163,11 +176,11 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
     now,
     masked: secrets.values,
   });
-  return end(outcome.steps, outcome.error, outcome.videoKey);
+  return end(outcome.steps, outcome.error, outcome.videoKey, outcome.traceKey);
 
-  async function end(steps: RunStepItem[], error?: string, videoKey?: string) {
+  async function end(steps: RunStepItem[], error?: string, videoKey?: string, traceKey?: string) {
     const status = error === undefined ? 'passed' : 'failed';
-    await finishRun(run!, input.attempt, { status, steps, error, videoKey });
+    await finishRun(run!, input.attempt, { status, steps, error, videoKey, traceKey });
     return status;
   }
 }

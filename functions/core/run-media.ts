@@ -44,7 +44,3 @@ export function stepEvents(
     ...(dropped ? { eventsDropped: dropped } : {}),
   };
 }
-
-/** The key of a run's Playwright trace (next to its video: `runs/<org>/<run>/trace.zip`). */
-export const traceMediaKey = (run: { orgId: string; runId: string }): string =>
-  `runs/${run.orgId}/${run.runId}/trace.zip`;
