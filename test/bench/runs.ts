@@ -94,13 +94,15 @@ setLogSink(() => {});
 const dataDir = mkdtempSync(join(tmpdir(), 'preview-bench-runs-'));
 const gitRoot = mkdtempSync(join(tmpdir(), 'preview-bench-runs-git-'));
 let service: LocalService | undefined;
+let local: LocalChromium | undefined;
 try {
   service = await startLocal({ dataDir, gitRoot, port: 0 });
   // The same local browser the server installs, wrapped to time it (installed before any run asks).
-  const local = new LocalChromium();
+  local = new LocalChromium();
   const missing = local.missing();
   if (missing) throw new Error(missing);
-  provideLocalAdapters({ browser: () => timed(local) });
+  const browser = local;
+  provideLocalAdapters({ browser: () => timed(browser) });
 
   const org = service.credentials;
   makeRepo(gitRoot, 'bench/runs', { 'preview.yaml': RUNS_APP_YAML, 'server.js': RUNS_APP_JS });
@@ -149,7 +151,7 @@ try {
   for (let i = 0; i < RUNS; i++) samples.push(await once());
   const totals = samples.map((s) => s.total);
   // The trace's time: the same five actions in a warm session, with and without a trace (5 pairs).
-  const traceMs = await traceCost(local, env.urls.web as string);
+  const traceMs = await traceCost(browser, env.urls.web as string);
   const m = median(totals);
   const browserMedian = median(samples.map((s) => s.browser));
   const row = (label: string, values: number[]) =>
@@ -163,7 +165,7 @@ try {
         samples.map((s) => s.browser),
       ),
       row(
-        '  launching chromium',
+        '  opening the session (warm: a context)',
         samples.map((s) => s.launch),
       ),
       row(
@@ -171,7 +173,7 @@ try {
         samples.map((s) => s.steps),
       ),
       row(
-        '  closing and encoding the video',
+        '  closing: trace, video encode',
         samples.map((s) => s.close),
       ),
       row(
@@ -185,6 +187,7 @@ try {
     ].join('\n'),
   );
 } finally {
+  await local?.stop();
   await service?.stop();
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(gitRoot, { recursive: true, force: true });
