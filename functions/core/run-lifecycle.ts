@@ -238,7 +238,13 @@ export async function saveRunStep(
 export async function finishRun(
   run: Pick<RunItem, 'runId' | 'orgId' | 'testId' | 'folder'>,
   attempt: string,
-  outcome: { status: 'passed' | 'failed'; steps: RunStepItem[]; error?: string; videoKey?: string },
+  outcome: {
+    status: 'passed' | 'failed';
+    steps: RunStepItem[];
+    error?: string;
+    videoKey?: string;
+    traceKey?: string;
+  },
 ): Promise<void> {
   const ended = statusWrite(run, outcome.status);
   const sets = [ended.set, 'endedAt = :now', 'steps = :steps'];
@@ -256,6 +262,10 @@ export async function finishRun(
   if (outcome.videoKey !== undefined) {
     sets.push('videoKey = :video');
     values[':video'] = outcome.videoKey;
+  }
+  if (outcome.traceKey !== undefined) {
+    sets.push('traceKey = :trace');
+    values[':trace'] = outcome.traceKey;
   }
   try {
     await ddb().send(

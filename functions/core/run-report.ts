@@ -14,6 +14,13 @@ import { readScenarioState } from './scenarios.js';
 export const reportPath = (runId: string): string => `/report/${encodeURIComponent(runId)}`;
 const REPORT_PATH_RE = /^\/report\/([A-Za-z0-9_-]{1,64})$/;
 
+/** Where the service serves the Playwright trace viewer (lib/local/trace-viewer.ts; issue 28). */
+export const TRACE_VIEWER_PATH = '/trace-viewer/';
+
+/** The trace viewer opening the trace at `traceUrl` (a signed media URL), on the service's own origin. */
+export const traceViewerLink = (baseUrl: string, traceUrl: string): string =>
+  `${baseUrl}${TRACE_VIEWER_PATH}index.html?trace=${encodeURIComponent(traceUrl)}`;
+
 /** A signed link to a run's report, valid `REPORT_LINK_TTL_SECONDS`. */
 export async function reportLink(media: MediaReader, baseUrl: string, runId: string): Promise<string> {
   const path = reportPath(runId);
@@ -44,9 +51,33 @@ function duration(run: RunItem): string {
   return to !== undefined ? `${((to - from) / 1000).toFixed(1)} s` : '';
 }
 
-/** The report's HTML. `urls` holds the minted URL of each media key. */
-export function renderRunReport(run: RunItem, urls: Map<string, string>): string {
+/** A step's console and network events (issue 28), as lines under its output. */
+function stepEventsHtml(s: RunItem['steps'][number]): string {
+  const lines = [
+    ...(s.console ?? []).map(
+      (e) =>
+        `<div class="ev ${e.level === 'warning' ? 'warn' : 'err'}">console ${escapeHtml(e.level)}: ${escapeHtml(e.text)}</div>`,
+    ),
+    ...(s.network ?? []).map(
+      (e) => `<div class="ev err">network ${escapeHtml(e.status)}: ${escapeHtml(e.text)}</div>`,
+    ),
+    ...(s.eventsDropped ? [`<div class="ev">and ${s.eventsDropped} more</div>`] : []),
+  ];
+  return lines.length ? `<div class="events">${lines.join('')}</div>` : '';
+}
+
+/**
+ * The report's HTML. `urls` holds the minted URL of each media key; `viewer`, when given, turns a trace
+ * URL into its trace-viewer link (each step links there too: its actions are grouped under `step N`).
+ */
+export function renderRunReport(
+  run: RunItem,
+  urls: Map<string, string>,
+  viewer?: (traceUrl: string) => string,
+): string {
   const live = run.status === 'pending' || run.status === 'running';
+  const traceUrl = run.traceKey && urls.get(run.traceKey);
+  const traceLink = traceUrl && viewer ? viewer(traceUrl) : undefined;
   const rows = run.steps
     .map((s, i) => {
       const image = s.imageKey && urls.get(s.imageKey);
@@ -59,6 +90,10 @@ export function renderRunReport(run: RunItem, urls: Map<string, string>): string
   <td><div class="output">${escapeHtml(s.output || '')}</div>${
     s.status !== 'pending' && s.status !== 'skipped' && s.url
       ? `<div class="url">${escapeHtml(s.url)}</div>`
+      : ''
+  }${stepEventsHtml(s)}${
+    traceLink && s.status !== 'pending' && s.status !== 'skipped'
+      ? `<div class="url"><a class="trace" href="${escapeHtml(traceLink)}" title="its actions are under &quot;step ${i + 1}&quot;">step ${i + 1} in the trace</a></div>`
       : ''
   }</td>
   <td>${image ? `<a href="${escapeHtml(image)}"><img src="${escapeHtml(image)}" alt="screenshot after step ${i + 1}"></a>` : ''}</td>
@@ -83,7 +118,7 @@ h1{font-size:22px;margin:0 0 4px}.env{font-size:15px;font-weight:600;margin:0 0 
 table{border-collapse:collapse;width:100%}th,td{border-top:1px solid #d0d7de;padding:8px;vertical-align:top;text-align:left}
 th{font-size:12px;color:#57606a;text-transform:uppercase}
 td.n{color:#57606a;width:24px}.interaction{font-weight:600}
-.output{white-space:pre-wrap;word-break:break-word}.url{color:#57606a;font-size:12px;word-break:break-all}
+.output{white-space:pre-wrap;word-break:break-word}.ev{font-size:12px;word-break:break-all}.ev.err{color:#cf222e}.ev.warn{color:#9a6700}.url{color:#57606a;font-size:12px;word-break:break-all}
 code{font-size:12px;background:#eff1f3;padding:1px 4px;border-radius:4px}
 img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:100%;border-radius:4px}
 </style></head>
@@ -103,6 +138,7 @@ ${run.status === 'failed' && run.error ? `<div class="error">${escapeHtml(run.er
 <tbody>
 ${rows}
 </tbody></table></div>
+${traceLink ? `<div class="card"><h2>Trace</h2><a id="trace" href="${escapeHtml(traceLink)}">Open the Playwright trace</a> (the DOM, network and console at each action) · <a href="${escapeHtml(traceUrl!)}">download trace.zip</a></div>` : ''}
 ${video ? `<div class="card"><h2>Video</h2><video controls preload="metadata" src="${escapeHtml(video)}"></video></div>` : ''}
 </body></html>
 `;
@@ -169,13 +205,15 @@ export async function serveRunReport(
   const run = await loadRun(m[1]!);
   if (!run) return errorPage(404, 'run not found');
   const urls = new Map<string, string>();
-  for (const key of [run.videoKey, ...run.steps.map((s) => s.imageKey)])
+  for (const key of [run.videoKey, run.traceKey, ...run.steps.map((s) => s.imageKey)])
     if (key && !urls.has(key)) urls.set(key, await media.url(key, req.baseUrl));
   return {
     status: 200,
     contentType: 'text/html; charset=utf-8',
-    body: renderRunReport(run, urls),
-    csp: reportCsp(urls.values()),
+    body: renderRunReport(run, urls, (traceUrl) => traceViewerLink(req.baseUrl, traceUrl)),
+    csp: reportCsp(
+      [run.videoKey, ...run.steps.map((s) => s.imageKey)].flatMap((k) => (k && urls.get(k)) || []),
+    ),
   };
 }
 

@@ -29,6 +29,13 @@ export interface RunStepItem {
   status: StepStatus;
   /** Storage key of the step's screenshot (media store), once taken. */
   imageKey?: string;
+  /**
+   * What the page reported during the step (issue 28; core/run-media.ts): console errors and warnings and
+   * page errors, failed or 4xx/5xx requests, masked, at most MAX_STEP_EVENTS; `eventsDropped` past that.
+   */
+  console?: { level: string; text: string }[];
+  network?: { status: string; text: string }[];
+  eventsDropped?: number;
 }
 
 /**
@@ -70,6 +77,8 @@ export interface RunItem {
   steps: RunStepItem[];
   /** Storage key of the run's video (media store), once stored. */
   videoKey?: string;
+  /** Storage key of the run's Playwright trace (a zip the trace viewer opens), once stored (issue 28). */
+  traceKey?: string;
   /** The test's scenario when the run started (issue 12), and what its provisioning did. */
   scenario?: ScenarioRef;
   scenarioState?: unknown;
@@ -139,10 +148,12 @@ export async function loadRun(runId: string): Promise<RunItem | undefined> {
   return run;
 }
 
-/** Media keys of a run: one screenshot per step, one video. */
+/** Media keys of a run: one screenshot per step, one video, one trace (a retry's: core/run-media.ts). */
 export const mediaKeys = {
   step: (run: Pick<RunItem, 'orgId' | 'runId'>, index: number, stepId: string) =>
     `runs/${run.orgId}/${run.runId}/step-${String(index + 1).padStart(3, '0')}-${stepId}.png`,
   video: (run: Pick<RunItem, 'orgId' | 'runId'>, extension: string) =>
     `runs/${run.orgId}/${run.runId}/video.${extension}`,
+  /** The run's Playwright trace (issue 28). */
+  trace: (run: Pick<RunItem, 'orgId' | 'runId'>) => `runs/${run.orgId}/${run.runId}/trace.zip`,
 };

@@ -18,6 +18,15 @@ export interface RunStepView {
   url: string;
   element: StepElement;
   image: string | null;
+  /**
+   * What the page reported during the step (issue 28), masked and bounded: `console` (errors, warnings,
+   * page errors) and `network` (failed or 4xx/5xx requests); present when there was any.
+   */
+  metadata?: {
+    console?: { level: string; text: string }[];
+    network?: { status: string; text: string }[];
+    events_dropped?: number;
+  };
 }
 
 /** What callers see (TestRun). `error` is additive: present only on a failed run that has one. */
@@ -33,6 +42,11 @@ export interface TestRunView {
   job_id: string | null;
   folder: Folder;
   video_url: string | null;
+  /**
+   * The run's Playwright trace (issue 28), a signed link like `video_url`: present with `media=true`; null
+   * before it is stored, and on a list page read without `steps=true` (the listing indexes carry no trace).
+   */
+  trace_url?: string | null;
   metadata: { source: string; application_version_id?: string } & Record<string, unknown>;
   error?: string;
   /** Additive: the environment the run ran against, once resolved (not in a listing without steps). */
@@ -69,6 +83,7 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
     job_id: null,
     folder: { id: run.folder.id, name: run.folder.name },
     video_url: media(run.videoKey),
+    ...(view.media ? { trace_url: media(run.traceKey) } : {}),
     metadata: {
       source: run.source,
       ...(run.applicationVersionId !== undefined ? { application_version_id: run.applicationVersionId } : {}),
@@ -87,9 +102,22 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
             url: s.url,
             element: { html: s.element.html, selector: s.element.selector },
             image: media(s.imageKey),
+            ...stepMetadata(s),
           })),
         }
       : {}),
+  };
+}
+
+/** A step's console and network events as its view's `metadata`; nothing when there were none. */
+function stepMetadata(s: RunStepItem): Pick<RunStepView, 'metadata'> {
+  if (!s.console?.length && !s.network?.length && !s.eventsDropped) return {};
+  return {
+    metadata: {
+      ...(s.console?.length ? { console: s.console } : {}),
+      ...(s.network?.length ? { network: s.network } : {}),
+      ...(s.eventsDropped ? { events_dropped: s.eventsDropped } : {}),
+    },
   };
 }
 
@@ -105,7 +133,11 @@ export async function mintMediaUrls(
   if (!view.media || !urls) return noMedia;
   const minted = new Map<string, string>();
   for (const run of runs) {
-    const wanted = [run.videoKey, ...(view.steps ? (run.steps ?? []).map((s) => s.imageKey) : [])];
+    const wanted = [
+      run.videoKey,
+      run.traceKey,
+      ...(view.steps ? (run.steps ?? []).map((s) => s.imageKey) : []),
+    ];
     for (const key of wanted) if (key && !minted.has(key)) minted.set(key, await urls(key));
   }
   return (key) => minted.get(key) ?? null;

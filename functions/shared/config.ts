@@ -115,6 +115,7 @@ const schema = z
     PREVIEW_FFMPEG_PATH: z.optional(nonEmpty),
     PREVIEW_RUN_STEP_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(600)), 15),
     PREVIEW_RUN_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(5), z.lte(840)), 600),
+    PREVIEW_RUN_CONCURRENCY: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(16)), 2),
     PREVIEW_ORG_REQUESTS_PER_SECOND: z._default(z.coerce.number().check(z.gte(0), z.lte(10_000)), 20),
     PREVIEW_ORG_CONCURRENT_DEPLOYS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(10_000)), 20),
     PREVIEW_ORG_CONCURRENT_RUNS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(10_000)), 10),
@@ -174,6 +175,8 @@ export interface Config {
     ffmpegPath?: string;
     stepTimeoutSeconds: number;
     runTimeoutSeconds: number;
+    /** Local runs at once (PREVIEW_RUN_CONCURRENCY, 1–16, default 2); the others wait in order. */
+    concurrency: number;
   };
   /**
    * Each organization's fair share (core/fair-share.ts); 0 turns a limit off. Requests: per second,
@@ -283,6 +286,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       ffmpegPath: e.PREVIEW_FFMPEG_PATH,
       stepTimeoutSeconds: e.PREVIEW_RUN_STEP_TIMEOUT_SECONDS,
       runTimeoutSeconds: e.PREVIEW_RUN_TIMEOUT_SECONDS,
+      concurrency: e.PREVIEW_RUN_CONCURRENCY,
     },
     fairShare: {
       requestsPerSecond: e.PREVIEW_ORG_REQUESTS_PER_SECOND,

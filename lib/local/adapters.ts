@@ -94,8 +94,12 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const bus = new LocalBus({ repoRoot, dataDir: c.dataDir! });
   const prStatus = new LocalOutboxPrStatus(c.dataDir!);
   // Test runs: Debian's chromium driven by playwright-core, ffmpeg for the videos (PREVIEW_BROWSER_PATH,
-  // PREVIEW_FFMPEG_PATH override them).
-  const browser = new LocalChromium({ browserPath: c.runs.browserPath, ffmpegPath: c.runs.ffmpegPath });
+  // PREVIEW_FFMPEG_PATH override them); warm browsers, PREVIEW_RUN_CONCURRENCY runs at once.
+  const browser = new LocalChromium({
+    browserPath: c.runs.browserPath,
+    ffmpegPath: c.runs.ffmpegPath,
+    concurrency: c.runs.concurrency,
+  });
   let runtime: ProcessRuntime | undefined;
   const getRuntime = () =>
     (runtime ??= new ProcessRuntime({

@@ -27,6 +27,7 @@ import { type ExpiryTimer, startExpiryTimer } from './expiry-timer.js';
 import { compileRoutes, matchRoute, toProxyEvent } from './http-bridge.js';
 import { serveSigned } from './media-routes.js';
 import { recoverEnvironments } from './recovery.js';
+import { serveTraceViewer } from './trace-viewer.js';
 
 export const REPO_ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const MAX_BODY = 10 * 1024 * 1024; // API Gateway's payload limit
@@ -278,6 +279,7 @@ async function startLocked(opts: LocalOptions, dataDir: string, lock: DataDirLoc
       }
       // Test-run media and reports, at signed expiring URLs (no credentials): lib/local/media-routes.ts.
       if (await serveSigned(req, res, url)) return;
+      if (serveTraceViewer(req, res, url)) return;
       const body = await readBody(req);
       if (body === 'aborted') return res.destroy();
       if (body === 'too-large') return send(res, 413, { error: 'request body too large' });

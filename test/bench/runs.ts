@@ -5,8 +5,11 @@
  * A 5-step test (navigate, input-text, click, assert-text, assert-visible) against the fixture app of
  * the run tests, deployed as an application's main-branch environment. After one unmeasured warm-up run:
  * POST /test/{id}/run → `passed`, as a caller sees it (polling GET /run every 20 ms), median/min/max of 5,
- * and the browser's share of it: the time spent inside the Browser port (launch, the steps and their
- * screenshots, closing and encoding the video), measured by wrapping the port.
+ * and the browser's share of it: the time spent inside the Browser port (opening a session: a launch when
+ * cold, a fresh context in the warm browser otherwise; the steps and their screenshots; closing: stopping
+ * and masking the trace, encoding the video), measured by wrapping the port. The first run (cold: the
+ * server's browser not launched yet) is printed apart, and the trace's cost: its bytes, and the time of
+ * starting/stopping it, measured as the difference to a run of the same session without a trace.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,6 +44,7 @@ function timed(inner: Browser): Browser {
   };
   return {
     missing: () => inner.missing(),
+    ...(inner.turn ? { turn: () => inner.turn!() } : {}),
     open: async (opts) => {
       const s = await time('launch', () => inner.open(opts));
       const wrapped: BrowserSession = {
@@ -54,30 +58,63 @@ function timed(inner: Browser): Browser {
         url: () => s.url(),
         crashed: () => s.crashed(),
         takeRefusal: () => s.takeRefusal(),
-        close: () => time('close', () => s.close()),
+        ...(s.beginStep ? { beginStep: (title: string) => time('steps', () => s.beginStep!(title)) } : {}),
+        ...(s.takeEvents ? { takeEvents: () => s.takeEvents!() } : {}),
+        close: (o) => time('close', () => s.close(o)),
       };
       return wrapped;
     },
   };
 }
 
+/** Median of (session with a trace − without) over 5 pairs: open, the 5 steps' actions, close. */
+async function traceCost(browser: Browser, appUrl: string): Promise<number> {
+  const session = async (trace: boolean) => {
+    const t0 = performance.now();
+    const s = await browser.open({
+      viewport: { width: 1280, height: 720 },
+      video: true,
+      trace,
+      allowedOrigins: [new URL(appUrl).origin],
+    });
+    await s.goto(`${appUrl}/`, 10_000);
+    await s.fill('#email', 'bench@example.com', 5_000);
+    await s.click('#submit', 5_000);
+    await s.waitForText('Welcome', '#greeting', 5_000);
+    await s.waitVisible('#home', 5_000);
+    await s.close({ mask: (t) => t });
+    return performance.now() - t0;
+  };
+  const diffs: number[] = [];
+  for (let i = 0; i < 5; i++) diffs.push((await session(true)) - (await session(false)));
+  return median(diffs);
+}
+
 setLogSink(() => {});
 const dataDir = mkdtempSync(join(tmpdir(), 'preview-bench-runs-'));
 const gitRoot = mkdtempSync(join(tmpdir(), 'preview-bench-runs-git-'));
 let service: LocalService | undefined;
+let local: LocalChromium | undefined;
 try {
   service = await startLocal({ dataDir, gitRoot, port: 0 });
   // The same local browser the server installs, wrapped to time it (installed before any run asks).
-  const local = new LocalChromium();
+  local = new LocalChromium();
   const missing = local.missing();
   if (missing) throw new Error(missing);
-  provideLocalAdapters({ browser: () => timed(local) });
+  const browser = local;
+  provideLocalAdapters({ browser: () => timed(browser) });
 
   const org = service.credentials;
   makeRepo(gitRoot, 'bench/runs', { 'preview.yaml': RUNS_APP_YAML, 'server.js': RUNS_APP_JS });
   const applicationId = await linkRepo(org, 'bench/runs');
   await call(service, 'POST', `/v1/preview/applications/${applicationId}/0`, { headers: bearer(org) });
-  await pollUntil(service, org, '/v1/preview/environments/bench/runs/0', (s) => s.status === 'ready', 60_000);
+  const env = await pollUntil(
+    service,
+    org,
+    '/v1/preview/environments/bench/runs/0',
+    (s) => s.status === 'ready',
+    60_000,
+  );
   const { tests } = await importTests(org.orgId, [
     {
       name: 'Five steps',
@@ -102,13 +139,19 @@ try {
       await sleep(POLL_MS);
     }
     const total = performance.now() - t0;
-    return { total, ...spent, browser: spent.launch + spent.steps + spent.close };
+    const got = await call(service!, 'GET', `/run/${runId}?media=true`, { headers: client(org) });
+    const traceBytes = got.body.trace_url
+      ? (await (await fetch(got.body.trace_url as string)).arrayBuffer()).byteLength
+      : 0;
+    return { total, ...spent, browser: spent.launch + spent.steps + spent.close, traceBytes };
   };
 
-  await once(); // warm-up (module loading, first chromium start)
+  const cold = await once(); // cold: module loading, the first chromium launch
   const samples = [];
   for (let i = 0; i < RUNS; i++) samples.push(await once());
   const totals = samples.map((s) => s.total);
+  // The trace's time: the same five actions in a warm session, with and without a trace (5 pairs).
+  const traceMs = await traceCost(browser, env.urls.web as string);
   const m = median(totals);
   const browserMedian = median(samples.map((s) => s.browser));
   const row = (label: string, values: number[]) =>
@@ -122,7 +165,7 @@ try {
         samples.map((s) => s.browser),
       ),
       row(
-        '  launching chromium',
+        '  opening the session (warm: a context)',
         samples.map((s) => s.launch),
       ),
       row(
@@ -130,7 +173,7 @@ try {
         samples.map((s) => s.steps),
       ),
       row(
-        '  closing and encoding the video',
+        '  closing: trace, video encode',
         samples.map((s) => s.close),
       ),
       row(
@@ -138,10 +181,13 @@ try {
         samples.map((s) => s.total - s.browser),
       ),
       `  the browser's share of POST → passed: ${((browserMedian / m) * 100).toFixed(0)}% (median browser time / median total)`,
+      `  cold (the first run, chromium launched): POST → passed ${ms(cold.total)}, opening the session ${ms(cold.launch)}`,
+      `  trace: ${(median(samples.map((s) => s.traceBytes)) / 1024).toFixed(0)} KB per run (median); its time: ${ms(traceMs)} per run (median session with a trace − without, same steps)`,
       '',
     ].join('\n'),
   );
 } finally {
+  await local?.stop();
   await service?.stop();
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(gitRoot, { recursive: true, force: true });

@@ -98,16 +98,17 @@ test('a run in progress when npm start is stopped ends failed with the reason; a
       if (Date.now() > deadline) throw new Error('no browser started');
       await new Promise((r) => setTimeout(r, 100));
     }
-    await new Promise((r) => setTimeout(r, 1_500));
+    await new Promise((r) => setTimeout(r, 3_000));
 
     expect(await stopProcess(server.proc, 'SIGTERM')).toBe(0);
     server = await startProcess(dataDir, { PREVIEW_GIT_ROOT: gitRoot });
     const run = await call(server, 'GET', `/run/${runId}?steps=true`, { headers });
-    expect(run.body).toMatchObject({
-      status: 'failed',
-      error: 'the browser died during step 1 (wait-for): the service stopped while the run was running',
-    });
-    expect(run.body.steps[0].status).toBe('failed');
+    // On its first step, or (a busy machine) still opening the first page in its warm browser.
+    expect(run.body.status).toBe('failed');
+    expect(run.body.error).toMatch(
+      /^the browser died (during step 1 \(wait-for\)|while opening the first page): the service stopped while the run was running$/,
+    );
+    expect(run.body.steps[0].status).toMatch(/^(failed|skipped)$/);
     expect((await call(server, 'GET', '/run?status=running', { headers })).body).toEqual([]);
   } finally {
     await stopProcess(server.proc, 'SIGTERM');

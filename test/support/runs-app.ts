@@ -15,6 +15,8 @@ import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js
  * - `/late`: a button that appears after 1.5 s (`#late`; `?ms=N`: after N ms)
  * - `/leak`: redirects to `/landing?token=<API_TOKEN>` (its secret), so the page URL carries a secret
  * - `/exit`: answers, then the app exits (the target going down mid-run)
+ * - `/broken`: a button `#boom`; 2.5 s after a click the page logs a console error and its fetch of
+ *   `/api/fail` is answered 500 (the planted failure of issue 28's console and network per step)
  */
 export const RUNS_APP_JS = `
 const http = require('node:http');
@@ -47,6 +49,10 @@ http.createServer((req, res) => {
     return res.end();
   }
   if (url.pathname === '/landing') return html(200, 'Landing', '<h1>Landed</h1>');
+  if (url.pathname === '/broken')
+    return html(200, 'Broken', '<h1>Save</h1><button id="boom" onclick="setTimeout(() => {' +
+      ' console.error(\\'planted console error\\'); fetch(\\'/api/fail\\'); }, 2500)">Save</button>');
+  if (url.pathname === '/api/fail') { res.writeHead(500, { 'content-type': 'application/json' }); return res.end('{"error":"planted"}'); }
   if (url.pathname === '/exit') {
     html(200, 'Bye', '<h1>Going down</h1><a id="next" href="/">Next</a>');
     return setTimeout(() => process.exit(0), 100);

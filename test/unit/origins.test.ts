@@ -1,10 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import {
-  navigateTarget,
-  previewCookies,
-  StepFailure,
-  targetOrigins,
-} from '../../functions/core/run-executor.js';
+import { previewCookies } from '../../functions/core/run-scenario.js';
+import { navigateTarget, StepFailure, targetOrigins } from '../../functions/core/run-steps.js';
 import { parseAllowedOrigins } from '../../functions/core/tenancy.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import {

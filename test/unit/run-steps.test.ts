@@ -1,4 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
+import { isSecretVariable } from '../../functions/core/run-executor.js';
+import { runFailureMessage } from '../../functions/core/run-lifecycle.js';
+import { renderRunReport } from '../../functions/core/run-report.js';
 import {
   browserError,
   inputValue,
@@ -8,9 +11,7 @@ import {
   quotedText,
   StepFailure,
   substituteVariables,
-} from '../../functions/core/run-executor.js';
-import { runFailureMessage } from '../../functions/core/run-lifecycle.js';
-import { renderRunReport } from '../../functions/core/run-report.js';
+} from '../../functions/core/run-steps.js';
 import type { RunItem } from '../../functions/core/run-store.js';
 import { joinAppUrl } from '../../functions/core/run-target.js';
 import { toTestRunView } from '../../functions/core/run-views.js';
@@ -149,4 +150,22 @@ test('the report escapes what the test and the page wrote', () => {
   expect(html).toContain('src="https://m/v?a=1&amp;b=2"');
   expect(html).not.toContain('http-equiv="refresh"');
   expect(renderRunReport({ ...run, status: 'running' }, new Map())).toContain('http-equiv="refresh"');
+});
+
+describe('which variable values are masked (issue 26)', () => {
+  test('a name that says secret is masked; an e-mail or a user name is not', () => {
+    for (const name of [
+      'PASSWORD',
+      'db_pass',
+      'API_TOKEN',
+      'ClientSecret',
+      'PRIVATE_KEY',
+      'AWS_CREDENTIALS',
+      'AUTH',
+      'SESSION_COOKIE',
+    ])
+      expect([name, isSecretVariable(name)]).toEqual([name, true]);
+    for (const name of ['EMAIL', 'USERNAME', 'FIRST_NAME', 'URL', 'COUNT'])
+      expect([name, isSecretVariable(name)]).toEqual([name, false]);
+  });
 });

@@ -1,7 +1,8 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { closeAllSessions, openPlaywrightSession } from './playwright.js';
+import { openPlaywrightSession } from './playwright.js';
 import type { Browser, BrowserSession, SessionOptions } from './port.js';
+import { BrowserPool, type LaunchSpec, RunQueue } from './warm-browser.js';
 
 /** Debian's `chromium` package. */
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
@@ -66,14 +67,36 @@ export function describeMissingBrowser(
   );
 }
 
-/** Local browser: playwright-core driving the chromium binary of the host (Debian's package by default). */
+/** How many runs the local server runs at once unless PREVIEW_RUN_CONCURRENCY says otherwise. */
+export const DEFAULT_RUN_CONCURRENCY = 2;
+
+/**
+ * Local browser: playwright-core driving the chromium binary of the host (Debian's package by default).
+ * Browsers stay warm between runs (warm-browser.ts: one per parallel run, a fresh context per run,
+ * relaunched once dead); up to `concurrency` runs at once, the others wait their turn in order.
+ */
 export class LocalChromium implements Browser {
   private readonly browserPath: string;
   private readonly ffmpegPath: string;
+  private readonly pool: BrowserPool;
+  private readonly queue: RunQueue;
+  private readonly sessions = new Set<{ abort(): Promise<void> }>();
+  private stopping = false;
 
-  constructor(opts: { browserPath?: string; ffmpegPath?: string } = {}) {
+  constructor(opts: { browserPath?: string; ffmpegPath?: string; concurrency?: number } = {}) {
     this.browserPath = opts.browserPath ?? DEFAULT_CHROMIUM_PATH;
     this.ffmpegPath = opts.ffmpegPath ?? 'ffmpeg';
+    const concurrency = opts.concurrency ?? DEFAULT_RUN_CONCURRENCY;
+    this.pool = new BrowserPool(async () => this.spec(), concurrency);
+    this.queue = new RunQueue(concurrency);
+  }
+
+  private spec(): LaunchSpec {
+    return {
+      executablePath: this.browserPath,
+      args: LOCAL_CHROMIUM_FLAGS,
+      ffmpegPath: findExecutable(this.ffmpegPath) ?? this.ffmpegPath,
+    };
   }
 
   missing(): string | undefined {
@@ -82,24 +105,23 @@ export class LocalChromium implements Browser {
 
   async open(opts: SessionOptions): Promise<BrowserSession> {
     if (this.stopping) throw new Error('the service is stopping');
-    const session = await openPlaywrightSession(
-      {
-        executablePath: this.browserPath,
-        args: LOCAL_CHROMIUM_FLAGS,
-        ffmpegPath: findExecutable(this.ffmpegPath) ?? this.ffmpegPath,
-      },
-      opts,
-    );
-    // Launched while the service was stopping: closed like the others were.
-    if (this.stopping) await closeAllSessions();
-    return session;
+    return openPlaywrightSession(this.pool, this.spec(), opts, this.sessions);
   }
 
-  private stopping = false;
+  turn(): Promise<{ release(): void }> {
+    return this.queue.turn();
+  }
 
-  /** Close the browsers of runs still in progress, and open no more (the local server is stopping). */
+  /** Runs waiting for their turn. */
+  get queued(): number {
+    return this.queue.queued;
+  }
+
+  /** Close the browsers (of runs in progress too), and open no more (the local server is stopping). */
   async stop(): Promise<void> {
     this.stopping = true;
-    await closeAllSessions();
+    this.queue.stop();
+    await Promise.all([...this.sessions].map((s) => s.abort()));
+    await this.pool.stop();
   }
 }

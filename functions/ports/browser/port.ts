@@ -1,5 +1,6 @@
 /**
- * The Browser port: a headless browser a test run drives, one session per run, recording a video of it.
+ * The Browser port: a headless browser a test run drives, one session (a fresh context of a warm browser)
+ * per run, recording a video and a trace of it.
  * Adapters: `local-chromium.ts` (playwright-core driving Debian's chromium, ffmpeg from PATH) and
  * `lambda-chromium.ts` (playwright-core driving @sparticuz/chromium in a Lambda, ffmpeg from a layer);
  * both run `playwright.ts`. Selectors are Playwright's: CSS, or `text=…`, `xpath=…`, `role=…`.
@@ -9,6 +10,11 @@ export interface SessionOptions {
   viewport: { width: number; height: number };
   /** Record a video of the whole session (returned by `close`). */
   video: boolean;
+  /**
+   * Record a Playwright trace of the session (actions, DOM snapshots, screenshots, network; returned by
+   * `close`, masked with the mask given there).
+   */
+  trace?: boolean;
   /**
    * The only origins (`scheme://host[:port]`) the session may load anything from (issue 23: the run's
    * app URLs and its application's allowed origins; `shared/origins.ts`). Every other navigation,
@@ -34,7 +40,34 @@ export interface Video {
 }
 
 /**
- * One page in a fresh browser. Every action waits (up to `timeoutMs`) for its element to be there and
+ * What the page reported during a step (issue 28): console errors and warnings, uncaught page errors,
+ * and requests that failed or were answered 4xx/5xx. Bounded: at most `MAX_STEP_EVENTS` per step (the
+ * rest counted in `dropped`), each text at most `MAX_EVENT_TEXT` characters.
+ */
+export interface PageEvent {
+  kind: 'console' | 'page-error' | 'request';
+  /** console: `error` or `warning`; request: `failed` or the status (`500`). */
+  level: string;
+  text: string;
+}
+export interface PageEvents {
+  events: PageEvent[];
+  dropped: number;
+}
+export const MAX_STEP_EVENTS = 20;
+export const MAX_EVENT_TEXT = 500;
+
+/** What a closed session recorded. */
+export interface Recording {
+  video?: Video;
+  /** The Playwright trace (a zip the trace viewer opens), masked. */
+  trace?: Buffer;
+  /** Why a video or a trace was asked for and is not there (an encode or a trace that failed). */
+  problems?: string[];
+}
+
+/**
+ * One page in a fresh browser context (nothing of another run: cookies, storage, cache). Every action waits (up to `timeoutMs`) for its element to be there and
  * actionable, and rejects with the browser's own error (`net::ERR_CONNECTION_REFUSED …`, a timeout naming
  * the selector) otherwise.
  */
@@ -64,8 +97,19 @@ export interface BrowserSession {
   setExtraHTTPHeaders?(headers: Record<string, string>): Promise<void>;
   /** Add cookies to the session; one without a domain is set for `url`'s host. */
   addCookies?(cookies: SessionCookie[], url: string): Promise<void>;
-  /** Close the browser; the video of the session when one was recorded (and any frame was painted). */
-  close(): Promise<Video | undefined>;
+  /**
+   * Start the next step's group of actions in the trace (its title, `2. click #go`), ending the one
+   * before; the trace viewer lists each step's actions under it.
+   */
+  beginStep?(title: string): Promise<void>;
+  /** What the page reported since the last call (see PageEvent), then forgotten. */
+  takeEvents?(): PageEvents;
+  /**
+   * Close the session (its context; the browser may stay warm for the next run); the video when one was
+   * recorded (and any frame was painted), the trace when one was asked for, every text in it passed
+   * through `mask`.
+   */
+  close(opts?: { mask?: (text: string) => string }): Promise<Recording>;
 }
 
 /** A cookie to add to a session. */
@@ -83,4 +127,9 @@ export interface Browser {
    */
   missing(): string | undefined;
   open(opts: SessionOptions): Promise<BrowserSession>;
+  /**
+   * Wait for this host's turn to run (the local server runs up to `PREVIEW_RUN_CONCURRENCY` at once, the
+   * rest in the order they asked); `release` when the run ended. Absent: no queue (a Lambda runs one).
+   */
+  turn?(): Promise<{ release(): void }>;
 }

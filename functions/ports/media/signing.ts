@@ -37,6 +37,7 @@ export function mediaContentType(key: string): string {
   if (key.endsWith('.mp4')) return 'video/mp4';
   if (key.endsWith('.webm')) return 'video/webm';
   if (key.endsWith('.jpg') || key.endsWith('.jpeg')) return 'image/jpeg';
+  if (key.endsWith('.zip')) return 'application/zip';
   return 'application/octet-stream';
 }
 

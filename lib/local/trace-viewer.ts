@@ -1,0 +1,87 @@
+import { createReadStream, statSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import { dirname, extname, join, normalize, sep } from 'node:path';
+import { TRACE_VIEWER_PATH } from '../../functions/core/run-report.js';
+
+/*
+ * The Playwright trace viewer, served by the local server from its own origin (issue 28): the static app
+ * that ships inside playwright-core (`lib/vite/traceViewer`), at `/trace-viewer/`. It holds no data and
+ * needs no credentials; it opens the trace its `?trace=` names (a run's signed media URL, this same
+ * origin) in the browser, through its service worker (which a browser allows on http only for localhost
+ * and 127.0.0.1, as `npm start` serves). Nothing of it is sent anywhere else.
+ */
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.ttf': 'font/ttf',
+  '.json': 'application/json',
+  '.webmanifest': 'application/manifest+json',
+  '.png': 'image/png',
+  '.wasm': 'application/wasm',
+};
+
+let root: string | undefined;
+/** Where playwright-core keeps the trace viewer's files. */
+export function traceViewerRoot(): string {
+  root ??= join(
+    dirname(createRequire(import.meta.url).resolve('playwright-core/package.json')),
+    'lib',
+    'vite',
+    'traceViewer',
+  );
+  return root;
+}
+
+/** Serve `req` when it asks for the trace viewer (GET or HEAD); returns whether it did. */
+export function serveTraceViewer(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
+  if (url.pathname === TRACE_VIEWER_PATH.slice(0, -1)) {
+    res.writeHead(308, { location: `${TRACE_VIEWER_PATH}${url.search}` });
+    res.end();
+    return true;
+  }
+  if (!url.pathname.startsWith(TRACE_VIEWER_PATH)) return false;
+  const answer = (status: number, error: string) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    res.end(JSON.stringify({ error }));
+    return true;
+  };
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.setHeader('allow', 'GET, HEAD');
+    return answer(405, 'method not allowed');
+  }
+  let rel: string;
+  try {
+    rel = decodeURIComponent(url.pathname.slice(TRACE_VIEWER_PATH.length)) || 'index.html';
+  } catch {
+    return answer(404, 'not found');
+  }
+  const base = traceViewerRoot();
+  const file = normalize(join(base, rel));
+  if (!file.startsWith(base + sep)) return answer(404, 'not found');
+  let size: number;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) return answer(404, 'not found');
+    size = st.size;
+  } catch {
+    return answer(404, 'not found');
+  }
+  res.writeHead(200, {
+    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'content-length': String(size),
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+    // The service worker's scope is the viewer's folder (where it is served from).
+    ...(file.endsWith('sw.bundle.js') ? { 'service-worker-allowed': TRACE_VIEWER_PATH } : {}),
+  });
+  if (req.method === 'HEAD') {
+    res.end();
+    return true;
+  }
+  createReadStream(file).pipe(res);
+  return true;
+}
