@@ -1,6 +1,6 @@
 import { EKSClient } from '@aws-sdk/client-eks';
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../../test/cloud/fakes/kubernetes.js';
 import { FakeEksAndLambda } from '../../../../test/cloud/fakes/kubernetes-aws.js';
@@ -230,6 +230,9 @@ describe('cluster access', () => {
     expect(signed).toBe(2);
   });
 });
+
+// Each test drives the real @kubernetes/client-node against a loopback fake: seconds on a busy machine.
+jest.setTimeout(30_000);
 
 describe('EksCluster', () => {
   test('deploy writes the namespace and each app’s objects, shaped as documented', async () => {

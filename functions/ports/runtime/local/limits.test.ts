@@ -105,7 +105,10 @@ async function build(r: ProcessRuntime, t: RuntimeTarget, spec: AppSpec): Promis
 }
 /** Build, start and await `web`: the readiness outcome. */
 async function start(r: ProcessRuntime, t: RuntimeTarget, spec: AppSpec): Promise<TaskOutcome> {
-  expect(await build(r, t, { ...spec, build: undefined })).toEqual({ ok: true, output: {} });
+  expect(await build(r, t, { ...spec, build: undefined })).toEqual({
+    ok: true,
+    output: { builds: expect.any(Object) },
+  });
   await r.deploy(t, [{ name: 'web', spec, vars: {}, secretKeys: [] }], { prune: true });
   const token = `ready-${++seq}`;
   await r.awaitReady(t, { web: spec }, token);

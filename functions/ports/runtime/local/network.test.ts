@@ -114,7 +114,7 @@ async function up(
   const specs = Object.fromEntries(launches.map((l) => [l.name, l.spec]));
   const built = `b-${++seq}`;
   await r.build(t, sha, specs, built);
-  expect(await outcomeOf(built)).toEqual({ ok: true, output: {} });
+  expect(await outcomeOf(built)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
   await r.deploy(t, launches, { prune: true });
   const ready = `r-${++seq}`;
   await r.awaitReady(t, specs, ready);
