@@ -41,6 +41,11 @@ export interface DoorHooks {
   wake(envId: string): Promise<void>;
   /** Whether the environment's apps are asleep. */
   asleep(envId: string): boolean;
+  /**
+   * A port for a new door: under PREVIEW_APP_PORTS, a free one of the range (the door is what visitors
+   * reach, so it stays inside it too; none free: a DeployFailed naming the range). Absent: any free port.
+   */
+  pickPort?(previous?: number): Promise<number>;
 }
 
 /** One environment's doors. */
@@ -106,7 +111,9 @@ export class FrontDoors {
     } else {
       const server = createServer((req, res) => void this.handle(id, app, req, res));
       server.on('upgrade', (req, socket, head) => this.upgrade(id, app, req, socket, head));
-      const bound = await listen(server, port);
+      const bound = this.hooks.pickPort
+        ? await listen(server, await this.hooks.pickPort(port))
+        : await listen(server, port);
       entry = { server, port: bound, host, upstream };
       door.apps.set(app, entry);
     }

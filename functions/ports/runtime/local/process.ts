@@ -21,7 +21,7 @@ import { FrontDoors } from './front-door.js';
 import { DEFAULT_LIMITS, DiskWatch, type SandboxLimits, sweepSandboxCgroups } from './limits.js';
 import { buildLogPath, logEnd, logPath, readLogs } from './logs.js';
 import { createNetns, listeningInside, removeNetns, startPasta, stopPasta } from './network.js';
-import { pickPort, probeReady, waitForApps } from './readiness.js';
+import { freePortIn, pickPort, probeReady, waitForApps } from './readiness.js';
 import type { Isolation } from './sandbox.js';
 import {
   type ActiveBuild,
@@ -115,6 +115,9 @@ export class ProcessRuntime implements Runtime {
     this.doors = new FrontDoors({
       accessKey: async (applicationId) => opts.accessKey?.(applicationId),
       asleep: (id) => Boolean(this.rt.state.envs[id]?.asleepAt),
+      ...(opts.appPorts
+        ? { pickPort: (previous?: number) => freePortIn(opts.appPorts!, new Set(), previous) }
+        : {}),
       sleep: (id) => this.sleepEnv(id),
       wake: (id) => this.wakeEnv(id),
     });

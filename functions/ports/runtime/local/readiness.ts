@@ -63,7 +63,7 @@ const inRange = (port: number | undefined, range: { first: number; last: number 
  * A free port of PREVIEW_APP_PORTS: `preferred` if it is free (again), else the first free one from a
  * random place in the range, none of `taken`. None free: a DeployFailed that names the range.
  */
-async function freePortIn(
+export async function freePortIn(
   range: { first: number; last: number },
   taken: Set<number>,
   preferred: number | undefined,
