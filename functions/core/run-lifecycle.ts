@@ -1,4 +1,4 @@
-import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { newId } from '../shared/crypto.js';
@@ -16,6 +16,11 @@ import {
 } from './run-store.js';
 import { resolveTarget } from './run-target.js';
 import { copyStep, findTest } from './tests.js';
+
+/** One conditional write of a run: `update` with the runs table and the run's key filled in. */
+function updateRun(runId: string, update: Omit<UpdateCommandInput, 'TableName' | 'Key'>) {
+  return ddb().send(new UpdateCommand({ TableName: table('runs'), Key: runKey(runId), ...update }));
+}
 
 /*
  * A run's lifecycle, every write of it: start (POST /test/{test_id}/run, and a ready environment's preview
@@ -120,24 +125,20 @@ export async function failRun(
   const steps = run.steps.map((s) => (s.status === 'pending' ? { ...s, status: 'skipped' as const } : s));
   const failed = statusWrite(run, 'failed');
   try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('runs'),
-        Key: runKey(runId),
-        UpdateExpression: `SET ${failed.set}, endedAt = :now, #error = :error, steps = :steps`,
-        ConditionExpression:
-          opts.attempt !== undefined ? '#status = :was AND attempt = :attempt' : '#status = :was',
-        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
-        ExpressionAttributeValues: {
-          ...failed.values,
-          ':now': new Date().toISOString(),
-          ':error': error.slice(0, 2000),
-          ':steps': steps,
-          ':was': run.status,
-          ...(opts.attempt !== undefined ? { ':attempt': opts.attempt } : {}),
-        },
-      }),
-    );
+    await updateRun(runId, {
+      UpdateExpression: `SET ${failed.set}, endedAt = :now, #error = :error, steps = :steps`,
+      ConditionExpression:
+        opts.attempt !== undefined ? '#status = :was AND attempt = :attempt' : '#status = :was',
+      ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+      ExpressionAttributeValues: {
+        ...failed.values,
+        ':now': new Date().toISOString(),
+        ':error': error.slice(0, 2000),
+        ':steps': steps,
+        ':was': run.status,
+        ...(opts.attempt !== undefined ? { ':attempt': opts.attempt } : {}),
+      },
+    });
     return true;
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
@@ -177,26 +178,22 @@ export async function prepareRun(runId: string, opts: { execution?: string } = {
   const attempt = newId();
   const running = statusWrite(run, 'running');
   try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('runs'),
-        Key: runKey(runId),
-        UpdateExpression:
-          `SET ${running.set}, startedAt = :now, attempt = :attempt, targetUrl = :url, #target = :target` +
-          (opts.execution ? ', preparedBy = :execution' : ''),
-        ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#status': 'status', '#target': 'target' },
-        ExpressionAttributeValues: {
-          ...running.values,
-          ':pending': 'pending',
-          ':now': new Date().toISOString(),
-          ':attempt': attempt,
-          ':url': resolved.target.url,
-          ':target': resolved.target,
-          ...(opts.execution ? { ':execution': opts.execution } : {}),
-        },
-      }),
-    );
+    await updateRun(runId, {
+      UpdateExpression:
+        `SET ${running.set}, startedAt = :now, attempt = :attempt, targetUrl = :url, #target = :target` +
+        (opts.execution ? ', preparedBy = :execution' : ''),
+      ConditionExpression: '#status = :pending',
+      ExpressionAttributeNames: { '#status': 'status', '#target': 'target' },
+      ExpressionAttributeValues: {
+        ...running.values,
+        ':pending': 'pending',
+        ':now': new Date().toISOString(),
+        ':attempt': attempt,
+        ':url': resolved.target.url,
+        ':target': resolved.target,
+        ...(opts.execution ? { ':execution': opts.execution } : {}),
+      },
+    });
   } catch (err) {
     // Another Prepare moved it first: this execution's own (a concurrent retry) hands over its attempt.
     if (!isConditionFailure(err)) throw err;
@@ -218,16 +215,12 @@ export async function saveRunStep(
   step: RunStepItem,
 ): Promise<void> {
   try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('runs'),
-        Key: runKey(runId),
-        UpdateExpression: `SET steps[${index}] = :step`,
-        ConditionExpression: '#status = :running AND attempt = :attempt',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':step': step, ':running': 'running', ':attempt': attempt },
-      }),
-    );
+    await updateRun(runId, {
+      UpdateExpression: `SET steps[${index}] = :step`,
+      ConditionExpression: '#status = :running AND attempt = :attempt',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':step': step, ':running': 'running', ':attempt': attempt },
+    });
   } catch (err) {
     if (isConditionFailure(err)) throw new RunNotOwned(`run ${runId} is no longer run by attempt ${attempt}`);
     throw err;
@@ -268,19 +261,15 @@ export async function finishRun(
     values[':trace'] = outcome.traceKey;
   }
   try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('runs'),
-        Key: runKey(run.runId),
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        ConditionExpression: '#status = :running AND attempt = :attempt',
-        ExpressionAttributeNames: {
-          '#status': 'status',
-          ...(outcome.error !== undefined ? { '#error': 'error' } : {}),
-        },
-        ExpressionAttributeValues: values,
-      }),
-    );
+    await updateRun(run.runId, {
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: '#status = :running AND attempt = :attempt',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        ...(outcome.error !== undefined ? { '#error': 'error' } : {}),
+      },
+      ExpressionAttributeValues: values,
+    });
   } catch (err) {
     if (isConditionFailure(err))
       throw new RunNotOwned(`run ${run.runId} is no longer run by attempt ${attempt}`);

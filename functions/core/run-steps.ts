@@ -140,6 +140,17 @@ function requireSelector(step: RunStepItem, kind: string): string {
   return selector;
 }
 
+/** Wait for `sel` to be visible; a timeout is the step's failure (`<sel> <failed> within <t>`). */
+async function visibleOrFail(session: BrowserSession, sel: string, t: number, failed: string): Promise<void> {
+  try {
+    await session.waitVisible(sel, t);
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError')
+      throw new StepFailure(`${sel} ${failed} within ${seconds(t)}`);
+    throw err;
+  }
+}
+
 /** Perform one step; its output on success (a StepFailure or the browser's error otherwise). */
 export async function performStep(
   session: BrowserSession,
@@ -181,24 +192,12 @@ export async function performStep(
     }
     case 'assert-visible': {
       const sel = requireSelector(step, 'assert-visible');
-      try {
-        await session.waitVisible(sel, t);
-      } catch (err) {
-        if ((err as Error).name === 'TimeoutError')
-          throw new StepFailure(`${sel} is not visible within ${seconds(t)}`);
-        throw err;
-      }
+      await visibleOrFail(session, sel, t, 'is not visible');
       return `${sel} is visible`;
     }
     case 'wait-for': {
       const sel = requireSelector(step, 'wait-for');
-      try {
-        await session.waitVisible(sel, t);
-      } catch (err) {
-        if ((err as Error).name === 'TimeoutError')
-          throw new StepFailure(`${sel} did not appear within ${seconds(t)}`);
-        throw err;
-      }
+      await visibleOrFail(session, sel, t, 'did not appear');
       return `${sel} appeared`;
     }
     case 'press': {

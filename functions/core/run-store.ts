@@ -33,10 +33,15 @@ export interface RunStepItem {
    * What the page reported during the step (issue 28; core/run-media.ts): console errors and warnings and
    * page errors, failed or 4xx/5xx requests, masked, at most MAX_STEP_EVENTS; `eventsDropped` past that.
    */
-  console?: { level: string; text: string }[];
-  network?: { status: string; text: string }[];
+  console?: ConsoleEvent[];
+  network?: NetworkEvent[];
   eventsDropped?: number;
 }
+
+/** A console message or page error a step saw (masked). */
+export type ConsoleEvent = { level: string; text: string };
+/** A failed or 4xx/5xx request a step saw (masked). */
+export type NetworkEvent = { status: string; text: string };
 
 /**
  * A run as stored (table `runs`, key `runId`). `variables` are the test's saved variables with this run's

@@ -1,6 +1,14 @@
 import { NotFoundError } from '../shared/errors.js';
 import { environmentView, type RunEnvironmentView } from './run-environment.js';
-import { loadRun, type RunItem, type RunStatus, type RunStepItem, type StepStatus } from './run-store.js';
+import {
+  type ConsoleEvent,
+  loadRun,
+  type NetworkEvent,
+  type RunItem,
+  type RunStatus,
+  type RunStepItem,
+  type StepStatus,
+} from './run-store.js';
 import { readScenarioState, scenarioMetadata } from './scenarios.js';
 import type { Folder, StepElement } from './tests.js';
 
@@ -23,8 +31,8 @@ export interface RunStepView {
    * page errors) and `network` (failed or 4xx/5xx requests); present when there was any.
    */
   metadata?: {
-    console?: { level: string; text: string }[];
-    network?: { status: string; text: string }[];
+    console?: ConsoleEvent[];
+    network?: NetworkEvent[];
     events_dropped?: number;
   };
 }

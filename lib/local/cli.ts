@@ -199,19 +199,14 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
           ...previewRulesOf(app),
         };
       }
-      case 'apps rotate-access-key': {
-        const orgId = await requireOrg(values.org);
-        if (!values.app) throw new UsageError('--app is required');
-        const app = await getApplication(orgId, values.app);
-        // The new key is never printed: links come from the environment's status (envs open).
-        await rotateAccessKey(secretStore(), app.applicationId);
-        return { applicationId: app.applicationId, rotated: true };
-      }
+      case 'apps rotate-access-key':
       case 'apps rotate-factory-secret': {
         const orgId = await requireOrg(values.org);
         if (!values.app) throw new UsageError('--app is required');
         const app = await getApplication(orgId, values.app);
-        await rotateFactorySecret(secretStore(), app.applicationId);
+        // The new key or secret is never printed: links come from the environment's status (envs open).
+        const rotate = command === 'apps rotate-access-key' ? rotateAccessKey : rotateFactorySecret;
+        await rotate(secretStore(), app.applicationId);
         return { applicationId: app.applicationId, rotated: true };
       }
       default: {

@@ -218,6 +218,13 @@ export function cancel(build: ActiveBuild): Promise<unknown> {
   return Promise.all([...[...build.children].map(exitOf), ...build.checkouts]);
 }
 
+/** Cancel an environment's builds in progress and drop them from the table; resolves once they have stopped. */
+export async function cancelBuilds(rt: LocalRuntime, id: string): Promise<void> {
+  const builds = [...(rt.builds.get(id)?.values() ?? [])];
+  rt.builds.delete(id);
+  await Promise.all(builds.map((b) => cancel(b)));
+}
+
 /** Drop a finished build from the in-progress table (where a newer one has not replaced it already). */
 function forget(rt: LocalRuntime, id: string, active: ActiveBuild) {
   const builds = rt.builds.get(id);

@@ -16,7 +16,7 @@ import type {
   Runtime,
   RuntimeTarget,
 } from '../port.js';
-import { cancel, runBuild } from './builds.js';
+import { cancel, cancelBuilds, runBuild } from './builds.js';
 import { FrontDoors } from './front-door.js';
 import { DEFAULT_LIMITS, DiskWatch, type SandboxLimits, sweepSandboxCgroups } from './limits.js';
 import { buildLogPath, logEnd, logPath, readLogs } from './logs.js';
@@ -266,9 +266,7 @@ export class ProcessRuntime implements Runtime {
     const id = envId(target);
     return locked(rt, id, async () => {
       const env = this.admit(target);
-      const builds = [...(rt.builds.get(id)?.values() ?? [])];
-      rt.builds.delete(id);
-      await Promise.all(builds.map((b) => cancel(b)));
+      await cancelBuilds(rt, id);
       const stopped: Record<string, string> = {};
       for (const [name, app] of Object.entries(env.apps)) {
         if (!app.running) continue;
@@ -290,9 +288,7 @@ export class ProcessRuntime implements Runtime {
     const id = envId(target);
     await locked(rt, id, async () => {
       const env = this.admit(target);
-      const builds = [...(rt.builds.get(id)?.values() ?? [])];
-      rt.builds.delete(id);
-      await Promise.all(builds.map((b) => cancel(b)));
+      await cancelBuilds(rt, id);
       for (const app of Object.values(env.apps)) await stopApp(rt, app);
       await this.doors.close(id);
       this.awake.delete(id);
