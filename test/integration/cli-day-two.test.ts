@@ -114,7 +114,8 @@ describe('previewctl on day two', () => {
 
     const buildLog = await ctl('envs', 'logs', 'web', ...env7, '--source', 'build');
     expect(buildLog.code).toBe(0);
-    expect(buildLog.stdout).toMatch(/^--- \S+ build [0-9a-f]{12} .*---\nbuilt web\n$/);
+    // The build log keeps history (issue 26 item 8): the first build, then the rebuild, each under its marker.
+    expect(buildLog.stdout).toMatch(/^(--- \S+ build [0-9a-f]{12} .*---\nbuilt web\n){2}$/);
     const appLog = await ctl('envs', 'logs', ...env7, '--app', 'web', '--tail', '50');
     expect(appLog.code).toBe(0);
     expect(appLog.stdout).not.toContain(secret);
