@@ -49,12 +49,16 @@ export interface ExecuteInput {
  */
 const SECRET_NAME_RE = /PASS|PWD|TOKEN|SECRET|KEY|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|SIGNATURE|SALT/i;
 
-/** Whether a run variable's value is masked: its name says it is a secret (see SECRET_NAME_RE). */
-export const isSecretVariable = (name: string): boolean => SECRET_NAME_RE.test(name);
+/**
+ * Whether a run variable's value is masked: its name says it is a secret (see SECRET_NAME_RE), or the
+ * tests file marks it secret (`secret_variables`, carried onto the run as `marked`).
+ */
+export const isSecretVariable = (name: string, marked: readonly string[] = []): boolean =>
+  SECRET_NAME_RE.test(name) || marked.includes(name);
 
 /**
- * The values to mask in outputs: the run's variables whose names say they are secrets, and every secret
- * of the environment's apps (always, whatever its name). Fails closed: a bundle that cannot be read means
+ * The values to mask in outputs: the run's variables whose names say they are secrets or that the tests
+ * file marks secret, and every secret of the environment's apps (always, whatever its name). Fails closed: a bundle that cannot be read means
  * outputs that cannot be masked, so the run does not start (the cause names the app and the error's name,
  * never a value).
  */
@@ -64,7 +68,7 @@ async function secretValues(
   target: RunTarget,
 ): Promise<{ values: string[] } | { error: string }> {
   const values = Object.entries(run.variables ?? {})
-    .filter(([name]) => isSecretVariable(name))
+    .filter(([name]) => isSecretVariable(name, run.secretVariables))
     .map(([, value]) => value);
   for (const app of target.apps) {
     try {

@@ -90,6 +90,7 @@ export async function startRun(
     ...(test.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: test.runTimeoutSeconds } : {}),
     ...(test.scenario ? { scenario: test.scenario } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
+    ...(test.secretVariables?.length ? { secretVariables: test.secretVariables } : {}),
     steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
     ...keys.runs.indexKeys({ orgId, runId, testId, folderId: test.folder.id, status, createdAt }),
   };

@@ -79,6 +79,8 @@ export interface RunItem {
   preparedBy?: string;
   target?: RunTarget;
   variables: Record<string, string>;
+  /** Copied from the test: variables marked secret in the tests file, masked whatever their names. */
+  secretVariables?: string[];
   steps: RunStepItem[];
   /** Storage key of the run's video (media store), once stored. */
   videoKey?: string;

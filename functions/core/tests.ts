@@ -61,6 +61,8 @@ export interface TestItem {
   runTimeoutSeconds?: number;
   applicationVersion: ApplicationVersion;
   variables: Record<string, string>;
+  /** Variables the file marks secret (`secret_variables`): masked in outputs whatever their names. */
+  secretVariables?: string[];
   steps: TestStepItem[];
   /** The scenario provisioned through the Environment Factory before each run (issue 12). */
   scenario?: ScenarioRef;
@@ -104,6 +106,8 @@ const testSchema = z.object({
   application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z._default(z.record(nonEmpty(256), text(10_000)), {}),
+  // Names of `variables` whose values are masked in outputs whatever the name says (issue 26).
+  secret_variables: z.optional(z.array(nonEmpty(256)).check(z.maxLength(1000))),
   steps: z.array(stepSchema).check(z.maxLength(500, 'must have at most 500 steps')),
   scenario: z.optional(
     z.strictObject({
@@ -128,6 +132,14 @@ function fileProblems(file: unknown): string[] {
   const problems = reservedMemberPaths(file).map((p) => `${issuePath(p)}: must not be ${RESERVED_KEY}`);
   const result = testsFileSchema.safeParse(file);
   if (!result.success) problems.push(...issueMessages(result.error, Number.POSITIVE_INFINITY));
+  // A name marked secret must be one of the test's variables (a typo would leave the value shown).
+  for (const [index, raw] of (Array.isArray(file) ? file : []).entries()) {
+    const one = testSchema.safeParse(raw);
+    if (!one.success) continue;
+    for (const [j, name] of (one.data.secret_variables ?? []).entries())
+      if (!Object.hasOwn(one.data.variables, name))
+        problems.push(`[${index}].secret_variables[${j}]: ${name} is not one of the test's variables`);
+  }
   return problems;
 }
 
@@ -177,6 +189,7 @@ export function toTestItem(orgId: string, test: TestsFile[number], createdAt: st
         }
       : {}),
     variables: Object.assign(Object.create(null), test.variables) as Record<string, string>,
+    ...(test.secret_variables?.length ? { secretVariables: [...new Set(test.secret_variables)] } : {}),
     steps: test.steps.map((s) => ({
       id: newId(),
       instruction: s.instruction,

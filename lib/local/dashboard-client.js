@@ -129,7 +129,11 @@ async function act(what, call) {
 }
 
 function appsOf(env) {
-  const names = new Set([...(env.apps || []), ...Object.keys(env.urls || {})]);
+  const names = new Set([
+    ...(env.apps || []),
+    ...Object.keys(env.urls || {}),
+    ...Object.keys(env.stoppedApps || {}),
+  ]);
   return [...names].sort();
 }
 
@@ -172,6 +176,9 @@ function renderEnvironments(list) {
       });
       logs.setAttribute('aria-label', `logs of ${app} in ${label(env)}`);
       line.append(logs);
+      // A failed environment's stopped app says why it is not running (issue 26, item 2).
+      const stopped = env.stoppedApps?.[app];
+      if (stopped) line.append(el('span', { className: 'stopped error', textContent: stopped }));
       if (live) {
         for (const mode of ['restart', 'rebuild'])
           line.append(

@@ -1,11 +1,14 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
 import { importTests } from '../../functions/core/tests.js';
 import { routes } from '../../functions/manifest/routes.js';
+import { keys } from '../../functions/manifest/tables.js';
 import { DEFAULT_CHROMIUM_PATH, LOCAL_CHROMIUM_FLAGS } from '../../functions/ports/browser/local-chromium.js';
+import { ddb, table } from '../../functions/shared/dynamo.js';
 import { compileRoutes, matchRoute } from '../../lib/local/http-bridge.js';
 import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
@@ -215,6 +218,16 @@ describe('the dashboard in chromium', () => {
   chromiumTest(
     'the credentials file loads in the tab; each environment shows its commit, last update, apps and cause',
     async () => {
+      // The failed one as a failure that stopped its apps leaves it (failed-environment.test.ts makes one).
+      const stoppedApps = { web: 'exited (exit code 1): Error: Cannot find module ./db' };
+      await ddb().send(
+        new UpdateCommand({
+          TableName: table('environments'),
+          Key: { orgId: h.org.orgId, envKey: keys.environments.envKey('acme/broken', 2) },
+          UpdateExpression: 'SET stoppedApps = :s',
+          ExpressionAttributeValues: { ':s': stoppedApps },
+        }),
+      );
       await page.goto(`${h.url}/`);
       await page.setInputFiles('#credentialsFile', join(h.dataDir, 'credentials.json'));
       await page.waitForSelector('#environments tbody tr[data-env="acme/shop #1"]');
@@ -238,6 +251,17 @@ describe('the dashboard in chromium', () => {
       const broken = await rowOf('acme/broken #2').innerText();
       expect(broken).toContain('failed');
       expect(broken).toContain('preview.yaml: apps.web.port');
+      // Each stopped app of a failed environment says why, on its line.
+      expect(
+        await rowOf('acme/broken #2').locator('.app:has(.name:text-is("web")) .stopped').innerText(),
+      ).toBe(stoppedApps.web);
+      await ddb().send(
+        new UpdateCommand({
+          TableName: table('environments'),
+          Key: { orgId: h.org.orgId, envKey: keys.environments.envKey('acme/broken', 2) },
+          UpdateExpression: 'REMOVE stoppedApps',
+        }),
+      );
       // The key stays in the tab: a reload shows the same without giving it again.
       await page.reload();
       await page.waitForSelector('#environments tbody tr[data-env="acme/shop #1"]');

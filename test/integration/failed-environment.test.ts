@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
+import { previewctlRaw } from '../support/process.js';
 
 /*
  * A failed environment keeps nothing running (issue 26, item 2): every app it started is stopped, and its
@@ -94,6 +95,23 @@ describe('a failed environment keeps nothing running', () => {
     });
     // web had been started on its port; nothing answers there any more.
     expect(await listening(startedPort(repo, 'web'))).toBe(false);
+
+    // previewctl prints them: one line per app under `stopped apps:`, and their names first in the list row.
+    const remote = {
+      PREVIEW_DATA_DIR: join(h.dataDir, 'not-here'),
+      PREVIEW_API_URL: h.url,
+      PREVIEW_API_KEY: h.org.apiKey,
+    };
+    const status = await previewctlRaw(h.dataDir, remote, 'envs', 'status', '--repo', repo, '--pr', '1');
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain(
+      '\nstopped apps:\n  api  exited (exit code 1): Error: Cannot find module ./db\n' +
+        '  web  stopped: the environment failed\n',
+    );
+    const list = await previewctlRaw(h.dataDir, remote, 'envs', 'list', '--repo', repo);
+    expect(list.stdout.trim().split('\n')[1]).toMatch(
+      /^acme\/crashy\s+1\s+failed\s.*\[stopped: api, web\] Error: Cannot find module \.\/db \(app api exited/,
+    );
 
     // A restart of one app starts the apps the failure stopped too: the environment is whole again.
     const restart = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: auth });

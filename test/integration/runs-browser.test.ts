@@ -361,6 +361,18 @@ describe('the other interactions', () => {
     expect(JSON.stringify(run)).not.toContain(API_TOKEN);
   }, 90_000);
 
+  test('a variable the tests file marks secret is masked though its name says nothing (issue 26)', async () => {
+    const testId = await w.importTest({
+      name: 'Marked secret',
+      variables: { EMAIL: 'marked@example.com' },
+      secret_variables: ['EMAIL'],
+    });
+    const run = await runEnded(w.h, (await startRun(testId)).body.run_id);
+    expect(run.status).toBe('passed');
+    expect(run.steps[3].output).toBe('found "Welcome, [secret]" in #greeting');
+    expect(JSON.stringify(run)).not.toContain('marked@example.com');
+  }, 90_000);
+
   test('an unknown interaction fails its step saying so; an unknown variable names itself', async () => {
     const unknown = await w.importTest({
       name: 'Hover',

@@ -154,6 +154,11 @@ describe('importTests (previewctl tests import)', () => {
       [testDef({ application_version: { name: 'v1' } })],
       'invalid tests file: [0].application_version.path: Invalid input: expected string, received undefined',
     ],
+    [
+      'a secret variable the test does not save',
+      [testDef({ secret_variables: ['EMAIL', 'EMIAL'] })],
+      "invalid tests file: [0].secret_variables[1]: EMIAL is not one of the test's variables",
+    ],
   ])('rejects %s with a ValidationError naming the path', async (_label, file, message) => {
     const result = importTests(h.org.orgId, file);
     await expect(result).rejects.toThrow(ValidationError);
@@ -386,6 +391,17 @@ describe('POST /test/{test_id}/run', () => {
     expect(res.status).toBe(201);
     const run = await call(h, 'GET', `/run/${res.body.run_id}`, { headers: client(h.org) });
     expect(run.body.metadata).toEqual({ source: 'ci', application_version_id: 'appver-7' });
+  });
+
+  test('variables the file marks secret are stored on the test and copied onto its runs', async () => {
+    const marked = await importOne(h.org, { secret_variables: ['EMAIL', 'EMAIL'] });
+    const { Item } = await ddb().send(new GetCommand({ TableName: table('tests'), Key: { testId: marked } }));
+    expect(Item?.secretVariables).toEqual(['EMAIL']);
+    const res = await startRunOf(h.org, marked);
+    expect(res.status).toBe(201);
+    expect((await storedRun(res.body.run_id))?.secretVariables).toEqual(['EMAIL']);
+    // Files without the list stay valid, and their runs carry none.
+    expect((await storedRun((await startRunOf(h.org, testId)).body.run_id))?.secretVariables).toBeUndefined();
   });
 
   test('runtime_metadata overrides saved variables by name and ignores unknown names', async () => {

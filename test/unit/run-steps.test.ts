@@ -168,4 +168,11 @@ describe('which variable values are masked (issue 26)', () => {
     for (const name of ['EMAIL', 'USERNAME', 'FIRST_NAME', 'URL', 'COUNT'])
       expect([name, isSecretVariable(name)]).toEqual([name, false]);
   });
+
+  test('a name the tests file marks secret is masked whatever it says; only that name', () => {
+    expect(isSecretVariable('EMAIL', ['EMAIL'])).toBe(true);
+    expect(isSecretVariable('USERNAME', ['EMAIL'])).toBe(false);
+    expect(isSecretVariable('email', ['EMAIL'])).toBe(false);
+    expect(isSecretVariable('PASSWORD', [])).toBe(true);
+  });
 });

@@ -41,6 +41,8 @@ export interface Env {
   lastDeployedSha?: string;
   urls: Record<string, string>;
   error?: string;
+  /** A failed environment's apps that are not running: app → why (issue 26, item 2). */
+  stoppedApps?: Record<string, string>;
   environmentId?: string;
   /** A protected environment's signed links in (issue 29): what `envs open` prints instead of `urls`. */
   accessUrls?: Record<string, string>;
@@ -383,8 +385,8 @@ export const ENV_COLUMNS: Column<Env>[] = [
   {
     header: 'APPS / ERROR',
     value: (e) =>
-      e.status === 'failed' && e.error
-        ? e.error
+      e.status === 'failed' && (e.error || e.stoppedApps)
+        ? [stoppedNames(e), e.error].filter(Boolean).join(' ')
         : Object.entries(e.urls)
             .map(([app, url]) => `${app} ${url}`)
             .join(', '),
@@ -400,12 +402,26 @@ const RUN_COLUMNS: Column<Json>[] = [
   { header: 'ENDED', value: (r) => when(r.ended_at) },
 ];
 
+/** `[stopped: api, web]`: the apps a failed environment stopped, first in its list row (the why is cut). */
+function stoppedNames(e: Env): string | undefined {
+  const names = Object.keys(e.stoppedApps ?? {}).sort();
+  return names.length ? `[stopped: ${names.join(', ')}]` : undefined;
+}
+
+/** `  app  text` lines, apps in name order, under `title:`; nothing when there are none. */
+function block(title: string, entries: Record<string, string> | undefined): string {
+  const rows = Object.entries(entries ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  if (rows.length === 0) return '';
+  const width = Math.max(...rows.map(([app]) => app.length));
+  return `\n${title}:\n${rows.map(([app, text]) => `  ${app.padEnd(width)}  ${text}`).join('\n')}`;
+}
+
 function envText(env: Env): string {
-  const { urls, ...rest } = env;
-  const apps = Object.entries(urls).map(([app, url]) => `  ${app}  ${url}`);
-  return `${fields({ ...rest, updatedAt: when(rest.updatedAt), createdAt: undefined })}${
-    apps.length ? `\nurls:\n${apps.join('\n')}` : ''
-  }`;
+  const { urls, stoppedApps, ...rest } = env;
+  return `${fields({ ...rest, updatedAt: when(rest.updatedAt), createdAt: undefined })}${block('urls', urls)}${block(
+    'stopped apps',
+    stoppedApps,
+  )}`;
 }
 
 function runText(run: Json): string {
