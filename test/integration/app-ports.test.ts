@@ -73,7 +73,7 @@ describe('PREVIEW_APP_PORTS', () => {
     // A PR preview sleeps when idle (issue 29), so its URL is its front door's: the app and the door
     // take the range's two ports.
     expect(first.status).toBe('ready');
-    const urlPort = Number(new URL(first.urls.web).port);
+    const urlPort = Number(new URL(String(first.urls.web)).port);
     expect([port, port + 1]).toContain(urlPort);
     const second = await deploy('acme/two');
     expect(second.status).toBe('failed');
