@@ -5,12 +5,12 @@ import { newId } from '../shared/crypto.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { prepareRunAccess, type RunAccessCookie } from './access.js';
-import { runAttempt } from './run-attempt.js';
+import { type AttemptOutcome, runAttempt } from './run-attempt.js';
 import { awaitOtherExecutor, claimExecutor } from './run-claims.js';
 import { executorReserveMs, runDeadline } from './run-deadline.js';
 import { finishRun, RunNotOwned } from './run-lifecycle.js';
-import { loadRun, type RunItem, type RunStepItem, type RunTarget } from './run-store.js';
-import type { FactoryClientOptions } from './scenarios.js';
+import { loadRun, type RunAttemptItem, type RunItem, type RunStepItem, type RunTarget } from './run-store.js';
+import { type FactoryClientOptions, releaseDownClaim } from './scenarios.js';
 
 export interface ExecuteDeps {
   browser: Browser;
@@ -181,28 +181,63 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
       maskSecrets(`the preview could not be woken: ${(err as Error).message}`, secrets.values),
     );
   }
-  const outcome = await runAttempt({
-    deps,
-    run,
-    owner: input.attempt,
-    target: input.target,
-    number: 1,
-    limit,
-    runMs,
-    stepMs: (run.stepTimeoutSeconds ?? deps.stepTimeoutSeconds) * 1000,
-    invocation,
-    now,
-    masked: secrets.values,
-    access,
-  });
-  return end(outcome.steps, outcome.error, outcome.videoKey, outcome.traceKey);
+  // Issue 28: a failed attempt with retries left runs again (fresh session, media and scenario tokens),
+  // while the run's deadline leaves time for one; the last attempt's steps and media are the run's.
+  const retries = Math.max(0, Math.min(3, run.retries ?? 0));
+  const attempts: RunAttemptItem[] = [];
+  let outcome: AttemptOutcome;
+  for (let number = 1; ; number++) {
+    outcome = await runAttempt({
+      deps,
+      run,
+      owner: input.attempt,
+      target: input.target,
+      number,
+      limit,
+      runMs,
+      stepMs: (run.stepTimeoutSeconds ?? deps.stepTimeoutSeconds) * 1000,
+      invocation,
+      now,
+      masked: secrets.values,
+      access,
+    });
+    attempts.push(attemptItem(outcome));
+    if (outcome.status === 'passed' || number > retries) break;
+    if (limit.at - now() < MIN_RETRY_MS) break;
+    // Its `down` was sent under a claim: the next attempt's scenario claims its own.
+    if (run.scenario && !(await releaseDownClaim(run.runId, input.attempt)))
+      throw new RunNotOwned(`run ${input.runId} is no longer run by attempt ${input.attempt}`);
+  }
+  const flaky = outcome.status === 'passed' && attempts.length > 1;
+  return end(outcome.steps, outcome.error, outcome.videoKey, outcome.traceKey, { attempts, flaky });
 
-  async function end(steps: RunStepItem[], error?: string, videoKey?: string, traceKey?: string) {
+  async function end(
+    steps: RunStepItem[],
+    error?: string,
+    videoKey?: string,
+    traceKey?: string,
+    tries?: { attempts: RunAttemptItem[]; flaky: boolean },
+  ) {
     const status = error === undefined ? 'passed' : 'failed';
-    await finishRun(run!, input.attempt, { status, steps, error, videoKey, traceKey });
+    await finishRun(run!, input.attempt, { status, steps, error, videoKey, traceKey, ...tries });
     return status;
   }
 }
+
+/** A retry starts only with this much of the run's time left (else the last failure stands). */
+const MIN_RETRY_MS = 5_000;
+
+/** What the run's record keeps of an attempt (issue 28). */
+const attemptItem = (o: AttemptOutcome): RunAttemptItem => ({
+  number: o.number,
+  status: o.status,
+  ...(o.error !== undefined ? { error: o.error.slice(0, 2000) } : {}),
+  steps: o.steps.map((s) => s.status),
+  ...(o.videoKey !== undefined ? { videoKey: o.videoKey } : {}),
+  ...(o.traceKey !== undefined ? { traceKey: o.traceKey } : {}),
+  startedAt: o.startedAt,
+  endedAt: o.endedAt,
+});
 
 /** Every step of a run that never ran: `skipped`. */
 const skipAll = (steps: RunStepItem[]): RunStepItem[] =>

@@ -7,6 +7,7 @@ import { log } from '../shared/log.js';
 import type { Environment } from './environments.js';
 import {
   loadRun,
+  type RunAttemptItem,
   type RunItem,
   type RunStatus,
   type RunStepItem,
@@ -88,6 +89,7 @@ export async function startRun(
     applicationVersion: { name: test.applicationVersion.name, path: test.applicationVersion.path },
     ...(test.stepTimeoutSeconds !== undefined ? { stepTimeoutSeconds: test.stepTimeoutSeconds } : {}),
     ...(test.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: test.runTimeoutSeconds } : {}),
+    ...(test.retries ? { retries: test.retries } : {}),
     ...(test.scenario ? { scenario: test.scenario } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
     ...(test.secretVariables?.length ? { secretVariables: test.secretVariables } : {}),
@@ -238,6 +240,9 @@ export async function finishRun(
     error?: string;
     videoKey?: string;
     traceKey?: string;
+    /** Every attempt (issue 28), and whether a later one passed after a failure. */
+    attempts?: RunAttemptItem[];
+    flaky?: boolean;
   },
 ): Promise<void> {
   const ended = statusWrite(run, outcome.status);
@@ -260,6 +265,14 @@ export async function finishRun(
   if (outcome.traceKey !== undefined) {
     sets.push('traceKey = :trace');
     values[':trace'] = outcome.traceKey;
+  }
+  if (outcome.attempts !== undefined) {
+    sets.push('attempts = :attempts');
+    values[':attempts'] = outcome.attempts;
+  }
+  if (outcome.flaky) {
+    sets.push('flaky = :flaky');
+    values[':flaky'] = true;
   }
   try {
     await updateRun(run.runId, {

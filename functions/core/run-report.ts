@@ -131,6 +131,7 @@ ${run.target?.environment ? `<div class="env" id="environment">${escapeHtml(envi
 <span>${passedCount}/${run.steps.length} steps passed</span></div>
 ${run.targetUrl ? `<div class="meta">against ${escapeHtml(run.targetUrl)}</div>` : ''}
 ${scenarioLine(run)}
+${attemptsHtml(run, urls, viewer)}
 ${run.status === 'failed' && run.error ? `<div class="error">${escapeHtml(run.error)}</div>` : ''}
 </div>
 <div class="card"><table>
@@ -205,16 +206,52 @@ export async function serveRunReport(
   const run = await loadRun(m[1]!);
   if (!run) return errorPage(404, 'run not found');
   const urls = new Map<string, string>();
-  for (const key of [run.videoKey, run.traceKey, ...run.steps.map((s) => s.imageKey)])
+  for (const key of [
+    run.videoKey,
+    run.traceKey,
+    ...run.steps.map((s) => s.imageKey),
+    ...(run.attempts ?? []).flatMap((a) => [a.videoKey, a.traceKey]),
+  ])
     if (key && !urls.has(key)) urls.set(key, await media.url(key, req.baseUrl));
   return {
     status: 200,
     contentType: 'text/html; charset=utf-8',
     body: renderRunReport(run, urls, (traceUrl) => traceViewerLink(req.baseUrl, traceUrl)),
     csp: reportCsp(
-      [run.videoKey, ...run.steps.map((s) => s.imageKey)].flatMap((k) => (k && urls.get(k)) || []),
+      [
+        run.videoKey,
+        ...run.steps.map((s) => s.imageKey),
+        ...(run.attempts ?? []).map((a) => a.videoKey),
+      ].flatMap((k) => (k && urls.get(k)) || []),
     ),
   };
+}
+
+/**
+ * A retried run's attempts (issue 28): "passed on attempt 2 of 2 (flaky)", then each attempt's outcome
+ * with its own video and trace. Nothing for a run of one attempt.
+ */
+export function attemptsHtml(
+  run: Pick<RunItem, 'status' | 'attempts' | 'flaky'>,
+  urls: Map<string, string>,
+  viewer?: (traceUrl: string) => string,
+): string {
+  const attempts = run.attempts ?? [];
+  if (attempts.length < 2) return '';
+  const last = attempts[attempts.length - 1]!;
+  const summary = `${run.status} on attempt ${last.number} of ${attempts.length}${run.flaky ? ' (flaky)' : ''}`;
+  const items = attempts.map((a) => {
+    const video = a.videoKey && urls.get(a.videoKey);
+    const trace = a.traceKey && urls.get(a.traceKey);
+    const links = [
+      video ? `<a class="video" href="${escapeHtml(video)}">video</a>` : '',
+      trace ? `<a class="trace" href="${escapeHtml(viewer ? viewer(trace) : trace)}">trace</a>` : '',
+    ].filter(Boolean);
+    return `<li>attempt ${a.number}: ${badge(a.status)}${a.error ? ` <span class="error">${escapeHtml(a.error)}</span>` : ''}${
+      links.length ? ` ${links.join(' ')}` : ''
+    }</li>`;
+  });
+  return `<div class="meta" id="attempts"><span>${escapeHtml(summary)}</span><ul>${items.join('')}</ul></div>`;
 }
 
 /** The run's scenario provisioning (issue 12), one line: recipe, status, durations, errors. */

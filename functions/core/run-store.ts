@@ -68,6 +68,12 @@ export interface RunItem {
   applicationVersion?: ApplicationVersion;
   stepTimeoutSeconds?: number;
   runTimeoutSeconds?: number;
+  /** Copied from the test: how many times a failed attempt is run again (issue 28; absent: none). */
+  retries?: number;
+  /** Every attempt once the run ended (issue 28): the last one's steps and media are the run's. */
+  attempts?: RunAttemptItem[];
+  /** A later attempt passed after an earlier one failed (the run is `passed`). */
+  flaky?: boolean;
   /** The first page the run opened (resolved by Prepare). */
   targetUrl?: string;
   /** Set when the run starts executing: every later write of that execution is conditioned on it. */
@@ -97,6 +103,19 @@ export interface RunItem {
   /** Absent on runs stored before issue 14 until backfilled (the local server does at start). */
   testStatusKey?: string;
   folderStatusKey?: string;
+}
+
+/** One attempt of a run (issue 28), kept in its record once the run ended. */
+export interface RunAttemptItem {
+  number: number;
+  status: 'passed' | 'failed';
+  error?: string;
+  /** Its steps' statuses in order (`passed`, `failed`, `skipped`…). */
+  steps: string[];
+  videoKey?: string;
+  traceKey?: string;
+  startedAt: string;
+  endedAt: string;
 }
 
 /** Where a run goes: the first page, and what the executor needs to mask secrets. */

@@ -419,6 +419,21 @@ export async function claimDown(runId: string, by: string): Promise<boolean> {
 }
 
 /**
+ * Give back the `down` claim of a run whose attempt sent its `down` (issue 28): its retry provisions a
+ * fresh scenario whose `down` is claimed anew. Only while the run is still `running` under `attempt`.
+ */
+export async function releaseDownClaim(runId: string, attempt: string): Promise<boolean> {
+  return updateIf({
+    TableName: table('runs'),
+    Key: { runId },
+    UpdateExpression: 'REMOVE downClaim',
+    ConditionExpression: '#status = :running AND attempt = :attempt',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: { ':running': 'running', ':attempt': attempt },
+  });
+}
+
+/**
  * The `down` owed by a run that ended without sending it (its executor died, a restart abandoned it):
  * claimed first (claimDown: one sender, `by` names which), then sent best effort and recorded.
  * @returns whether this call sent it

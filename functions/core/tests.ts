@@ -59,6 +59,8 @@ export interface TestItem {
   /** Per-step and per-run timeouts of this test, when the file sets them (else the service defaults). */
   stepTimeoutSeconds?: number;
   runTimeoutSeconds?: number;
+  /** How many times a failed run is attempted again (issue 28: 0–3; absent: 0). */
+  retries?: number;
   applicationVersion: ApplicationVersion;
   variables: Record<string, string>;
   /** Variables the file marks secret (`secret_variables`): masked in outputs whatever their names. */
@@ -103,6 +105,11 @@ const testSchema = z.object({
   run_on_preview: z._default(z.boolean(), false),
   step_timeout_seconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(600, 'must be at most 600'))),
   run_timeout_seconds: z.optional(z.number().check(z.int(), z.gte(5), z.lte(840, 'must be at most 840'))),
+  retries: z.optional(
+    z
+      .number()
+      .check(z.int('must be a whole number'), z.gte(0, 'must be at least 0'), z.lte(3, 'must be at most 3')),
+  ),
   application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z._default(z.record(nonEmpty(256), text(10_000)), {}),
@@ -178,6 +185,7 @@ export function toTestItem(orgId: string, test: TestsFile[number], createdAt: st
     ...(test.run_on_preview ? { runOnPreview: true } : {}),
     ...(test.step_timeout_seconds !== undefined ? { stepTimeoutSeconds: test.step_timeout_seconds } : {}),
     ...(test.run_timeout_seconds !== undefined ? { runTimeoutSeconds: test.run_timeout_seconds } : {}),
+    ...(test.retries ? { retries: test.retries } : {}),
     applicationVersion: { name: test.application_version.name, path: test.application_version.path },
     ...(test.scenario
       ? {

@@ -17,6 +17,7 @@ import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js
  * - `/exit`: answers, then the app exits (the target going down mid-run)
  * - `/broken`: a button `#boom`; 2.5 s after a click the page logs a console error and its fetch of
  *   `/api/fail` is answered 500 (the planted failure of issue 28's console and network per step)
+ * - `/flaky?key=K`: "Not yet" the first time a key is asked for, "Ready" after (issue 28's retries)
  */
 export const RUNS_APP_JS = `
 const http = require('node:http');
@@ -24,6 +25,7 @@ const esc = (s) => String(s).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) +
 const page = (title, body) => '<!doctype html><html><head><meta charset="utf-8"><title>' + title +
   '</title><style>body{font:16px sans-serif;margin:40px}input,button{font-size:16px;padding:6px}</style></head><body>' +
   body + '</body></html>';
+const seen = new Set();
 http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   const html = (status, title, body) => { res.writeHead(status, { 'content-type': 'text/html' }); res.end(page(title, body)); };
@@ -53,6 +55,12 @@ http.createServer((req, res) => {
     return html(200, 'Broken', '<h1>Save</h1><button id="boom" onclick="setTimeout(() => {' +
       ' console.error(\\'planted console error\\'); fetch(\\'/api/fail\\'); }, 2500)">Save</button>');
   if (url.pathname === '/api/fail') { res.writeHead(500, { 'content-type': 'application/json' }); return res.end('{"error":"planted"}'); }
+  if (url.pathname === '/flaky') {
+    const key = url.searchParams.get('key') || '';
+    const first = !seen.has(key);
+    seen.add(key);
+    return html(200, 'Flaky', '<h1 id="state">' + (first ? 'Not yet' : 'Ready') + '</h1>');
+  }
   if (url.pathname === '/exit') {
     html(200, 'Bye', '<h1>Going down</h1><a id="next" href="/">Next</a>');
     return setTimeout(() => process.exit(0), 100);
