@@ -56,6 +56,7 @@ const eksVariables = {
       ),
   ),
   EKS_SYSTEM_NAMESPACE: z.optional(nonEmpty),
+  ACCESS_VERIFIER_URL: z.optional(nonEmpty),
 };
 type EksVariables = { [K in keyof typeof eksVariables]?: string };
 type RefineContext = Parameters<Parameters<typeof z.superRefine>[0]>[1];
@@ -201,6 +202,8 @@ export interface EksConfig {
   tlsSecretName?: string;
   allowFromCidrs?: string[];
   systemNamespace?: string;
+  /** The access verifier a protected app's Ingress asks (issue 29; eks/front-door.ts). */
+  verifierUrl?: string;
 }
 
 function eksOf(e: EksVariables): EksConfig {
@@ -222,6 +225,7 @@ function eksOf(e: EksVariables): EksConfig {
       .map((c) => c.trim())
       .filter(Boolean),
     systemNamespace: e.EKS_SYSTEM_NAMESPACE,
+    verifierUrl: e.ACCESS_VERIFIER_URL,
   };
 }
 

@@ -23,6 +23,7 @@ import {
   clusterSettings,
   clusterStepEntries,
 } from './cluster.js';
+import { AccessVerifier } from './constructs/access-verifier.js';
 import { Api, type ApiOptions } from './constructs/api.js';
 import { type EventRuleResources, EventRules, ServiceBus } from './constructs/events.js';
 import { ImageBuilds, type ImageBuildsOptions } from './constructs/image-builds.js';
@@ -79,6 +80,8 @@ export class StatelessStack extends Stack {
   readonly workflows: Workflows;
   readonly api: Api;
   readonly events: EventRules;
+  /** The access verifier of protected previews (with a cluster only). */
+  readonly accessVerifier?: AccessVerifier;
   /** The EKS cluster and ingress settings, or undefined when the stack has no cluster. */
   readonly cluster?: ClusterSettings;
   // The resources of the constructs most read (by the outputs, the tests, the operators' docs).
@@ -164,6 +167,12 @@ export class StatelessStack extends Stack {
     this.schedules = this.events.schedules;
     // A schedule that calls the cluster (the expiry sweep: stale teardown fences) may reach it too.
     if (this.cluster) for (const [, fn] of this.clusterSchedules()) fn.bindClusterAccess(this.cluster);
+    // The verifier protected previews' Ingresses ask (issue 29): with a cluster only.
+    if (this.cluster) {
+      this.accessVerifier = new AccessVerifier(this, 'AccessVerifier', { ...functions });
+      for (const [, fn] of this.clusterCallers())
+        fn.addEnvironment('ACCESS_VERIFIER_URL', this.accessVerifier.url);
+    }
     addOutputs(this, props.tables);
   }
 

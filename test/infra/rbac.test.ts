@@ -56,6 +56,8 @@ const clusterRights = rights({
   'apps/deployments': ['get', 'list', 'create', 'update', 'patch', 'delete'],
   'networking.k8s.io/ingresses': ['get', 'list', 'create', 'update', 'patch', 'delete'],
   'networking.k8s.io/networkpolicies': ['get', 'create', 'update', 'patch'],
+  // KEDA's HTTP add-on: a sleeping app's HTTPScaledObject (eks/front-door.ts).
+  'http.keda.sh/httpscaledobjects': ['get', 'list', 'create', 'update', 'patch', 'delete'],
 });
 /** In preview-system only: the teardown fences. */
 const fenceRights = rights({ '/configmaps': ['get', 'list', 'create', 'update', 'delete'] });
@@ -253,14 +255,16 @@ describe('what the EKS runtime really calls', () => {
     await c.deploy(
       at(1),
       [launch('web', WEB, 'first-secret-value', IMAGE), launch('api', API, 'first-secret-value', IMAGE)],
-      { prune: true },
+      { prune: true, frontDoor: { access: 'protected', sleepAfterMs: 60_000 } },
     );
     expect(await awaitReady(c, at(1), { web: WEB, api: API })).toMatchObject({ ok: true });
     await c.deploy(at(2), [launch('web', WEB, 'second-secret-value')], { restart: true });
     expect(await awaitReady(c, at(2), { web: WEB, api: API })).toMatchObject({ ok: true });
-    await c.deploy(at(3), [launch('web', WEB, 'second-secret-value', IMAGE2)]);
+    // Sleep and wake (issue 29): the HTTPScaledObjects replaced, re-stamped, pruned.
+    const sleepy = { frontDoor: { access: 'protected' as const, sleepAfterMs: 120_000 } };
+    await c.deploy(at(3), [launch('web', WEB, 'second-secret-value', IMAGE2)], sleepy);
     expect(await awaitReady(c, at(3), { web: WEB, api: API })).toMatchObject({ ok: true });
-    await c.deploy(at(4), [launch('web', WEB, 'second-secret-value', IMAGE2)], { prune: true });
+    await c.deploy(at(4), [launch('web', WEB, 'second-secret-value', IMAGE2)], { prune: true, ...sleepy });
     const changed = cluster({
       ingressAnnotations: { 'nginx.ingress.kubernetes.io/proxy-body-size': '8m' },
       allowFromCidrs: ['10.0.0.0/16'],

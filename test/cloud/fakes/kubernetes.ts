@@ -7,7 +7,9 @@
  *
  * What it implements, and only that:
  * - Resources: namespaces (cluster-scoped); configmaps, secrets, services, resourcequotas, pods (core/v1);
- *   deployments (apps/v1); ingresses, networkpolicies (networking.k8s.io/v1). Verbs: create, get, list
+ *   deployments (apps/v1); ingresses, networkpolicies (networking.k8s.io/v1); KEDA HTTP add-on's
+ *   httpscaledobjects (http.keda.sh/v1alpha1, a CRD: 404 unless `crds` names it, as on a cluster without
+ *   the add-on; stored as sent, no schema checks). Verbs: create, get, list
  *   (equality-based label selectors: `k=v`, `k==v`, `k!=v`, `k`, `!k`), replace, patch, delete; pod logs.
  * - Patches: `application/merge-patch+json` (RFC 7386); `application/json-patch+json` (RFC 6902: add,
  *   remove, replace, test), client-node's default; `application/strategic-merge-patch+json` is applied as a
@@ -69,6 +71,10 @@ interface ResourceDef {
   namespaced: boolean;
   /** Whether spec changes bump metadata.generation. */
   generation?: boolean;
+  /** The API version, when not v1 (a CRD's). */
+  version?: string;
+  /** A CustomResourceDefinition's resource: answered only while its CRD is installed (`crds`). */
+  crd?: boolean;
 }
 const RESOURCES: Record<string, ResourceDef> = {
   namespaces: { group: '', kind: 'Namespace', namespaced: false },
@@ -80,6 +86,15 @@ const RESOURCES: Record<string, ResourceDef> = {
   deployments: { group: 'apps', kind: 'Deployment', namespaced: true, generation: true },
   ingresses: { group: 'networking.k8s.io', kind: 'Ingress', namespaced: true, generation: true },
   networkpolicies: { group: 'networking.k8s.io', kind: 'NetworkPolicy', namespaced: true, generation: true },
+  // KEDA's HTTP add-on (its CRD `httpscaledobjects.http.keda.sh`); stored as sent, no schema checks.
+  httpscaledobjects: {
+    group: 'http.keda.sh',
+    version: 'v1alpha1',
+    kind: 'HTTPScaledObject',
+    namespaced: true,
+    generation: true,
+    crd: true,
+  },
 };
 
 class ApiError extends Error {
@@ -310,6 +325,11 @@ export interface FakeKubernetesOptions {
   auth?: TokenCheck;
   /** Run the controller every this many ms (0: only `tick()` advances it). */
   autoAdvanceMs?: number;
+  /**
+   * The CRDs installed (`<plural>.<group>`): their resources answer 404, as on a cluster without them,
+   * unless named here. Default: KEDA's HTTP add-on's `httpscaledobjects.http.keda.sh`.
+   */
+  crds?: string[];
 }
 
 interface Fault {
@@ -336,7 +356,11 @@ export class FakeKubernetes {
   /** Namespace → ticks it has been terminating. */
   private readonly terminating = new Map<string, number>();
 
-  constructor(private readonly opts: FakeKubernetesOptions = {}) {}
+  private readonly crds: Set<string>;
+
+  constructor(private readonly opts: FakeKubernetesOptions = {}) {
+    this.crds = new Set(opts.crds ?? ['httpscaledobjects.http.keda.sh']);
+  }
 
   async start(): Promise<this> {
     const { key, cert } = await loopbackCertificate();
@@ -742,10 +766,11 @@ export class FakeKubernetes {
   }
 
   private route(method: string, url: URL, raw: string, contentType: string): { code: number; body: unknown } {
-    const m = /^\/(?:api\/v1|apis\/([^/]+)\/v1)\/(.*)$/.exec(url.pathname);
+    const m = /^\/(?:api\/v1|apis\/([^/]+)\/(v1|v1alpha1))\/(.*)$/.exec(url.pathname);
     if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     const group = m[1] ?? '';
-    const parts = m[2]!.split('/').filter(Boolean);
+    const version = m[2] ?? 'v1';
+    const parts = m[3]!.split('/').filter(Boolean);
     let resource: string;
     let ns = '';
     let name: string | undefined;
@@ -757,7 +782,13 @@ export class FakeKubernetes {
       [, ns, resource, name, sub] = parts as [string, string, string, string?, string?];
     } else throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     const def = RESOURCES[resource];
-    if (!def || def.group !== group || (sub && !(resource === 'pods' && sub === 'log')))
+    if (
+      !def ||
+      def.group !== group ||
+      (def.version ?? 'v1') !== version ||
+      (def.crd && !this.crds.has(`${resource}.${def.group}`)) ||
+      (sub && !(resource === 'pods' && sub === 'log'))
+    )
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     const body = () => {
       try {
@@ -828,7 +859,7 @@ export class FakeKubernetes {
     const def = RESOURCES[resource]!;
     return {
       kind: `${def.kind}List`,
-      apiVersion: def.group ? `${def.group}/v1` : 'v1',
+      apiVersion: def.group ? `${def.group}/${def.version ?? 'v1'}` : 'v1',
       metadata: { resourceVersion: String(this.rv) },
       items: this.list(resource, ns).filter((o) => matches(o.metadata.labels)),
     };
@@ -893,7 +924,7 @@ export class FakeKubernetes {
   /** Fill server-set fields of a written object (`existing`: what it replaces). */
   private settle(resource: string, ns: string, o: Obj, existing?: Obj): Obj {
     const def = RESOURCES[resource]!;
-    o.apiVersion = def.group ? `${def.group}/v1` : 'v1';
+    o.apiVersion = def.group ? `${def.group}/${def.version ?? 'v1'}` : 'v1';
     o.kind = def.kind;
     o.metadata ??= {};
     if (def.namespaced) o.metadata.namespace = ns;

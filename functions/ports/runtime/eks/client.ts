@@ -13,6 +13,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type {
   AppsV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   KubernetesObject,
   NetworkingV1Api,
   V1ConfigMap,
@@ -25,6 +26,7 @@ import type {
   V1Secret,
   V1Service,
 } from '@kubernetes/client-node';
+import { type HttpScaledObject, SCALED_OBJECT } from './front-door.js';
 
 type ClientModule = typeof k8s;
 let client: Promise<ClientModule> | undefined;
@@ -111,6 +113,8 @@ export interface Kube {
   deployments: Resource<V1Deployment>;
   ingresses: Resource<V1Ingress>;
   networkPolicies: Resource<V1NetworkPolicy>;
+  /** KEDA HTTP add-on's HTTPScaledObjects (a CRD: CustomObjectsApi), one per sleeping app (front-door.ts). */
+  httpScaledObjects: Resource<HttpScaledObject>;
   podLog(
     namespace: string,
     name: string,
@@ -148,6 +152,8 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
   const core: CoreV1Api = kc.makeApiClient(m.CoreV1Api);
   const apps: AppsV1Api = kc.makeApiClient(m.AppsV1Api);
   const net: NetworkingV1Api = kc.makeApiClient(m.NetworkingV1Api);
+  const custom: CustomObjectsApi = kc.makeApiClient(m.CustomObjectsApi);
+  const crd = { ...SCALED_OBJECT };
   const merge = m.setHeaderOptions('Content-Type', m.PatchStrategy.MergePatch);
   const del = (opts?: { resourceVersion?: string; propagationPolicy?: string }) => ({
     ...(opts?.propagationPolicy ? { propagationPolicy: opts.propagationPolicy } : {}),
@@ -244,6 +250,19 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
       remove: async (namespace, name, o) =>
         void (await net.deleteNamespacedNetworkPolicy({ namespace, name, ...del(o) })),
       list: async (namespace, s) => (await net.listNamespacedNetworkPolicy({ namespace, ...sel(s) })).items,
+    },
+    httpScaledObjects: {
+      kind: 'HTTPScaledObject',
+      read: (namespace, name) => custom.getNamespacedCustomObject({ ...crd, namespace, name }),
+      create: (namespace, body) => custom.createNamespacedCustomObject({ ...crd, namespace, body }),
+      replace: (namespace, name, body) =>
+        custom.replaceNamespacedCustomObject({ ...crd, namespace, name, body }),
+      patch: (namespace, name, body) =>
+        custom.patchNamespacedCustomObject({ ...crd, namespace, name, body }, merge),
+      remove: async (namespace, name, o) =>
+        void (await custom.deleteNamespacedCustomObject({ ...crd, namespace, name, ...del(o) })),
+      list: async (namespace, s) =>
+        (await custom.listNamespacedCustomObject({ ...crd, namespace, ...sel(s) })).items,
     },
     podLog: (namespace, name, o) =>
       core.readNamespacedPodLog({

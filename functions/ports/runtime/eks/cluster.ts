@@ -49,7 +49,7 @@ import type { TaskOutcome } from '../../workflows/port.js';
 import { type AppAddress, resolveAppRefs } from '../app-refs.js';
 import type { Cluster } from '../cloud.js';
 import { failureMessage } from '../log-cause.js';
-import type { AppLaunch, AppSpec, DeployOptions, RuntimeTarget } from '../port.js';
+import type { AppLaunch, AppSpec, DeployOptions, FrontDoorSettings, RuntimeTarget } from '../port.js';
 import { isCode, type Kube, KubeError, type Resource } from './client.js';
 import {
   type EksClusterDeps,
@@ -63,6 +63,14 @@ import {
   terminating,
   type WatchOutcome,
 } from './core.js';
+import {
+  INTERCEPTOR_SERVICE,
+  interceptorServiceObject,
+  KEDA_DEFAULTS,
+  scaledObject,
+  sleeps,
+  withFrontDoor,
+} from './front-door.js';
 import { LambdaInvoker } from './lambda-invoke.js';
 import { EksClusterLogs } from './logs.js';
 import {
@@ -141,11 +149,25 @@ export class EksCluster extends EksClusterLogs implements Cluster {
     try {
       await this.ensureNamespace(target);
       await this.apply('quotas', ns, QUOTA_NAME, gen, () => quotaObject(ns, gen, this.opts));
+      const door = opts.frontDoor;
+      const keda = sleeps(door) ? [this.opts.keda?.namespace ?? KEDA_DEFAULTS.namespace] : [];
       await this.apply('networkPolicies', ns, NETWORK_POLICY_NAME, gen, () =>
-        networkPolicyObject(ns, gen, this.opts),
+        networkPolicyObject(ns, gen, this.opts, keda),
       );
+      if (door?.access === 'protected' && !this.opts.verifierUrl)
+        log.warn('protected apps without a verifier: ACCESS_VERIFIER_URL is not set, they answer anyone', {
+          namespace: ns,
+        });
+      if (sleeps(door))
+        await this.apply('services', ns, INTERCEPTOR_SERVICE, gen, () =>
+          interceptorServiceObject(ns, gen, this.opts.keda),
+        );
       await Promise.all(
-        apps.map((app) => (opts.restart ? this.restartApp(ns, app, gen) : this.applyApp(ns, app, gen))),
+        apps.map((app) =>
+          opts.restart
+            ? this.restartApp(ns, app, gen, target, door)
+            : this.applyApp(ns, app, gen, target, door),
+        ),
       );
       if (opts.prune) await this.prune(ns, new Set(apps.map((a) => a.name)), gen);
       log.info('deployed to the cluster', {
@@ -222,7 +244,13 @@ export class EksCluster extends EksClusterLogs implements Cluster {
     }
   }
 
-  private async applyApp(ns: string, app: AppLaunch, gen: number): Promise<void> {
+  private async applyApp(
+    ns: string,
+    app: AppLaunch,
+    gen: number,
+    target: RuntimeTarget,
+    door: FrontDoorSettings | undefined,
+  ): Promise<void> {
     const name = objectName(app.name);
     const secret = await this.apply('secrets', ns, name, gen, (existing) =>
       secretObject(ns, app, gen, existing),
@@ -239,18 +267,40 @@ export class EksCluster extends EksClusterLogs implements Cluster {
       }
       return service;
     });
-    await this.apply('ingresses', ns, name, gen, () => ingressObject(ns, app, gen, this.opts));
+    // Sleeping: the HTTPScaledObject before the Ingress routes to the interceptor; no longer sleeping:
+    // the Ingress back to the Service, then the HTTPScaledObject goes (KEDA leaves the replicas as they are).
+    if (sleeps(door))
+      await this.apply('httpScaledObjects', ns, name, gen, () =>
+        scaledObject(ns, app, gen, this.opts, door!),
+      );
+    await this.apply('ingresses', ns, name, gen, () =>
+      withFrontDoor(ingressObject(ns, app, gen, this.opts), gen, target, this.opts, door),
+    );
+    if (door && !sleeps(door) && (await this.readOrNull('httpScaledObjects', ns, name)))
+      try {
+        await this.call(`delete httpScaledObjects ${ns}/${name}`, (k) =>
+          k.httpScaledObjects.remove(ns, name),
+        );
+      } catch (err) {
+        if (!isCode(err, 404)) throw err;
+      }
   }
 
   /** Re-sync the app's Secret, then roll its pods: a merge patch of its pod template, nothing else. */
-  private async restartApp(ns: string, app: AppLaunch, gen: number): Promise<void> {
+  private async restartApp(
+    ns: string,
+    app: AppLaunch,
+    gen: number,
+    target: RuntimeTarget,
+    door: FrontDoorSettings | undefined,
+  ): Promise<void> {
     const name = objectName(app.name);
     const secret = await this.apply('secrets', ns, name, gen, (existing) =>
       secretObject(ns, app, gen, existing),
     );
     for (let attempt = 0; attempt < 5; attempt++) {
       const deployment = await this.readOrNull('deployments', ns, name);
-      if (!deployment) return this.applyApp(ns, app, gen);
+      if (!deployment) return this.applyApp(ns, app, gen, target, door);
       const current = generationOf(deployment);
       if (current > gen) throw superseded(`${ns}/${name}`, current, gen);
       const restartedAt = new Date().toISOString();
@@ -284,7 +334,7 @@ export class EksCluster extends EksClusterLogs implements Cluster {
 
   /** Delete the objects of apps not in `keep` (Ingress, Service, Deployment, Secret, in that order). */
   private async prune(ns: string, keep: Set<string>, gen: number): Promise<void> {
-    for (const kind of ['ingresses', 'services', 'deployments', 'secrets'] as const) {
+    for (const kind of ['ingresses', 'httpScaledObjects', 'services', 'deployments', 'secrets'] as const) {
       const items = await this.call(`list ${kind} in ${ns}`, (k) => k[kind].list(ns, appSelector));
       for (const item of items) {
         const app = item.metadata?.labels?.[LABELS.app];

@@ -16,6 +16,7 @@ import type { TaskOutcome } from '../../workflows/port.js';
 import type { RuntimeTarget } from '../port.js';
 import { type CredentialProvider, EksTokens } from './auth.js';
 import { connect, isCode, type Kube, KubeError, type Resource } from './client.js';
+import type { KedaOptions } from './front-door.js';
 import {
   ANNOTATIONS,
   appSelector,
@@ -70,6 +71,13 @@ export const TIMING_DEFAULTS: EksTiming = {
 
 export interface EksClusterOptions extends ObjectOptions {
   clusterName: string;
+  /** Where KEDA's HTTP add-on runs (front-door.ts `KEDA_DEFAULTS`: its chart's defaults). */
+  keda?: KedaOptions;
+  /**
+   * The access verifier's URL (ACCESS_VERIFIER_URL; the stack's verifier function URL): a protected app's
+   * Ingress asks it about every visitor. Unset: no auth annotations (a warning per deploy of a protected one).
+   */
+  verifierUrl?: string;
   region: string;
   /**
    * Ends a callback task (`Workflows.completeTask`): what the watcher (`watch`) completes the deploy's
@@ -484,5 +492,6 @@ export function eksClusterOptions(
     tlsSecretName: eks.tlsSecretName,
     allowFromCidrs: eks.allowFromCidrs,
     systemNamespace: eks.systemNamespace,
+    verifierUrl: eks.verifierUrl,
   };
 }

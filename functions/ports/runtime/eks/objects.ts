@@ -186,7 +186,7 @@ export const appLabels = (app: string) => ({ ...managed, [LABELS.app]: app });
 export const appSelector = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.app}`;
 
 /** Stamp the content hash (of everything but the generation) and the generation on an object. */
-function stamp<T extends { metadata?: V1ObjectMeta }>(o: T, generation: number, hash?: string): T {
+export function stamp<T extends { metadata?: V1ObjectMeta }>(o: T, generation: number, hash?: string): T {
   const specHash = hash ?? sha256(JSON.stringify(o)).slice(0, 16);
   o.metadata = {
     ...o.metadata,
@@ -424,6 +424,8 @@ export function networkPolicyObject(
   namespace: string,
   generation: number,
   opts: ObjectOptions,
+  /** More namespaces admitted: KEDA's, whose interceptor forwards to a sleeping environment's apps. */
+  alsoFrom: string[] = [],
 ): V1NetworkPolicy {
   const ingressNamespace = opts.ingressNamespace ?? OBJECT_DEFAULTS.ingressNamespace;
   return stamp(
@@ -442,6 +444,9 @@ export function networkPolicyObject(
               {
                 namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ingressNamespace } },
               },
+              ...alsoFrom.map((name) => ({
+                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } },
+              })),
               ...(opts.allowFromCidrs ?? []).map((cidr) => ({ ipBlock: { cidr } })),
             ],
           },

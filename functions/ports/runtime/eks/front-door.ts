@@ -1,0 +1,193 @@
+/**
+ * The front door of an environment on EKS (issue 29): existing engines do the work, no proxy of ours runs
+ * in the cluster.
+ * - Sleep and wake: KEDA's HTTP add-on. Per app whose environment sleeps (`sleepAfterMs` > 0), an
+ *   `HTTPScaledObject` (http.keda.sh/v1alpha1: the app's host, its Deployment and Service, replicas 0..1,
+ *   `scaledownPeriod` = the idle time) and the app's Ingress routed to the add-on's interceptor, which
+ *   holds a request while it scales the Deployment up from zero. An Ingress names Services of its own
+ *   namespace only, so a Service `preview-interceptor` of type ExternalName in the environment's namespace
+ *   stands for the interceptor's proxy Service.
+ * - Protection: the ingress controller's external authentication (ingress-nginx). A protected app's
+ *   Ingress carries `auth-url` = the verifier the stack deploys (functions/api/access-verifier.ts), with the
+ *   environment in its query; ingress-nginx forwards the visitor's headers (the access cookie, and
+ *   `X-Original-URL` for a link's token) and lets the request through on a 2xx, answers 401 otherwise, and
+ *   caches the answer per host, cookie and link token (`auth-cache-key`, `auth-cache-duration`), so a page
+ *   load costs one check, not one per asset. `auth-always-set-cookie` hands the verifier's `Set-Cookie`
+ *   (from an opened link) to the browser.
+ * Pure builders, like objects.ts; eks/cluster.ts applies them.
+ */
+import type { V1Ingress, V1Service } from '@kubernetes/client-node';
+import { ACCESS_COOKIE } from '../../../shared/access-token.js';
+import type { AppLaunch, FrontDoorSettings, RuntimeTarget } from '../port.js';
+import {
+  ANNOTATIONS,
+  appLabels,
+  hostOf,
+  LABELS,
+  MANAGED_BY,
+  type ObjectOptions,
+  objectName,
+  stamp,
+} from './objects.js';
+
+export const SCALED_OBJECT = {
+  group: 'http.keda.sh',
+  version: 'v1alpha1',
+  plural: 'httpscaledobjects',
+} as const;
+/** The ExternalName Service standing for KEDA's interceptor in an environment's namespace. */
+export const INTERCEPTOR_SERVICE = 'preview-interceptor';
+
+/** Where KEDA's HTTP add-on runs: its Helm chart's defaults (docs/deploy-to-aws.md). */
+export const KEDA_DEFAULTS = {
+  namespace: 'keda',
+  interceptorService: 'keda-add-ons-http-interceptor-proxy',
+  interceptorPort: 8080,
+} as const;
+
+export interface KedaOptions {
+  namespace?: string;
+  interceptorService?: string;
+  interceptorPort?: number;
+}
+
+/** How long ingress-nginx keeps the verifier's answer (a rotated key takes effect within this). */
+export const AUTH_CACHE_SECONDS = 60;
+
+/** An HTTPScaledObject (KEDA HTTP add-on) for `app`, as plain data. */
+export interface HttpScaledObject {
+  apiVersion: string;
+  kind: 'HTTPScaledObject';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+  };
+  spec: {
+    hosts: string[];
+    scaleTargetRef: {
+      name: string;
+      kind: 'Deployment';
+      apiVersion: 'apps/v1';
+      service: string;
+      port: number;
+    };
+    replicas: { min: number; max: number };
+    scaledownPeriod: number;
+  };
+}
+
+/** Whether the environment's apps sleep (KEDA) at all. */
+export const sleeps = (door: FrontDoorSettings | undefined) => Boolean(door && door.sleepAfterMs > 0);
+
+export function scaledObject(
+  namespace: string,
+  app: AppLaunch,
+  generation: number,
+  opts: ObjectOptions,
+  door: FrontDoorSettings,
+): HttpScaledObject {
+  return stamp(
+    {
+      apiVersion: `${SCALED_OBJECT.group}/${SCALED_OBJECT.version}`,
+      kind: 'HTTPScaledObject',
+      metadata: { name: objectName(app.name), namespace, labels: appLabels(app.name) },
+      spec: {
+        hosts: [hostOf(namespace, app.name, opts.domain)],
+        scaleTargetRef: {
+          name: objectName(app.name),
+          kind: 'Deployment',
+          apiVersion: 'apps/v1',
+          service: objectName(app.name),
+          port: 80,
+        },
+        replicas: { min: 0, max: 1 },
+        // Whole seconds, at least one: KEDA counts the idle time in seconds.
+        scaledownPeriod: Math.max(1, Math.round(door.sleepAfterMs / 1000)),
+      },
+    },
+    generation,
+  );
+}
+
+/** The ExternalName Service an Ingress of a sleeping app routes to: KEDA's interceptor proxy. */
+export function interceptorServiceObject(
+  namespace: string,
+  generation: number,
+  keda: KedaOptions = {},
+): V1Service {
+  const ns = keda.namespace ?? KEDA_DEFAULTS.namespace;
+  const svc = keda.interceptorService ?? KEDA_DEFAULTS.interceptorService;
+  const port = keda.interceptorPort ?? KEDA_DEFAULTS.interceptorPort;
+  return stamp(
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name: INTERCEPTOR_SERVICE,
+        namespace,
+        labels: { [LABELS.managedBy]: MANAGED_BY },
+      },
+      spec: {
+        type: 'ExternalName',
+        externalName: `${svc}.${ns}.svc.cluster.local`,
+        ports: [{ name: 'http', port, protocol: 'TCP' }],
+      },
+    },
+    generation,
+  );
+}
+
+/** The ingress-nginx external-auth annotations of a protected app, asking `verifierUrl` about `target`. */
+export function authAnnotations(
+  verifierUrl: string,
+  target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+  door: FrontDoorSettings,
+): Record<string, string> {
+  const url = new URL(verifierUrl);
+  url.searchParams.set('org', target.orgId);
+  url.searchParams.set('env', target.envKey);
+  if (door.applicationId) url.searchParams.set('app', door.applicationId);
+  const p = 'nginx.ingress.kubernetes.io/';
+  return {
+    [`${p}auth-url`]: url.toString(),
+    [`${p}auth-method`]: 'GET',
+    [`${p}auth-always-set-cookie`]: 'true',
+    // One check per host, cookie and link token; refusals are not cached, so an opened link works at once.
+    [`${p}auth-cache-key`]: `$host$cookie_${ACCESS_COOKIE}$arg_token`,
+    [`${p}auth-cache-duration`]: `200 202 ${AUTH_CACHE_SECONDS}s`,
+  };
+}
+
+/**
+ * The app's Ingress with its front door: routed to the interceptor (keeping the Host, which KEDA routes
+ * by) when the environment sleeps, and the auth annotations when it is protected and a verifier is set.
+ */
+export function withFrontDoor(
+  ingress: V1Ingress,
+  generation: number,
+  target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+  opts: ObjectOptions & { keda?: KedaOptions; verifierUrl?: string },
+  door: FrontDoorSettings | undefined,
+): V1Ingress {
+  if (!door) return ingress;
+  if (sleeps(door))
+    for (const rule of ingress.spec?.rules ?? [])
+      for (const path of rule.http?.paths ?? [])
+        path.backend = {
+          service: {
+            name: INTERCEPTOR_SERVICE,
+            port: { number: opts.keda?.interceptorPort ?? KEDA_DEFAULTS.interceptorPort },
+          },
+        };
+  if (door.access === 'protected' && opts.verifierUrl)
+    ingress.metadata!.annotations = {
+      ...ingress.metadata?.annotations,
+      ...authAnnotations(opts.verifierUrl, target, door),
+    };
+  // Hashed again with what changed, so a change of the door alone rewrites the Ingress.
+  delete ingress.metadata!.annotations![ANNOTATIONS.specHash];
+  return stamp(ingress, generation);
+}
