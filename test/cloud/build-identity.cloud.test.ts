@@ -191,7 +191,9 @@ describe('the buildspec', () => {
     expect(script).toContain(
       '--cache-to \\"type=registry,ref=$cache,mode=max,image-manifest=true,oci-mediatypes=true\\"',
     );
-    expect(script).toContain("cache=\\\"$IMAGE_REPOSITORY_URI:$(jq -r '.cache // (\\\"buildcache-\\\" + .app)'");
+    expect(script).toContain(
+      'cache=\\"$IMAGE_REPOSITORY_URI:$(jq -r \'.cache // (\\"buildcache-\\" + .app)\'',
+    );
     expect(script).toContain('--build-arg=');
   });
 });
