@@ -3,7 +3,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type ApiTarget, api, path } from './api.js';
 import { type Parsed, UsageError } from './args.js';
-import { byNumberThenText, type Column, fields, short, table, when } from './format.js';
+import { short, table, when } from './format.js';
+import {
+  APP_COLUMNS,
+  ENV_COLUMNS,
+  type Env,
+  environmentRows,
+  envText,
+  type Json,
+  RUN_COLUMNS,
+  runText,
+} from './views.js';
+
+export { ENV_COLUMNS, type Env, environmentRows } from './views.js';
 
 /*
  * previewctl's API commands: each is one or a few calls of the service's HTTP API, what the API answers
@@ -31,25 +43,6 @@ const APP_RE = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
 export const MAX_TAIL_LINES = 10_000;
 const ENV_STATUSES = ['pending', 'building', 'deploying', 'ready', 'failed', 'torn_down'];
 const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'];
-
-export interface Env {
-  repoFullName: string;
-  prNumber: number;
-  status: string;
-  phase?: string;
-  updatedAt?: string;
-  lastDeployedSha?: string;
-  urls: Record<string, string>;
-  error?: string;
-  /** A failed environment's apps that are not running: app → why (issue 26, item 2). */
-  stoppedApps?: Record<string, string>;
-  environmentId?: string;
-  /** A protected environment's signed links in (issue 29): what `envs open` prints instead of `urls`. */
-  accessUrls?: Record<string, string>;
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: the API's answers, read field by field for printing.
-type Json = Record<string, any>;
 
 const str = (p: Parsed, name: string) => p.values[name] as string | undefined;
 
@@ -341,104 +334,12 @@ export async function runApiCommand(p: Parsed, ctx: CommandContext): Promise<Out
   }
 }
 
-/** The environments `envs list` shows: of `repo` and `status` when given, by repository then PR number. */
-export function environmentRows<E extends Pick<Env, 'repoFullName' | 'prNumber' | 'status'>>(
-  environments: E[],
-  filters: { repo?: string; status?: string },
-): E[] {
-  const repo = filters.repo?.toLowerCase();
-  return environments
-    .filter((e) => repo === undefined || e.repoFullName.toLowerCase() === repo)
-    .filter((e) => filters.status === undefined || e.status === filters.status)
-    .sort(
-      (a, b) => byNumberThenText(a.repoFullName, b.repoFullName) || byNumberThenText(a.prNumber, b.prNumber),
-    );
-}
-
 const ok = (result: Record<string, unknown>, text: string): Outcome => ({ result, text, code: 0 });
 
 function runArg(p: Parsed): string {
   const run = p.positionals[0] ?? str(p, 'run');
   if (run === undefined) throw new UsageError(`${p.command.name} needs RUN (a run id)`);
   return run;
-}
-
-const APP_COLUMNS: Column<Json>[] = [
-  { header: 'ID', value: (a) => a.applicationId },
-  { header: 'REPOSITORY', value: (a) => a.repoFullName },
-  { header: 'NAME', value: (a) => a.name, max: 30 },
-  { header: 'TTL', value: (a) => (a.ttlHours === 0 ? 'never' : `${a.ttlHours} h`), right: true },
-  { header: 'DRAFTS', value: (a) => (a.deployDrafts ? 'yes' : 'no') },
-  {
-    header: 'STATE',
-    value: (a) => (a.disabled ? 'disabled' : a.installationActive ? 'active' : 'no installation'),
-  },
-];
-
-export const ENV_COLUMNS: Column<Env>[] = [
-  { header: 'REPOSITORY', value: (e) => e.repoFullName },
-  { header: 'PR', value: (e) => e.prNumber, right: true },
-  { header: 'STATUS', value: (e) => e.status },
-  { header: 'PHASE', value: (e) => e.phase },
-  { header: 'COMMIT', value: (e) => short(e.lastDeployedSha) },
-  { header: 'UPDATED', value: (e) => when(e.updatedAt) },
-  {
-    header: 'APPS / ERROR',
-    value: (e) =>
-      e.status === 'failed' && (e.error || e.stoppedApps)
-        ? [stoppedNames(e), e.error].filter(Boolean).join(' ')
-        : Object.entries(e.urls)
-            .map(([app, url]) => `${app} ${url}`)
-            .join(', '),
-    max: 100,
-  },
-];
-
-const RUN_COLUMNS: Column<Json>[] = [
-  { header: 'ID', value: (r) => r.id },
-  { header: 'TEST', value: (r) => r.name, max: 40 },
-  { header: 'STATUS', value: (r) => r.status },
-  { header: 'CREATED', value: (r) => when(r.created_at) },
-  { header: 'ENDED', value: (r) => when(r.ended_at) },
-];
-
-/** `[stopped: api, web]`: the apps a failed environment stopped, first in its list row (the why is cut). */
-function stoppedNames(e: Env): string | undefined {
-  const names = Object.keys(e.stoppedApps ?? {}).sort();
-  return names.length ? `[stopped: ${names.join(', ')}]` : undefined;
-}
-
-/** `  app  text` lines, apps in name order, under `title:`; nothing when there are none. */
-function block(title: string, entries: Record<string, string> | undefined): string {
-  const rows = Object.entries(entries ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  if (rows.length === 0) return '';
-  const width = Math.max(...rows.map(([app]) => app.length));
-  return `\n${title}:\n${rows.map(([app, text]) => `  ${app.padEnd(width)}  ${text}`).join('\n')}`;
-}
-
-function envText(env: Env): string {
-  const { urls, stoppedApps, ...rest } = env;
-  return `${fields({ ...rest, updatedAt: when(rest.updatedAt), createdAt: undefined })}${block('urls', urls)}${block(
-    'stopped apps',
-    stoppedApps,
-  )}`;
-}
-
-function runText(run: Json): string {
-  const { steps, ...rest } = run;
-  const head = fields({ ...rest, created_at: when(rest.created_at), ended_at: when(rest.ended_at) });
-  if (!Array.isArray(steps) || steps.length === 0) return head;
-  const rows = table(
-    steps.map((s: Json, i: number): Json => ({ ...s, n: i + 1 })),
-    [
-      { header: '#', value: (s) => s.n, right: true },
-      { header: 'STATUS', value: (s) => s.status },
-      { header: 'INSTRUCTION', value: (s) => s.instruction, max: 50 },
-      { header: 'OUTPUT', value: (s) => s.output, max: 80 },
-    ],
-    '',
-  );
-  return `${head}\nsteps:\n${rows}`;
 }
 
 /** After a 202: the answer, or with --wait the wait for the environment to settle. */

@@ -43,12 +43,10 @@
 import { type Config, config } from '../../../shared/config.js';
 import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
-import { maskSecrets } from '../../../shared/mask.js';
 import { Superseded, TransientError } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { type AppAddress, resolveAppRefs } from '../app-refs.js';
 import type { Cluster } from '../cloud.js';
-import { failureMessage } from '../log-cause.js';
 import type { AppLaunch, AppSpec, DeployOptions, FrontDoorSettings, RuntimeTarget } from '../port.js';
 import { isCode, type Kube, KubeError, type Resource } from './client.js';
 import {
@@ -114,10 +112,6 @@ export { internalUrl, namespaceName, publicUrl } from './objects.js';
 
 /** A watcher stops this long before its invocation's time runs out, to hand over in time. */
 const SLICE_MARGIN_MS = 15_000;
-const LOG_TAIL_LINES = 20;
-const LOG_TAIL_CHARS = 1500;
-/** How many of a failed pod's last log lines are searched for its cause. */
-const CAUSE_SEARCH_LINES = 200;
 
 type AppVerdict =
   | { kind: 'ready' }
@@ -575,54 +569,6 @@ export class EksCluster extends EksClusterLogs implements Cluster {
       };
     }
     return { kind: 'pending', detail: `${app}: ${state.detail}` };
-  }
-
-  /**
-   * `app web: CrashLoopBackOff (back-off …); last log lines: … | …`, with the app's secret values masked
-   * (read from its Secret: the event carries none). Logs are left out when the Secret can't be read.
-   */
-  private async failureCause(
-    target: RuntimeTarget,
-    ns: string,
-    app: string,
-    { reason, message }: { reason: string; message: string },
-    pod: string | undefined,
-    previous: boolean,
-  ): Promise<string> {
-    let logs = '';
-    let secrets: string[] | undefined;
-    try {
-      const secret = await this.readOrNull('secrets', ns, objectName(app));
-      secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
-    } catch {
-      secrets = undefined;
-    }
-    if (pod && secrets) {
-      const read = (prev: boolean) =>
-        this.call(`read the log of ${ns}/${pod}`, (k) =>
-          k.podLog(ns, pod, { tailLines: CAUSE_SEARCH_LINES, previous: prev }),
-        );
-      logs = await read(previous)
-        .catch(() => (previous ? read(false) : ''))
-        .catch(() => '');
-    }
-    const output = maskSecrets(String(logs ?? ''), secrets ?? []);
-    const lines = output
-      .split(/\r?\n/)
-      .filter((l) => l.trim())
-      .slice(-LOG_TAIL_LINES)
-      .join(' | ');
-    const tail = lines.length > LOG_TAIL_CHARS ? `…${lines.slice(-LOG_TAIL_CHARS)}` : lines;
-    const withheld =
-      pod && !secrets ? '; logs withheld (the secret bundle to mask them could not be read)' : '';
-    const what = `app ${app}: ${reason}${message ? ` (${message})` : ''}`;
-    const where = { target, app, source: 'app' as const };
-    // Logs read: lead with the cause they name (else their last lines); withheld: say so.
-    const text =
-      pod && secrets
-        ? failureMessage(what, output, tail, where).replace('; last output: (no output)', '')
-        : `${what}${withheld}`;
-    return maskSecrets(text, secrets ?? []);
   }
 }
 

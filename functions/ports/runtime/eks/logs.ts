@@ -1,15 +1,22 @@
 import { maskSecrets } from '../../../shared/mask.js';
-import type { LogQuery, LogTarget, LogText } from '../port.js';
+import { failureMessage } from '../log-cause.js';
+import type { LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
 import { isCode, KubeError } from './client.js';
 import { EksClusterCore } from './core.js';
 import { LABELS, namespaceName, objectName } from './objects.js';
 import { podSummary } from './rollout.js';
 
 /**
- * The cluster adapter's core plus the apps' pod logs: what the app-logs route uses (`logsRuntime` of
- * registry/runtime.ts), so its bundle leaves the deploy, the rollout watch and the Lambda invoker out.
+ * The cluster adapter's core plus the apps' pod logs (and a failed pod's cause, read from them): what
+ * the app-logs route uses (`logsRuntime` of registry/runtime.ts), so its bundle leaves the deploy, the
+ * rollout watch and the Lambda invoker out.
  * `EksCluster` (eks/cluster.ts) extends it.
  */
+const LOG_TAIL_LINES = 20;
+const LOG_TAIL_CHARS = 1500;
+/** How many of a failed pod's last log lines are searched for its cause. */
+const CAUSE_SEARCH_LINES = 200;
+
 export class EksClusterLogs extends EksClusterCore {
   /**
    * The app's pods' output: a section per pod of the app (oldest first, so the newest ends the text),
@@ -64,5 +71,53 @@ export class EksClusterLogs extends EksClusterCore {
       sections.push(`--- pod ${name} (${state}) ---\n${lines.length ? `${lines.join('\n')}\n` : ''}`);
     }
     return { text: maskSecrets(sections.join(''), secrets), truncated };
+  }
+
+  /**
+   * `app web: CrashLoopBackOff (back-off …); last log lines: … | …`, with the app's secret values masked
+   * (read from its Secret: the event carries none). Logs are left out when the Secret can't be read.
+   */
+  protected async failureCause(
+    target: RuntimeTarget,
+    ns: string,
+    app: string,
+    { reason, message }: { reason: string; message: string },
+    pod: string | undefined,
+    previous: boolean,
+  ): Promise<string> {
+    let logs = '';
+    let secrets: string[] | undefined;
+    try {
+      const secret = await this.readOrNull('secrets', ns, objectName(app));
+      secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
+    } catch {
+      secrets = undefined;
+    }
+    if (pod && secrets) {
+      const read = (prev: boolean) =>
+        this.call(`read the log of ${ns}/${pod}`, (k) =>
+          k.podLog(ns, pod, { tailLines: CAUSE_SEARCH_LINES, previous: prev }),
+        );
+      logs = await read(previous)
+        .catch(() => (previous ? read(false) : ''))
+        .catch(() => '');
+    }
+    const output = maskSecrets(String(logs ?? ''), secrets ?? []);
+    const lines = output
+      .split(/\r?\n/)
+      .filter((l) => l.trim())
+      .slice(-LOG_TAIL_LINES)
+      .join(' | ');
+    const tail = lines.length > LOG_TAIL_CHARS ? `…${lines.slice(-LOG_TAIL_CHARS)}` : lines;
+    const withheld =
+      pod && !secrets ? '; logs withheld (the secret bundle to mask them could not be read)' : '';
+    const what = `app ${app}: ${reason}${message ? ` (${message})` : ''}`;
+    const where = { target, app, source: 'app' as const };
+    // Logs read: lead with the cause they name (else their last lines); withheld: say so.
+    const text =
+      pod && secrets
+        ? failureMessage(what, output, tail, where).replace('; last output: (no output)', '')
+        : `${what}${withheld}`;
+    return maskSecrets(text, secrets ?? []);
   }
 }
