@@ -15,6 +15,9 @@ const common = {
   setupFiles: ['<rootDir>/functions/shared/polyfills.ts', '<rootDir>/test/support/env.ts'],
 };
 export default {
+  // A test that sets no timeout of its own gets 20 s, not Jest's 5 s: CI runs the tiers' workers on two
+  // shared cores, where a git checkout or a first Kubernetes client call can take seconds.
+  testTimeout: 20_000,
   projects: [
     {
       ...common,
