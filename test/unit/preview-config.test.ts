@@ -28,7 +28,9 @@ apps:
     expect(config.apps.web!.buildArgs).toEqual({ NODE_ENV: 'production', LEVEL: '2' });
     expect(() =>
       parsePreviewConfig('apps:\n  web:\n    port: 3000\n    buildArgs: { "bad name": x }\n'),
-    ).toThrow(/^preview\.yaml: apps\.web\.buildArgs\["bad name"\]: Invalid key in record/);
+    ).toThrow(
+      /^preview\.yaml: apps\.web\.buildArgs\["bad name"\]: must be a build argument name \(letters, digits, _\)/,
+    );
   });
 
   test("YAML 1.2's core schema: dates and yes/no stay strings, 0o17 is octal, comments-only is empty", () => {
