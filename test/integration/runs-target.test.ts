@@ -42,7 +42,7 @@ describe('environmentId', () => {
     expect(w.main.environmentId).toMatch(/^[a-z0-9]{20,}$/);
     const run = await runOf(await w.importTest({}));
     expect(run.status).toBe('passed');
-    expect(run.metadata).toEqual({ source: 'api' });
+    expect(run.metadata).toEqual({ source: 'api', attempts: 1 });
   }, 60_000);
 
   test('a PR environment: the 202 body names it, and application_version_id runs against it', async () => {
@@ -72,7 +72,11 @@ describe('environmentId', () => {
     });
     const onPr = await runOf(testId, { application_version_id: res.body.environmentId });
     expect(onPr.status).toBe('passed');
-    expect(onPr.metadata).toEqual({ source: 'api', application_version_id: res.body.environmentId });
+    expect(onPr.metadata).toEqual({
+      source: 'api',
+      application_version_id: res.body.environmentId,
+      attempts: 1,
+    });
     const onMain = await runOf(testId);
     expect(onMain.status).toBe('failed');
     expect(onMain.error).toBe(
