@@ -67,6 +67,9 @@ describe('POST /v1/preview/environments', () => {
     });
     expect(Object.keys(status.body).sort()).toEqual(
       [
+        // Additive since issue 26 (`apps`: the apps preview.yaml declares) and 27 (`builds`: built or reused).
+        'apps',
+        'builds',
         'createdAt',
         'environmentId',
         'lastDeployedSha',
