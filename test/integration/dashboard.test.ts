@@ -209,7 +209,7 @@ describe('the dashboard in chromium', () => {
     await page.goto(`${h.url}/`);
     await page.fill('#apiKey', `pvk_abcdefgh_${'A'.repeat(43)}`);
     await page.click('#credentials button[type=submit]');
-    await says('#status', /API key/);
+    await says('#status', /missing or invalid credentials/);
     expect(await page.textContent('#status')).toBe(
       'missing or invalid credentials: this route takes an organization API key in the Authorization header (Bearer pvk_…)',
     );
