@@ -144,3 +144,14 @@ export function lastComment(dataDir: string, repo: string, pr: number): string |
     .map((c) => c.body.body as string);
   return bodies.at(-1);
 }
+
+/** The PR's comment once it says `text`: the comment follows the status by a bus event, so a caller waits. */
+export async function commentSaying(dataDir: string, repo: string, pr: number, text: string, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  let last = lastComment(dataDir, repo, pr);
+  while (!last?.includes(text) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    last = lastComment(dataDir, repo, pr);
+  }
+  return last;
+}
