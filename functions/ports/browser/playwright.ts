@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import { navigationRefused, originAllowed } from '../../shared/origins.js';
 import { NO_PROXY, type OriginGuard } from './origin-guard.js';
 import {
@@ -79,6 +79,7 @@ class PlaywrightSession implements BrowserSession {
     private readonly warm: WarmBrowser,
     private readonly context: BrowserContext,
     private readonly page: Page,
+    private readonly cdp: CDPSession,
     private readonly recorder: ScreencastRecorder | undefined,
     private readonly tracing: boolean,
     private readonly spec: LaunchSpec,
@@ -172,8 +173,25 @@ class PlaywrightSession implements BrowserSession {
     }
   }
 
+  /**
+   * The viewport as a PNG, through CDP's `Page.captureScreenshot` with `optimizeForSpeed` (a faster PNG
+   * encoder): a third of the time of Playwright's `page.screenshot`, which has no such option; a step's
+   * screenshot was a fifth of a warm run (issue 28).
+   */
   async screenshot(timeoutMs: number): Promise<Buffer> {
-    return this.page.screenshot({ type: 'png', timeout: timeoutMs });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the screenshot timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      const shot = this.cdp.send('Page.captureScreenshot', { format: 'png', optimizeForSpeed: true });
+      return Buffer.from((await Promise.race([shot, late])).data, 'base64');
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   url(): string {
@@ -218,7 +236,7 @@ class PlaywrightSession implements BrowserSession {
       await this.context.close().catch(() => undefined);
       if (this.recorder) {
         try {
-          const video = await this.recorder.encode(this.spec.ffmpegPath);
+          const video = await this.recorder.encode();
           if (video) recording.video = video;
         } catch (err) {
           problems.push(`no video: ${(err as Error).message}`);
@@ -264,15 +282,17 @@ export async function openPlaywrightSession(
     warm.guard.watch(context);
     if (opts.trace) await context.tracing.start({ screenshots: true, snapshots: true, sources: false });
     const page = await context.newPage();
+    const cdp = await context.newCDPSession(page);
     let recorder: ScreencastRecorder | undefined;
     if (opts.video) {
-      recorder = new ScreencastRecorder(await context.newCDPSession(page), spec.tmpDir ?? tmpdir());
+      recorder = new ScreencastRecorder(cdp, spec.tmpDir ?? tmpdir(), spec.ffmpegPath);
       await recorder.start(opts.viewport);
     }
     const session: PlaywrightSession = new PlaywrightSession(
       warm,
       context,
       page,
+      cdp,
       recorder,
       opts.trace === true,
       spec,
