@@ -280,8 +280,11 @@ export async function openPlaywrightSession(
       acceptDownloads: false,
     });
     warm.guard.watch(context);
-    if (opts.trace) await context.tracing.start({ screenshots: true, snapshots: true, sources: false });
-    const page = await context.newPage();
+    // The trace starts while the page opens (it records the page from its first action either way).
+    const [page] = await Promise.all([
+      context.newPage(),
+      opts.trace && context.tracing.start({ screenshots: true, snapshots: true, sources: false }),
+    ]);
     const cdp = await context.newCDPSession(page);
     let recorder: ScreencastRecorder | undefined;
     if (opts.video) {
