@@ -1,11 +1,10 @@
-import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { finishRun } from '../../functions/core/run-lifecycle.js';
 import { loadRun, type RunItem, type RunStatus } from '../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
 import { call, client, type Harness, startHarness } from '../support/harness.js';
+import { seedRuns, storedRun } from '../support/run-items.js';
 
 /*
  * GET /run?flaky=true (issue 28) through real HTTP: only the runs that passed after a failed attempt, read
@@ -25,32 +24,14 @@ const base = Date.parse('2026-04-01T00:00:00.000Z');
 function runItem(orgId: string, i: number, status: RunStatus, flaky: boolean, prefix = 'fl'): RunItem {
   const runId = `${prefix}${String(i).padStart(5, '0')}`;
   const testId = tests[i % 4]!;
-  const folderId = FOLDER_OF[testId]!;
   const createdAt = new Date(base + i * 1000).toISOString();
   return {
-    runId,
-    orgId,
-    testId,
-    name: `test ${testId}`,
-    status,
-    createdAt,
-    folder: { id: folderId, name: `folder ${folderId}` },
-    source: 'api',
-    variables: {},
-    steps: [],
-    ...keys.runs.indexKeys({ orgId, runId, testId, folderId, status, createdAt }),
+    ...storedRun({ orgId, runId, testId, folderId: FOLDER_OF[testId]!, status, createdAt }),
     ...(flaky ? { flaky: true, flakyKey: keys.runs.flaky(orgId), attempts: [] } : {}),
   };
 }
 
-async function seed(items: RunItem[]): Promise<void> {
-  for (let i = 0; i < items.length; i += 25)
-    await ddb().send(
-      new BatchWriteCommand({
-        RequestItems: { [table('runs')]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
-      }),
-    );
-}
+const seed = seedRuns;
 
 /** 300 runs, every 7th one flaky if it passed (34 of them, most of the table not): newest first when listed. */
 const seeded: RunItem[] = [];

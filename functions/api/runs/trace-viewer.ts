@@ -9,6 +9,7 @@ import {
   traceViewerType,
 } from '../../core/trace-viewer.js';
 import { log } from '../../shared/log.js';
+import { stagePath } from '../stage.js';
 
 /**
  * GET /trace-viewer/{proxy+}: a file of the Playwright trace viewer (issue 28), which the run report links
@@ -30,8 +31,7 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
     Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v ?? '')]),
   );
   const host = headers.host || event.requestContext?.domainName || '';
-  const stage =
-    host.includes('.execute-api.') && event.requestContext?.stage ? `/${event.requestContext.stage}` : '';
+  const stage = stagePath(event, host);
   try {
     const found = traceViewerFile(event.pathParameters?.proxy ?? '');
     if (!found) return answer(404, 'not found');
