@@ -125,7 +125,7 @@ const DOCS: Record<
     summary: 'List test runs, newest first',
     success: [200, 'TestRun array'],
     errors: [400, 401],
-    notes: REPORT_URL_NOTE,
+    notes: `${REPORT_URL_NOTE} With \`flaky=true\` (additive, issue 28) only the flaky runs are listed, each with \`metadata.flaky: true\`.`,
   },
   getRun: {
     summary: 'Read one run',

@@ -23,6 +23,7 @@ import {
   RESERVED_KEY,
   reservedMemberPath,
 } from '../shared/validation.js';
+import { stagePath } from './stage.js';
 
 /** Deepest nesting of arrays and objects a JSON body may have (400 beyond it, before it is parsed). */
 export const MAX_JSON_DEPTH = 64;
@@ -113,10 +114,7 @@ function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>)
   const host = sent || (domain && HOST_RE.test(domain) ? domain : 'localhost');
   const forwarded = headers['x-forwarded-proto']?.trim().toLowerCase();
   const proto = forwarded === 'http' || forwarded === 'https' ? forwarded : 'https';
-  // The default execute-api host carries the stage as the first path segment; custom domains do not.
-  const stage =
-    host.includes('.execute-api.') && event.requestContext?.stage ? `/${event.requestContext.stage}` : '';
-  return `${proto}://${host}${stage}`;
+  return `${proto}://${host}${stagePath(event, host)}`;
 }
 
 /** Validated input of each in-flight request, keyed by its event object. */

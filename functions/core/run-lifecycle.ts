@@ -271,8 +271,9 @@ export async function finishRun(
     values[':attempts'] = outcome.attempts;
   }
   if (outcome.flaky) {
-    sets.push('flaky = :flaky');
+    sets.push('flaky = :flaky', 'flakyKey = :flakyKey');
     values[':flaky'] = true;
+    values[':flakyKey'] = keys.runs.flaky(run.orgId);
   }
   try {
     await updateRun(run.runId, {

@@ -23,6 +23,8 @@ export interface RunFilters {
   testId?: string;
   folderId?: string;
   status?: RunStatus;
+  /** Only runs that passed after a failed attempt (issue 28: `flaky=true`); absent or false: all runs. */
+  flaky?: boolean;
 }
 
 /** The runs listing indexes GET /run skips and finds keys on (functions/manifest/tables.ts). */
@@ -32,7 +34,8 @@ export type RunIndexName =
   | 'listFolder'
   | 'listStatus'
   | 'listTestStatus'
-  | 'listFolderStatus';
+  | 'listFolderStatus'
+  | 'listFlaky';
 
 /** The `page*` index beside each listing index: the same keys, carrying `RUN_LISTING` (a page's runs). */
 const PAGE_INDEX = {
@@ -42,12 +45,14 @@ const PAGE_INDEX = {
   listStatus: 'pageStatus',
   listTestStatus: 'pageTestStatus',
   listFolderStatus: 'pageFolderStatus',
+  // Sparse and small: the one index is both (it carries `RUN_LISTING`).
+  listFlaky: 'listFlaky',
 } as const satisfies Record<RunIndexName, string>;
 
 /** Which index partition holds exactly the runs a filter asks for. */
 export interface RunQueryPlan {
   indexName: RunIndexName;
-  keyName: 'orgId' | 'testKey' | 'folderKey' | 'statusKey' | 'testStatusKey' | 'folderStatusKey';
+  keyName: 'orgId' | 'testKey' | 'folderKey' | 'statusKey' | 'testStatusKey' | 'folderStatusKey' | 'flakyKey';
   keyValue: string;
   /**
    * With both test and folder: the folder the test's runs must be in. A test never changes folder (tests
@@ -55,6 +60,11 @@ export interface RunQueryPlan {
    * none of it; the first fetched run says which.
    */
   folderId?: string;
+  /**
+   * With `flaky`: the other filters, applied by the Query itself (a FilterExpression on what `listFlaky`
+   * carries), since the org's flaky partition is not theirs. What it costs is said at `indexEntries`.
+   */
+  filter?: Omit<RunFilters, 'flaky'>;
 }
 
 /**
@@ -63,6 +73,19 @@ export interface RunQueryPlan {
  */
 export function planRunQuery(orgId: string, filters: RunFilters): RunQueryPlan {
   const { testId, folderId, status } = filters;
+  if (filters.flaky) {
+    const rest = {
+      ...(testId !== undefined ? { testId } : {}),
+      ...(folderId !== undefined ? { folderId } : {}),
+      ...(status !== undefined ? { status } : {}),
+    };
+    return {
+      indexName: 'listFlaky',
+      keyName: 'flakyKey',
+      keyValue: keys.runs.flaky(orgId),
+      ...(Object.keys(rest).length ? { filter: rest } : {}),
+    };
+  }
   const folder = folderId !== undefined ? { folderId } : {};
   if (testId !== undefined && status !== undefined)
     return {
@@ -92,11 +115,15 @@ export function planRunQuery(orgId: string, filters: RunFilters): RunQueryPlan {
 }
 
 /** Whether a run passes the filters (an absent filter passes everything). */
-export function matchesFilters(run: Pick<RunItem, 'testId' | 'folder' | 'status'>, f: RunFilters): boolean {
+export function matchesFilters(
+  run: Pick<RunItem, 'testId' | 'folder' | 'status' | 'flaky'>,
+  f: RunFilters,
+): boolean {
   return (
     (f.testId === undefined || run.testId === f.testId) &&
     (f.folderId === undefined || run.folder.id === f.folderId) &&
-    (f.status === undefined || run.status === f.status)
+    (f.status === undefined || run.status === f.status) &&
+    (!f.flaky || run.flaky === true)
   );
 }
 
@@ -107,7 +134,9 @@ const CURSOR_KEY_RE = /^\d{4}-\d\d-\d\dT[\d:.]+Z#[A-Za-z0-9_-]+$/;
 /** What binds a cursor to the org and the filter it was issued for (not a secret: see `encodeRunCursor`). */
 function cursorBinding(orgId: string, filters: RunFilters, createdKey: string): string {
   const f = [filters.testId ?? null, filters.folderId ?? null, filters.status ?? null];
-  return sha256Hex(JSON.stringify(['run-cursor-1', orgId, ...f, createdKey])).slice(0, 32);
+  // `flaky` only when set, so the cursors of the other listings stay what they were.
+  const flaky = filters.flaky ? ['flaky'] : [];
+  return sha256Hex(JSON.stringify(['run-cursor-1', orgId, ...f, createdKey, ...flaky])).slice(0, 32);
 }
 
 /**
@@ -156,11 +185,43 @@ export interface RunPage {
   next?: string;
 }
 
+/** Items a filtered Query reads at least per request (its `Limit` counts items read, not items kept). */
+const FILTERED_READ = 100;
+
+/** A plan's `filter` as a Query's FilterExpression, on attributes `listFlaky` carries. */
+function filterExpression(filter: RunQueryPlan['filter']) {
+  if (!filter) return undefined;
+  const terms: string[] = [];
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  if (filter.testId !== undefined) {
+    terms.push('#fTest = :fTest');
+    names['#fTest'] = 'testId';
+    values[':fTest'] = filter.testId;
+  }
+  if (filter.folderId !== undefined) {
+    terms.push('#fFolder.#fId = :fFolder');
+    names['#fFolder'] = 'folder';
+    names['#fId'] = 'id';
+    values[':fFolder'] = filter.folderId;
+  }
+  if (filter.status !== undefined) {
+    terms.push('#fStatus = :fStatus');
+    names['#fStatus'] = 'status';
+    values[':fStatus'] = filter.status;
+  }
+  return { expression: terms.join(' AND '), names, values };
+}
+
 /**
  * At most `count` entries of `indexName` in the plan's partition after `start` (exclusive; the newest when
  * absent), newest first: their `createdKey` only (`keysOnly`), or all the index carries. The page reads'
  * own paging rather than `queryItems`: each Query asks for just what is still missing (`Limit` shrinks
- * after a page the 1 MB cut-off ended early), so a read costs the entries it needs and no more.
+ * after a page the 1 MB cut-off ended early), so a read costs the entries it needs and no more. With the
+ * plan's `filter` (`flaky=true` with another filter) the Query reads the org's flaky runs and keeps those
+ * that match, `FILTERED_READ` or more at a time, until it has `count`: O(the org's flaky runs) at worst,
+ * which only a retried test that failed then passed adds to. Readers position by the `createdKey` of the
+ * last entry they took, never by the Query's own last key, so reading past `count` moves nothing.
  */
 async function* indexEntries(
   plan: RunQueryPlan,
@@ -171,6 +232,7 @@ async function* indexEntries(
 ): AsyncGenerator<Record<string, unknown>> {
   let read = 0;
   let startKey = indexStartKey(plan, start);
+  const filter = filterExpression(plan.filter);
   while (read < count) {
     const res = await ddb().send(
       new QueryCommand({
@@ -178,15 +240,19 @@ async function* indexEntries(
         IndexName: indexName,
         KeyConditionExpression: '#k = :k',
         ...(keysOnly ? { ProjectionExpression: 'createdKey' } : {}),
-        ExpressionAttributeNames: { '#k': plan.keyName },
-        ExpressionAttributeValues: { ':k': plan.keyValue },
+        ...(filter ? { FilterExpression: filter.expression } : {}),
+        ExpressionAttributeNames: { '#k': plan.keyName, ...filter?.names },
+        ExpressionAttributeValues: { ':k': plan.keyValue, ...filter?.values },
         ScanIndexForward: false,
-        Limit: count - read,
+        Limit: filter ? Math.max(count - read, FILTERED_READ) : count - read,
         ExclusiveStartKey: startKey,
       }),
     );
-    for (const item of res.Items ?? []) yield item;
-    read += res.Items?.length ?? 0;
+    for (const item of res.Items ?? []) {
+      if (read === count) return;
+      yield item;
+      read++;
+    }
     startKey = res.LastEvaluatedKey;
     if (!startKey) break;
   }

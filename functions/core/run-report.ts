@@ -2,6 +2,7 @@ import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../po
 import { environmentLine } from './run-environment.js';
 import { loadRun, type RunItem } from './run-store.js';
 import { readScenarioState } from './scenarios.js';
+import { TRACE_VIEWER_PATH } from './trace-viewer.js';
 
 /*
  * The run report: a page a person opens from the start-run response's `url` — the run's status, each
@@ -14,8 +15,8 @@ import { readScenarioState } from './scenarios.js';
 export const reportPath = (runId: string): string => `/report/${encodeURIComponent(runId)}`;
 const REPORT_PATH_RE = /^\/report\/([A-Za-z0-9_-]{1,64})$/;
 
-/** Where the service serves the Playwright trace viewer (lib/local/trace-viewer.ts; issue 28). */
-export const TRACE_VIEWER_PATH = '/trace-viewer/';
+/** Where the service serves the Playwright trace viewer (functions/core/trace-viewer.ts; issue 28). */
+export { TRACE_VIEWER_PATH };
 
 /** The trace viewer opening the trace at `traceUrl` (a signed media URL), on the service's own origin. */
 export const traceViewerLink = (baseUrl: string, traceUrl: string): string =>

@@ -103,6 +103,8 @@ export interface RunItem {
   /** Absent on runs stored before issue 14 until backfilled (the local server does at start). */
   testStatusKey?: string;
   folderStatusKey?: string;
+  /** `keys.runs.flaky(orgId)` on a run that ended flaky, and only there (the sparse `listFlaky` index). */
+  flakyKey?: string;
 }
 
 /** One attempt of a run (issue 28), kept in its record once the run ended. */

@@ -97,7 +97,8 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       ...(run.applicationVersionId !== undefined ? { application_version_id: run.applicationVersionId } : {}),
       ...scenarioMetadata(readScenarioState(run.scenarioState)),
       // Issue 28: how many attempts a retried test took, and whether it passed after a failure. Only
-      // on a run read whole (GET /run/{id}, GET /run with steps=true): the listing indexes project neither.
+      // on a run read whole (GET /run/{id}, GET /run with steps=true), and `flaky` on a page of
+      // GET /run?flaky=true (its sparse index projects it): the other listing indexes project neither.
       ...(run.attempts?.length ? { attempts: run.attempts.length } : {}),
       ...(run.flaky ? { flaky: true } : {}),
     },

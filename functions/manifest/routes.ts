@@ -302,6 +302,11 @@ export interface PageDef {
   path: string;
   entry: string;
   access: RouteAccess;
+  /**
+   * Folders (relative to the repository root) copied beside the page's bundle at the same paths: static
+   * files it serves, which esbuild does not bundle.
+   */
+  files?: readonly string[];
 }
 
 export const pages = {
@@ -310,5 +315,17 @@ export const pages = {
     path: '/report/{run_id}',
     entry: 'functions/api/runs/report.ts',
     access: { tables: { runs: 'R' }, media: 'R' },
+  },
+  /**
+   * The Playwright trace viewer (issue 28): the static app of playwright-core, which opens a run's trace
+   * from its signed media URL in the browser. No data, no credentials, no grant: it reads its own files
+   * (functions/core/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).
+   */
+  traceViewer: {
+    method: 'GET',
+    path: '/trace-viewer/{proxy+}',
+    entry: 'functions/api/runs/trace-viewer.ts',
+    access: { tables: {} },
+    files: ['node_modules/playwright-core/lib/vite/traceViewer'],
   },
 } as const satisfies Record<string, PageDef>;

@@ -183,6 +183,18 @@ export const tables = {
         sortKey: S('createdKey'),
         projection: { include: ['orgId', ...RUN_LISTING] },
       },
+      /**
+       * Sparse (issue 28): only a run that passed after a failed attempt has `flakyKey`, so this holds an
+       * org's flaky runs and nothing else. Added, not a projection change of the indexes above (changing
+       * an index's projection replaces it, and CloudFormation adds or drops one index per update): both
+       * the listing and the page index of `flaky=true`, carrying what a page shows.
+       */
+      {
+        name: 'listFlaky',
+        partitionKey: S('flakyKey'),
+        sortKey: S('createdKey'),
+        projection: { include: ['orgId', ...RUN_LISTING, 'flaky'] },
+      },
     ],
   },
 } as const satisfies Record<string, TableDef>;
@@ -197,6 +209,8 @@ const runKeys = {
   byStatus: (orgId: string, status: string) => `${orgId}#${status}`,
   byTestStatus: (orgId: string, testId: string, status: string) => `${orgId}#${testId}#${status}`,
   byFolderStatus: (orgId: string, folderId: string, status: string) => `${orgId}#${folderId}#${status}`,
+  /** `listFlaky` partition: the org's flaky runs (set on a run only when it ends flaky). */
+  flaky: (orgId: string) => `${orgId}#flaky`,
   /** Sort key of every runs index: newest first when read backwards. */
   created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
   /** The index attributes that change with a run's status: every status write sets all three. */

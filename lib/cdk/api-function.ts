@@ -75,6 +75,12 @@ export interface ApiFunctionProps {
    * @default - none: everything is bundled
    */
   copiedModules?: readonly string[];
+  /**
+   * Folders (relative to the repository root) copied beside the bundle at the same paths: static files
+   * the handler reads (a page's `files`, functions/manifest/routes.ts).
+   * @default - none
+   */
+  copiedFiles?: readonly string[];
   /** @default logs.RetentionDays.ONE_MONTH */
   logRetention?: logs.RetentionDays;
   description?: string;
@@ -113,6 +119,10 @@ export class ApiFunction extends NodejsFunction {
     });
     logGroup.grantWrite(role);
     const copiedModules = [...(props.copiedModules ?? [])];
+    const copied = [
+      ...(copiedModules.length > 0 ? moduleClosure(copiedModules) : []),
+      ...(props.copiedFiles ?? []),
+    ];
     const relativeEntry = relative(repoRoot, entry);
     // Shared layers (lib/cdk/bundling.ts `lambdaLayers`): their packages stay out of the bundle.
     const layerIds = layersFor(relativeEntry);
@@ -149,7 +159,7 @@ export class ApiFunction extends NodejsFunction {
         // Nothing external but the copied modules and the layers' packages: the AWS SDK v3 clients are
         // bundled and tree-shaken, pinned by our lock file.
         externalModules: [...copiedModules, ...layerPackages],
-        ...(copiedModules.length > 0 ? { commandHooks: copyModulesHooks(moduleClosure(copiedModules)) } : {}),
+        ...(copied.length > 0 ? { commandHooks: copyModulesHooks(copied) } : {}),
       },
     });
     this.kind = props.kind;

@@ -143,6 +143,7 @@ export class StatelessStack extends Stack {
       sourceHost,
       cluster: this.cluster,
     });
+    this.testRuns.allowViewerOrigin(this.api.restApi);
     this.events = new EventRules(this, 'Events', {
       functions,
       resources,

@@ -311,6 +311,8 @@ const backfills: Partial<Record<TableName, (item: Record<string, AttributeValue>
     if (!orgId || !runId || !testId || !status || !createdAt || folderId === undefined) return;
     const wanted = keys.runs.indexKeys({ orgId, runId, testId, folderId, status, createdAt });
     for (const [name, value] of Object.entries(wanted)) item[name] ??= { S: value };
+    // Issue 28: a flaky run stored before the sparse `listFlaky` index joins it.
+    if (item.flaky?.BOOL === true) item.flakyKey ??= { S: keys.runs.flaky(orgId) };
   },
 };
 

@@ -1,40 +1,16 @@
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
-import { dirname, extname, join, normalize, sep } from 'node:path';
 import { TRACE_VIEWER_PATH } from '../../functions/core/run-report.js';
+import { traceViewerFile, traceViewerType } from '../../functions/core/trace-viewer.js';
 
 /*
  * The Playwright trace viewer, served by the local server from its own origin (issue 28): the static app
  * that ships inside playwright-core (`lib/vite/traceViewer`), at `/trace-viewer/`. It holds no data and
  * needs no credentials; it opens the trace its `?trace=` names (a run's signed media URL, this same
  * origin) in the browser, through its service worker (which a browser allows on http only for localhost
- * and 127.0.0.1, as `npm start` serves). Nothing of it is sent anywhere else.
+ * and 127.0.0.1, as `npm start` serves). Nothing of it is sent anywhere else. Which files, and their
+ * types: functions/core/trace-viewer.ts (shared with the AWS page, functions/api/runs/trace-viewer.ts).
  */
-
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.ttf': 'font/ttf',
-  '.json': 'application/json',
-  '.webmanifest': 'application/manifest+json',
-  '.png': 'image/png',
-  '.wasm': 'application/wasm',
-};
-
-let root: string | undefined;
-/** Where playwright-core keeps the trace viewer's files. */
-export function traceViewerRoot(): string {
-  root ??= join(
-    dirname(createRequire(import.meta.url).resolve('playwright-core/package.json')),
-    'lib',
-    'vite',
-    'traceViewer',
-  );
-  return root;
-}
 
 /** Serve `req` when it asks for the trace viewer (GET or HEAD); returns whether it did. */
 export function serveTraceViewer(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
@@ -53,25 +29,11 @@ export function serveTraceViewer(req: IncomingMessage, res: ServerResponse, url:
     res.setHeader('allow', 'GET, HEAD');
     return answer(405, 'method not allowed');
   }
-  let rel: string;
-  try {
-    rel = decodeURIComponent(url.pathname.slice(TRACE_VIEWER_PATH.length)) || 'index.html';
-  } catch {
-    return answer(404, 'not found');
-  }
-  const base = traceViewerRoot();
-  const file = normalize(join(base, rel));
-  if (!file.startsWith(base + sep)) return answer(404, 'not found');
-  let size: number;
-  try {
-    const st = statSync(file);
-    if (!st.isFile()) return answer(404, 'not found');
-    size = st.size;
-  } catch {
-    return answer(404, 'not found');
-  }
+  const found = traceViewerFile(url.pathname.slice(TRACE_VIEWER_PATH.length));
+  if (!found) return answer(404, 'not found');
+  const { file, size } = found;
   res.writeHead(200, {
-    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'content-type': traceViewerType(file),
     'content-length': String(size),
     'cache-control': 'no-cache',
     'x-content-type-options': 'nosniff',

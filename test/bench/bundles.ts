@@ -67,6 +67,10 @@ const add = (entry: string, name: string, access: object) => {
 };
 for (const [id, r] of Object.entries(routes)) add(r.entry, `route ${id}`, r.access);
 for (const [id, p] of Object.entries(pages)) add(p.entry, `page ${id}`, p.access);
+/** The folders a page ships beside its bundle (`files`: static files it serves), measured as copied sets. */
+const pageFiles = new Map<string, readonly string[]>(
+  Object.values(pages).flatMap((p) => ('files' in p && p.files ? [[p.entry, p.files] as const] : [])),
+);
 for (const w of Object.values(workflows))
   for (const t of Object.values(w.tasks) as { entry: string; access: RouteAccess }[])
     add(t.entry, `step ${t.entry.split('/').pop()}`, t.access);
@@ -168,6 +172,15 @@ async function worker(): Promise<void> {
         copiedSets.set(key, { nodeModules, bytes: dirBytes(nodeModules) });
       }
       beside.push(`copied ${key}`);
+    }
+    const files = pageFiles.get(entry);
+    if (files) {
+      const key = `files ${files.join('+')}`;
+      if (!copiedSets.has(key))
+        copiedSets.set(key, {
+          nodeModules: '',
+          bytes: files.reduce((n, d) => n + dirBytes(join(repoRoot, d)), 0),
+        });
     }
     beside.push(...layered.map((id) => `layer ${id}`));
     rows.push({

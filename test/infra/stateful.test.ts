@@ -56,6 +56,7 @@ describe('stateful stack', () => {
       pageStatus: 'statusKey,createdKey',
       pageTestStatus: 'testStatusKey,createdKey',
       pageFolderStatus: 'folderStatusKey,createdKey',
+      listFlaky: 'flakyKey,createdKey',
     });
     for (const ix of indexes)
       if (ix.IndexName === 'listOrg')
@@ -65,6 +66,12 @@ describe('stateful stack', () => {
         });
       else if (ix.IndexName === 'pageOrg')
         expect(ix.Projection).toEqual({ ProjectionType: 'INCLUDE', NonKeyAttributes: [...RUN_LISTING] });
+      else if (ix.IndexName === 'listFlaky')
+        // Issue 28: sparse, both the listing and the page index of flaky=true.
+        expect(ix.Projection).toEqual({
+          ProjectionType: 'INCLUDE',
+          NonKeyAttributes: ['orgId', ...RUN_LISTING, 'flaky'],
+        });
       else if (ix.IndexName.startsWith('page'))
         expect(ix.Projection).toEqual({
           ProjectionType: 'INCLUDE',

@@ -20,6 +20,7 @@ import { keys, tables } from '../../functions/manifest/tables.js';
 import { ddb, localDynamoClientConfig, table } from '../../functions/shared/dynamo.js';
 import { ensureTables, localTableName, startDynalite } from '../../lib/local/dynalite.js';
 import { call, client, type Harness, startHarness } from '../support/harness.js';
+import { seedRuns, storedRun } from '../support/run-items.js';
 
 /*
  * GET /run listing (issue 14) through real HTTP: every filter answers the same runs as before, newest
@@ -49,30 +50,10 @@ const base = Date.parse('2026-03-01T00:00:00.000Z');
 function runItem(orgId: string, i: number, testId: string, status: RunStatus, prefix = 'seed'): RunItem {
   const runId = `${prefix}${String(i).padStart(5, '0')}`;
   const createdAt = new Date(base + i * 1000).toISOString();
-  const folderId = FOLDER_OF[testId]!;
-  return {
-    runId,
-    orgId,
-    testId,
-    name: `test ${testId}`,
-    status,
-    createdAt,
-    folder: { id: folderId, name: `folder ${folderId}` },
-    source: 'api',
-    variables: {},
-    steps: [],
-    ...keys.runs.indexKeys({ orgId, runId, testId, folderId, status, createdAt }),
-  };
+  return storedRun({ orgId, runId, testId, folderId: FOLDER_OF[testId]!, status, createdAt });
 }
 
-async function seed(items: RunItem[]): Promise<void> {
-  for (let i = 0; i < items.length; i += 25)
-    await ddb().send(
-      new BatchWriteCommand({
-        RequestItems: { [table('runs')]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
-      }),
-    );
-}
+const seed = seedRuns;
 
 /** Seeded runs in creation order; t0 never has a `pending` run (a filter that matches nothing). */
 const seeded: RunItem[] = [];

@@ -72,6 +72,14 @@ test('a test with retries: 1 that fails once then passes ends passed, flaky, wit
   expect(two!.traceKey).toMatch(/\/attempt-2\/trace\.zip$/);
   expect(item!.videoKey).toBe(two!.videoKey);
   expect(item!.traceKey).toBe(two!.traceKey);
+  // GET /run?flaky=true lists it (the sparse listFlaky index), with its test too; not without flaky runs.
+  for (const q of ['flaky=true', `flaky=true&test=${testId}`, 'flaky=true&status=passed']) {
+    const listed = await call(w.h, 'GET', `/run?${q}`, { headers: client(w.h.org) });
+    expect(listed.status).toBe(200);
+    expect(listed.body.map((r: any) => [r.id, r.metadata.flaky])).toContainEqual([runId, true]);
+  }
+  const failedOnly = await call(w.h, 'GET', '/run?flaky=true&status=failed', { headers: client(w.h.org) });
+  expect(failedOnly.body).toEqual([]);
 }, 150_000);
 
 test('without retries the same page fails once and the run ends failed, one attempt, not flaky', async () => {
@@ -84,6 +92,8 @@ test('without retries the same page fails once and the run ends failed, one atte
   expect(run.status).toBe('failed');
   expect(run.metadata.attempts).toBe(1);
   expect(run.metadata.flaky).toBeUndefined();
+  const listed = await call(w.h, 'GET', `/run?flaky=true&test=${testId}`, { headers: client(w.h.org) });
+  expect(listed.body).toEqual([]);
 }, 120_000);
 
 test.each([

@@ -72,6 +72,31 @@ describe('planRunQuery', () => {
       folderId: 'f',
     });
   });
+  test("flaky reads the sparse index of the org's flaky runs, the other filters applied by the Query", () => {
+    expect(planRunQuery('o', { flaky: true })).toEqual({
+      indexName: 'listFlaky',
+      keyName: 'flakyKey',
+      keyValue: 'o#flaky',
+    });
+    expect(planRunQuery('o', { flaky: true, testId: 't', folderId: 'f', status: 'passed' })).toEqual({
+      indexName: 'listFlaky',
+      keyName: 'flakyKey',
+      keyValue: 'o#flaky',
+      filter: { testId: 't', folderId: 'f', status: 'passed' },
+    });
+    // flaky: false is no filter at all.
+    expect(planRunQuery('o', { flaky: false, testId: 't' })).toEqual({
+      indexName: 'listTest',
+      keyName: 'testKey',
+      keyValue: 'o#t',
+    });
+    const listFlaky = tables.runs.indexes.find((ix) => ix.name === 'listFlaky');
+    expect(listFlaky?.partitionKey.name).toBe('flakyKey');
+    // The Query filters on what the index carries: test, folder and status are projected.
+    expect(listFlaky?.projection).toEqual({
+      include: expect.arrayContaining(['testId', 'folder', 'status']),
+    });
+  });
   test('every index the planner names is in the manifest, keyed on the attribute it queries', () => {
     const indexes = new Map<string, string>(tables.runs.indexes.map((ix) => [ix.name, ix.partitionKey.name]));
     for (const f of [
@@ -81,6 +106,7 @@ describe('planRunQuery', () => {
       { folderId: 'f' },
       { status: 'running' },
       {},
+      { flaky: true, status: 'passed' },
     ] as RunFilters[]) {
       const plan = planRunQuery('o', f);
       expect(indexes.get(plan.indexName)).toBe(plan.keyName);
@@ -104,6 +130,8 @@ describe('run cursors', () => {
       'an added folder',
       () => decodeRunCursor('org1', { ...f, folderId: 'x' }, encodeRunCursor('org1', f, key)),
     ],
+    ['flaky added', () => decodeRunCursor('org1', { ...f, flaky: true }, encodeRunCursor('org1', f, key))],
+    ['flaky dropped', () => decodeRunCursor('org1', f, encodeRunCursor('org1', { ...f, flaky: true }, key))],
     ['not base64url', () => decodeRunCursor('org1', f, 'a+b/c=')],
     ['not JSON', () => decodeRunCursor('org1', f, Buffer.from('nope').toString('base64url'))],
     ['JSON null', () => decodeRunCursor('org1', f, Buffer.from('null').toString('base64url'))],
@@ -137,8 +165,15 @@ describe('matchesFilters', () => {
     [{ folderId: 'f1', status: 'pending' as const }, true],
     [{ folderId: 'f1', status: 'passed' as const }, false],
     [{ folderId: 'f2' }, false],
+    [{ flaky: true }, false],
+    [{ flaky: false }, true],
   ])('%j → %s', (filters, expected) => {
     expect(matchesFilters(run(), filters)).toBe(expected);
+  });
+  test('flaky keeps a run that passed after a failed attempt', () => {
+    expect(matchesFilters(run({ status: 'passed', flaky: true }), { flaky: true, status: 'passed' })).toBe(
+      true,
+    );
   });
 });
 

@@ -15,6 +15,17 @@ const query = z.object({
   status: z.optional(z.enum(RUN_STATUSES, { message: 'must be pending, running, passed or failed' })),
   media: queryBoolean,
   steps: queryBoolean,
+  flaky: z
+    .pipe(
+      z.optional(z.enum(['true', 'false'], { message: 'must be true or false' })),
+      z.transform((v) => v === 'true'),
+    )
+    .register(z.globalRegistry, {
+      description:
+        'Additive (issue 28): `true` keeps only the flaky runs, those that passed after a failed attempt ' +
+        '(a test with `retries`); they carry `metadata.flaky: true`. `false` or absent: every run. Combines ' +
+        'with test, folder and status.',
+    }),
   cursor: z
     .optional(z.string().check(z.maxLength(512, 'must be a cursor from a Link header')))
     .register(z.globalRegistry, {
@@ -32,12 +43,12 @@ const query = z.object({
  * its `report_url` (additive).
  */
 export const { main, handler } = route('listRuns', { query }, async (req) => {
-  const { limit, offset, test, folder, status, media, steps, cursor } = req.query;
+  const { limit, offset, test, folder, status, media, steps, flaky, cursor } = req.query;
   if (cursor !== undefined && offset > 0)
     throw new ValidationError(
       'invalid query: cursor: cannot be combined with offset (the cursor says where the page starts)',
     );
-  const filters = { testId: test, folderId: folder, status };
+  const filters = { testId: test, folderId: folder, status, ...(flaky ? { flaky } : {}) };
   const page = await listRunPage(
     req.principal.orgId,
     filters,
@@ -57,6 +68,7 @@ export const { main, handler } = route('listRuns', { query }, async (req) => {
   if (test !== undefined) next.set('test', test);
   if (folder !== undefined) next.set('folder', folder);
   if (status !== undefined) next.set('status', status);
+  if (flaky) next.set('flaky', 'true');
   if (media) next.set('media', 'true');
   if (steps) next.set('steps', 'true');
   next.set('cursor', page.next);

@@ -3,6 +3,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { serveRunReport } from '../../core/run-report.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { log } from '../../shared/log.js';
+import { stagePath } from '../stage.js';
 
 /**
  * GET /report/{run_id}?expires=…&sig=…: a run's report page, for a browser without credentials (the
@@ -15,8 +16,7 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
     Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v ?? '')]),
   );
   const host = headers.host || event.requestContext?.domainName || 'localhost';
-  const stage =
-    host.includes('.execute-api.') && event.requestContext?.stage ? `/${event.requestContext.stage}` : '';
+  const stage = stagePath(event, host);
   try {
     const answer = await serveRunReport(mediaReader(), {
       path: `/report/${event.pathParameters?.run_id ?? ''}`,

@@ -131,6 +131,7 @@ export class Api extends Construct {
         access: page.access,
         description: `${page.method} ${page.path}`,
         tag: ['preview:page', pageId],
+        files: page.files,
       }).bindAccess(page.access, props.resources);
     }
 

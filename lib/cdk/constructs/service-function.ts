@@ -30,6 +30,8 @@ export interface ServiceFunctionProps {
   timeout?: Duration;
   /** The tag naming the entry (`preview:route` and the route id, …). */
   tag: [string, string];
+  /** Folders copied beside the bundle (a page's `files`). */
+  files?: readonly string[];
 }
 
 /** An ApiFunction of `scope` built with the defaults, tagged with its manifest entry. */
@@ -48,6 +50,7 @@ export function serviceFunction(
     logRetention: defaults.logRetention,
     description: props.description,
     timeout: props.timeout,
+    ...(props.files?.length ? { copiedFiles: props.files } : {}),
   });
   Tags.of(fn).add(...props.tag);
   return fn;

@@ -1,6 +1,7 @@
-import { Duration, RemovalPolicy, Size } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Size, Stack } from 'aws-cdk-lib';
+import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import type * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
@@ -88,6 +89,24 @@ export class TestRuns extends Construct {
     this.browserProps = browserFunctionProps({
       memorySize: props.browserMemorySize ?? 2048,
       ephemeralStorageSize: props.browserEphemeralStorageSize ?? Size.gibibytes(2),
+    });
+  }
+
+  /**
+   * Let the trace viewer the API serves (`GET /trace-viewer/{proxy+}`, issue 28) read run media from the
+   * browser: a CORS rule for the API's own origin, GET and HEAD (with `Range`) only. The objects stay
+   * private: a read still needs a presigned URL; the rule only lets the viewer's page, on the API's
+   * origin, see the answer to one (its service worker fetches `trace.zip` cross-origin).
+   */
+  allowViewerOrigin(api: apigateway.IRestApi): void {
+    const stack = Stack.of(this);
+    this.mediaBucket.addCorsRule({
+      id: 'trace-viewer',
+      allowedOrigins: [`https://${api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`],
+      allowedMethods: [s3.HttpMethods.GET, s3.HttpMethods.HEAD],
+      allowedHeaders: ['Range'],
+      exposedHeaders: ['Content-Length', 'Content-Range', 'Accept-Ranges', 'ETag'],
+      maxAge: 3600,
     });
   }
 
