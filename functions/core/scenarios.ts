@@ -191,6 +191,8 @@ export interface FactoryClientOptions {
   backoffMs?: number;
   fetch?: typeof fetch;
   now?: () => number;
+  /** Extra request headers: a protected preview's access cookie (issue 29), never quoted in an error. */
+  headers?: Record<string, string>;
 }
 
 export class FactoryError extends Error {
@@ -218,7 +220,11 @@ export async function callFactory(
   const now = opts.now ?? Date.now;
   const doFetch = opts.fetch ?? fetch;
   const body = JSON.stringify(payload);
-  const headers = { 'content-type': 'application/json', 'x-signature': signBody(secret, body) };
+  const headers = {
+    ...opts.headers,
+    'content-type': 'application/json',
+    'x-signature': signBody(secret, body),
+  };
   const started = now();
   let backoff = opts.backoffMs ?? 250;
   const action = (payload as { action?: string }).action ?? 'request';
