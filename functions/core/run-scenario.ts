@@ -108,6 +108,7 @@ export async function provision(
   if ('error' in route) return fail(route.error);
   const { url, headers } = route;
   state.factoryUrl = url;
+  if (headers.cookie && target.envKey) state.factoryAccess = { orgId: run.orgId, envKey: target.envKey };
   const loaded = await loadScenarioRecipe(run.orgId, ref);
   if ('error' in loaded) return fail(loaded.error);
   state.version = loaded.recipe.version;

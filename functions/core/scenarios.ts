@@ -1,9 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
+import { ACCESS_COOKIE, type AccessScope, signAccessToken } from '../shared/access-token.js';
 import { ddb, table, updateIf } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
+import { accessKey } from './access.js';
 import { testRunShortId } from './recipes.js';
 
 /*
@@ -328,6 +330,11 @@ export interface ScenarioState {
   testRunId: string;
   testRunShortId: string;
   factoryUrl?: string;
+  /**
+   * The protected environment whose access cookie the factory calls carry (issue 29: its public URL,
+   * in AWS): an owed `down` sent later signs a fresh one. Never the token itself.
+   */
+  factoryAccess?: AccessScope;
   /** `up` answered: `down` is owed. */
   status: 'provisioning' | 'up' | 'up_failed' | 'down' | 'down_failed';
   upMs?: number;
@@ -456,7 +463,15 @@ export async function sendOwedDown(
   if (!(await claimDown(run.runId, opts.by ?? 'recovery'))) return false;
   const started = Date.now();
   try {
-    await callFactory(state.factoryUrl, secret, downPayload(state), (t) => maskSecrets(t, [secret]), opts);
+    // A protected preview's factory, called at its public URL: with a fresh access cookie of its own.
+    const key = state.factoryAccess ? await accessKey(deps.secrets, run.applicationId) : undefined;
+    const headers = key
+      ? { cookie: `${ACCESS_COOKIE}=${signAccessToken(key, state.factoryAccess!, Date.now())}` }
+      : undefined;
+    await callFactory(state.factoryUrl, secret, downPayload(state), (t) => maskSecrets(t, [secret]), {
+      ...opts,
+      ...(headers ? { headers } : {}),
+    });
     state.status = 'down';
   } catch (err) {
     state.status = 'down_failed';

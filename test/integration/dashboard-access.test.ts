@@ -1,13 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { accessKey, ensureAccessKey } from '../../functions/core/access.js';
 import { updateApplication } from '../../functions/core/tenancy.js';
-import { DEFAULT_CHROMIUM_PATH, LOCAL_CHROMIUM_FLAGS } from '../../functions/ports/browser/local-chromium.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { pollUntil } from '../support/apps.js';
+import { haveChromium, launchChromium } from '../support/chromium.js';
 import { bearer, call } from '../support/harness.js';
 import { decodePng } from '../support/png.js';
 import { type RunsWorld, startRunsWorld } from '../support/runs-app.js';
@@ -19,7 +19,7 @@ import { type RunsWorld, startRunsWorld } from '../support/runs-app.js';
  */
 
 const SHOTS = process.env.DASHBOARD_SHOTS ?? mkdtempSync(join(tmpdir(), 'preview-dash-shots-'));
-const chromiumTest = existsSync(DEFAULT_CHROMIUM_PATH) ? test : test.skip;
+const chromiumTest = haveChromium() ? test : test.skip;
 
 let w: RunsWorld;
 let browser: Browser | undefined;
@@ -47,15 +47,8 @@ beforeAll(async () => {
   expect(ready.status).toBe('ready');
   env = (await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/3`, { headers: bearer(w.h.org) })).body;
   mkdirSync(SHOTS, { recursive: true });
-  if (!existsSync(DEFAULT_CHROMIUM_PATH)) return;
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({
-    executablePath: DEFAULT_CHROMIUM_PATH,
-    args: [...LOCAL_CHROMIUM_FLAGS],
-    handleSIGINT: false,
-    handleSIGTERM: false,
-    handleSIGHUP: false,
-  });
+  if (!haveChromium()) return;
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1400, height: 800 } });
   page = await context.newPage();
   page.on('request', (req) => {

@@ -1,14 +1,13 @@
-import { existsSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
-import { DEFAULT_CHROMIUM_PATH, LOCAL_CHROMIUM_FLAGS } from '../../functions/ports/browser/local-chromium.js';
 import { FrontDoors } from '../../functions/ports/runtime/local/front-door.js';
 import type { FrontDoorSettings } from '../../functions/ports/runtime/port.js';
 import { accessLink, signAccessToken } from '../../functions/shared/access-token.js';
 import { setLogSink } from '../../functions/shared/log.js';
+import { haveChromium, launchChromium } from '../support/chromium.js';
 
 /*
  * Issue 29: a WebSocket through the local front door, in real chromium. The upgrade is admitted like a
@@ -34,7 +33,7 @@ const KEY = 'k'.repeat(64);
 const APP_ID = 'app-ws';
 const target = { orgId: 'org-ws', envKey: 'acme/live#9', repoFullName: 'acme/live', prNumber: 9 };
 const ENV = 'env-ws';
-const chromiumTest = existsSync(DEFAULT_CHROMIUM_PATH) ? test : test.skip;
+const chromiumTest = haveChromium() ? test : test.skip;
 
 let app: Server;
 let wss: WssLike;
@@ -84,15 +83,8 @@ beforeAll(async () => {
     },
   });
   await openDoor();
-  if (!existsSync(DEFAULT_CHROMIUM_PATH)) return;
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({
-    executablePath: DEFAULT_CHROMIUM_PATH,
-    args: [...LOCAL_CHROMIUM_FLAGS],
-    handleSIGINT: false,
-    handleSIGTERM: false,
-    handleSIGHUP: false,
-  });
+  if (!haveChromium()) return;
+  browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
