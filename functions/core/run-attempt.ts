@@ -138,6 +138,9 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     if (!mine) return;
     const started = now();
     try {
+      // Locally the factory is called at its own port, past the front door: a preview that fell asleep
+      // during a quiet run is woken first (issue 29; absent in AWS, where the request wakes it).
+      if (target.envKey) await deps.wake?.({ orgId: run.orgId, envKey: target.envKey });
       await callFactory(scenario.url, scenario.secret, downPayload(state), mask, {
         ...deps.factory,
         headers: scenario.headers,

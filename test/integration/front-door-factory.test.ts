@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { ensureAccessKey } from '../../functions/core/access.js';
 import { updateApplication } from '../../functions/core/tenancy.js';
 import { secretStore } from '../../functions/ports/registry.js';
+import { setLogSink } from '../../functions/shared/log.js';
 import { pollUntil } from '../support/apps.js';
 import { type FactoryWorld, startFactoryWorld } from '../support/factory-app.js';
 import { bearer, call, client } from '../support/harness.js';
@@ -17,8 +18,11 @@ import { runEnded } from '../support/runs-app.js';
 
 let w: FactoryWorld;
 let env: any;
+const logs: string[] = [];
 beforeAll(async () => {
   w = await startFactoryWorld('acme/doorfactory');
+  // After the local server's own sink: what the runtime says (a preview asleep, awake) is read here.
+  setLogSink((line) => logs.push(line));
   await updateApplication(w.h.org.orgId, w.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
   await ensureAccessKey(secretStore(), w.applicationId);
   // Redeployed, the main-branch environment is protected: its apps behind doors of their own.
@@ -96,4 +100,46 @@ describe('a run with a scenario against a protected local preview', () => {
       ['down', true],
     ]);
   }, 120_000);
+
+  test('a preview that fell asleep during a quiet run is woken for its down', async () => {
+    // A PR preview that sleeps after about 2 s without requests (the main-branch one never sleeps).
+    await updateApplication(w.h.org.orgId, w.applicationId, { sleepAfterMinutes: 0.03 });
+    const deployed = await call(w.h, 'POST', '/v1/preview/environments', {
+      headers: bearer(w.h.org),
+      body: { repoFullName: w.repo, prNumber: 5, headSha: env.lastDeployedSha, headRef: 'pr-5' },
+    });
+    expect(deployed.status).toBe(202);
+    const pr = await pollUntil(
+      w.h,
+      w.h.org,
+      `/v1/preview/environments/${w.repo}/5`,
+      (s) => s.status === 'ready' || s.status === 'failed',
+      60_000,
+    );
+    expect(pr.status).toBe('ready');
+    // Its one step waits (15 s) for what never comes: no request meanwhile, so the preview falls asleep.
+    const before = logs.length;
+    const testId = await w.importTest({
+      steps: [
+        {
+          interaction: 'wait-for',
+          instruction: 'something that never comes',
+          element: { html: '', selector: '#never' },
+        },
+      ],
+    });
+    const res = await call(w.h, 'POST', `/test/${testId}/run`, {
+      headers: client(w.h.org),
+      body: { application_version_id: (pr as { environmentId?: string }).environmentId },
+    });
+    expect(res.status).toBe(201);
+    const run = await runEnded(w.h, res.body.run_id);
+    expect(run.status).toBe('failed');
+    expect(run.steps[0].output).toContain('#never did not appear');
+    // It fell asleep during the step and was woken after it, and `down` still reached the factory.
+    const during = logs.slice(before).join('\n');
+    expect(during).toMatch(/preview asleep[\s\S]*preview awake/);
+    expect(run.metadata.scenario).toMatchObject({ status: 'down' });
+    expect(run.metadata.scenario_down_error).toBeUndefined();
+  }, 150_000);
 });
