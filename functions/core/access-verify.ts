@@ -35,7 +35,7 @@ export interface VerifyRequest {
 }
 
 export interface VerifyAnswer {
-  statusCode: 200 | 401;
+  statusCode: 200 | 302 | 401;
   headers: Record<string, string>;
   /** `Set-Cookie` values (an opened link's cookie). */
   cookies: string[];
@@ -75,6 +75,19 @@ const allow = (cookies: string[] = []): VerifyAnswer => ({
   },
   cookies,
   body: 'ok\n',
+});
+
+/**
+ * A visitor's own request for ACCESS_PATH, which the app's access Ingress routes here (eks/front-door.ts)
+ * once the external auth let it through (a valid link: ingress-nginx adds the auth answer's `Set-Cookie`
+ * to this response): back to the app's `/`, relative, so on the preview's own host. It sets nothing, so
+ * a request that reaches it any other way (the function URL itself) gains nothing.
+ */
+export const openedLink = (): VerifyAnswer => ({
+  statusCode: 302,
+  headers: { location: '/', 'cache-control': 'no-store', 'content-type': 'text/plain; charset=utf-8' },
+  cookies: [],
+  body: 'Opening the preview…\n',
 });
 
 /** The link's token, when the visitor opened ACCESS_PATH with one. */

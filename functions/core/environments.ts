@@ -8,7 +8,7 @@ import { config } from '../shared/config.js';
 import { newId } from '../shared/crypto.js';
 import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
-import { accessKey, accessUrls, effectiveAccess } from './access.js';
+import { type AccessMode, accessKey, accessUrls, effectiveAccess } from './access.js';
 import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order.js';
 import { findApplicationByRepo, getApplication } from './tenancy.js';
 
@@ -47,6 +47,12 @@ export interface Environment {
   appSpecs?: Record<string, AppSpec>;
   /** preview.yaml `factory`: the Environment Factory of scenario runs (issue 12). */
   factory?: { app: string; path: string };
+  /**
+   * The access its apps were last deployed with (issue 29; DeployApps): its links follow it, so a preview
+   * deployed before its application was protected offers none until redeployed. Absent (older records):
+   * the application's setting.
+   */
+  access?: AccessMode;
   /** The image each app runs from (app → `uri@digest`), in runtimes that run images. */
   images?: Record<string, string>;
   /**
@@ -151,11 +157,25 @@ async function getEnvironment(ref: EnvRef): Promise<Environment> {
 export async function environmentStatus(ref: EnvRef, secrets?: SecretStore): Promise<PreviewStatus> {
   const env = await getEnvironment(ref);
   const status = toPreviewStatus(env);
-  if (!secrets || Object.keys(status.urls).length === 0) return status;
-  const app = await findApplicationByRepo(ref.orgId, env.repoFullName);
-  if (!app || effectiveAccess(app, config().mode) !== 'protected') return status;
-  const links = accessUrls(await accessKey(secrets, app.applicationId), env, status.urls);
+  if (!secrets) return status;
+  const links = await environmentAccessUrls(env, status.urls, secrets);
   return links ? { ...status, accessUrls: links } : status;
+}
+
+/**
+ * The signed links into a protected environment's apps (app → link; core/access.ts `accessUrls`), or
+ * undefined when it is public, has no URLs, or its application has no access key. The status, the PR
+ * comment and the dashboard show these, never the key.
+ */
+export async function environmentAccessUrls(
+  env: Pick<Environment, 'orgId' | 'envKey' | 'repoFullName' | 'access'>,
+  urls: Record<string, string>,
+  secrets: SecretStore,
+): Promise<Record<string, string> | undefined> {
+  if (Object.keys(urls).length === 0) return undefined;
+  const app = await findApplicationByRepo(env.orgId, env.repoFullName);
+  if (!app || (env.access ?? effectiveAccess(app, config().mode)) !== 'protected') return undefined;
+  return accessUrls(await accessKey(secrets, app.applicationId), env, urls);
 }
 
 /** Execution name: unique, and readable in the Step Functions console. */

@@ -72,6 +72,7 @@ export interface Transition {
   buildInputs?: Record<string, BuildInputs>;
   builds?: Record<string, BuildResult>;
   factory?: { app: string; path: string };
+  access?: 'protected' | 'public';
   urls?: Record<string, string>;
   images?: Record<string, string>;
   lastDeployedSha?: string;

@@ -17,6 +17,11 @@ export interface ReportDeps {
   prStatus: PrStatus;
   /** The latest test runs of an environment (default: `latestTestRuns`). */
   testRuns?: (env: Environment) => Promise<TestRunLine[]>;
+  /**
+   * The signed access links of a protected, ready environment (issue 29: core/environments.ts
+   * `environmentAccessUrls`), shown in its comment. Absent: none shown.
+   */
+  accessUrls?: (env: Environment) => Promise<Record<string, string> | undefined>;
 }
 
 export type ReportOutcome = 'published' | 'skipped' | 'failed';
@@ -50,8 +55,16 @@ function primaryUrl(urls: Record<string, string>): string | undefined {
 const FORK_NOTE =
   "This pull request comes from a fork: its preview runs without the application's secret bundles.";
 
-/** The comment's text (Markdown) for an environment. */
-export function renderComment(env: Environment, state: DeploymentState, runs: TestRunLine[] = []): string {
+/**
+ * The comment's text (Markdown) for an environment. A protected one's apps each get their signed access
+ * link (`access`: app → link), never the access key.
+ */
+export function renderComment(
+  env: Environment,
+  state: DeploymentState,
+  runs: TestRunLine[] = [],
+  access?: Record<string, string>,
+): string {
   const headline: Record<DeploymentState, string> = {
     in_progress: 'deploying',
     success: 'ready',
@@ -69,7 +82,20 @@ export function renderComment(env: Environment, state: DeploymentState, runs: Te
     ...(sha ? [`| Commit | \`${sha.slice(0, 12)}\` |`] : []),
   ];
   const urls = Object.entries(env.urls ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  if (urls.length && state !== 'inactive') {
+  const links = state === 'success' && access && Object.keys(access).length ? access : undefined;
+  if (urls.length && state !== 'inactive' && links) {
+    lines.push(
+      '',
+      '| App | URL | Access link |',
+      '|---|---|---|',
+      ...urls.map(
+        ([app, url]) => `| ${app} | ${url} | ${links[app] ? `[open ${app}](${links[app]})` : '—'} |`,
+      ),
+      '',
+      `> This preview is protected: open an app with its access link (good for 7 days; it lets that browser in). ` +
+        `\`previewctl envs open --repo ${env.repoFullName} --pr ${env.prNumber}\` prints fresh ones.`,
+    );
+  } else if (urls.length && state !== 'inactive') {
     lines.push('', '| App | URL |', '|---|---|', ...urls.map(([app, url]) => `| ${app} | ${url} |`));
   }
   if (state === 'inactive' && env.teardownReason) {
@@ -116,6 +142,7 @@ function describe(env: Environment, state: DeploymentState): string {
 export function buildReport(
   env: Environment,
   runs: TestRunLine[] = [],
+  access?: Record<string, string>,
 ): { report: PrReport } | { skip: string } {
   const state = stateOf(env);
   if (!state) return { skip: 'a teardown is in progress' };
@@ -132,7 +159,7 @@ export function buildReport(
       description: describe(env, state),
       ...(url ? { environmentUrl: url } : {}),
       ownerTag: ownerTag(env.orgId),
-      ...(env.prNumber > 0 ? { comment: renderComment(env, state, runs) } : {}),
+      ...(env.prNumber > 0 ? { comment: renderComment(env, state, runs, access) } : {}),
       version: { generation: env.generation, at: env.updatedAt },
     },
   };
@@ -200,7 +227,16 @@ export async function reportStatus(
         error: (err as Error).name,
       });
     }
-    const built = buildReport(env, runs);
+    let access: Record<string, string> | undefined;
+    if (env.status === 'ready' && env.prNumber > 0 && deps.accessUrls)
+      access = await deps.accessUrls(env).catch((err: Error) => {
+        log.warn('could not sign the access links for the PR comment', {
+          envKey: env.envKey,
+          error: err.name,
+        });
+        return undefined;
+      });
+    const built = buildReport(env, runs, access);
     if ('skip' in built) return 'skipped';
     const outcome = await deps.prStatus.publish(built.report);
     if (!outcome.published) {

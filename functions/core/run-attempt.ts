@@ -116,9 +116,11 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   });
 
   // Scenario data (issue 12): `up` before the browser opens; `down` once the steps ended.
-  let scenario: { state: ScenarioState; url: string; secret: string; up: UpAnswer } | undefined;
+  let scenario:
+    | { state: ScenarioState; url: string; secret: string; up: UpAnswer; headers: Record<string, string> }
+    | undefined;
   if (run.scenario) {
-    const provisioned = await provision(deps, run, target, a.masked, mask, a.number);
+    const provisioned = await provision(deps, run, target, a.masked, mask, a.number, a.access);
     if ('error' in provisioned) {
       skipRest(0);
       return outcome(provisioned.error);
@@ -136,7 +138,13 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     if (!mine) return;
     const started = now();
     try {
-      await callFactory(scenario.url, scenario.secret, downPayload(state), mask, deps.factory);
+      // Locally the factory is called at its own port, past the front door: a preview that fell asleep
+      // during a quiet run is woken first (issue 29; absent in AWS, where the request wakes it).
+      if (target.envKey) await deps.wake?.({ orgId: run.orgId, envKey: target.envKey });
+      await callFactory(scenario.url, scenario.secret, downPayload(state), mask, {
+        ...deps.factory,
+        headers: scenario.headers,
+      });
       state.status = 'down';
     } catch (err) {
       state.status = 'down_failed';

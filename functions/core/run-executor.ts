@@ -34,6 +34,11 @@ export interface ExecuteDeps {
   claimPollMs?: number;
   /** Wake the run's environment if it sleeps (issue 29; local: the runtime's `wake`; AWS: absent). */
   wake?: (ref: { orgId: string; envKey: string }) => Promise<void>;
+  /**
+   * Where the service's own calls (the factory's `up`/`down`) reach each app of the run's environment
+   * (issue 29; local: the runtime's `serviceUrls`, the apps' own ports; AWS: absent, the public URLs).
+   */
+  serviceUrls?: (ref: { orgId: string; envKey: string }) => Promise<Record<string, string> | undefined>;
 }
 
 export interface ExecuteInput {
@@ -181,6 +186,12 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
       maskSecrets(`the preview could not be woken: ${(err as Error).message}`, secrets.values),
     );
   }
+  // The service's own calls go to the apps' own addresses where the runtime has them (local).
+  const service = input.target.envKey
+    ? await deps.serviceUrls?.({ orgId: run.orgId, envKey: input.target.envKey })
+    : undefined;
+  const target: RunTarget =
+    service && Object.keys(service).length ? { ...input.target, serviceUrls: service } : input.target;
   // Issue 28: a failed attempt with retries left runs again (fresh session, media and scenario tokens),
   // while the run's deadline leaves time for one; the last attempt's steps and media are the run's.
   const retries = Math.max(0, Math.min(3, run.retries ?? 0));
@@ -191,7 +202,7 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
       deps,
       run,
       owner: input.attempt,
-      target: input.target,
+      target,
       number,
       limit,
       runMs,

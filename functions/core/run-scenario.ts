@@ -1,3 +1,4 @@
+import type { RunAccessCookie } from './access.js';
 import type { ExecuteDeps } from './run-executor.js';
 import type { RunItem, RunTarget } from './run-store.js';
 import {
@@ -40,10 +41,33 @@ export function previewCookies<C extends { name: string; domain?: string }>(
 }
 
 /**
+ * Where the run's factory calls go, and the headers they carry (issue 29): the factory app's address for
+ * the service's own calls (`serviceUrls`: locally its own port, behind no front door), else its public
+ * URL, with the access cookie of a protected preview when one is for that URL's origin (only there).
+ */
+export function factoryRoute(
+  target: Pick<RunTarget, 'urls' | 'serviceUrls' | 'factory'>,
+  access: RunAccessCookie[] = [],
+): { url: string; headers: Record<string, string> } | { error: string } {
+  const factory = target.factory!;
+  const service = target.serviceUrls?.[factory.app];
+  const url = factoryUrl(service ? { [factory.app]: service } : (target.urls ?? {}), factory);
+  if (typeof url !== 'string') return url;
+  if (service) return { url, headers: {} };
+  const origin = new URL(url).origin;
+  const mine = access.filter((a) => new URL(a.url).origin === origin);
+  return {
+    url,
+    headers: mine.length ? { cookie: mine.map((a) => `${a.cookie.name}=${a.cookie.value}`).join('; ') } : {},
+  };
+}
+
+/**
  * Provision a run's scenario (issue 12): the factory (preview.yaml `factory`, else the application's
  * setting) must be configured and an app of the environment; load the recipe; send the signed `up` with
- * the recipe's graph, tokens substituted (a retry's `testRunId` is `<run id>-<attempt>`); record it on the
- * run. An error names what failed (masked).
+ * the recipe's graph, tokens substituted (a retry's `testRunId` is `<run id>-<attempt>`), to the factory
+ * app's service address, or to its public URL with the preview's access cookie (factoryRoute); record it
+ * on the run. An error names what failed (masked).
  */
 export async function provision(
   deps: ExecuteDeps,
@@ -52,7 +76,11 @@ export async function provision(
   masked: string[],
   mask: (text: string) => string,
   attempt = 1,
-): Promise<{ state: ScenarioState; url: string; secret: string; up: UpAnswer } | { error: string }> {
+  access: RunAccessCookie[] = [],
+): Promise<
+  | { state: ScenarioState; url: string; secret: string; up: UpAnswer; headers: Record<string, string> }
+  | { error: string }
+> {
   const ref = run.scenario!;
   const label = `scenario "${ref.recipe}" (setup ${ref.setupId})`;
   // Each attempt its own tokens (issue 28), so a retry never meets the data of the attempt before.
@@ -76,9 +104,11 @@ export async function provision(
       `no Environment Factory is configured for application ${target.applicationId}: set ` +
         '`factory: {app, path}` in preview.yaml, or `previewctl apps update --factory-app APP --factory-path PATH`',
     );
-  const url = factoryUrl(target.urls ?? {}, target.factory);
-  if (typeof url !== 'string') return fail(url.error);
+  const route = factoryRoute(target, access);
+  if ('error' in route) return fail(route.error);
+  const { url, headers } = route;
   state.factoryUrl = url;
+  if (headers.cookie && target.envKey) state.factoryAccess = { orgId: run.orgId, envKey: target.envKey };
   const loaded = await loadScenarioRecipe(run.orgId, ref);
   if ('error' in loaded) return fail(loaded.error);
   state.version = loaded.recipe.version;
@@ -93,13 +123,13 @@ export async function provision(
       testRunShortId: state.testRunShortId,
     });
     const answer = parseUpAnswer(
-      await callFactory(url, secret, upPayload(state, create), mask, deps.factory),
+      await callFactory(url, secret, upPayload(state, create), mask, { ...deps.factory, headers }),
     );
     state.upMs = Date.now() - started;
     state.status = 'up';
     if (answer.refs !== undefined) state.refs = answer.refs;
     await saveScenarioState(run.runId, state);
-    return { state, url, secret, up: answer };
+    return { state, url, secret, up: answer, headers };
   } catch (err) {
     state.upMs = Date.now() - started;
     return fail((err as Error).message);

@@ -143,6 +143,11 @@ export interface RunTarget {
   /** The environment's key, and whether its application protects it (issue 29: core/access.ts). */
   envKey?: string;
   access?: AccessMode;
+  /**
+   * Where the service's own calls reach each app (issue 29): set by the executor from its runtime
+   * (local: the apps' own ports, behind no front door); absent: `urls`. Never shown to the browser.
+   */
+  serviceUrls?: Record<string, string>;
 }
 
 export const runKey = (runId: string) => ({ runId });

@@ -1,9 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
+import { ACCESS_COOKIE, type AccessScope, signAccessToken } from '../shared/access-token.js';
 import { ddb, table, updateIf } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
+import { accessKey } from './access.js';
 import { testRunShortId } from './recipes.js';
 
 /*
@@ -191,6 +193,8 @@ export interface FactoryClientOptions {
   backoffMs?: number;
   fetch?: typeof fetch;
   now?: () => number;
+  /** Extra request headers: a protected preview's access cookie (issue 29), never quoted in an error. */
+  headers?: Record<string, string>;
 }
 
 export class FactoryError extends Error {
@@ -218,7 +222,11 @@ export async function callFactory(
   const now = opts.now ?? Date.now;
   const doFetch = opts.fetch ?? fetch;
   const body = JSON.stringify(payload);
-  const headers = { 'content-type': 'application/json', 'x-signature': signBody(secret, body) };
+  const headers = {
+    ...opts.headers,
+    'content-type': 'application/json',
+    'x-signature': signBody(secret, body),
+  };
   const started = now();
   let backoff = opts.backoffMs ?? 250;
   const action = (payload as { action?: string }).action ?? 'request';
@@ -322,6 +330,11 @@ export interface ScenarioState {
   testRunId: string;
   testRunShortId: string;
   factoryUrl?: string;
+  /**
+   * The protected environment whose access cookie the factory calls carry (issue 29: its public URL,
+   * in AWS): an owed `down` sent later signs a fresh one. Never the token itself.
+   */
+  factoryAccess?: AccessScope;
   /** `up` answered: `down` is owed. */
   status: 'provisioning' | 'up' | 'up_failed' | 'down' | 'down_failed';
   upMs?: number;
@@ -450,7 +463,15 @@ export async function sendOwedDown(
   if (!(await claimDown(run.runId, opts.by ?? 'recovery'))) return false;
   const started = Date.now();
   try {
-    await callFactory(state.factoryUrl, secret, downPayload(state), (t) => maskSecrets(t, [secret]), opts);
+    // A protected preview's factory, called at its public URL: with a fresh access cookie of its own.
+    const key = state.factoryAccess ? await accessKey(deps.secrets, run.applicationId) : undefined;
+    const headers = key
+      ? { cookie: `${ACCESS_COOKIE}=${signAccessToken(key, state.factoryAccess!, Date.now())}` }
+      : undefined;
+    await callFactory(state.factoryUrl, secret, downPayload(state), (t) => maskSecrets(t, [secret]), {
+      ...opts,
+      ...(headers ? { headers } : {}),
+    });
     state.status = 'down';
   } catch (err) {
     state.status = 'down_failed';

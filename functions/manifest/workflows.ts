@@ -49,9 +49,11 @@ const deployApps: TaskDef = {
 };
 const markReady: TaskDef = {
   entry: 'functions/steps/mark-ready.ts',
-  // prStatus: the status on the pull request; starts testRun: the app's `run_on_preview` tests.
+  // prStatus: the status on the pull request (secrets: a protected preview's comment carries links signed
+  // with its application's access key); starts testRun: the app's `run_on_preview` tests.
   access: {
     tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW' },
+    secrets: 'R',
     prStatus: true,
     starts: ['testRun'],
   },

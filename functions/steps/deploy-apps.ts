@@ -70,6 +70,8 @@ export async function handler(event: CallbackEvent): Promise<void> {
   });
   await transition(input, {
     phase: 'waiting-ready',
+    // The access the apps now run with: the environment's links follow it (core/environments.ts).
+    access: frontDoor.access,
     ...(Object.keys(images).length ? { images: { ...env.images, ...images } } : {}),
     // How each app got what it now runs (a restart builds nothing: it keeps what it had; a whole deploy
     // names every app it runs).

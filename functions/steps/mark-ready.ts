@@ -1,12 +1,14 @@
+import { environmentAccessUrls } from '../core/environments.js';
 import { loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
 import { startPreviewRuns } from '../core/run-lifecycle.js';
 import { prStatus } from '../ports/registry/pr-status.js';
+import { secretStore } from '../ports/registry/secret-store.js';
 import { workflows } from '../ports/registry/workflows.js';
 
 /**
  * Last step: `ready` with every app's URL (from the readiness callback) and the SHA now deployed; the
- * status goes to the pull request, and the application's `run_on_preview` tests start against it.
+ * status goes to the pull request (a protected preview's comment with its signed access links), and the application's `run_on_preview` tests start against it.
  */
 export async function handler(input: StepInput & { ready: { urls: Record<string, string> } }) {
   const env = await loadCurrent(input);
@@ -16,7 +18,11 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     'error',
     'stoppedApps',
   ]);
-  await reportStatus({ prStatus: prStatus() }, rest);
+  // A protected preview's comment carries its signed access links (issue 29).
+  await reportStatus(
+    { prStatus: prStatus(), accessUrls: (e) => environmentAccessUrls(e, e.urls ?? {}, secretStore()) },
+    rest,
+  );
   await startPreviewRuns({ workflows: workflows() }, env);
   return rest;
 }

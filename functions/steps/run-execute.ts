@@ -37,7 +37,10 @@ export async function handler(
         ...(context?.awsRequestId ? { invocationId: context.awsRequestId } : {}),
         // Locally a sleeping preview is woken first (issue 29); in AWS the request wakes it.
         ...(c.mode === 'local'
-          ? { wake: (ref: { orgId: string; envKey: string }) => wakeRuntime().wake(ref) }
+          ? {
+              wake: (ref: { orgId: string; envKey: string }) => wakeRuntime().wake(ref),
+              serviceUrls: async (ref: { orgId: string; envKey: string }) => wakeRuntime().serviceUrls?.(ref),
+            }
           : {}),
       },
       { runId: input.runId, attempt: input.prepared.attempt, target: input.prepared.target },

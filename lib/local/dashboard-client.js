@@ -11,6 +11,12 @@ let environments = [];
 let shownEnvs = '';
 let shownRuns = '';
 let testsLoaded = false;
+/**
+ * A protected environment's signed access links (issue 29), by label: read from its status (`accessUrls`)
+ * once per `updatedAt`, since the list carries none. Never the access key: the status has no such field.
+ */
+const accessLinks = new Map();
+const accessPending = new Set();
 
 for (const k of FIELDS) $(k).value = store.getItem(`preview.${k}`) || '';
 
@@ -170,6 +176,20 @@ function renderEnvironments(list) {
           ? el('a', { className: 'name', href: url, target: '_blank', rel: 'noopener', textContent: app })
           : el('span', { className: 'name', textContent: app }),
       );
+      // A protected app's way in: its signed link, which sets the access cookie and opens the app.
+      const link = live ? accessLinks.get(label(env))?.links?.[app] : undefined;
+      if (link && /^https?:\/\//.test(link)) {
+        const open = el('a', {
+          className: 'access',
+          href: link,
+          target: '_blank',
+          rel: 'noopener',
+          textContent: 'open (protected)',
+          title: 'A signed link, good for 7 days: it lets this browser into the app.',
+        });
+        open.setAttribute('aria-label', `access link of ${app} in ${label(env)}`);
+        line.append(open);
+      }
       const logs = el('a', {
         href: `#logs/${env.repoFullName}/${env.prNumber}/${encodeURIComponent(app)}`,
         textContent: 'logs',
@@ -336,6 +356,36 @@ function renderRuns(runs) {
   if (runs.length === 0) tbody.insertRow().insertCell().textContent = 'No runs yet.';
 }
 
+/**
+ * Read the access links of the ready environments whose status changed since they were read (one status
+ * read each), then draw the table again if any has links now.
+ */
+async function loadAccessLinks(list) {
+  let changed = false;
+  await Promise.all(
+    list.map(async (env) => {
+      const key = label(env);
+      const seen = accessLinks.get(key);
+      if (env.status !== 'ready' || Object.keys(env.urls || {}).length === 0) {
+        if (seen) changed = accessLinks.delete(key) || changed;
+        return;
+      }
+      if (seen?.at === env.updatedAt || accessPending.has(key)) return;
+      accessPending.add(key);
+      try {
+        const res = await api('key', 'GET', envPath(env));
+        if (!res.ok) return;
+        const links = res.body.accessUrls;
+        accessLinks.set(key, { at: env.updatedAt, links });
+        if (links || seen?.links) changed = true;
+      } finally {
+        accessPending.delete(key);
+      }
+    }),
+  );
+  if (changed) renderEnvironments(environments);
+}
+
 async function refresh() {
   if (!store.getItem('preview.apiKey')) {
     say('Give an API key to see your environments.');
@@ -354,6 +404,7 @@ async function refresh() {
         renderEnvironments(environments);
         renderTargets();
       }
+      await loadAccessLinks(environments);
       $('updated').textContent = `· polled ${new Date().toLocaleTimeString()}`;
     }
   } catch (err) {

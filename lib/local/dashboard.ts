@@ -79,6 +79,7 @@ export function dashboardHtml(opts: DashboardOptions = {}): string {
   .app { display: flex; gap: 6px; align-items: center; margin-bottom: 4px; white-space: nowrap; }
   .app .name { font-weight: 600; min-width: 3em; }
   .app .stopped { white-space: normal; font-size: 0.9em; }
+  .app .access { font-size: 0.9em; }
   .actions { display: flex; gap: 6px; white-space: nowrap; }
   .error { color: #b3261e; white-space: pre-wrap; max-width: 420px; }
   .muted { color: #5d6678; }

@@ -47,6 +47,7 @@ import {
   moduleClosure,
   repoRoot,
 } from '../../lib/cdk/bundling.js';
+import { ACCESS_VERIFIER_ENTRY } from '../../lib/cdk/constructs/access-verifier.js';
 import { writeLayer } from '../../lib/cdk/layers.js';
 import { median, reportFigure } from './report.js';
 
@@ -77,6 +78,8 @@ for (const w of Object.values(workflows))
 for (const [id, r] of Object.entries(eventRules)) add(r.target.entry, `event ${id}`, r.target.access);
 for (const [id, s] of Object.entries(schedules)) add(s.target.entry, `schedule ${id}`, s.target.access);
 for (const [id, w] of Object.entries(workers)) add(w.entry, `worker ${id}`, w.access);
+// The access verifier (issue 29): a function URL of its own construct, in no manifest; reads secrets only.
+add(ACCESS_VERIFIER_ENTRY, 'function URL accessVerifier', { secrets: 'R' });
 
 const kb = (n: number) => `${(n / 1024).toFixed(0)} KB`;
 

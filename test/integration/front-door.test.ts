@@ -1,6 +1,11 @@
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { ensureAccessKey, prepareRunAccess, rotateAccessKey } from '../../functions/core/access.js';
+import {
+  accessKey,
+  ensureAccessKey,
+  prepareRunAccess,
+  rotateAccessKey,
+} from '../../functions/core/access.js';
 import { updateApplication } from '../../functions/core/tenancy.js';
 import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
 import { secretStore } from '../../functions/ports/registry.js';
@@ -8,6 +13,7 @@ import { alive, pollUntil } from '../support/apps.js';
 import { bearer, call, client } from '../support/harness.js';
 import { previewctl, previewctlRaw } from '../support/process.js';
 import { type RunsWorld, runEnded, startRunsWorld } from '../support/runs-app.js';
+import { commentSaying } from '../support/webhooks.js';
 
 /*
  * Issue 29 locally: the local runtime's front door. A protected preview refuses a visitor without the
@@ -85,6 +91,24 @@ describe('a protected preview', () => {
     const apps = await call(w.h, 'GET', '/v1/preview/applications', { headers: bearer(w.h.org) });
     expect(apps.body.applications[0]).toMatchObject({ access: 'protected', sleepAfterMinutes: 0 });
   }, 90_000);
+
+  test("the PR comment carries each app's signed link, never the access key", async () => {
+    const body = await commentSaying(w.h.dataDir, w.repo, 7, 'Access link');
+    const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    expect(body).toMatch(
+      new RegExp(
+        `\\| web \\| ${esc(env.urls.web)} \\| \\[open web\\]\\(${esc(env.urls.web)}/__preview/access\\?token=v1\\.`,
+      ),
+    );
+    expect(body).toContain(`previewctl envs open --repo ${w.repo} --pr 7`);
+    const key = await accessKey(secretStore(), w.applicationId);
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    expect(body).not.toContain(key!);
+    // The comment's link lets a visitor in like the status's.
+    const link = new URL(/\[open web\]\(([^)]+)\)/.exec(body!)![1]!);
+    const opened = await get(env.urls.web, `${link.pathname}${link.search}`);
+    expect(opened.status).toBe(302);
+  }, 30_000);
 
   test('refuses a visitor without the cookie with a page saying how to get in, never the app', async () => {
     const res = await get(env.urls.web, '/', { accept: 'text/html' });

@@ -1,21 +1,28 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
-import { verifyAccess } from '../../core/access-verify.js';
+import { openedLink, verifyAccess } from '../../core/access-verify.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
+import { ACCESS_PATH } from '../../shared/access-token.js';
 
 /**
  * The access verifier (issue 29), behind a Lambda function URL: ingress-nginx's external auth of protected
  * previews on EKS asks it about each visitor (core/access-verify.ts). Thin: the event in, the answer out.
  * A function URL's payload carries the `Cookie` header in `cookies` and takes `Set-Cookie`s the same way.
+ * A request for ACCESS_PATH itself is a visitor's opened link (the app's access Ingress routes it here):
+ * a redirect to the app's `/` (core/access-verify.ts `openedLink`).
  */
 export async function handler(event: LambdaFunctionURLEvent): Promise<LambdaFunctionURLResult> {
   const headers = event.headers ?? {};
   const cookie = event.cookies?.length ? event.cookies.join('; ') : headers.cookie;
-  const answer = await verifyAccess(secretStore(), {
-    query: event.queryStringParameters ?? {},
-    cookie,
-    originalUrl: headers['x-original-url'],
-    nowMs: Date.now(),
-  });
+  // The link's own request, routed here by the app's access Ingress after the external auth passed it.
+  const answer =
+    event.rawPath === ACCESS_PATH
+      ? openedLink()
+      : await verifyAccess(secretStore(), {
+          query: event.queryStringParameters ?? {},
+          cookie,
+          originalUrl: headers['x-original-url'],
+          nowMs: Date.now(),
+        });
   return {
     statusCode: answer.statusCode,
     headers: answer.headers,

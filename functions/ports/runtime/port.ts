@@ -187,4 +187,11 @@ export interface Runtime {
    * add-on holds it) leave it out.
    */
   wake?(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<void>;
+  /**
+   * Where the service's own calls reach each app of the environment (issue 29: factory calls): locally
+   * the app's own port on 127.0.0.1, behind no front door (a protected app's public URL is a
+   * `*.localhost` name Node's resolver does not know, and its door wants a cookie). Counts as a request
+   * (the idle time restarts). Runtimes whose apps the service reaches at their public URLs leave it out.
+   */
+  serviceUrls?(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<Record<string, string>>;
 }

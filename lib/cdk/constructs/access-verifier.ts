@@ -7,6 +7,9 @@ import type { Tables } from '../access.js';
 import { ApiFunction } from '../api-function.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 
+/** The verifier's handler: a function URL, in no manifest (test/bench/bundles.ts budgets it by this). */
+export const ACCESS_VERIFIER_ENTRY = 'functions/api/access/verify.ts';
+
 /** The application's access key's bundle name (functions/core/access.ts `ACCESS_KEY_APP`). */
 const ACCESS_KEY_APP = '_access';
 
@@ -34,7 +37,7 @@ export class AccessVerifier extends Construct {
   constructor(scope: Construct, id: string, props: AccessVerifierProps) {
     super(scope, id);
     this.function = new ApiFunction(this, 'AccessVerifierFunction', {
-      entry: 'functions/api/access/verify.ts',
+      entry: ACCESS_VERIFIER_ENTRY,
       kind: 'api',
       tables: props.tables,
       secretNamePrefix: props.secretNamePrefix,

@@ -62,11 +62,15 @@ import {
   type WatchOutcome,
 } from './core.js';
 import {
+  accessIngressName,
+  accessIngressObject,
   INTERCEPTOR_SERVICE,
   interceptorServiceObject,
   KEDA_DEFAULTS,
   scaledObject,
   sleeps,
+  VERIFIER_SERVICE,
+  verifierServiceObject,
   withFrontDoor,
 } from './front-door.js';
 import { LambdaInvoker } from './lambda-invoke.js';
@@ -155,6 +159,11 @@ export class EksCluster extends EksClusterLogs implements Cluster {
       if (sleeps(door))
         await this.apply('services', ns, INTERCEPTOR_SERVICE, gen, () =>
           interceptorServiceObject(ns, gen, this.opts.keda),
+        );
+      const verifierUrl = this.opts.verifierUrl;
+      if (door?.access === 'protected' && verifierUrl)
+        await this.apply('services', ns, VERIFIER_SERVICE, gen, () =>
+          verifierServiceObject(ns, gen, verifierUrl),
         );
       await Promise.all(
         apps.map((app) =>
@@ -270,6 +279,19 @@ export class EksCluster extends EksClusterLogs implements Cluster {
     await this.apply('ingresses', ns, name, gen, () =>
       withFrontDoor(ingressObject(ns, app, gen, this.opts), gen, target, this.opts, door),
     );
+    // A protected app's link path goes to the verifier (it sets the cookie); unprotected, that Ingress goes.
+    const access = accessIngressName(app.name);
+    const verifierUrl = this.opts.verifierUrl;
+    if (door?.access === 'protected' && verifierUrl)
+      await this.apply('ingresses', ns, access, gen, () =>
+        accessIngressObject(ns, app, gen, target, { ...this.opts, verifierUrl }, door),
+      );
+    else if (door && (await this.readOrNull('ingresses', ns, access)))
+      try {
+        await this.call(`delete ingresses ${ns}/${access}`, (k) => k.ingresses.remove(ns, access));
+      } catch (err) {
+        if (!isCode(err, 404)) throw err;
+      }
     if (door && !sleeps(door) && (await this.readOrNull('httpScaledObjects', ns, name)))
       try {
         await this.call(`delete httpScaledObjects ${ns}/${name}`, (k) =>

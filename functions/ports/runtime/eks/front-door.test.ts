@@ -103,6 +103,78 @@ describe('EKS front door', () => {
     expect(JSON.stringify(np.spec.ingress[0].from)).toContain('"kubernetes.io/metadata.name":"keda"');
   });
 
+  test("a protected app's link path: an Ingress of its own to the verifier's function URL, with the same auth", async () => {
+    pr++;
+    const t = target();
+    const ns = namespaceName(t);
+    const c = cluster();
+    await c.deploy(t, [launch('web')], { prune: true, frontDoor: door({ sleepAfterMs: 90_000 }) });
+    const verifier = kube.get('services', ns, 'preview-access-verifier')!;
+    expect(verifier.spec).toMatchObject({
+      type: 'ExternalName',
+      externalName: 'abc123.lambda-url.eu-west-1.on.aws',
+      ports: [{ name: 'https', port: 443, protocol: 'TCP' }],
+    });
+    const app = kube.get('ingresses', ns, 'web')!;
+    const access = kube.get('ingresses', ns, 'web.access')!;
+    expect(access.metadata.labels).toEqual(app.metadata.labels);
+    expect(access.spec.ingressClassName).toBe('nginx');
+    expect(access.spec.tls).toEqual(app.spec.tls);
+    expect(access.spec.rules).toEqual([
+      {
+        host: hostOf(ns, 'web', DOMAIN),
+        http: {
+          paths: [
+            {
+              path: '/__preview/access',
+              pathType: 'Exact',
+              backend: { service: { name: 'preview-access-verifier', port: { number: 443 } } },
+            },
+          ],
+        },
+      },
+    ]);
+    const a = access.metadata.annotations;
+    const p = 'nginx.ingress.kubernetes.io/';
+    // The same external auth as the app's (a valid link passes, its Set-Cookie added to the redirect).
+    for (const k of [
+      'auth-url',
+      'auth-method',
+      'auth-always-set-cookie',
+      'auth-cache-key',
+      'auth-cache-duration',
+    ])
+      expect(a[`${p}${k}`]).toBe(app.metadata.annotations[`${p}${k}`]);
+    expect(a[`${p}backend-protocol`]).toBe('HTTPS');
+    expect(a[`${p}upstream-vhost`]).toBe('abc123.lambda-url.eu-west-1.on.aws');
+    expect(a[`${p}proxy-ssl-server-name`]).toBe('on');
+    expect(a[`${p}proxy-ssl-name`]).toBe('abc123.lambda-url.eu-west-1.on.aws');
+
+    // Public: that Ingress goes; the app's stays, without auth.
+    await c.deploy(target(2), [launch('web')], { prune: true, frontDoor: door({ access: 'public' }) });
+    expect(kube.get('ingresses', ns, 'web.access')).toBeUndefined();
+    expect(kube.get('ingresses', ns, 'web')).toBeDefined();
+    // Protected again, then the app removed: pruned with it.
+    await c.deploy(target(3), [launch('web'), launch('api')], { prune: true, frontDoor: door() });
+    expect(kube.get('ingresses', ns, 'api.access')).toBeDefined();
+    await c.deploy(target(4), [launch('web')], { prune: true, frontDoor: door() });
+    expect(
+      kube
+        .list('ingresses', ns)
+        .map((i) => i.metadata.name)
+        .sort(),
+    ).toEqual(['web', 'web.access']);
+  });
+
+  test('protected without a verifier URL: no access Ingress, no verifier Service', async () => {
+    pr++;
+    const t = target();
+    const ns = namespaceName(t);
+    await cluster(kube, '').deploy(t, [launch('web')], { prune: true, frontDoor: door() });
+    expect(kube.get('ingresses', ns, 'web.access')).toBeUndefined();
+    expect(kube.get('services', ns, 'preview-access-verifier')).toBeUndefined();
+  });
+
   test('public and never sleeping: the plain Ingress to the Service, no HTTPScaledObject (and it goes)', async () => {
     pr++;
     const t = target();

@@ -13,16 +13,18 @@
  *   `X-Original-URL` for a link's token) and lets the request through on a 2xx, answers 401 otherwise, and
  *   caches the answer per host, cookie and link token (`auth-cache-key`, `auth-cache-duration`), so a page
  *   load costs one check, not one per asset. `auth-always-set-cookie` hands the verifier's `Set-Cookie`
- *   (from an opened link) to the browser.
+ *   (from an opened link) to the browser. The link's own path (ACCESS_PATH) has an Ingress of its own,
+ *   routed to the verifier, which answers it with a redirect to `/` (accessIngressObject).
  * Pure builders, like objects.ts; eks/cluster.ts applies them.
  */
 import type { V1Ingress, V1Service } from '@kubernetes/client-node';
-import { ACCESS_COOKIE } from '../../../shared/access-token.js';
+import { ACCESS_COOKIE, ACCESS_PATH } from '../../../shared/access-token.js';
 import type { AppLaunch, FrontDoorSettings, RuntimeTarget } from '../port.js';
 import {
   ANNOTATIONS,
   appLabels,
   hostOf,
+  ingressObject,
   LABELS,
   MANAGED_BY,
   type ObjectOptions,
@@ -37,6 +39,10 @@ export const SCALED_OBJECT = {
 } as const;
 /** The ExternalName Service standing for KEDA's interceptor in an environment's namespace. */
 export const INTERCEPTOR_SERVICE = 'preview-interceptor';
+/** The ExternalName Service standing for the access verifier's function URL (a protected environment). */
+export const VERIFIER_SERVICE = 'preview-access-verifier';
+/** A protected app's second Ingress, for ACCESS_PATH alone (a dot: no app's objectName has one). */
+export const accessIngressName = (app: string) => `${objectName(app)}.access`;
 
 /** Where KEDA's HTTP add-on runs: its Helm chart's defaults (docs/deploy-to-aws.md). */
 export const KEDA_DEFAULTS = {
@@ -138,6 +144,68 @@ export function interceptorServiceObject(
     },
     generation,
   );
+}
+
+/**
+ * The ExternalName Service the access Ingresses of a protected environment route to: the verifier's
+ * function URL host, on 443 (ingress-nginx resolves it and speaks HTTPS to it: accessIngressObject).
+ */
+export function verifierServiceObject(namespace: string, generation: number, verifierUrl: string): V1Service {
+  return stamp(
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: VERIFIER_SERVICE, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
+      spec: {
+        type: 'ExternalName',
+        externalName: new URL(verifierUrl).hostname,
+        ports: [{ name: 'https', port: 443, protocol: 'TCP' }],
+      },
+    },
+    generation,
+  );
+}
+
+/**
+ * A protected app's access Ingress: its host, the path ACCESS_PATH alone (`Exact`, so it wins over the
+ * app's `/` prefix), routed to the verifier (VERIFIER_SERVICE) over HTTPS with the function URL's own host
+ * name (`upstream-vhost`, SNI), and the same external auth as the app: a valid link's token passes the
+ * auth, whose `Set-Cookie` ingress-nginx adds to the verifier's answer, a redirect to `/`
+ * (core/access-verify.ts `openedLink`); an invalid one is refused 401 by the auth before. Without it the
+ * link's request would reach the app, which knows no such path.
+ */
+export function accessIngressObject(
+  namespace: string,
+  app: AppLaunch,
+  generation: number,
+  target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+  opts: ObjectOptions & { verifierUrl: string },
+  door: FrontDoorSettings,
+): V1Ingress {
+  const ingress = ingressObject(namespace, app, generation, opts);
+  const verifierHost = new URL(opts.verifierUrl).hostname;
+  const p = 'nginx.ingress.kubernetes.io/';
+  ingress.metadata!.name = accessIngressName(app.name);
+  for (const rule of ingress.spec?.rules ?? [])
+    rule.http = {
+      paths: [
+        {
+          path: ACCESS_PATH,
+          pathType: 'Exact',
+          backend: { service: { name: VERIFIER_SERVICE, port: { number: 443 } } },
+        },
+      ],
+    };
+  ingress.metadata!.annotations = {
+    ...ingress.metadata?.annotations,
+    ...authAnnotations(opts.verifierUrl, target, door),
+    [`${p}backend-protocol`]: 'HTTPS',
+    [`${p}upstream-vhost`]: verifierHost,
+    [`${p}proxy-ssl-server-name`]: 'on',
+    [`${p}proxy-ssl-name`]: verifierHost,
+  };
+  delete ingress.metadata!.annotations![ANNOTATIONS.specHash];
+  return stamp(ingress, generation);
 }
 
 /** The ingress-nginx external-auth annotations of a protected app, asking `verifierUrl` about `target`. */

@@ -270,7 +270,11 @@ export class FrontDoors {
     }
   }
 
-  /** WebSockets and other upgrades: admitted like a request (a cookie check), then piped through. */
+  /**
+   * WebSockets and other upgrades: admitted like a request (a cookie check), the environment woken, then
+   * piped through. An open one counts as a request in flight until it closes, so a preview with a live
+   * connection does not fall asleep under it.
+   */
   private upgrade(
     id: string,
     app: string,
@@ -281,7 +285,15 @@ export class FrontDoors {
     const door = this.envs.get(id);
     const entry = door?.apps.get(app);
     if (!door || !entry) return void socket.destroy();
+    door.inflight++;
     door.lastRequestAt = Date.now();
+    let open = true;
+    socket.once('close', () => {
+      if (!open) return;
+      open = false;
+      door.inflight--;
+      door.lastRequestAt = Date.now();
+    });
     void (async () => {
       if (door.settings.access === 'protected') {
         const key = await this.key(door.settings.applicationId);

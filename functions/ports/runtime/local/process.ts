@@ -387,6 +387,16 @@ export class ProcessRuntime implements Runtime {
     await this.doors.wake(id);
   }
 
+  /** Each app's own port on 127.0.0.1 (its door bypassed): what the service's own calls use. */
+  async serviceUrls(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<Record<string, string>> {
+    const id = envId(target);
+    this.doors.touch(id);
+    const urls: Record<string, string> = {};
+    for (const [name, app] of Object.entries(this.rt.state.envs[id]?.apps ?? {}))
+      if (app.port !== undefined) urls[name] = `http://127.0.0.1:${app.port}`;
+    return urls;
+  }
+
   // ---- sleep and wake (issue 29) --------------------------------------------------------------------
 
   /** Stop the apps of an environment that served nothing for its idle time; its state says since when. */

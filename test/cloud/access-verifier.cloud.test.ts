@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
+import { ACCESS_PATH, signAccessToken } from '../../functions/shared/access-token.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import { type Cloud, startCloud } from './harness.js';
+
+/*
+ * Issue 29: the access verifier Lambda (functions/api/access/verify.ts, behind a function URL on EKS) in
+ * the cloud simulation tier: the real handler in PREVIEW_MODE=aws, its Secrets Manager client pointed at
+ * the loopback AWS fake, invoked with function-URL events as ingress-nginx's external auth sends them. It
+ * lets a valid cookie through and refuses a missing, expired, forged or other environment's one, and a
+ * rotated key's; an opened link gets its cookie; the link's own path redirects to `/`. No answer and no
+ * log line holds the key or a token.
+ */
+
+const APP = 'app-verify';
+const scope = { orgId: 'org-verify', envKey: 'acme/shop#7' };
+const HOST = 'web-pv-acme-shop-7-0123456789.previews.example.test';
+
+let cloud: Cloud;
+let key: string;
+let access: typeof import('../../functions/core/access.js');
+let store: ReturnType<typeof import('../../functions/ports/registry/secret-store.js').secretStore>;
+let forget: () => void;
+const logs: string[] = [];
+const keys: string[] = [];
+
+beforeAll(async () => {
+  setLogSink((line) => logs.push(line));
+  cloud = await startCloud();
+  access = await import('../../functions/core/access.js');
+  store = (await import('../../functions/ports/registry/secret-store.js')).secretStore();
+  forget = (await import('../../functions/core/access-verify.js')).forgetAccessKeys;
+  key = await access.ensureAccessKey(store, APP);
+  keys.push(key);
+}, 60_000);
+afterAll(async () => {
+  await cloud?.stop();
+}, 30_000);
+
+/** A function-URL event as ingress-nginx's auth subrequest makes it (`auth-url` with org, env, app). */
+function authEvent(
+  opts: { cookie?: string; originalUrl?: string; query?: Record<string, string> } = {},
+): LambdaFunctionURLEvent {
+  const query = opts.query ?? { org: scope.orgId, env: scope.envKey, app: APP };
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: '/',
+    rawQueryString: new URLSearchParams(query).toString(),
+    queryStringParameters: query,
+    ...(opts.cookie ? { cookies: opts.cookie.split('; ') } : {}),
+    headers: {
+      host: 'abc123.lambda-url.eu-west-1.on.aws',
+      'x-original-url': opts.originalUrl ?? `https://${HOST}/`,
+      'x-forwarded-proto': 'https',
+    },
+    requestContext: {
+      accountId: 'anonymous',
+      apiId: 'abc123',
+      domainName: 'abc123.lambda-url.eu-west-1.on.aws',
+      domainPrefix: 'abc123',
+      http: { method: 'GET', path: '/', protocol: 'HTTP/1.1', sourceIp: '10.0.0.1', userAgent: 'nginx' },
+      requestId: `r-${Math.random()}`,
+      routeKey: '$default',
+      stage: '$default',
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+    },
+    isBase64Encoded: false,
+  } as LambdaFunctionURLEvent;
+}
+const verify = (event: LambdaFunctionURLEvent) =>
+  cloud.invoke<{ statusCode: number; headers: Record<string, string>; cookies?: string[]; body?: string }>(
+    'functions/api/access/verify.ts',
+    event,
+  );
+const cookieOf = (token: string) => `other=1; preview_access=${token}`;
+
+describe('the access verifier in AWS mode', () => {
+  test('the key lives in Secrets Manager under the application, as the verifier reads it', () => {
+    expect(cloud.aws.secrets.get(`preview/${APP}/_access`)).toContain(key);
+  });
+
+  test('a valid cookie: 200, cacheable by the ingress for 60 s, no cookie set', async () => {
+    const a = await verify(authEvent({ cookie: cookieOf(signAccessToken(key, scope, Date.now())) }));
+    expect(a.statusCode).toBe(200);
+    expect(a.headers['cache-control']).toBe('private, max-age=60');
+    expect(a.cookies).toBeUndefined();
+  });
+
+  test('missing, expired, forged, another environment’s or another key’s cookie: 401, never cached', async () => {
+    const now = Date.now();
+    const cases = {
+      missing: authEvent(),
+      'no query': authEvent({
+        cookie: cookieOf(signAccessToken(key, scope, now)),
+        query: { org: scope.orgId, env: scope.envKey },
+      }),
+      expired: authEvent({ cookie: cookieOf(signAccessToken(key, scope, now - 8 * 24 * 3600_000)) }),
+      forged: authEvent({ cookie: cookieOf(`v1.${Math.floor(now / 1000) + 3600}.${'A'.repeat(43)}`) }),
+      'other env': authEvent({
+        cookie: cookieOf(signAccessToken(key, { ...scope, envKey: 'acme/shop#8' }, now)),
+      }),
+      'other key': authEvent({ cookie: cookieOf(signAccessToken('f'.repeat(64), scope, now)) }),
+    };
+    for (const [why, event] of Object.entries(cases)) {
+      const a = await verify(event);
+      expect([why, a.statusCode, a.headers['cache-control']]).toEqual([why, 401, 'no-store']);
+      expect(a.cookies).toBeUndefined();
+    }
+  });
+
+  test('an opened link: 200 with a host-only, HttpOnly, Secure cookie; its own path then redirects to /', async () => {
+    const token = signAccessToken(key, scope, Date.now());
+    const link = `https://${HOST}${ACCESS_PATH}?token=${encodeURIComponent(token)}`;
+    const a = await verify(authEvent({ originalUrl: link }));
+    expect(a.statusCode).toBe(200);
+    expect(a.headers['cache-control']).toBe('no-store');
+    expect(a.cookies).toEqual([
+      expect.stringMatching(
+        /^preview_access=v1\.\d+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/,
+      ),
+    ]);
+    expect(a.cookies![0]).not.toMatch(/domain=/i);
+    // A forged link is refused like a forged cookie.
+    const forged = await verify(
+      authEvent({ originalUrl: link.replace(/token=[^&]+/, 'token=v1.9999999999.x') }),
+    );
+    expect(forged.statusCode).toBe(401);
+    // The link's own request, routed to the verifier by the access Ingress: back to the app's `/`.
+    const own = authEvent({ originalUrl: link });
+    own.rawPath = ACCESS_PATH;
+    own.requestContext.http.path = ACCESS_PATH;
+    const back = await verify(own);
+    expect(back.statusCode).toBe(302);
+    expect(back.headers.location).toBe('/');
+    expect(back.cookies).toBeUndefined();
+  });
+
+  test('a rotated key refuses the old cookie (once its 5 s cache has passed: forgotten here)', async () => {
+    const old = signAccessToken(key, scope, Date.now());
+    expect((await verify(authEvent({ cookie: cookieOf(old) }))).statusCode).toBe(200);
+    const fresh = await access.rotateAccessKey(store, APP);
+    forget();
+    expect((await verify(authEvent({ cookie: cookieOf(old) }))).statusCode).toBe(401);
+    const now = signAccessToken(fresh, scope, Date.now());
+    expect((await verify(authEvent({ cookie: cookieOf(now) }))).statusCode).toBe(200);
+    keys.push(fresh);
+  });
+
+  test('no log line names a key', () => {
+    expect(keys).toHaveLength(2);
+    for (const k of keys) expect(logs.join('\n')).not.toContain(k);
+  });
+});
