@@ -141,6 +141,24 @@ export function appsInScope(env: Environment, input: StepInput): Record<string, 
   return picked;
 }
 
+/**
+ * How a step that acts on apps begins: the environment at this execution's generation (else
+ * `Superseded`), the apps in scope checked (an app the preview config does not declare fails the step
+ * before anything is written), then the step's status recorded. `withStopped`: an app redeploy also takes
+ * the apps a failure stopped (`stoppedSiblings`).
+ */
+export async function beginAppStep(
+  input: StepInput,
+  status: Transition,
+  opts: { withStopped?: boolean } = {},
+): Promise<{ env: Environment; apps: Record<string, AppSpec>; target: RuntimeTarget }> {
+  const env = await loadCurrent(input);
+  const apps = appsInScope(env, input);
+  if (opts.withStopped && input.app) Object.assign(apps, stoppedSiblings(env));
+  await transition(input, status);
+  return { env, apps, target: runtimeTarget(env, input) };
+}
+
 /** The apps a failure stopped (`stoppedApps`) that the preview config still declares, with their specs. */
 export function stoppedSiblings(env: Environment): Record<string, AppSpec> {
   const picked: Record<string, AppSpec> = {};

@@ -1,8 +1,7 @@
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { table, updateIf } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { failRun, RunNotOwned } from './run-lifecycle.js';
-import { loadRun } from './run-store.js';
+import { loadRun, updateRunIf } from './run-store.js';
 import { sendOwedDown } from './scenarios.js';
 
 /*
@@ -28,9 +27,7 @@ export async function claimExecutor(
   invocation: string,
   leaseUntil: number,
 ): Promise<ExecutorClaim> {
-  const claimed = await updateIf({
-    TableName: table('runs'),
-    Key: { runId },
+  const claimed = await updateRunIf(runId, {
     UpdateExpression: 'SET executor = :me, executorLeaseUntil = :until',
     ConditionExpression:
       '#status = :running AND attempt = :attempt AND (attribute_not_exists(executor) OR executor = :me)',

@@ -1,6 +1,6 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, table, updateIf } from '../shared/dynamo.js';
 import type { AccessMode } from './access.js';
 import type { RunEnvironment } from './run-environment.js';
 import type { FactoryLocation, ScenarioRef } from './scenarios.js';
@@ -151,6 +151,11 @@ export interface RunTarget {
 }
 
 export const runKey = (runId: string) => ({ runId });
+
+/** A conditional update of run `runId` (`updateIf`): true when written, false when its condition failed. */
+export function updateRunIf(runId: string, update: Omit<UpdateCommandInput, 'TableName' | 'Key'>) {
+  return updateIf({ TableName: table('runs'), Key: runKey(runId), ...update });
+}
 
 /**
  * A run moving to `status`: the SET clauses of its status and three status keys (`#status` naming

@@ -7,6 +7,7 @@ import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { accessKey } from './access.js';
 import { testRunShortId } from './recipes.js';
+import { updateRunIf } from './run-store.js';
 
 /*
  * Scenario data for a run (issue 12, README "Scenario data"): a test names a scenario recipe; before its
@@ -421,9 +422,7 @@ export function factoryUrl(
  * @returns whether this caller claimed it
  */
 export async function claimDown(runId: string, by: string): Promise<boolean> {
-  return updateIf({
-    TableName: table('runs'),
-    Key: { runId },
+  return updateRunIf(runId, {
     UpdateExpression: 'SET downClaim = :by',
     ConditionExpression: 'attribute_not_exists(downClaim) AND scenarioState.#status = :up',
     ExpressionAttributeNames: { '#status': 'status' },
@@ -436,9 +435,7 @@ export async function claimDown(runId: string, by: string): Promise<boolean> {
  * fresh scenario whose `down` is claimed anew. Only while the run is still `running` under `attempt`.
  */
 export async function releaseDownClaim(runId: string, attempt: string): Promise<boolean> {
-  return updateIf({
-    TableName: table('runs'),
-    Key: { runId },
+  return updateRunIf(runId, {
     UpdateExpression: 'REMOVE downClaim',
     ConditionExpression: '#status = :running AND attempt = :attempt',
     ExpressionAttributeNames: { '#status': 'status' },

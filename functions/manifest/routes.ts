@@ -103,6 +103,16 @@ const SECRET_BODY_BYTES = 256 * 1024;
 /** GitHub webhook payloads: GitHub caps them at 25 MB; API Gateway's 10 MB applies first. */
 const GITHUB_WEBHOOK_BODY_BYTES = 10 * 1024 * 1024;
 
+/**
+ * What both secret upserts (PUT many, PUT one) are: bundles written, environments read (the apps they
+ * declare, for the answer's `warning`: core/declared-apps.ts), and room for a full bundle.
+ */
+const SECRET_UPSERT = {
+  auth: 'apiKey',
+  access: { tables: { applications: 'R', environments: 'R', secretBundles: 'RW' }, secrets: 'RW' },
+  maxBodyBytes: SECRET_BODY_BYTES,
+} as const;
+
 const envPath = '/v1/preview/environments/{owner}/{repo}/{pr}';
 const secretsPath = '/v1/preview/secrets/{applicationId}/{app}';
 
@@ -193,19 +203,13 @@ export const routes = {
     method: 'PUT',
     path: secretsPath,
     entry: 'functions/api/secrets/put-many.ts',
-    auth: 'apiKey',
-    // environments: the apps they declare, for the answer's `warning` (core/declared-apps.ts).
-    access: { tables: { applications: 'R', environments: 'R', secretBundles: 'RW' }, secrets: 'RW' },
-    maxBodyBytes: SECRET_BODY_BYTES,
+    ...SECRET_UPSERT,
   },
   putSecret: {
     method: 'PUT',
     path: `${secretsPath}/{key}`,
     entry: 'functions/api/secrets/put-one.ts',
-    auth: 'apiKey',
-    // environments: the apps they declare, for the answer's `warning` (core/declared-apps.ts).
-    access: { tables: { applications: 'R', environments: 'R', secretBundles: 'RW' }, secrets: 'RW' },
-    maxBodyBytes: SECRET_BODY_BYTES,
+    ...SECRET_UPSERT,
   },
   deleteSecret: {
     method: 'DELETE',

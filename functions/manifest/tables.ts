@@ -52,6 +52,14 @@ export const RUN_LISTING = [
   'scenario',
 ] as const;
 
+/** A runs index: partitioned by `key`, sorted by `createdKey` (newest first when read backwards). */
+const byCreated = (name: string, key: string, projection: Projection): IndexDef => ({
+  name,
+  partitionKey: S(key),
+  sortKey: S('createdKey'),
+  projection,
+});
+
 export const tables = {
   /**
    * Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind); and
@@ -126,75 +134,27 @@ export const tables = {
     envVar: 'TABLE_RUNS',
     partitionKey: S('runId'),
     indexes: [
-      {
-        name: 'listOrg',
-        partitionKey: S('orgId'),
-        sortKey: S('createdKey'),
-        projection: { include: ['testId', 'name', 'status', 'createdAt', 'applicationVersionId'] },
-      },
-      { name: 'listTest', partitionKey: S('testKey'), sortKey: S('createdKey'), projection: 'KEYS_ONLY' },
-      { name: 'listFolder', partitionKey: S('folderKey'), sortKey: S('createdKey'), projection: 'KEYS_ONLY' },
-      { name: 'listStatus', partitionKey: S('statusKey'), sortKey: S('createdKey'), projection: 'KEYS_ONLY' },
-      {
-        name: 'listTestStatus',
-        partitionKey: S('testStatusKey'),
-        sortKey: S('createdKey'),
-        projection: 'KEYS_ONLY',
-      },
-      {
-        name: 'listFolderStatus',
-        partitionKey: S('folderStatusKey'),
-        sortKey: S('createdKey'),
-        projection: 'KEYS_ONLY',
-      },
-      {
-        name: 'pageOrg',
-        partitionKey: S('orgId'),
-        sortKey: S('createdKey'),
-        projection: { include: RUN_LISTING },
-      },
-      {
-        name: 'pageTest',
-        partitionKey: S('testKey'),
-        sortKey: S('createdKey'),
-        projection: { include: ['orgId', ...RUN_LISTING] },
-      },
-      {
-        name: 'pageFolder',
-        partitionKey: S('folderKey'),
-        sortKey: S('createdKey'),
-        projection: { include: ['orgId', ...RUN_LISTING] },
-      },
-      {
-        name: 'pageStatus',
-        partitionKey: S('statusKey'),
-        sortKey: S('createdKey'),
-        projection: { include: ['orgId', ...RUN_LISTING] },
-      },
-      {
-        name: 'pageTestStatus',
-        partitionKey: S('testStatusKey'),
-        sortKey: S('createdKey'),
-        projection: { include: ['orgId', ...RUN_LISTING] },
-      },
-      {
-        name: 'pageFolderStatus',
-        partitionKey: S('folderStatusKey'),
-        sortKey: S('createdKey'),
-        projection: { include: ['orgId', ...RUN_LISTING] },
-      },
+      byCreated('listOrg', 'orgId', {
+        include: ['testId', 'name', 'status', 'createdAt', 'applicationVersionId'],
+      }),
+      byCreated('listTest', 'testKey', 'KEYS_ONLY'),
+      byCreated('listFolder', 'folderKey', 'KEYS_ONLY'),
+      byCreated('listStatus', 'statusKey', 'KEYS_ONLY'),
+      byCreated('listTestStatus', 'testStatusKey', 'KEYS_ONLY'),
+      byCreated('listFolderStatus', 'folderStatusKey', 'KEYS_ONLY'),
+      byCreated('pageOrg', 'orgId', { include: RUN_LISTING }),
+      byCreated('pageTest', 'testKey', { include: ['orgId', ...RUN_LISTING] }),
+      byCreated('pageFolder', 'folderKey', { include: ['orgId', ...RUN_LISTING] }),
+      byCreated('pageStatus', 'statusKey', { include: ['orgId', ...RUN_LISTING] }),
+      byCreated('pageTestStatus', 'testStatusKey', { include: ['orgId', ...RUN_LISTING] }),
+      byCreated('pageFolderStatus', 'folderStatusKey', { include: ['orgId', ...RUN_LISTING] }),
       /**
        * Sparse (issue 28): only a run that passed after a failed attempt has `flakyKey`, so this holds an
        * org's flaky runs and nothing else. Added, not a projection change of the indexes above (changing
        * an index's projection replaces it, and CloudFormation adds or drops one index per update): both
        * the listing and the page index of `flaky=true`, carrying what a page shows.
        */
-      {
-        name: 'listFlaky',
-        partitionKey: S('flakyKey'),
-        sortKey: S('createdKey'),
-        projection: { include: ['orgId', ...RUN_LISTING, 'flaky'] },
-      },
+      byCreated('listFlaky', 'flakyKey', { include: ['orgId', ...RUN_LISTING, 'flaky'] }),
     ],
   },
 } as const satisfies Record<string, TableDef>;

@@ -1,11 +1,4 @@
-import {
-  appsInScope,
-  type CallbackEvent,
-  isCurrent,
-  loadCurrent,
-  runtimeTarget,
-  transition,
-} from '../core/pipeline.js';
+import { beginAppStep, type CallbackEvent, isCurrent } from '../core/pipeline.js';
 import { buildRuntime } from '../ports/registry/image-builds.js';
 
 /**
@@ -17,10 +10,8 @@ import { buildRuntime } from '../ports/registry/image-builds.js';
  */
 export async function handler(event: CallbackEvent): Promise<void> {
   const { input, taskToken } = event;
-  const env = await loadCurrent(input);
-  const apps = appsInScope(env, input);
-  await transition(input, { status: 'building', phase: 'building-images' });
-  await buildRuntime().build(runtimeTarget(env, input), env.inputs!.headSha, apps, taskToken, {
+  const { env, apps, target } = await beginAppStep(input, { status: 'building', phase: 'building-images' });
+  await buildRuntime().build(target, env.inputs!.headSha, apps, taskToken, {
     rebuild: input.mode === 'rebuild',
     ...(env.buildInputs ? { inputs: env.buildInputs } : {}),
     current: () => isCurrent(input),

@@ -1,12 +1,5 @@
 import { effectiveAccess, effectiveSleepMinutes } from '../core/access.js';
-import {
-  appsInScope,
-  type CallbackEvent,
-  loadCurrent,
-  runtimeTarget,
-  stoppedSiblings,
-  transition,
-} from '../core/pipeline.js';
+import { beginAppStep, type CallbackEvent, transition } from '../core/pipeline.js';
 import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
 import { clusterRuntime } from '../ports/registry/runtime.js';
@@ -24,12 +17,13 @@ import { config } from '../shared/config.js';
  */
 export async function handler(event: CallbackEvent): Promise<void> {
   const { input, taskToken } = event;
-  const env = await loadCurrent(input);
   // An app redeploy of an environment whose failure stopped its apps (`stoppedApps`) starts those again
   // too: the environment is ready only once every app answers.
-  const apps = { ...appsInScope(env, input), ...(input.app ? stoppedSiblings(env) : {}) };
-  await transition(input, { status: 'deploying', phase: 'applying' });
-  const target = runtimeTarget(env, input);
+  const { env, apps, target } = await beginAppStep(
+    input,
+    { status: 'deploying', phase: 'applying' },
+    { withStopped: true },
+  );
   // A pull request from a fork runs without the application's secret bundles (the trust boundary).
   const application = env.inputs?.fork ? undefined : await findApplicationByRepo(env.orgId, env.repoFullName);
   const images: Record<string, string> = { ...env.images, ...input.built?.images };

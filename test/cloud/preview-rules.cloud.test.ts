@@ -3,7 +3,7 @@ import { findEnvironment } from '../../functions/core/environments.js';
 import { type OrgCredentials, updateApplication } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { deliver, prPayload } from '../support/webhooks.js';
-import { ACCOUNT, REGION } from './fakes/aws.js';
+import { asDelivered, type PutEventsEntry } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 import type { Cloud } from './harness.js';
@@ -45,8 +45,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
-type Entry = { Source: string; DetailType: string; Detail: string };
-const entries = () => cloud.aws.events as Entry[];
+const entries = () => cloud.aws.events as PutEventsEntry[];
 /** A pull request of acme/shop whose head is the base plus `changed`. */
 function openPull(number: number, changed: Record<string, string>): string {
   const head = github.addCommit('acme/shop', { ...BASE, ...changed });
@@ -100,21 +99,10 @@ describe('the paths rule through the GitHub App', () => {
   }, 30_000);
 
   test('a push that leaves web/ untouched tears the preview down, the reason kept for the PR', async () => {
-    const asDelivered = (e: Entry) => ({
-      version: '0',
-      id: `evt-${entries().indexOf(e)}`,
-      'detail-type': e.DetailType,
-      source: e.Source,
-      account: ACCOUNT,
-      time: new Date().toISOString(),
-      region: REGION,
-      resources: [],
-      detail: JSON.parse(e.Detail),
-    });
     const act = () =>
       cloud.invoke<{ outcome: string }>(
         'functions/events/pull-request-updated.ts',
-        asDelivered(entries().at(-1)!),
+        asDelivered(entries().at(-1)!, `evt-${entries().length - 1}`),
       );
 
     const web = openPull(34, { 'web/index.html': 'v2' });

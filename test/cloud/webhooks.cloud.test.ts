@@ -4,7 +4,7 @@ import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/harness.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
-import { ACCOUNT, REGION } from './fakes/aws.js';
+import { ACCOUNT, asDelivered, type PutEventsEntry, REGION } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 import type { Cloud } from './harness.js';
@@ -44,20 +44,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
-type Entry = { EventBusName: string; Source: string; DetailType: string; Detail: string };
-const entries = () => cloud.aws.events as Entry[];
-/** A PutEvents entry as EventBridge delivers it to a rule's target. */
-const asDelivered = (e: Entry) => ({
-  version: '0',
-  id: 'evt-1',
-  'detail-type': e.DetailType,
-  source: e.Source,
-  account: ACCOUNT,
-  time: new Date().toISOString(),
-  region: REGION,
-  resources: [],
-  detail: JSON.parse(e.Detail),
-});
+const entries = () => cloud.aws.events as PutEventsEntry[];
 
 describe('the webhook handler in AWS mode', () => {
   let accepted: Awaited<ReturnType<typeof deliver>>;

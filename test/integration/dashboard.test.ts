@@ -7,10 +7,11 @@ import type { Browser, Page } from 'playwright-core';
 import { importTests } from '../../functions/core/tests.js';
 import { routes } from '../../functions/manifest/routes.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { DEFAULT_CHROMIUM_PATH, LOCAL_CHROMIUM_FLAGS } from '../../functions/ports/browser/local-chromium.js';
+import { DEFAULT_CHROMIUM_PATH } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { compileRoutes, matchRoute } from '../../lib/local/http-bridge.js';
-import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
+import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled, twoApps } from '../support/apps.js';
+import { launchChromium } from '../support/chromium.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, client, type Harness, linkRepo, startHarness } from '../support/harness.js';
 import { decodePng } from '../support/png.js';
@@ -30,18 +31,7 @@ const haveChromium = existsSync(DEFAULT_CHROMIUM_PATH);
 const chromiumTest = haveChromium ? test : test.skip;
 
 // The fixture apps say when they start and when they are built: their logs have something to show.
-const TWO_APPS = `apps:
-  web:
-    port: 3000
-    build: node build.js web
-    command: node server.js web
-    health: /healthz
-  api:
-    port: 4000
-    build: node build.js api
-    command: node server.js api
-    health: /healthz
-`;
+const TWO_APPS = twoApps({ web: ['health: /healthz'], api: ['health: /healthz'] });
 const LOUD_SERVER_JS = `console.log('started ' + (process.argv[2] || 'app') + ' on port ' + process.env.PORT);\n${SERVER_JS}`;
 const LOUD_BUILD_JS = `${BUILD_JS}\nconsole.log('built ' + process.argv[2]);\n`;
 
@@ -104,14 +94,7 @@ beforeAll(async () => {
   ).tests[0]!.id;
   mkdirSync(SHOTS, { recursive: true });
   if (!haveChromium) return;
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({
-    executablePath: DEFAULT_CHROMIUM_PATH,
-    args: [...LOCAL_CHROMIUM_FLAGS],
-    handleSIGINT: false,
-    handleSIGTERM: false,
-    handleSIGHUP: false,
-  });
+  browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1400, height: 800 } });
   page = await context.newPage();
   page.on('request', (req) => {

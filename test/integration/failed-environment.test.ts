@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { hit, pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
+import { call } from '../support/harness.js';
+import { harnessForFile, requestDeploy } from '../support/local-suite.js';
 import { previewctlRaw } from '../support/process.js';
 
 /*
@@ -13,31 +13,11 @@ import { previewctlRaw } from '../support/process.js';
  * status says which and why (`stoppedApps`). Real HTTP to the local server, apps run by the local runtime.
  */
 
-let h: Harness;
-let gitRoot: string;
-let auth: Record<string, string>;
-
-beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  h = await startHarness({ gitRoot });
-  auth = bearer(h.org);
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-}, 30_000);
+const h = harnessForFile();
 
 type FailedStatus = Status & { stoppedApps?: Record<string, string> };
 
-async function deploy(repo: string, sha: string) {
-  await linkRepo(h.org, repo);
-  const res = await call(h, 'POST', '/v1/preview/environments', {
-    body: { repoFullName: repo, prNumber: 1, headSha: sha, headRef: 'feature' },
-    headers: auth,
-  });
-  expect(res.status).toBe(202);
-  return `/v1/preview/environments/${repo}/1`;
-}
+const deploy = (repo: string, sha: string) => requestDeploy(h, repo, 1, sha);
 
 /** The port the app's latest process was started on, from the start header of its log. */
 function startedPort(repo: string, app: string): number {
@@ -64,7 +44,7 @@ const listening = (port: number) =>
 describe('a failed environment keeps nothing running', () => {
   test('api crashes at start: web, which had started, is stopped; the status says which and why', async () => {
     const repo = 'acme/crashy';
-    const sha = makeRepo(gitRoot, repo, {
+    const sha = makeRepo(h.gitRoot, repo, {
       'preview.yaml':
         'apps:\n' +
         '  web:\n    port: 3000\n    command: node server.js web\n' +
@@ -114,7 +94,10 @@ describe('a failed environment keeps nothing running', () => {
     );
 
     // A restart of one app starts the apps the failure stopped too: the environment is whole again.
-    const restart = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: auth });
+    const restart = await call(h, 'PATCH', `${path}/apps/web`, {
+      body: { mode: 'restart' },
+      headers: h.auth,
+    });
     expect(restart.status).toBe(202);
     const back = (await pollUntil(h, h.org, path, settled)) as FailedStatus;
     expect(back.status).toBe('ready');
@@ -127,7 +110,7 @@ describe('a failed environment keeps nothing running', () => {
     const repo = 'acme/steady';
     const yaml = (build: string) =>
       `apps:\n  web:\n    port: 3000\n    build: ${build}\n    command: node server.js web\n    health: /healthz\n`;
-    const sha = makeRepo(gitRoot, repo, {
+    const sha = makeRepo(h.gitRoot, repo, {
       'preview.yaml': yaml('node -e 0'),
       'server.js': SERVER_JS,
       VERSION: 'v1',
@@ -137,7 +120,7 @@ describe('a failed environment keeps nothing running', () => {
     expect(ready.status).toBe('ready');
     expect(await hit(ready.urls.web!)).toMatchObject({ app: 'web', version: 'v1' });
 
-    const broken = commitFiles(gitRoot, repo, {
+    const broken = commitFiles(h.gitRoot, repo, {
       'preview.yaml': yaml('node -e "process.exit(2)"'),
       VERSION: 'v2',
     });
@@ -154,7 +137,7 @@ describe('a failed environment keeps nothing running', () => {
     expect(await hit(ready.urls.web!)).toBeUndefined();
 
     // A redeploy that succeeds brings it back, and the status forgets what was stopped.
-    const fixed = commitFiles(gitRoot, repo, { 'preview.yaml': yaml('node -e 0'), VERSION: 'v3' });
+    const fixed = commitFiles(h.gitRoot, repo, { 'preview.yaml': yaml('node -e 0'), VERSION: 'v3' });
     await deploy(repo, fixed);
     const back = (await pollUntil(h, h.org, path, (s) => s.status === 'ready')) as FailedStatus;
     expect(back.stoppedApps).toBeUndefined();

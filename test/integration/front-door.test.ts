@@ -10,9 +10,9 @@ import { updateApplication } from '../../functions/core/tenancy.js';
 import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { alive, pollUntil } from '../support/apps.js';
-import { bearer, call, client } from '../support/harness.js';
+import { bearer, call } from '../support/harness.js';
 import { previewctl, previewctlRaw } from '../support/process.js';
-import { type RunsWorld, runEnded, startRunsWorld } from '../support/runs-app.js';
+import { type RunsWorld, runEnded, startRun, startRunsWorld } from '../support/runs-app.js';
 import { commentSaying } from '../support/webhooks.js';
 
 /*
@@ -146,12 +146,8 @@ describe('a protected preview', () => {
 
   test('a run passes against it with nothing configured', async () => {
     const testId = await w.importTest({});
-    const res = await call(w.h, 'POST', `/test/${testId}/run`, {
-      headers: client(w.h.org),
-      body: { application_version_id: env.environmentId },
-    });
-    expect(res.status).toBe(201);
-    const run = await runEnded(w.h, res.body.run_id);
+    const started = await startRun(w, testId, { application_version_id: env.environmentId });
+    const run = await runEnded(w.h, started.run_id);
     expect(run.error).toBeUndefined();
     expect(run.status).toBe('passed');
   }, 120_000);
@@ -317,12 +313,8 @@ describe('sleep and wake', () => {
   test('a run against a sleeping preview wakes it first and passes', async () => {
     await pollUntil(w.h, w.h.org, statusPath, asleep, 15_000);
     const testId = await w.importTest({ name: 'Sign up on a sleeping preview' });
-    const res = await call(w.h, 'POST', `/test/${testId}/run`, {
-      headers: client(w.h.org),
-      body: { application_version_id: env.environmentId },
-    });
-    expect(res.status).toBe(201);
-    const run = await runEnded(w.h, res.body.run_id);
+    const started = await startRun(w, testId, { application_version_id: env.environmentId });
+    const run = await runEnded(w.h, started.run_id);
     expect(run.error).toBeUndefined();
     expect(run.status).toBe('passed');
   }, 120_000);

@@ -1,13 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../functions/core/logs.js';
 import { pollUntil, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
+import { bearer, call, linkRepo } from '../support/harness.js';
+import { harnessForFile, requestDeploy } from '../support/local-suite.js';
 
 /*
  * GET /v1/preview/environments/{owner}/{repo}/{pr}/apps/{app}/logs over real HTTP to the local server:
@@ -15,23 +14,7 @@ import { bearer, call, type Harness, linkRepo, startHarness } from '../support/h
  * organizations answered with JSON errors. And failures whose error leads with the real cause.
  */
 
-let h: Harness;
-let gitRoot: string;
-let auth: Record<string, string>;
-
-const readyTimeout = process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-beforeAll(async () => {
-  process.env.PREVIEW_READY_TIMEOUT_SECONDS = '10';
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  h = await startHarness({ gitRoot });
-  auth = bearer(h.org);
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-  if (readyTimeout === undefined) delete process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-  else process.env.PREVIEW_READY_TIMEOUT_SECONDS = readyTimeout;
-});
+const h = harnessForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '10' } });
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -70,16 +53,8 @@ const yaml = (filler: number, build = 'node -e "console.log(\'compiling web\')"'
   `apps:\n  web:\n    port: 3000\n    build: ${build}\n    command: node app.js\n    env: { FILLER: "${filler}" }\n`;
 const SECRET = 'tok"en\\with-quote-and-backslash-9f3a';
 
-async function deploy(repo: string, files: Record<string, string>): Promise<string> {
-  const sha = makeRepo(gitRoot, repo, files);
-  await linkRepo(h.org, repo);
-  const res = await call(h, 'POST', '/v1/preview/environments', {
-    body: { repoFullName: repo, prNumber: 1, headSha: sha, headRef: 'feature' },
-    headers: auth,
-  });
-  expect(res.status).toBe(202);
-  return `/v1/preview/environments/${repo}/1`;
-}
+const deploy = (repo: string, files: Record<string, string>): Promise<string> =>
+  requestDeploy(h, repo, 1, makeRepo(h.gitRoot, repo, files));
 
 describe('an app that prints its secret', () => {
   let path: string;
@@ -87,7 +62,7 @@ describe('an app that prints its secret', () => {
     const applicationId = await linkRepo(h.org, 'acme/logs');
     const put = await call(h, 'PUT', `/v1/preview/secrets/${applicationId}/web/API_TOKEN`, {
       body: { value: SECRET },
-      headers: auth,
+      headers: h.auth,
     });
     expect(put.status).toBe(200);
     path = await deploy('acme/logs', { 'preview.yaml': yaml(0), 'app.js': APP_JS });
@@ -95,7 +70,7 @@ describe('an app that prints its secret', () => {
   }, 60_000);
 
   test('its log is text, the secret masked in every form', async () => {
-    const res = await call(h, 'GET', `${path}/apps/web/logs`, { headers: auth });
+    const res = await call(h, 'GET', `${path}/apps/web/logs`, { headers: h.auth });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     expect(res.text).toContain('starting web\n');
@@ -111,13 +86,13 @@ describe('an app that prints its secret', () => {
   });
 
   test('tail=N answers the last N lines', async () => {
-    const res = await call(h, 'GET', `${path}/apps/web/logs?tail=2`, { headers: auth });
+    const res = await call(h, 'GET', `${path}/apps/web/logs?tail=2`, { headers: h.auth });
     expect(res.status).toBe(200);
     expect(res.text).toBe('basic [secret]\nlistening now\n');
   });
 
   test('source=build answers the latest build output', async () => {
-    const res = await call(h, 'GET', `${path}/apps/web/logs?source=build`, { headers: auth });
+    const res = await call(h, 'GET', `${path}/apps/web/logs?source=build`, { headers: h.auth });
     expect(res.status).toBe(200);
     expect(res.text).toMatch(/^--- \S+ build [0-9a-f]{12} \(generation 1\) ---\ncompiling web\n$/);
   });
@@ -157,21 +132,21 @@ describe('an app that prints its secret', () => {
     ['tail=1.5', 'tail must be a whole number of lines from 1 to 10000'],
     ['source=pods', 'source must be app or build'],
   ])('%s is a 400 naming the field', async (q, message) => {
-    const res = await call(h, 'GET', `${path}/apps/web/logs?${q}`, { headers: auth });
+    const res = await call(h, 'GET', `${path}/apps/web/logs?${q}`, { headers: h.auth });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(res.body.error).toContain(message);
   });
 
   test('an unknown app, an unknown environment, another organization: 404 JSON; no key: 401', async () => {
-    const unknownApp = await call(h, 'GET', `${path}/apps/api/logs`, { headers: auth });
+    const unknownApp = await call(h, 'GET', `${path}/apps/api/logs`, { headers: h.auth });
     expect(unknownApp.status).toBe(404);
     expect(unknownApp.body).toEqual({ error: 'app api is not an app of this environment' });
-    const badName = await call(h, 'GET', `${path}/apps/Not_An_App/logs`, { headers: auth });
+    const badName = await call(h, 'GET', `${path}/apps/Not_An_App/logs`, { headers: h.auth });
     expect(badName.status).toBe(400);
     expect(badName.body.error).toMatch(/app/);
     const none = await call(h, 'GET', '/v1/preview/environments/acme/logs/2/apps/web/logs', {
-      headers: auth,
+      headers: h.auth,
     });
     expect(none.status).toBe(404);
     expect(none.body).toEqual({ error: 'environment not found' });
@@ -188,7 +163,7 @@ test('output over 1 MB is cut from the start under a notice', async () => {
   // 1500 lines of ~1 KB: about 1.5 MB.
   const path = await deploy('acme/chatty', { 'preview.yaml': yaml(1500), 'app.js': APP_JS });
   expect(await pollUntil(h, h.org, path, settled)).toMatchObject({ status: 'ready' });
-  const res = await call(h, 'GET', `${path}/apps/web/logs?tail=10000`, { headers: auth });
+  const res = await call(h, 'GET', `${path}/apps/web/logs?tail=10000`, { headers: h.auth });
   expect(res.status).toBe(200);
   const bytes = Buffer.byteLength(res.text);
   expect(bytes).toBeLessThanOrEqual(MAX_LOG_BYTES);
@@ -198,7 +173,7 @@ test('output over 1 MB is cut from the start under a notice', async () => {
   expect(lines[1]).toMatch(/^filler \d+ x{1000}$/);
   expect(res.text.endsWith(`filler 1499 ${'x'.repeat(1000)}\nlistening now\n`)).toBe(true);
   // A tail that fits is not cut.
-  const small = await call(h, 'GET', `${path}/apps/web/logs?tail=5`, { headers: auth });
+  const small = await call(h, 'GET', `${path}/apps/web/logs?tail=5`, { headers: h.auth });
   expect(small.text.split('\n')[0]).toMatch(/^filler 1496 /);
 }, 60_000);
 
@@ -217,13 +192,13 @@ describe('failures lead with the real cause and say where the full log is', () =
       /; full log: previewctl envs logs web --repo acme\/missing-config --pr 1 --source build$/,
     );
     // The command it names reads this route: the whole build output, the Node footer included.
-    const log = await call(h, 'GET', `${path}/apps/web/logs?source=build`, { headers: auth });
+    const log = await call(h, 'GET', `${path}/apps/web/logs?source=build`, { headers: h.auth });
     expect(log.status).toBe(200);
     expect(log.text).toContain("Error: Cannot find module './missing-config.json'");
     expect(log.text).toContain('reading config');
     expect(log.text).toMatch(/Node\.js v\d+/);
     // The app never started: its own log does not exist yet.
-    const app = await call(h, 'GET', `${path}/apps/web/logs`, { headers: auth });
+    const app = await call(h, 'GET', `${path}/apps/web/logs`, { headers: h.auth });
     expect(app.status).toBe(404);
     expect(app.body).toEqual({ error: 'app web has no output (yet): it has not been started' });
   }, 60_000);
@@ -238,7 +213,7 @@ describe('failures lead with the real cause and say where the full log is', () =
     expect(status.error).toMatch(
       /^TypeError: PORT is not a number: undefined \(app web exited \(exit code 1\) before it was ready\); full log: previewctl envs logs web --repo acme\/crash --pr 1$/,
     );
-    const log = await call(h, 'GET', `${path}/apps/web/logs`, { headers: auth });
+    const log = await call(h, 'GET', `${path}/apps/web/logs`, { headers: h.auth });
     expect(log.text).toContain('booting\n');
     expect(log.text).toContain('TypeError: PORT is not a number');
   }, 60_000);

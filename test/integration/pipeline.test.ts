@@ -1,7 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import {
   alive,
@@ -12,45 +11,23 @@ import {
   SERVER_JS,
   type Status,
   settled,
+  twoApps,
   waitForBuildPid,
 } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
+import { call } from '../support/harness.js';
+import { harnessForFile, requestDeploy } from '../support/local-suite.js';
 
 /*
  * The deploy pipeline end to end: real HTTP to the local server, the ASL state machines run in-process,
  * apps built and run as processes by the local runtime from a git repository on disk.
  */
 
-let h: Harness;
-let gitRoot: string;
-let auth: Record<string, string>;
-
-const readyTimeout = process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-beforeAll(async () => {
-  // A short readiness timeout, so the failing-health-check case ends in seconds.
-  process.env.PREVIEW_READY_TIMEOUT_SECONDS = '3';
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  h = await startHarness({ gitRoot });
-  auth = bearer(h.org);
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-  if (readyTimeout === undefined) delete process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-  else process.env.PREVIEW_READY_TIMEOUT_SECONDS = readyTimeout;
-});
+// A short readiness timeout, so the failing-health-check case ends in seconds.
+const h = harnessForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '3' } });
 
 /** POST a deploy of `repo` PR `pr` at `sha` (202 expected). */
-async function deploy(repo: string, pr: number, sha: string) {
-  await linkRepo(h.org, repo);
-  const res = await call(h, 'POST', '/v1/preview/environments', {
-    body: { repoFullName: repo, prNumber: pr, headSha: sha, headRef: 'feature' },
-    headers: auth,
-  });
-  expect(res.status).toBe(202);
-  return `/v1/preview/environments/${repo}/${pr}`;
-}
+const deploy = (repo: string, pr: number, sha: string) => requestDeploy(h, repo, pr, sha);
 
 /** A one-app preview.yaml. */
 const oneApp = (fields: Record<string, string>) =>
@@ -64,18 +41,7 @@ const appFiles = (yaml: string, version = 'v1') => ({
   VERSION: version,
 });
 
-const TWO_APPS = `apps:
-  web:
-    port: 3000
-    build: node build.js web
-    command: node server.js web
-    health: /healthz
-    env: { GREETING: hi, SHOW: "GREETING,API_TOKEN" }
-  api:
-    port: 4000
-    build: node build.js api
-    command: node server.js api
-`;
+const TWO_APPS = twoApps({ web: ['health: /healthz', 'env: { GREETING: hi, SHOW: "GREETING,API_TOKEN" }'] });
 
 describe('a two-app preview, end to end', () => {
   const path = '/v1/preview/environments/acme/shop/1';
@@ -84,7 +50,7 @@ describe('a two-app preview, end to end', () => {
   let first: Status;
 
   beforeAll(async () => {
-    sha = makeRepo(gitRoot, 'acme/shop', {
+    sha = makeRepo(h.gitRoot, 'acme/shop', {
       'preview.yaml': TWO_APPS,
       'server.js': SERVER_JS,
       'build.js': BUILD_JS,
@@ -97,7 +63,7 @@ describe('a two-app preview, end to end', () => {
   test('deploy → ready with a URL per app; both answer from the head SHA, with their plain env', async () => {
     const res = await call(h, 'POST', '/v1/preview/environments', {
       body: { repoFullName: 'acme/shop', prNumber: 1, headSha: sha, headRef: 'feature' },
-      headers: auth,
+      headers: h.auth,
     });
     expect(res.status).toBe(202);
     const phases = new Set<string>();
@@ -129,11 +95,11 @@ describe('a two-app preview, end to end', () => {
     const before = { web: await hit(first.urls.web!), api: await hit(first.urls.api!) };
     const put = await call(h, 'PUT', `/v1/preview/secrets/${applicationId}/web/API_TOKEN`, {
       body: { value: 'tok-123' },
-      headers: auth,
+      headers: h.auth,
     });
     expect(put.status).toBe(200);
 
-    const res = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: auth });
+    const res = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: h.auth });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({
       accepted: true,
@@ -158,7 +124,7 @@ describe('a two-app preview, end to end', () => {
 
   test('rebuild: only that app is built and restarted', async () => {
     const before = { web: await hit(first.urls.web!), api: await hit(first.urls.api!) };
-    const res = await call(h, 'PATCH', `${path}/apps/api`, { headers: auth });
+    const res = await call(h, 'PATCH', `${path}/apps/api`, { headers: h.auth });
     expect(res.status).toBe(202);
     expect(res.body.mode).toBe('rebuild');
     await h.service.workflows.idle();
@@ -172,7 +138,7 @@ describe('a two-app preview, end to end', () => {
 
   test('whole redeploy: every app is restarted at the head SHA, from the build of its identity (docs/builds.md)', async () => {
     const before = { web: await hit(first.urls.web!), api: await hit(first.urls.api!) };
-    expect((await call(h, 'PATCH', path, { headers: auth })).status).toBe(202);
+    expect((await call(h, 'PATCH', path, { headers: h.auth })).status).toBe(202);
     await h.service.workflows.idle();
     const after = await pollUntil(h, h.org, path, settled);
     expect(after).toMatchObject({ status: 'ready', lastDeployedSha: sha });
@@ -195,17 +161,17 @@ describe('a two-app preview, end to end', () => {
     const pids = ['web', 'api'].map(
       (app) => h.service.runtime.running({ orgId: h.org.orgId, envKey: 'acme/shop#1' }, app)!.pid,
     );
-    expect((await call(h, 'DELETE', path, { headers: auth })).status).toBe(202);
+    expect((await call(h, 'DELETE', path, { headers: h.auth })).status).toBe(202);
     await h.service.workflows.idle();
     const down = await pollUntil(h, h.org, path, (s) => s.status === 'torn_down');
     expect(down.urls).toEqual({});
     for (const url of Object.values(status.urls)) expect(await hit(url)).toBeUndefined();
     for (const pid of pids) expect(alive(pid)).toBe(false);
 
-    const whole = await call(h, 'PATCH', path, { headers: auth });
+    const whole = await call(h, 'PATCH', path, { headers: h.auth });
     expect(whole.status).toBe(409);
     expect(whole.body).toEqual({ error: 'environment was torn down' });
-    const app = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: auth });
+    const app = await call(h, 'PATCH', `${path}/apps/web`, { body: { mode: 'restart' }, headers: h.auth });
     expect(app.status).toBe(409);
   });
 });
@@ -245,7 +211,7 @@ describe('failures end failed with an error that names the cause', () => {
     ],
   ])('%s', async (name, yaml, error) => {
     const repo = `acme/fail-${name.length}`;
-    const sha = makeRepo(gitRoot, repo, appFiles(yaml));
+    const sha = makeRepo(h.gitRoot, repo, appFiles(yaml));
     const path = await deploy(repo, 1, sha);
     const status = await pollUntil(h, h.org, path, settled, 20_000);
     expect(status.status).toBe('failed');
@@ -261,12 +227,12 @@ describe('failures end failed with an error that names the cause', () => {
     const yaml = oneApp({
       command: `node -e "console.error('cannot connect to', process.env.DB_URL); process.exit(2)"`,
     });
-    const sha = makeRepo(gitRoot, 'acme/leaky', appFiles(yaml));
+    const sha = makeRepo(h.gitRoot, 'acme/leaky', appFiles(yaml));
     const { applicationId } = await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/leaky' });
     const secret = 'postgres://admin:hunter2-very-secret@db:5432/app';
     const put = await call(h, 'PUT', `/v1/preview/secrets/${applicationId}/web/DB_URL`, {
       body: { value: secret },
-      headers: auth,
+      headers: h.auth,
     });
     expect(put.status).toBe(200);
     const status = await pollUntil(h, h.org, await deploy('acme/leaky', 1, sha), settled);
@@ -283,7 +249,7 @@ describe('failures end failed with an error that names the cause', () => {
       status: 'failed',
       error: 'repository acme/ghost-repo not found (or not accessible to the source host)',
     });
-    makeRepo(gitRoot, 'acme/shaless', appFiles(oneApp({ command: 'node server.js' })));
+    makeRepo(h.gitRoot, 'acme/shaless', appFiles(oneApp({ command: 'node server.js' })));
     const shaless = await deploy('acme/shaless', 1, 'b'.repeat(40));
     expect(await pollUntil(h, h.org, shaless, settled)).toMatchObject({
       status: 'failed',
@@ -302,7 +268,7 @@ describe('failures end failed with an error that names the cause', () => {
       '    health: healthz',
       '',
     ].join('\n');
-    const sha = makeRepo(gitRoot, 'acme/four-mistakes', appFiles(yaml));
+    const sha = makeRepo(h.gitRoot, 'acme/four-mistakes', appFiles(yaml));
     const status = await pollUntil(h, h.org, await deploy('acme/four-mistakes', 1, sha), settled);
     expect(status.status).toBe('failed');
     expect(status.error).toMatch(
@@ -323,8 +289,8 @@ describe('ordering', () => {
     // The older commit builds slowly; the newer one is pushed while it is still building.
     const slow = oneApp({ build: `node -e "setTimeout(()=>{},1500)"`, command: 'node server.js web' });
     const fast = oneApp({ command: 'node server.js web' });
-    const older = makeRepo(gitRoot, 'acme/race', appFiles(slow, 'older'));
-    const newer = commitFiles(gitRoot, 'acme/race', appFiles(fast, 'newer'));
+    const older = makeRepo(h.gitRoot, 'acme/race', appFiles(slow, 'older'));
+    const newer = commitFiles(h.gitRoot, 'acme/race', appFiles(fast, 'newer'));
     const path = await deploy('acme/race', 1, older);
     await pollUntil(h, h.org, path, (s) => s.phase === 'building-images');
     await deploy('acme/race', 1, newer);
@@ -341,9 +307,9 @@ describe('ordering', () => {
       command: `node -e "setTimeout(()=>require('./server.js'),1500)" web`,
       health: '/healthz',
     });
-    const older = makeRepo(gitRoot, 'acme/race2', appFiles(slowStart, 'older'));
+    const older = makeRepo(h.gitRoot, 'acme/race2', appFiles(slowStart, 'older'));
     const newer = commitFiles(
-      gitRoot,
+      h.gitRoot,
       'acme/race2',
       appFiles(oneApp({ command: 'node server.js web' }), 'newer'),
     );
@@ -359,7 +325,7 @@ describe('ordering', () => {
   test('a teardown mid-build wins: torn_down, and no build or app process is left', async () => {
     // The build writes its pid into its own working copy (a sandboxed build sees nothing else).
     const yaml = oneApp({ build: pidFileBuild('build.pid', 10_000), command: 'node server.js' });
-    const sha = makeRepo(gitRoot, 'acme/doomed', appFiles(yaml));
+    const sha = makeRepo(h.gitRoot, 'acme/doomed', appFiles(yaml));
     const path = await deploy('acme/doomed', 1, sha);
     await pollUntil(h, h.org, path, (s) => s.phase === 'building-images');
     const buildPid = await waitForBuildPid(
@@ -368,7 +334,7 @@ describe('ordering', () => {
     );
     expect(alive(buildPid)).toBe(true);
 
-    expect((await call(h, 'DELETE', path, { headers: auth })).status).toBe(202);
+    expect((await call(h, 'DELETE', path, { headers: h.auth })).status).toBe(202);
     await h.service.workflows.idle();
     const status = await pollUntil(h, h.org, path, (s) => s.status === 'torn_down');
     expect(status.urls).toEqual({});

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { LocalMediaStore } from '../../functions/ports/media/local-files.js';
 import { mediaReader } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
+import { launchChromium } from '../support/chromium.js';
 import { call, client } from '../support/harness.js';
 import { decodePng } from '../support/png.js';
 import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../support/runs-app.js';
@@ -208,14 +209,7 @@ describe('a passing run', () => {
 
   test('the start-run url is the run report; a browser opens it without credentials', async () => {
     expect(started.url).toMatch(new RegExp(`^${w.h.url}/report/${started.run_id}\\?expires=\\d+&sig=`));
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-      handleSIGINT: false,
-      handleSIGTERM: false,
-      handleSIGHUP: false,
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
       const res = await page.goto(started.url, { waitUntil: 'load' });

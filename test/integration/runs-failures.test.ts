@@ -1,12 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { describe, expect, jest, test } from '@jest/globals';
 import { recoverRuns } from '../../functions/core/run-recovery.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { call, client } from '../support/harness.js';
-import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../support/runs-app.js';
+import { runEnded, runsWorldForFile, signUpSteps, startRun, step } from '../support/runs-app.js';
 
 /*
  * Issue 11, decision 8: failures and restarts. The target app going down mid-run fails the step with the
@@ -14,19 +14,8 @@ import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../
  * after a restart no run is left running (recoverRuns, which the local server's recovery calls).
  */
 
-let w: RunsWorld;
-beforeAll(async () => {
-  w = await startRunsWorld({ repo: 'acme/failures' });
-}, 120_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
-
-const start = async (testId: string) => {
-  const res = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org) });
-  expect(res.status).toBe(201);
-  return res.body.run_id as string;
-};
+const w = runsWorldForFile({ repo: 'acme/failures' });
+const start = async (testId: string) => (await startRun(w, testId)).run_id;
 
 async function untilRunning(runId: string, stepIndex = 0): Promise<void> {
   const deadline = Date.now() + 30_000;

@@ -1,27 +1,16 @@
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { importTests } from '../../functions/core/tests.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import { call, client } from '../support/harness.js';
-import { type RunsWorld, runEnded, startRunsWorld, step } from '../support/runs-app.js';
+import { runEnded, runsWorldForFile, startRun, step } from '../support/runs-app.js';
 
 /*
  * Issue 28, item 3: retries that name flakes. A test with `retries: 1` whose page fails the first time
  * and passes the second ends `passed`, `flaky`, with both attempts and each its own video and trace.
  */
 
-let w: RunsWorld;
-beforeAll(async () => {
-  w = await startRunsWorld({ repo: 'acme/retries' });
-}, 120_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
-
-const start = async (testId: string) => {
-  const res = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org) });
-  expect(res.status).toBe(201);
-  return res.body.run_id as string;
-};
+const w = runsWorldForFile({ repo: 'acme/retries' });
+const start = async (testId: string) => (await startRun(w, testId)).run_id;
 
 /** runEnded, tolerating a poll the busy local server resets (trace masking of two attempts). */
 async function ended(runId: string, timeoutMs: number): Promise<any> {

@@ -1,10 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { readZip } from '../../functions/ports/browser/trace-zip.js';
+import { launchChromium } from '../support/chromium.js';
 import { call, client } from '../support/harness.js';
-import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../support/runs-app.js';
+import { runEnded, runsWorldForFile, signUpSteps, startRun, step } from '../support/runs-app.js';
 
 /*
  * Issue 28 through the local server: each run stores a Playwright trace (a masked zip, `trace_url` with
@@ -13,20 +14,13 @@ import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../
  * failed requests are on the step (metadata) and on the report.
  */
 
-let w: RunsWorld;
+const w = runsWorldForFile({ repo: 'acme/trace' });
 let passed: any;
 let failed: any;
 const shots = process.env.RUN_REPORT_SHOTS ?? tmpdir();
 const TOKEN = 'tok-5e1f-signup-value';
 
-const start = async (testId: string) => {
-  const res = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org) });
-  expect(res.status).toBe(201);
-  return res.body as { run_id: string; url: string };
-};
-
 beforeAll(async () => {
-  w = await startRunsWorld({ repo: 'acme/trace' });
   // A variable whose name says it is a secret (issue 26): masked in outputs and in the trace.
   const ok = await w.importTest({
     name: 'Sign up (traced)',
@@ -47,7 +41,7 @@ beforeAll(async () => {
       step('assert-text', 'The page says "Saved"'),
     ],
   });
-  const [a, b] = await Promise.all([start(ok), start(broken)]);
+  const [a, b] = await Promise.all([startRun(w, ok), startRun(w, broken)]);
   try {
     [passed, failed] = await Promise.all([
       runEnded(w.h, a.run_id, 150_000),
@@ -60,9 +54,6 @@ beforeAll(async () => {
   passed.report = a.url;
   failed.report = b.url;
 }, 300_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
 
 describe('a trace per run', () => {
   test('a passing and a failing run each carry a trace_url (media=true) to a masked trace of their steps', async () => {
@@ -109,14 +100,7 @@ describe('a trace per run', () => {
   });
 
   test("the report links the run and each step to the service's own trace viewer, which opens the trace in chromium", async () => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-      handleSIGINT: false,
-      handleSIGTERM: false,
-      handleSIGHUP: false,
-    });
+    const browser = await launchChromium();
     try {
       for (const [label, run, last] of [
         ['passed', passed, `step ${signUpSteps.length}: assert-text`],

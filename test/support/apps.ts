@@ -26,6 +26,23 @@ http.createServer((req, res) => {
 /** Writes `stamp-<name>` with a random value: each build is recognizable. */
 export const BUILD_JS = `require('node:fs').writeFileSync('stamp-' + process.argv[2], String(Math.random()));`;
 
+/**
+ * A preview.yaml of two apps built by BUILD_JS and run by SERVER_JS: `web` on port 3000 and `api` on 4000,
+ * each with the lines `more` gives it (`health: /healthz`, `env: …`).
+ */
+export function twoApps(more: { web?: string[]; api?: string[] } = {}): string {
+  const app = (name: 'web' | 'api', port: number) =>
+    [
+      `  ${name}:`,
+      `    port: ${port}`,
+      `    build: node build.js ${name}`,
+      `    command: node server.js ${name}`,
+    ]
+      .concat((more[name] ?? []).map((line) => `    ${line}`))
+      .join('\n');
+  return `apps:\n${app('web', 3000)}\n${app('api', 4000)}\n`;
+}
+
 export type Status = {
   status: string;
   phase?: string;

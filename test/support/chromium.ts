@@ -6,8 +6,9 @@ import { DEFAULT_CHROMIUM_PATH, LOCAL_CHROMIUM_FLAGS } from '../../functions/por
 export const haveChromium = () => existsSync(DEFAULT_CHROMIUM_PATH);
 
 /**
- * Debian's chromium driven by playwright-core with the local browser's flags, for tests that look at a
- * page themselves (the dashboard, a WebSocket through a front door); jest's signals left to jest.
+ * Debian's chromium driven by playwright-core, for a test that looks at a page as a visitor would (the
+ * dashboard, a run report, the trace viewer, a WebSocket through a front door): headless, with the local
+ * runtime's flags, and leaving the test process's signals alone. The caller closes it.
  */
 export async function launchChromium(): Promise<Browser> {
   const { chromium } = await import('playwright-core');

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll, expect } from '@jest/globals';
 import { importTests } from '../../functions/core/tests.js';
 import { pollUntil, type Status } from './apps.js';
 import { makeRepo } from './git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js';
+import { bearer, call, client, type Harness, linkRepo, startHarness } from './harness.js';
 
 /**
  * The fixture app of the run tests: a form page and a result page (and a few pages that misbehave on
@@ -170,9 +171,35 @@ export async function startRunsWorld(
   };
 }
 
+/**
+ * A RunsWorld for a test file: started before its tests (and before the hooks the file registers after
+ * this call), stopped after them. The object is filled in when the file's tests start: read it in hooks
+ * and tests, not while the file loads.
+ */
+export function runsWorldForFile(opts: Parameters<typeof startRunsWorld>[0] = {}): RunsWorld {
+  const w = {} as RunsWorld;
+  beforeAll(async () => {
+    Object.assign(w, await startRunsWorld(opts));
+  }, 120_000);
+  afterAll(async () => {
+    await w.stop?.();
+  }, 60_000);
+  return w;
+}
+
+/** Start a run of `testId` as the world's organization (`body`: the run's options); 201 expected. */
+export async function startRun(
+  w: RunsWorld,
+  testId: string,
+  body?: unknown,
+): Promise<{ run_id: string; url: string }> {
+  const res = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org), body });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
 /** Poll a run until it ends (passed or failed). */
 export async function runEnded(h: Harness, runId: string, timeoutMs = 90_000): Promise<any> {
-  const { client } = await import('./harness.js');
   const deadline = Date.now() + timeoutMs;
   let last: any;
   while (Date.now() < deadline) {

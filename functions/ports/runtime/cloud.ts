@@ -1,24 +1,15 @@
 import { DeployFailed } from '../../shared/step-errors.js';
 import type { CodeBuildImages } from './codebuild/images.js';
-import type {
-  AppLaunch,
-  AppSpec,
-  DeployOptions,
-  LogQuery,
-  LogTarget,
-  LogText,
-  Runtime,
-  RuntimeTarget,
-} from './port.js';
+import type * as port from './port.js';
 
 /** The cluster half of the cloud runtime: run built images (EKS). */
 export type Cluster = Pick<
-  Runtime,
+  port.Runtime,
   'deploy' | 'awaitReady' | 'stopApps' | 'teardown' | 'pruneFences' | 'logs'
 >;
 
 /** What reads a build's log (the image half: codebuild/build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
-export type BuildLogReader = Pick<Runtime, 'logs'>;
+export type BuildLogReader = Pick<port.Runtime, 'logs'>;
 
 /** Why an environment cannot run: this deployment has no cluster configured. */
 export function clusterMissing(): DeployFailed {
@@ -33,28 +24,28 @@ export function clusterMissing(): DeployFailed {
  * registry (registry/runtime.ts), so their bundles carry neither CodeBuild nor ECR. Without a cluster,
  * deploys fail saying so, and a teardown has nothing to remove (nothing of the environment runs).
  */
-export class CloudCluster implements Omit<Runtime, 'build'> {
+export class CloudCluster implements Omit<port.Runtime, 'build'> {
   constructor(
     private readonly cluster?: Cluster,
     private readonly buildLogs?: BuildLogReader,
   ) {}
 
-  async deploy(target: RuntimeTarget, apps: AppLaunch[], opts?: DeployOptions) {
+  async deploy(target: port.RuntimeTarget, apps: port.AppLaunch[], opts?: port.DeployOptions) {
     if (!this.cluster) throw clusterMissing();
     return this.cluster.deploy(target, apps, opts);
   }
 
-  async awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string) {
+  async awaitReady(target: port.RuntimeTarget, apps: Record<string, port.AppSpec>, token: string) {
     if (!this.cluster) throw clusterMissing();
     return this.cluster.awaitReady(target, apps, token);
   }
 
   /** The cluster's apps stopped (none without a cluster: nothing of the environment runs). */
-  async stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
+  async stopApps(target: port.RuntimeTarget, reason: string): Promise<Record<string, string>> {
     return this.cluster ? this.cluster.stopApps(target, reason) : {};
   }
 
-  async teardown(target: RuntimeTarget) {
+  async teardown(target: port.RuntimeTarget) {
     if (this.cluster) return this.cluster.teardown(target);
   }
 
@@ -64,14 +55,14 @@ export class CloudCluster implements Omit<Runtime, 'build'> {
   }
 
   /** A build's log from CloudWatch Logs (CodeBuild), an app's from its pods (none without a cluster). */
-  async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
+  async logs(target: port.LogTarget, app: string, query: port.LogQuery): Promise<port.LogText | undefined> {
     if (query.source === 'build') return this.buildLogs?.logs(target, app, query);
     return this.cluster?.logs(target, app, query);
   }
 }
 
 /** The cloud runtime: images built on CodeBuild, run on a cluster (`CloudCluster`). */
-export class CloudRuntime extends CloudCluster implements Runtime {
+export class CloudRuntime extends CloudCluster implements port.Runtime {
   constructor(
     readonly images: CodeBuildImages,
     cluster?: Cluster,
@@ -79,7 +70,7 @@ export class CloudRuntime extends CloudCluster implements Runtime {
     super(cluster, images);
   }
 
-  build(...args: Parameters<Runtime['build']>) {
+  build(...args: Parameters<port.Runtime['build']>) {
     return this.images.build(...args);
   }
 }

@@ -38,6 +38,27 @@ export const ACCOUNT = '000000000000';
 export const REGION = 'eu-west-1';
 export const machineArn = (name: WorkflowName) => `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${name}`;
 
+/** An entry the fake recorded from PutEvents (`FakeAws.events`). */
+export interface PutEventsEntry {
+  EventBusName: string;
+  Source: string;
+  DetailType: string;
+  Detail: string;
+}
+
+/** A recorded PutEvents entry as EventBridge delivers it to a rule's target, with event id `id`. */
+export const asDelivered = (e: PutEventsEntry, id = 'evt-1') => ({
+  version: '0',
+  id,
+  'detail-type': e.DetailType,
+  source: e.Source,
+  account: ACCOUNT,
+  time: new Date().toISOString(),
+  region: REGION,
+  resources: [],
+  detail: JSON.parse(e.Detail),
+});
+
 export interface StartedBuild {
   id: string;
   projectName: string;

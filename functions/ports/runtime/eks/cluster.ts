@@ -166,11 +166,12 @@ export class EksCluster extends EksClusterLogs implements Cluster {
           verifierServiceObject(ns, gen, verifierUrl),
         );
       await Promise.all(
-        apps.map((app) =>
-          opts.restart
-            ? this.restartApp(ns, app, gen, target, door)
-            : this.applyApp(ns, app, gen, target, door),
-        ),
+        apps.map(async (app) => {
+          const secretVersion = await this.syncSecret(ns, app, gen);
+          // A restart of an app with no Deployment yet creates it whole.
+          if (opts.restart && (await this.restartApp(ns, app, gen, secretVersion))) return;
+          await this.applyApp(ns, app, gen, secretVersion, target, door);
+        }),
       );
       if (opts.prune) await this.prune(ns, new Set(apps.map((a) => a.name)), gen);
       log.info('deployed to the cluster', {
@@ -247,19 +248,26 @@ export class EksCluster extends EksClusterLogs implements Cluster {
     }
   }
 
+  /** Write the app's Secret (what every deploy and restart does first); returns its version. */
+  private async syncSecret(ns: string, app: AppLaunch, gen: number): Promise<string> {
+    const secret = await this.apply('secrets', ns, objectName(app.name), gen, (existing) =>
+      secretObject(ns, app, gen, existing),
+    );
+    return secretVersionOf(secret);
+  }
+
+  /** Write the app's Deployment (at `secretVersion`, its Secret's), Service, Ingress and scaler. */
   private async applyApp(
     ns: string,
     app: AppLaunch,
     gen: number,
+    secretVersion: string,
     target: RuntimeTarget,
     door: FrontDoorSettings | undefined,
   ): Promise<void> {
     const name = objectName(app.name);
-    const secret = await this.apply('secrets', ns, name, gen, (existing) =>
-      secretObject(ns, app, gen, existing),
-    );
     await this.apply('deployments', ns, name, gen, (existing) =>
-      deploymentObject(ns, app, secretVersionOf(secret), gen, this.opts, existing),
+      deploymentObject(ns, app, secretVersion, gen, this.opts, existing),
     );
     await this.apply('services', ns, name, gen, (existing) => {
       const service = serviceObject(ns, app, gen);
@@ -302,21 +310,15 @@ export class EksCluster extends EksClusterLogs implements Cluster {
       }
   }
 
-  /** Re-sync the app's Secret, then roll its pods: a merge patch of its pod template, nothing else. */
-  private async restartApp(
-    ns: string,
-    app: AppLaunch,
-    gen: number,
-    target: RuntimeTarget,
-    door: FrontDoorSettings | undefined,
-  ): Promise<void> {
+  /**
+   * Roll the app's pods (its Secret synced, at `secretVersion`): a merge patch of its pod template,
+   * nothing else. @returns false when the app has no Deployment to restart (the caller applies it whole)
+   */
+  private async restartApp(ns: string, app: AppLaunch, gen: number, secretVersion: string): Promise<boolean> {
     const name = objectName(app.name);
-    const secret = await this.apply('secrets', ns, name, gen, (existing) =>
-      secretObject(ns, app, gen, existing),
-    );
     for (let attempt = 0; attempt < 5; attempt++) {
       const deployment = await this.readOrNull('deployments', ns, name);
-      if (!deployment) return this.applyApp(ns, app, gen, target, door);
+      if (!deployment) return false;
       const current = generationOf(deployment);
       if (current > gen) throw superseded(`${ns}/${name}`, current, gen);
       const restartedAt = new Date().toISOString();
@@ -333,14 +335,14 @@ export class EksCluster extends EksClusterLogs implements Cluster {
                   labels: { [LABELS.rollout]: restartRollout(specHashOf(deployment), restartedAt) },
                   annotations: {
                     [ANNOTATIONS.restartedAt]: restartedAt,
-                    [ANNOTATIONS.secretVersion]: secretVersionOf(secret),
+                    [ANNOTATIONS.secretVersion]: secretVersion,
                   },
                 },
               },
             },
           }),
         );
-        return;
+        return true;
       } catch (err) {
         if (!isCode(err, 409)) throw err;
       }
