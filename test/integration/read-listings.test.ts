@@ -45,6 +45,9 @@ describe('GET /v1/preview/applications', () => {
       requireLabel: null,
       paths: [],
       skipAuthors: [],
+      // The front door (issue 29), with the local defaults: public on the loopback, asleep after 30 minutes.
+      access: 'public',
+      sleepAfterMinutes: 30,
     });
     const one = await call(h, 'GET', '/v1/preview/applications?repo=ACME/API', { headers: bearer(h.org) });
     expect(one.body.applications.map((a: { applicationId: string }) => a.applicationId)).toEqual([api]);
