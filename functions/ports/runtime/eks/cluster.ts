@@ -295,19 +295,9 @@ export class EksCluster extends EksClusterLogs implements Cluster {
         accessIngressObject(ns, app, gen, target, { ...this.opts, verifierUrl }, door),
       );
     else if (door && (await this.readOrNull('ingresses', ns, access)))
-      try {
-        await this.call(`delete ingresses ${ns}/${access}`, (k) => k.ingresses.remove(ns, access));
-      } catch (err) {
-        if (!isCode(err, 404)) throw err;
-      }
+      await this.removeObject('ingresses', ns, access);
     if (door && !sleeps(door) && (await this.readOrNull('httpScaledObjects', ns, name)))
-      try {
-        await this.call(`delete httpScaledObjects ${ns}/${name}`, (k) =>
-          k.httpScaledObjects.remove(ns, name),
-        );
-      } catch (err) {
-        if (!isCode(err, 404)) throw err;
-      }
+      await this.removeObject('httpScaledObjects', ns, name);
   }
 
   /**
@@ -360,13 +350,7 @@ export class EksCluster extends EksClusterLogs implements Cluster {
         if (!app || !name || keep.has(app)) continue;
         const current = generationOf(item);
         if (current > gen) throw superseded(`${ns}/${name}`, current, gen);
-        try {
-          await this.call(`delete ${kind} ${ns}/${name}`, (k) =>
-            k[kind].remove(ns, name, { resourceVersion: item.metadata?.resourceVersion }),
-          );
-        } catch (err) {
-          if (!isCode(err, 404)) throw err;
-        }
+        await this.removeObject(kind, ns, name, item.metadata?.resourceVersion);
       }
     }
   }

@@ -421,6 +421,26 @@ export class EksClusterCore {
     }
   }
 
+  /** Delete one object (at `resourceVersion` when given); already gone is fine. */
+  protected async removeObject(
+    kind: Kind,
+    ns: string,
+    name: string,
+    resourceVersion?: string,
+  ): Promise<void> {
+    try {
+      await this.call(`delete ${kind} ${ns}/${name}`, (k) =>
+        (k[kind] as unknown as Resource<ObjOf<typeof kind>>).remove(
+          ns,
+          name,
+          resourceVersion ? { resourceVersion } : {},
+        ),
+      );
+    } catch (err) {
+      if (!isCode(err, 404)) throw err;
+    }
+  }
+
   /** A thrown error as one of the step errors, its message masked. */
   protected async explain(err: unknown, target: RuntimeTarget, secrets: string[]): Promise<Error> {
     if (err instanceof Superseded || err instanceof DeployFailed || err instanceof TransientError) return err;
