@@ -12,7 +12,8 @@ import { secretStore } from '../../functions/ports/registry.js';
 import { alive, pollUntil } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
 import { previewctl, previewctlRaw } from '../support/process.js';
-import { type RunsWorld, runEnded, startRun, startRunsWorld } from '../support/runs-app.js';
+import { type RunsWorld, runEnded, startRunsWorld } from '../support/runs-app.js';
+import { startRun } from '../support/runs-suite.js';
 import { commentSaying } from '../support/webhooks.js';
 
 /*

@@ -6,7 +6,8 @@ import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { call, client } from '../support/harness.js';
-import { runEnded, runsWorldForFile, signUpSteps, startRun, step } from '../support/runs-app.js';
+import { runEnded, signUpSteps, step } from '../support/runs-app.js';
+import { runsWorldForFile, startRun } from '../support/runs-suite.js';
 
 /*
  * Issue 11, decision 8: failures and restarts. The target app going down mid-run fails the step with the

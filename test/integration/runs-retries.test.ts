@@ -2,7 +2,8 @@ import { expect, test } from '@jest/globals';
 import { importTests } from '../../functions/core/tests.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import { call, client } from '../support/harness.js';
-import { runEnded, runsWorldForFile, startRun, step } from '../support/runs-app.js';
+import { runEnded, step } from '../support/runs-app.js';
+import { runsWorldForFile, startRun } from '../support/runs-suite.js';
 
 /*
  * Issue 28, item 3: retries that name flakes. A test with `retries: 1` whose page fails the first time

@@ -5,7 +5,8 @@ import { beforeAll, describe, expect, test } from '@jest/globals';
 import { readZip } from '../../functions/ports/browser/trace-zip.js';
 import { launchChromium } from '../support/chromium.js';
 import { call, client } from '../support/harness.js';
-import { runEnded, runsWorldForFile, signUpSteps, startRun, step } from '../support/runs-app.js';
+import { runEnded, signUpSteps, step } from '../support/runs-app.js';
+import { runsWorldForFile, startRun } from '../support/runs-suite.js';
 
 /*
  * Issue 28 through the local server: each run stores a Playwright trace (a masked zip, `trace_url` with
