@@ -150,15 +150,17 @@ const DOCS: Record<
     notes: '`repo=owner/repo` keeps the application linking that repository (none or one).',
   },
   updateApplication: {
-    summary: 'Change which pull requests get a preview (additive)',
+    summary: 'Change which pull requests get a preview, and their front door (additive)',
     success: [
       200,
-      'The application as the listing shows it, with skipLabel, requireLabel, paths, skipAuthors',
+      'The application as the listing shows it, with skipLabel, requireLabel, paths, skipAuthors, access, sleepAfterMinutes',
     ],
     errors: [400, 401, 404, 413],
     notes:
       'skipLabel (default `no-preview`, "" for none), requireLabel ("" for none), paths (globs a pull request ' +
-      'must touch, [] for none), skipAuthors (GitHub logins, [] for none). docs/reference/webhooks-and-events.md.',
+      'must touch, [] for none), skipAuthors (GitHub logins, [] for none): docs/reference/webhooks-and-events.md. ' +
+      'access (`protected`|`public`) and sleepAfterMinutes (0 = never, decimals allowed), followed by each ' +
+      'environment on its next deploy: docs/reference/access-and-sleep.md.',
   },
 };
 

@@ -144,8 +144,9 @@ export const routes = {
     path: '/v1/preview/applications/{applicationId}',
     entry: 'functions/api/applications/update.ts',
     auth: 'apiKey',
-    // tenancy: the repository link is recorded again (`updateApplication`).
-    access: { tables: { applications: 'RW', tenancy: 'RW' } },
+    // tenancy: the repository link is recorded again (`updateApplication`); secrets: the access key is
+    // made when `access` is set and the application has none (issue 29).
+    access: { tables: { applications: 'RW', tenancy: 'RW' }, secrets: 'RW' },
   },
   listEnvironments: {
     method: 'GET',

@@ -35,8 +35,6 @@ let github: FakeGitHub;
 let org: OrgCredentials;
 let applicationId: string;
 let sha: string;
-let tenancy: typeof import('../../functions/core/tenancy.js');
-let access: typeof import('../../functions/core/access.js');
 const logs: string[] = [];
 
 beforeAll(async () => {
@@ -47,8 +45,6 @@ beforeAll(async () => {
     { kubernetes: true, env: { ACCESS_VERIFIER_URL: VERIFIER } },
   ));
   kube = cloud.kube!;
-  tenancy = await import('../../functions/core/tenancy.js');
-  access = await import('../../functions/core/access.js');
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
@@ -60,17 +56,13 @@ const authKeys = (o: Record<string, any>) =>
     k.startsWith(`${AUTH}auth-`),
   );
 
-/**
- * The application's access settings. PATCH /v1/preview/applications/{id} takes only the preview rules so
- * far (its strict body refuses `access` and `sleepAfterMinutes`), so they are set as `previewctl apps
- * update` sets them: the core's updateApplication, and the access key it creates with a protected setting.
- */
+/** The application's access settings, through the API as a user sets them (PATCH answers the application). */
 async function settings(s: { access: 'protected' | 'public'; sleepAfterMinutes: number }) {
-  await tenancy.updateApplication(org.orgId, applicationId, s);
-  if (s.access === 'protected') {
-    const { secretStore } = await import('../../functions/ports/registry/secret-store.js');
-    await access.ensureAccessKey(secretStore(), applicationId);
-  }
+  const res = await call(cloud, 'PATCH', `/v1/preview/applications/${applicationId}`, {
+    body: s,
+    headers: bearer(org),
+  });
+  expect([res.status, res.body]).toEqual([200, expect.objectContaining({ applicationId, ...s })]);
   const apps = await call(cloud, 'GET', '/v1/preview/applications', { headers: bearer(org) });
   expect(apps.body.applications).toEqual([expect.objectContaining({ applicationId, ...s })]);
 }

@@ -3,9 +3,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { accessKey } from '../../functions/core/access.js';
 import { findEnvironment } from '../../functions/core/environments.js';
 import { createApplication, getApplication, updateApplication } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
+import { secretStore } from '../../functions/ports/registry.js';
 import { pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';
 import { commitFiles, makeRepo, setBranch } from '../support/git.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
@@ -305,7 +307,12 @@ describe('PATCH /v1/preview/applications/{applicationId}', () => {
     const before = await getApplication(h.org.orgId, applicationId);
 
     for (const [body, error] of [
-      [{}, 'give at least one of skipLabel, requireLabel, paths, skipAuthors'],
+      [{}, 'give at least one of skipLabel, requireLabel, paths, skipAuthors, access, sleepAfterMinutes'],
+      [{ access: 'private' }, 'access must be one of protected, public'],
+      [{ sleepAfterMinutes: -1 }, 'sleepAfterMinutes must be a number of minutes from 0 (never)'],
+      [{ sleepAfterMinutes: 1e9 }, 'sleepAfterMinutes must be a number of minutes'],
+      [{ sleepAfterMinutes: '5' }, 'sleepAfterMinutes'],
+      [{ access: 'public', sleepAfterMinutes: -2 }, 'sleepAfterMinutes'],
       [{ paths: ['/abs/**'] }, 'paths: "/abs/**" must be relative to the repository root (no leading /)'],
       [{ skipAuthors: ['two words'] }, 'skipAuthors: "two words" is not a GitHub login'],
       [{ skipLabel: 7 }, 'skipLabel'],
@@ -325,5 +332,24 @@ describe('PATCH /v1/preview/applications/{applicationId}', () => {
     const missing = await patch({ skipLabel: '' }, h.org, 'no-such-application');
     expect([missing.status, missing.body]).toEqual([404, { error: 'application not found' }]);
     expect(await getApplication(h.org.orgId, applicationId)).toEqual(before);
+  });
+
+  test('sets the front door (issue 29): access and sleepAfterMinutes, listed; protecting makes the access key, never answered', async () => {
+    const key = () => accessKey(secretStore(), applicationId);
+    expect(await key()).toBeUndefined();
+    const ok = await patch({ access: 'protected', sleepAfterMinutes: 0.5 });
+    expect([ok.status, ok.body]).toEqual([
+      200,
+      expect.objectContaining({ applicationId, access: 'protected', sleepAfterMinutes: 0.5 }),
+    ]);
+    const made = await key();
+    expect(made).toMatch(/.{16,}/);
+    expect(JSON.stringify(ok.body)).not.toContain(made!);
+    const listed = await call(h, 'GET', `/v1/preview/applications?repo=${repo}`, { headers: bearer(h.org) });
+    expect(listed.body.applications[0]).toMatchObject({ access: 'protected', sleepAfterMinutes: 0.5 });
+    // Back to public and never asleep: the key stays (a later protect keeps its links' key).
+    const back = await patch({ access: 'public', sleepAfterMinutes: 0 });
+    expect(back.body).toMatchObject({ access: 'public', sleepAfterMinutes: 0 });
+    expect(await key()).toBe(made);
   });
 });
