@@ -1,23 +1,15 @@
 import { describe, expect, test } from '@jest/globals';
 import type { Environment } from '../../functions/core/environments.js';
 import { buildReport, renderComment } from '../../functions/core/pr-status.js';
+import { sampleEnvironment } from '../support/environments.js';
 
 /* Issue 29: a protected preview's PR comment carries each app's signed access link (never the key). */
 
-const env = (over: Partial<Environment> = {}): Environment => ({
-  orgId: 'org-1',
-  envKey: 'acme/shop#7',
-  repoFullName: 'acme/shop',
-  prNumber: 7,
-  status: 'ready',
-  createdAt: '2030-01-01T00:00:00.000Z',
-  updatedAt: '2030-01-01T00:01:00.000Z',
-  lastDeployAt: '2030-01-01T00:00:00.000Z',
-  urls: { web: 'https://web.pr-7.example.com', api: 'https://api.pr-7.example.com' },
-  generation: 3,
-  inputs: { headSha: 'a'.repeat(40), headRef: 'feature' },
-  ...over,
-});
+const env = (over: Partial<Environment> = {}): Environment =>
+  sampleEnvironment({
+    urls: { web: 'https://web.pr-7.example.com', api: 'https://api.pr-7.example.com' },
+    ...over,
+  });
 const links = {
   web: 'https://web.pr-7.example.com/__preview/access?token=v1.1900000000.w',
   api: 'https://api.pr-7.example.com/__preview/access?token=v1.1900000000.a',

@@ -2,7 +2,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import type { Environment } from '../../functions/core/environments.js';
 import { expiryOf } from '../../functions/core/expiry.js';
 import { buildReport, ownerTag, renderComment } from '../../functions/core/pr-status.js';
 import { normalizeDelivery, redeployRequestedDetail } from '../../functions/core/webhooks.js';
@@ -14,6 +13,7 @@ import { githubOutboxPath, OutboxRest } from '../../functions/ports/pr-status/lo
 import type { PrReport } from '../../functions/ports/pr-status/port.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import { parseEventFile } from '../../lib/local/bus.js';
+import { sampleEnvironment } from '../support/environments.js';
 
 /* The pure parts of previews that follow the pull request (issue 13). */
 
@@ -251,20 +251,7 @@ describe('EVENT.json', () => {
   });
 });
 
-const env = (over: Partial<Environment> = {}): Environment => ({
-  orgId: 'org-1',
-  envKey: 'acme/shop#7',
-  repoFullName: 'acme/shop',
-  prNumber: 7,
-  status: 'ready',
-  createdAt: '2030-01-01T00:00:00.000Z',
-  updatedAt: '2030-01-01T00:01:00.000Z',
-  lastDeployAt: '2030-01-01T00:00:00.000Z',
-  urls: { web: 'http://127.0.0.1:4001', api: 'http://127.0.0.1:4002' },
-  generation: 3,
-  inputs: { headSha: SHA, headRef: 'feature' },
-  ...over,
-});
+const env = sampleEnvironment;
 
 describe('the report on the pull request', () => {
   test('ready: success with the web URL; the comment lists every app', () => {
