@@ -167,6 +167,14 @@ export async function startCloud(
     kube,
     invoke,
     async stop() {
+      // The registry's warm browser (LambdaChromium, launched by a run) outlives the file otherwise: its
+      // Chromium kept Jest from exiting after the tier. Made if no run made it: a construction, no launch.
+      const registry = await import(
+        pathToFileURL(join(REPO_ROOT, 'functions/ports/registry/browser.ts')).href
+      );
+      await Promise.resolve()
+        .then(() => (registry.browser() as { stop?: () => Promise<void> }).stop?.())
+        .catch(() => undefined);
       await new Promise<void>((done) => {
         server.close(() => done());
         server.closeAllConnections();
