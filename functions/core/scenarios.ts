@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { ACCESS_COOKIE, type AccessScope, signAccessToken } from '../shared/access-token.js';
-import { ddb, table, updateIf } from '../shared/dynamo.js';
+import { ddb, table } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { maskSecrets } from '../shared/mask.js';
 import { accessKey } from './access.js';

@@ -8,7 +8,8 @@ import { workflows } from '../ports/registry/workflows.js';
 
 /**
  * Last step: `ready` with every app's URL (from the readiness callback) and the SHA now deployed; the
- * status goes to the pull request (a protected preview's comment with its signed access links), and the application's `run_on_preview` tests start against it.
+ * status goes to the pull request (a protected preview's comment with its signed access links), and the
+ * application's `run_on_preview` tests start against it.
  */
 export async function handler(input: StepInput & { ready: { urls: Record<string, string> } }) {
   const env = await loadCurrent(input);

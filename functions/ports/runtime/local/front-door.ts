@@ -287,10 +287,7 @@ export class FrontDoors {
     if (!door || !entry) return void socket.destroy();
     door.inflight++;
     door.lastRequestAt = Date.now();
-    let open = true;
     socket.once('close', () => {
-      if (!open) return;
-      open = false;
       door.inflight--;
       door.lastRequestAt = Date.now();
     });
