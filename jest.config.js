@@ -24,7 +24,11 @@ export default {
       displayName: 'unit',
       // @sparticuz/chromium unpacked once before the browser contract tests (issue 28).
       globalSetup: '<rootDir>/test/support/global-setup.ts',
-      testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/functions/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/test/unit/**/*.test.ts',
+        '<rootDir>/functions/**/*.test.ts',
+        '<rootDir>/lib/**/*.test.ts',
+      ],
     },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
