@@ -9,7 +9,7 @@ import {
 import { accessKey } from './access.js';
 
 /*
- * The access verifier of protected previews on EKS (issue 29): ingress-nginx asks it about every request
+ * The access verifier of protected previews on EKS: ingress-nginx asks it about every request
  * to a protected app (external auth, the Ingress's `auth-url`, eks/front-door.ts), with the environment in
  * the query (`org`, `env`, `app` = the application whose access key signs its tokens) and the visitor's
  * headers: its `Cookie`, and `X-Original-URL`, the URL asked for. 200 lets the request through, 401 refuses

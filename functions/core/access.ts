@@ -4,8 +4,8 @@ import { ACCESS_COOKIE, accessLink, signAccessToken } from '../shared/access-tok
 import { ValidationError } from '../shared/errors.js';
 
 /*
- * Who may open a preview, and when it sleeps (issue 29; docs/reference/configuration.md "Access and
- * sleep"). Per application: `access` (`protected`: a visitor needs the environment's signed link, whose
+ * Who may open a preview, and when it sleeps (the front door, docs/reference/access-and-sleep.md).
+ * Per application: `access` (`protected`: a visitor needs the environment's signed link, whose
  * cookie the front door checks; `public`: anyone who reaches it) and `sleepAfterMinutes` (idle minutes
  * before a PR preview is scaled to zero; 0 = never). The access key that signs the links lives in the
  * secret store under a reserved app name, never in a table, a response or a log.
@@ -106,7 +106,7 @@ export interface RunAccessCookie {
 }
 
 /**
- * Before a test run (issue 29): wake the run's environment when it sleeps (`wake`: the local runtime's;
+ * Before a test run: wake the run's environment when it sleeps (`wake`: the local runtime's;
  * absent in AWS, where the request itself wakes it), then the access cookies its browser carries when the
  * environment is protected: one per app origin of the environment, host-only (the browser port's
  * `addCookies` without a domain), so the browser never sends it to another origin. Nothing to configure.

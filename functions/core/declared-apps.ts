@@ -20,7 +20,7 @@ export async function declaredApps(orgId: string, repoFullName: string): Promise
 }
 
 /**
- * The `warning` of a secret write (issue 26, item 9): when environments of the application declare apps
+ * The `warning` of a secret write (a misspelt app name): when environments of the application declare apps
  * and none declares `app` (a misspelt name), a sentence naming the apps they declare; else undefined
  * (also for an application not linked to a repository, or none of whose environments read its
  * `preview.yaml` yet: nothing to compare with). The secret is saved either way.

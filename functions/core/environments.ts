@@ -45,10 +45,10 @@ export interface Environment {
   apps?: string[];
   /** The apps as the preview config declares them (what restarts and rebuilds run). */
   appSpecs?: Record<string, AppSpec>;
-  /** preview.yaml `factory`: the Environment Factory of scenario runs (issue 12). */
+  /** preview.yaml `factory`: the Environment Factory of scenario runs. */
   factory?: { app: string; path: string };
   /**
-   * The access its apps were last deployed with (issue 29; DeployApps): its links follow it, so a preview
+   * The access its apps were last deployed with (DeployApps): its links follow it, so a preview
    * deployed before its application was protected offers none until redeployed. Absent (older records):
    * the application's setting.
    */
@@ -72,7 +72,7 @@ export interface Environment {
   lastDeployAt?: string;
   /** Ordering key of the last source-host event acted on (core/source-order.ts): older ones are stale. */
   sourceEventAt?: string;
-  /** When the runtime scaled the environment to zero (phase `asleep`, issue 29); gone once it wakes. */
+  /** When the runtime scaled the environment to zero (phase `asleep`, the front door); gone once it wakes. */
   asleepAt?: string;
   /** Why the preview was torn down when its pull request stopped matching the application's rules. */
   teardownReason?: string;
@@ -98,7 +98,7 @@ export type PreviewStatus = Pick<
   /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
   fork?: true;
   /**
-   * A protected environment's way in (issue 29): app → signed, expiring link that sets its access cookie.
+   * A protected environment's way in: app → signed, expiring link that sets its access cookie.
    * Only in GET of one environment, only when its application is `protected`.
    */
   accessUrls?: Record<string, string>;
@@ -569,7 +569,7 @@ export async function listEnvironments(orgId: string): Promise<PreviewStatus[]> 
 
 /**
  * Record that a runtime put a ready environment to sleep (`asleepAt`: phase `asleep` and the time) or woke
- * it (undefined: both removed), issue 29. Only a `ready` environment with no other phase (a teardown's,
+ * it (undefined: both removed). Only a `ready` environment with no other phase (a teardown's,
  * a deploy's) is changed; otherwise nothing is written. The status stays `ready`.
  */
 export async function recordAsleep(

@@ -18,7 +18,7 @@ export interface ReportDeps {
   /** The latest test runs of an environment (default: `latestTestRuns`). */
   testRuns?: (env: Environment) => Promise<TestRunLine[]>;
   /**
-   * The signed access links of a protected, ready environment (issue 29: core/environments.ts
+   * The signed access links of a protected, ready environment (the front door: core/environments.ts
    * `environmentAccessUrls`), shown in its comment. Absent: none shown.
    */
   accessUrls?: (env: Environment) => Promise<Record<string, string> | undefined>;

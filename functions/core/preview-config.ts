@@ -65,7 +65,7 @@ const configSchema = z
         { when: () => true },
       ),
     ),
-    /** The Environment Factory of scenario runs (issue 12): an app of this file and a path on it. */
+    /** The Environment Factory of scenario runs: an app of this file and a path on it. */
     factory: z.optional(
       z.strictObject({
         app: z.string().check(z.regex(APP_NAME_RE, 'must be an app name')),

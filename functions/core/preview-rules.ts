@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { ValidationError } from '../shared/errors.js';
 
 /*
- * Which pull requests get a preview, per application (issue 27): a label that opts out (`skipLabel`,
+ * Which pull requests get a preview, per application (preview rules): a label that opts out (`skipLabel`,
  * default `no-preview`), a label that must be present (`requireLabel`, optional), path globs a pull
  * request must touch (`paths`, optional) and authors skipped (`skipAuthors`, default none). The webhook
  * and the Pull Request Updated consumer decide with `decide`; settings are read with `previewRulesOf`

@@ -27,7 +27,7 @@ import {
 } from './scenarios.js';
 
 /*
- * One attempt of a run (issue 28: a test may be retried): its scenario `up`, a browser session (a fresh
+ * One attempt of a run (a test may be retried): its scenario `up`, a browser session (a fresh
  * context: a video and a trace of its own), the first page, the steps, the media, and `down`. The
  * executor (run-executor.ts) runs attempts until one passes or the retries are spent.
  */
@@ -48,7 +48,7 @@ export interface AttemptInput {
   now: () => number;
   /** Values masked in outputs, URLs, events and the trace (scenario `up` adds the factory's secret). */
   masked: string[];
-  /** A protected preview's access cookies, each for its own app origin only (issue 29: core/access.ts). */
+  /** A protected preview's access cookies, each for its own app origin only (core/access.ts). */
   access?: RunAccessCookie[];
 }
 
@@ -115,7 +115,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     endedAt: new Date(now()).toISOString(),
   });
 
-  // Scenario data (issue 12): `up` before the browser opens; `down` once the steps ended.
+  // Scenario data: `up` before the browser opens; `down` once the steps ended.
   let scenario:
     | { state: ScenarioState; url: string; secret: string; up: UpAnswer; headers: Record<string, string> }
     | undefined;
@@ -130,7 +130,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   const down = async () => {
     if (scenario?.state.status !== 'up') return;
     const { state } = scenario;
-    // One sender (issue 24): a restart's recovery, MarkFailed or the sweep may have claimed it already.
+    // One `down` whoever races: a restart's recovery, MarkFailed or the sweep may have claimed it already.
     const mine = await claimDown(run.runId, `executor ${a.invocation}`).catch((err) => {
       log.warn('could not claim a scenario down', { runId: run.runId, error: (err as Error).name });
       return false;
@@ -139,7 +139,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     const started = now();
     try {
       // Locally the factory is called at its own port, past the front door: a preview that fell asleep
-      // during a quiet run is woken first (issue 29; absent in AWS, where the request wakes it).
+      // during a quiet run is woken first (`wake` is absent in AWS, where the request wakes it).
       if (target.envKey) await deps.wake?.({ orgId: run.orgId, envKey: target.envKey });
       await callFactory(scenario.url, scenario.secret, downPayload(state), mask, {
         ...deps.factory,

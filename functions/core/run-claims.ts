@@ -5,7 +5,7 @@ import { loadRun, updateRunIf } from './run-store.js';
 import { sendOwedDown } from './scenarios.js';
 
 /*
- * One executor per run attempt (issue 24, item 3). Step Functions retries the Execute task on a Lambda
+ * One executor per run attempt, even under retries. Step Functions retries the Execute task on a Lambda
  * service error, and the first invocation may still be running (or may have died after the scenario's
  * `up`): a retry must never run the steps again beside it, nor send a second `up`. So an executor first
  * claims the attempt with a lease (a conditional write of `executor` and `executorLeaseUntil`: its own

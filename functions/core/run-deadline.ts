@@ -1,7 +1,7 @@
 import { ENCODE_TIMEOUT_MS } from '../ports/browser/port.js';
 
 /*
- * How long a run's steps may go on (issue 24, item 2). After the last step the executor still closes the
+ * How long a run's steps may go on: the run's deadline. After the last step the executor still closes the
  * browser and encodes the video, uploads it, sends the scenario's `down` and writes the outcome; in AWS
  * all of that must fit in what is left of the executor Lambda's time (890 s; the Execute state's
  * TimeoutSeconds 900), or the Lambda is killed mid-way and the run ends `failed` by MarkFailed with its

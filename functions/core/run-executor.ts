@@ -32,11 +32,11 @@ export interface ExecuteDeps {
   invocationId?: string;
   /** How often a retried executor looks whether the first one ended the run (2 s unless changed: tests). */
   claimPollMs?: number;
-  /** Wake the run's environment if it sleeps (issue 29; local: the runtime's `wake`; AWS: absent). */
+  /** Wake the run's environment if it sleeps (the front door; local: the runtime's `wake`; AWS: absent). */
   wake?: (ref: { orgId: string; envKey: string }) => Promise<void>;
   /**
    * Where the service's own calls (the factory's `up`/`down`) reach each app of the run's environment
-   * (issue 29; local: the runtime's `serviceUrls`, the apps' own ports; AWS: absent, the public URLs).
+   * (local: the runtime's `serviceUrls`, the apps' own ports; AWS: absent, the public URLs).
    */
   serviceUrls?: (ref: { orgId: string; envKey: string }) => Promise<Record<string, string> | undefined>;
 }
@@ -48,7 +48,7 @@ export interface ExecuteInput {
 }
 
 /**
- * Words that make a variable's name say it holds a secret (issue 26): `PASSWORD`, `DB_PASS`, `API_TOKEN`,
+ * Words that make a variable's name say it holds a secret: `PASSWORD`, `DB_PASS`, `API_TOKEN`,
  * `CLIENT_SECRET`, `PRIVATE_KEY`, `AWS_CREDENTIALS`, `AUTH_HEADER`, `SESSION_COOKIE`… (any case, anywhere
  * in the name). The values of the others (`EMAIL`, `USERNAME`) show in outputs, URLs and traces.
  */
@@ -176,7 +176,7 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
   if (missing) return end(skipAll(run.steps), missing);
   const secrets = await secretValues(deps, run, input.target);
   if ('error' in secrets) return end(skipAll(run.steps), secrets.error);
-  // Issue 29: a sleeping preview is woken first; a protected one's access cookie, for its own origins only.
+  // A sleeping preview is woken first; a protected one's access cookie, for its own origins only.
   let access: RunAccessCookie[];
   try {
     access = await prepareRunAccess(deps, run.orgId, input.target);
@@ -192,7 +192,7 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
     : undefined;
   const target: RunTarget =
     service && Object.keys(service).length ? { ...input.target, serviceUrls: service } : input.target;
-  // Issue 28: a failed attempt with retries left runs again (fresh session, media and scenario tokens),
+  // Retries: a failed attempt with retries left runs again (fresh session, media and scenario tokens),
   // while the run's deadline leaves time for one; the last attempt's steps and media are the run's.
   const retries = Math.max(0, Math.min(3, run.retries ?? 0));
   const attempts: RunAttemptItem[] = [];
@@ -238,7 +238,7 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
 /** A retry starts only with this much of the run's time left (else the last failure stands). */
 const MIN_RETRY_MS = 5_000;
 
-/** What the run's record keeps of an attempt (issue 28). */
+/** What the run's record keeps of an attempt. */
 const attemptItem = (o: AttemptOutcome): RunAttemptItem => ({
   number: o.number,
   status: o.status,

@@ -240,7 +240,7 @@ export async function finishRun(
     error?: string;
     videoKey?: string;
     traceKey?: string;
-    /** Every attempt (issue 28), and whether a later one passed after a failure. */
+    /** Every attempt, and whether a later one passed after a failure. */
     attempts?: RunAttemptItem[];
     flaky?: boolean;
   },
@@ -293,11 +293,11 @@ export async function finishRun(
 }
 
 /**
- * Start the `run_on_preview` tests of an environment's application(s) now that it is ready (issue 11,
- * decision 7): for every application of the environment's organization linked to its repository, each
- * test in its `previewTestIds` that still belongs to it and still runs on previews gets a run with
- * `source: preview`, against this environment (`application_version_id` = its `environmentId`). Best
- * effort, never throws: failures are logged (per test; the others still start). Returns the new run ids.
+ * Start the `run_on_preview` tests of an environment's application(s) now that it is ready: for every
+ * application of the environment's organization linked to its repository, each test in its `previewTestIds`
+ * that still belongs to it and still runs on previews gets a run with `source: preview`, against this
+ * environment (`application_version_id` = its `environmentId`). Best effort, never throws: failures are
+ * logged (per test; the others still start). Returns the new run ids.
  */
 export async function startPreviewRuns(
   deps: { workflows: Workflows },

@@ -23,7 +23,7 @@ export interface RunFilters {
   testId?: string;
   folderId?: string;
   status?: RunStatus;
-  /** Only runs that passed after a failed attempt (issue 28: `flaky=true`); absent or false: all runs. */
+  /** Only runs that passed after a failed attempt (`flaky=true`); absent or false: all runs. */
   flaky?: boolean;
 }
 

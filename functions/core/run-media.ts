@@ -1,7 +1,7 @@
 import type { PageEvent } from '../ports/browser/port.js';
 
 /*
- * What a run attempt records besides its steps' outcomes (issue 28): each attempt's media under its own
+ * What a run attempt records besides its steps' outcomes: each attempt's media under its own
  * keys, and what the page reported during each step.
  */
 

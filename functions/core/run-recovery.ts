@@ -8,7 +8,7 @@ import { loadRun, type RunItem } from './run-store.js';
 import { type FactoryClientOptions, sendOwedDown } from './scenarios.js';
 
 /*
- * Runs nobody will end (issue 24, item 3): after the local server restarted (`recoverRuns`, every run left
+ * Runs nobody will end: after the local server restarted (`recoverRuns`, every run left
  * `pending` or `running`), and in AWS (`sweepStaleRuns`, the `runSweep` schedule: runs left so past their
  * time limit that no execution can still be running them: a MarkFailed that never ran, an execution
  * that ended while its run stayed `running`). Both end each such run `failed` with the reason and send the
@@ -51,7 +51,7 @@ export async function endAbandonedRun(
   opts: { by: string; factory?: FactoryClientOptions },
 ): Promise<boolean> {
   const failed = await failRun(runId, reason);
-  // A run abandoned after its scenario came up still owes the factory its `down` (issue 12).
+  // A run abandoned after its scenario came up still owes the factory its `down` (scenario data).
   if (deps.secrets) {
     const item = await loadRun(runId);
     if (item?.scenarioState)

@@ -15,7 +15,7 @@ import { TRACE_VIEWER_PATH } from './trace-viewer.js';
 export const reportPath = (runId: string): string => `/report/${encodeURIComponent(runId)}`;
 const REPORT_PATH_RE = /^\/report\/([A-Za-z0-9_-]{1,64})$/;
 
-/** Where the service serves the Playwright trace viewer (functions/core/trace-viewer.ts; issue 28). */
+/** Where the service serves the Playwright trace viewer (functions/core/trace-viewer.ts). */
 export { TRACE_VIEWER_PATH };
 
 /** The trace viewer opening the trace at `traceUrl` (a signed media URL), on the service's own origin. */
@@ -52,7 +52,7 @@ function duration(run: RunItem): string {
   return to !== undefined ? `${((to - from) / 1000).toFixed(1)} s` : '';
 }
 
-/** A step's console and network events (issue 28), as lines under its output. */
+/** A step's console and network events, as lines under its output. */
 function stepEventsHtml(s: RunItem['steps'][number]): string {
   const lines = [
     ...(s.console ?? []).map(
@@ -229,7 +229,7 @@ export async function serveRunReport(
 }
 
 /**
- * A retried run's attempts (issue 28): "passed on attempt 2 of 2 (flaky)", then each attempt's outcome
+ * A retried run's attempts: "passed on attempt 2 of 2 (flaky)", then each attempt's outcome
  * with its own video and trace. Nothing for a run of one attempt.
  */
 export function attemptsHtml(
@@ -255,7 +255,7 @@ export function attemptsHtml(
   return `<div class="meta" id="attempts"><span>${escapeHtml(summary)}</span><ul>${items.join('')}</ul></div>`;
 }
 
-/** The run's scenario provisioning (issue 12), one line: recipe, status, durations, errors. */
+/** The run's scenario provisioning, one line: recipe, status, durations, errors. */
 function scenarioLine(run: RunItem): string {
   const s = readScenarioState(run.scenarioState);
   if (!s) return '';

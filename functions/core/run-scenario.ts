@@ -41,7 +41,7 @@ export function previewCookies<C extends { name: string; domain?: string }>(
 }
 
 /**
- * Where the run's factory calls go, and the headers they carry (issue 29): the factory app's address for
+ * Where the run's factory calls go, and the headers they carry: the factory app's address for
  * the service's own calls (`serviceUrls`: locally its own port, behind no front door), else its public
  * URL, with the access cookie of a protected preview when one is for that URL's origin (only there).
  */
@@ -63,7 +63,7 @@ export function factoryRoute(
 }
 
 /**
- * Provision a run's scenario (issue 12): the factory (preview.yaml `factory`, else the application's
+ * Provision a run's scenario (scenario data): the factory (preview.yaml `factory`, else the application's
  * setting) must be configured and an app of the environment; load the recipe; send the signed `up` with
  * the recipe's graph, tokens substituted (a retry's `testRunId` is `<run id>-<attempt>`), to the factory
  * app's service address, or to its public URL with the preview's access cookie (factoryRoute); record it
@@ -83,7 +83,7 @@ export async function provision(
 > {
   const ref = run.scenario!;
   const label = `scenario "${ref.recipe}" (setup ${ref.setupId})`;
-  // Each attempt its own tokens (issue 28), so a retry never meets the data of the attempt before.
+  // Each attempt its own tokens (retries), so a retry never meets the data of the attempt before.
   const testRunId = attempt > 1 ? `${run.runId}-${attempt}` : run.runId;
   const state: ScenarioState = {
     setupId: ref.setupId,

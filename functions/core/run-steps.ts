@@ -89,7 +89,7 @@ export function navigateUrl(url: string, target: Pick<RunTarget, 'url' | 'appUrl
 }
 
 /**
- * The origins a run's browser may load (issue 23): its environment's app URLs and its application's
+ * The origins a run's browser may load (run confinement): its environment's app URLs and its application's
  * allowed origins, as Prepare resolved them; a target prepared before they were recorded gets its app
  * URLs only.
  */

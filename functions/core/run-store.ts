@@ -30,7 +30,7 @@ export interface RunStepItem {
   /** Storage key of the step's screenshot (media store), once taken. */
   imageKey?: string;
   /**
-   * What the page reported during the step (issue 28; core/run-media.ts): console errors and warnings and
+   * What the page reported during the step (core/run-media.ts): console errors and warnings and
    * page errors, failed or 4xx/5xx requests, masked, at most MAX_STEP_EVENTS; `eventsDropped` past that.
    */
   console?: ConsoleEvent[];
@@ -68,9 +68,9 @@ export interface RunItem {
   applicationVersion?: ApplicationVersion;
   stepTimeoutSeconds?: number;
   runTimeoutSeconds?: number;
-  /** Copied from the test: how many times a failed attempt is run again (issue 28; absent: none). */
+  /** Copied from the test: how many times a failed attempt is run again (absent: none). */
   retries?: number;
-  /** Every attempt once the run ended (issue 28): the last one's steps and media are the run's. */
+  /** Every attempt once the run ended: the last one's steps and media are the run's. */
   attempts?: RunAttemptItem[];
   /** A later attempt passed after an earlier one failed (the run is `passed`). */
   flaky?: boolean;
@@ -80,7 +80,7 @@ export interface RunItem {
   attempt?: string;
   /**
    * The Step Functions execution whose Prepare set `attempt`, and the target it resolved: a retry of that
-   * Prepare whose first write landed hands Execute the same attempt (issue 24).
+   * Prepare whose first write landed hands Execute the same attempt (idempotent under retries).
    */
   preparedBy?: string;
   target?: RunTarget;
@@ -90,9 +90,9 @@ export interface RunItem {
   steps: RunStepItem[];
   /** Storage key of the run's video (media store), once stored. */
   videoKey?: string;
-  /** Storage key of the run's Playwright trace (a zip the trace viewer opens), once stored (issue 28). */
+  /** Storage key of the run's Playwright trace (a zip the trace viewer opens), once stored. */
   traceKey?: string;
-  /** The test's scenario when the run started (issue 12), and what its provisioning did. */
+  /** The test's scenario when the run started (scenario data), and what its provisioning did. */
   scenario?: ScenarioRef;
   scenarioState?: unknown;
   /** `<createdAt>#<runId>`: the sort key of every index (newest first when read backwards). */
@@ -100,14 +100,14 @@ export interface RunItem {
   testKey: string;
   folderKey: string;
   statusKey: string;
-  /** Absent on runs stored before issue 14 until backfilled (the local server does at start). */
+  /** Absent on runs older than the per-filter listing indexes until backfilled at the local server's start. */
   testStatusKey?: string;
   folderStatusKey?: string;
   /** `keys.runs.flaky(orgId)` on a run that ended flaky, and only there (the sparse `listFlaky` index). */
   flakyKey?: string;
 }
 
-/** One attempt of a run (issue 28), kept in its record once the run ended. */
+/** One attempt of a run (a retried test has several), kept in its record once the run ended. */
 export interface RunAttemptItem {
   number: number;
   status: 'passed' | 'failed';
@@ -136,15 +136,15 @@ export interface RunTarget {
   urls?: Record<string, string>;
   factory?: FactoryLocation;
   /**
-   * The origins the run's browser may load (issue 23): the app URLs' and the application's
+   * The origins the run's browser may load (run confinement): the app URLs' and the application's
    * `allowedOrigins` (`shared/origins.ts`, `runOrigins`).
    */
   origins?: string[];
-  /** The environment's key, and whether its application protects it (issue 29: core/access.ts). */
+  /** The environment's key, and whether its application protects it (the front door: core/access.ts). */
   envKey?: string;
   access?: AccessMode;
   /**
-   * Where the service's own calls reach each app (issue 29): set by the executor from its runtime
+   * Where the service's own calls reach each app (past the front door): set by the executor from its runtime
    * (local: the apps' own ports, behind no front door); absent: `urls`. Never shown to the browser.
    */
   serviceUrls?: Record<string, string>;
@@ -192,6 +192,6 @@ export const mediaKeys = {
     `runs/${run.orgId}/${run.runId}/step-${String(index + 1).padStart(3, '0')}-${stepId}.png`,
   video: (run: Pick<RunItem, 'orgId' | 'runId'>, extension: string) =>
     `runs/${run.orgId}/${run.runId}/video.${extension}`,
-  /** The run's Playwright trace (issue 28). */
+  /** The run's Playwright trace. */
   trace: (run: Pick<RunItem, 'orgId' | 'runId'>) => `runs/${run.orgId}/${run.runId}/trace.zip`,
 };

@@ -9,8 +9,9 @@ import { runEnvironmentOf } from './run-environment.js';
 import type { RunItem, RunTarget } from './run-store.js';
 
 /*
- * Where a run goes (issue 11, decision 1): the environment and app its test names, resolved by Prepare
+ * Where a run goes: the environment and app its test names, resolved by Prepare
  * into a `RunTarget` (first page, app URLs, the origins its browser may load, the Environment Factory).
+ * For users: docs/reference/tests-and-runs.md, "What a run runs against".
  */
 
 /** The app URL plus a path, as written (`/form` → `http://host:port/form`). */
@@ -37,7 +38,7 @@ async function findEnvironmentById(
 }
 
 /**
- * Resolve what a run runs against (issue 11, decision 1): the test's application; the environment the
+ * Resolve what a run runs against: the test's application; the environment the
  * run's `application_version_id` names (an `environmentId` of that application), or else the
  * application's main-branch environment (0); it must be `ready`; the app named by
  * `application_version.name` in its `urls`, plus `application_version.path`. Otherwise the error says

@@ -27,7 +27,7 @@ export interface RunStepView {
   element: StepElement;
   image: string | null;
   /**
-   * What the page reported during the step (issue 28), masked and bounded: `console` (errors, warnings,
+   * What the page reported during the step, masked and bounded: `console` (errors, warnings,
    * page errors) and `network` (failed or 4xx/5xx requests); present when there was any.
    */
   metadata?: {
@@ -51,7 +51,7 @@ export interface TestRunView {
   folder: Folder;
   video_url: string | null;
   /**
-   * The run's Playwright trace (issue 28), a signed link like `video_url`: present with `media=true`; null
+   * The run's Playwright trace, a signed link like `video_url`: present with `media=true`; null
    * before it is stored, and on a list page read without `steps=true` (the listing indexes carry no trace).
    */
   trace_url?: string | null;
@@ -96,7 +96,7 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       source: run.source,
       ...(run.applicationVersionId !== undefined ? { application_version_id: run.applicationVersionId } : {}),
       ...scenarioMetadata(readScenarioState(run.scenarioState)),
-      // Issue 28: how many attempts a retried test took, and whether it passed after a failure. Only
+      // Retries: how many attempts a retried test took, and whether it passed after a failure. Only
       // on a run read whole (GET /run/{id}, GET /run with steps=true), and `flaky` on a page of
       // GET /run?flaky=true (its sparse index projects it): the other listing indexes project neither.
       ...(run.attempts?.length ? { attempts: run.attempts.length } : {}),

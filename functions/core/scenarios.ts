@@ -10,9 +10,10 @@ import { testRunShortId } from './recipes.js';
 import { updateRunIf } from './run-store.js';
 
 /*
- * Scenario data for a run (issue 12, README "Scenario data"): a test names a scenario recipe; before its
- * steps the run sends the application's Environment Factory a signed `up` with the recipe's graph, tokens
- * substituted; applies the auth it answers to the browser; and sends `down` once the steps ended.
+ * Scenario data for a run (docs/reference/tests-and-runs.md, "Scenario data"): a test names a scenario
+ * recipe; before its steps the run sends the application's Environment Factory a signed `up` with the
+ * recipe's graph, tokens substituted; applies the auth it answers to the browser; and sends `down` once the
+ * steps ended.
  */
 
 /** What a test names (tests file `scenario`). */
@@ -157,7 +158,7 @@ export async function loadScenarioRecipe(
 }
 
 /**
- * Import check (issue 12, decision 1): a problem `[i].scenario: …` for each test whose scenario names
+ * Import check (tests name scenarios): a problem `[i].scenario: …` for each test whose scenario names
  * nothing of the organization (the caller answers them all in one 400).
  */
 export async function scenarioRefProblems(
@@ -194,7 +195,7 @@ export interface FactoryClientOptions {
   backoffMs?: number;
   fetch?: typeof fetch;
   now?: () => number;
-  /** Extra request headers: a protected preview's access cookie (issue 29), never quoted in an error. */
+  /** Extra request headers: a protected preview's access cookie, never quoted in an error. */
   headers?: Record<string, string>;
 }
 
@@ -238,7 +239,7 @@ export async function callFactory(
         method: 'POST',
         headers,
         body,
-        // Never followed (issue 23): a 303 would have the service fetch and quote whatever it names, a
+        // Never followed (run confinement): a 303 would have the service fetch and quote whatever it names, a
         // 307/308 would forward the signed body and its x-signature there.
         redirect: 'manual',
         signal: AbortSignal.timeout(Math.max(1, Math.min(timeoutMs, started + retryMs + timeoutMs - now()))),
@@ -332,7 +333,7 @@ export interface ScenarioState {
   testRunShortId: string;
   factoryUrl?: string;
   /**
-   * The protected environment whose access cookie the factory calls carry (issue 29: its public URL,
+   * The protected environment whose access cookie the factory calls carry (the front door: its public URL,
    * in AWS): an owed `down` sent later signs a fresh one. Never the token itself.
    */
   factoryAccess?: AccessScope;
@@ -379,7 +380,7 @@ export function readScenarioState(raw: unknown): ScenarioState | undefined {
   return s;
 }
 
-/** The run's `metadata` fields of its scenario (issue 12, decision 5). */
+/** The run's `metadata` fields of its scenario: what its provisioning did. */
 export function scenarioMetadata(state: ScenarioState | undefined): Record<string, unknown> {
   if (!state) return {};
   return {
@@ -415,7 +416,7 @@ export function factoryUrl(
 }
 
 /**
- * Take the right to send a run's `down` (issue 24, item 4): a conditional write of `downClaim` while its
+ * Take the right to send a run's `down` (one, whoever races): a conditional write of `downClaim` while its
  * scenario is `up` and nobody claimed it. The executor, MarkFailed, the local recovery after a restart
  * and the AWS sweep each claim before sending, so the factory gets one `down` whoever races; a sender
  * that dies after claiming leaves the record `up` with the claim (at most once, never twice).
@@ -431,7 +432,7 @@ export async function claimDown(runId: string, by: string): Promise<boolean> {
 }
 
 /**
- * Give back the `down` claim of a run whose attempt sent its `down` (issue 28): its retry provisions a
+ * Give back the `down` claim of a run whose attempt sent its `down` (retries): its retry provisions a
  * fresh scenario whose `down` is claimed anew. Only while the run is still `running` under `attempt`.
  */
 export async function releaseDownClaim(runId: string, attempt: string): Promise<boolean> {

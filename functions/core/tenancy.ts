@@ -71,12 +71,12 @@ export interface Application extends AccessSettings, PreviewRuleSettings {
   deployDrafts?: boolean;
   /** Hours without a deploy after which a PR environment is torn down; 0 = never. @default 72 */
   ttlHours?: number;
-  /** The Environment Factory of scenario runs (issue 12; preview.yaml `factory` wins over these). */
+  /** The Environment Factory of scenario runs (preview.yaml `factory` wins over these). */
   factoryApp?: string;
   factoryPath?: string;
   /**
    * Origins (`https://login.example.com`) a test run's browser may load besides the preview's own app
-   * URLs: an identity provider, a CDN (issue 23; `parseAllowedOrigins`). @default none
+   * URLs: an identity provider, a CDN (run confinement; `parseAllowedOrigins`). @default none
    */
   allowedOrigins?: string[];
 }

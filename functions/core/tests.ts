@@ -59,14 +59,14 @@ export interface TestItem {
   /** Per-step and per-run timeouts of this test, when the file sets them (else the service defaults). */
   stepTimeoutSeconds?: number;
   runTimeoutSeconds?: number;
-  /** How many times a failed run is attempted again (issue 28: 0–3; absent: 0). */
+  /** How many times a failed run is attempted again (0–3; absent: 0). */
   retries?: number;
   applicationVersion: ApplicationVersion;
   variables: Record<string, string>;
   /** Variables the file marks secret (`secret_variables`): masked in outputs whatever their names. */
   secretVariables?: string[];
   steps: TestStepItem[];
-  /** The scenario provisioned through the Environment Factory before each run (issue 12). */
+  /** The scenario provisioned through the Environment Factory before each run. */
   scenario?: ScenarioRef;
 }
 
@@ -113,7 +113,7 @@ const testSchema = z.object({
   application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z._default(z.record(nonEmpty(256), text(10_000)), {}),
-  // Names of `variables` whose values are masked in outputs whatever the name says (issue 26).
+  // Names of `variables` whose values are masked in outputs whatever the name says.
   secret_variables: z.optional(z.array(nonEmpty(256)).check(z.maxLength(1000))),
   steps: z.array(stepSchema).check(z.maxLength(500, 'must have at most 500 steps')),
   scenario: z.optional(

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { pages } from '../manifest/routes.js';
 
 /*
- * The Playwright trace viewer's files (issue 28): the static app that ships inside playwright-core
+ * The Playwright trace viewer's files: the static app that ships inside playwright-core
  * (`lib/vite/traceViewer`), served by the service from its own origin at `/trace-viewer/`: locally by
  * lib/local/trace-viewer.ts, in AWS by the `traceViewer` page (functions/api/runs/trace-viewer.ts), whose
  * Lambda gets the folder copied beside its bundle (`files` of the page in functions/manifest/routes.ts).

@@ -145,7 +145,7 @@ export const routes = {
     entry: 'functions/api/applications/update.ts',
     auth: 'apiKey',
     // tenancy: the repository link is recorded again (`updateApplication`); secrets: the access key is
-    // made when `access` is set and the application has none (issue 29).
+    // made when `access` is set and the application has none (the front door).
     access: { tables: { applications: 'RW', tenancy: 'RW' }, secrets: 'RW' },
   },
   listEnvironments: {
@@ -322,7 +322,7 @@ export const pages = {
     access: { tables: { runs: 'R' }, media: 'R' },
   },
   /**
-   * The Playwright trace viewer (issue 28): the static app of playwright-core, which opens a run's trace
+   * The Playwright trace viewer: the static app of playwright-core, which opens a run's trace
    * from its signed media URL in the browser. No data, no credentials, no grant: it reads its own files
    * (functions/core/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).
    */

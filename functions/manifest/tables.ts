@@ -149,7 +149,7 @@ export const tables = {
       byCreated('pageTestStatus', 'testStatusKey', { include: ['orgId', ...RUN_LISTING] }),
       byCreated('pageFolderStatus', 'folderStatusKey', { include: ['orgId', ...RUN_LISTING] }),
       /**
-       * Sparse (issue 28): only a run that passed after a failed attempt has `flakyKey`, so this holds an
+       * Sparse (flaky runs): only a run that passed after a failed attempt has `flakyKey`, so this holds an
        * org's flaky runs and nothing else. Added, not a projection change of the indexes above (changing
        * an index's projection replaces it, and CloudFormation adds or drops one index per update): both
        * the listing and the page index of `flaky=true`, carrying what a page shows.

@@ -107,7 +107,7 @@ export const workflows = {
       RunExecuteFunctionArn: {
         entry: 'functions/steps/run-execute.ts',
         // The browser Lambda: x86_64, >= 2 GB, 15 min, @sparticuz/chromium and ffmpeg (see `browser`).
-        // recipes: the scenario a test names (issue 12).
+        // recipes: the scenario a test names (scenario data).
         // media: 'W': it stores screenshots and videos; it mints no URL and signs no link.
         access: { tables: { runs: 'RW', recipes: 'R' }, secrets: 'R', media: 'W', browser: true },
       },

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /*
- * Access to a protected preview (issue 29): a token per environment, signed with its application's access
+ * Access to a protected preview: a token per environment, signed with its application's access
  * key (core/access.ts keeps the key in the secret store). The same token is the link's `token` query and
  * the cookie's value, so a link opened once lets its browser in until the token expires. Rotating the key
  * refuses every token signed before. The token names no secret: `v1.<expires>.<sig>`, where `sig` is the

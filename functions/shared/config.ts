@@ -202,7 +202,7 @@ export interface EksConfig {
   tlsSecretName?: string;
   allowFromCidrs?: string[];
   systemNamespace?: string;
-  /** The access verifier a protected app's Ingress asks (issue 29; eks/front-door.ts). */
+  /** The access verifier a protected app's Ingress asks (the front door: eks/front-door.ts). */
   verifierUrl?: string;
 }
 

@@ -1,11 +1,11 @@
 import { isIP } from 'node:net';
 
 /*
- * What a test run's browser may reach (issue 23, README "What a run may reach"): `http:`/`https:` URLs
- * whose origin is one of the run's environment's app URLs, or one of the origins its application allows
- * (`allowedOrigins`, `previewctl apps update --allow-origin`), and nothing else. The rule is by exact
- * origin (scheme, host and port): locally every app URL is on 127.0.0.1, so another port there (the
- * control plane, another organization's app) is another origin, refused.
+ * What a test run's browser may reach (docs/reference/tests-and-runs.md, "What a run may reach"):
+ * `http:`/`https:` URLs whose origin is one of the run's environment's app URLs, or one of the origins its
+ * application allows (`allowedOrigins`, `previewctl apps update --allow-origin`), and nothing else. The rule
+ * is by exact origin (scheme, host and port): locally every app URL is on 127.0.0.1, so another port there
+ * (the control plane, another organization's app) is another origin, refused.
  */
 
 /** How many origins an application may allow. */

@@ -28,7 +28,7 @@ export const prPath = z
 
 /*
  * Keys a caller chooses (secret keys, test variable names, runtime_metadata names, JSON member names,
- * query and header names) that are Object property names. The rule (issue 8, finding 4):
+ * query and header names) that are Object property names. The rule (hardening: user-chosen keys):
  * - `__proto__` is refused with a 400 wherever a caller names a key: a secret key (`envVarKey`, and again
  *   in core/secrets.ts), a JSON object member anywhere in a request body (api/route.ts, so also a
  *   runtime_metadata name) or in a tests file (core/tests.ts). Nothing is stored. It is the one name a

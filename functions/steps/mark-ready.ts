@@ -19,7 +19,7 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     'error',
     'stoppedApps',
   ]);
-  // A protected preview's comment carries its signed access links (issue 29).
+  // A protected preview's comment carries its signed access links (the front door).
   await reportStatus(
     { prStatus: prStatus(), accessUrls: (e) => environmentAccessUrls(e, e.urls ?? {}, secretStore()) },
     rest,

@@ -35,7 +35,7 @@ export async function handler(
         // Locally the run's own limit applies alone (the local engine's context is no Lambda's).
         ...(c.mode === 'aws' && context ? { remainingMs: () => context.getRemainingTimeInMillis() } : {}),
         ...(context?.awsRequestId ? { invocationId: context.awsRequestId } : {}),
-        // Locally a sleeping preview is woken first (issue 29); in AWS the request wakes it.
+        // Locally a sleeping preview is woken first (the front door); in AWS the request wakes it.
         ...(c.mode === 'local'
           ? {
               wake: (ref: { orgId: string; envKey: string }) => wakeRuntime().wake(ref),

@@ -4,7 +4,7 @@ import { secretStore } from '../../ports/registry/secret-store.js';
 import { ACCESS_PATH } from '../../shared/access-token.js';
 
 /**
- * The access verifier (issue 29), behind a Lambda function URL: ingress-nginx's external auth of protected
+ * The front door's access verifier, behind a Lambda function URL: ingress-nginx's external auth of protected
  * previews on EKS asks it about each visitor (core/access-verify.ts). Thin: the event in, the answer out.
  * A function URL's payload carries the `Cookie` header in `cookies` and takes `Set-Cookie`s the same way.
  * A request for ACCESS_PATH itself is a visitor's opened link (the app's access Ingress routes it here):

@@ -10,7 +10,7 @@ const label = z.string().check(z.maxLength(255));
 const list = z.array(z.string().check(z.maxLength(1000))).check(z.maxLength(1000));
 /**
  * The preview rules (core/preview-rules.ts, which checks them further: labels, globs, logins, counts).
- * `""` turns a label rule off, `[]` empties a list. The front door (issue 29, core/access.ts, which checks
+ * `""` turns a label rule off, `[]` empties a list. The front door (core/access.ts, which checks
  * them further): `access` protected|public, `sleepAfterMinutes` 0 (never) to a week, decimals allowed.
  * Strict: an unknown member is a 400, not ignored.
  */
@@ -30,8 +30,8 @@ const body = z
   );
 
 /**
- * PATCH /v1/preview/applications/{applicationId}: change which pull requests get a preview (issue 27) and
- * its previews' front door (issue 29): what `previewctl apps update --skip-label … --require-label …
+ * PATCH /v1/preview/applications/{applicationId}: change which pull requests get a preview and
+ * its previews' front door (access and sleep): what `previewctl apps update --skip-label … --require-label …
  * --paths … --skip-authors … --access … --sleep-after-minutes …` sets. Answers the application as the
  * listing shows it. 404 for another organization's application; a 400 names the bad field, and nothing is
  * stored. Setting `access` makes sure the application has its access key (which signs its previews'

@@ -22,7 +22,7 @@ const query = z.object({
     )
     .register(z.globalRegistry, {
       description:
-        'Additive (issue 28): `true` keeps only the flaky runs, those that passed after a failed attempt ' +
+        'Additive: `true` keeps only the flaky runs, those that passed after a failed attempt ' +
         '(a test with `retries`); they carry `metadata.flaky: true`. `false` or absent: every run. Combines ' +
         'with test, folder and status.',
     }),

@@ -12,7 +12,7 @@ import { log } from '../../shared/log.js';
 import { stagePath } from '../stage.js';
 
 /**
- * GET /trace-viewer/{proxy+}: a file of the Playwright trace viewer (issue 28), which the run report links
+ * GET /trace-viewer/{proxy+}: a file of the Playwright trace viewer, which the run report links
  * each run and step to (`index.html?trace=<signed trace URL>`). In AWS this handler sits behind that route
  * with no authorizer (the files hold no data; the trace's own URL is signed and expires); its Lambda has
  * the viewer's folder beside its bundle. Locally lib/local/trace-viewer.ts serves the same files.

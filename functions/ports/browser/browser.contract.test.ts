@@ -91,7 +91,7 @@ function browserContract(name: string, make: () => Browser) {
         );
         expect(duration).toBeGreaterThan(0);
         expect(Math.abs(duration * 1000 - video!.durationMs)).toBeLessThan(1_000);
-        // As long as the browser session (issue 26): from its opening to its close, within a frame or so.
+        // As long as the browser session: from its opening to its close, within a frame or so.
         expect(duration * 1000).toBeGreaterThanOrEqual(closing - opened - 200);
         expect(duration * 1000).toBeLessThan(closing - opened + 1_500);
       }
@@ -119,7 +119,7 @@ function browserContract(name: string, make: () => Browser) {
 }
 
 /**
- * Issue 23: a session loads only its allowed origins. `base` is allowed; `other` (another port on
+ * Run confinement: a session loads only its allowed origins. `base` is allowed; `other` (another port on
  * loopback: the control plane, another organization's app) answers a secret to anything that reaches it,
  * and 127.0.0.1:9001 stands for the Lambda Runtime API. Each probe is refused by the browser and named
  * by its origin; neither ever receives a request.

@@ -5,7 +5,7 @@ import { BrowserPool, type LaunchSpec } from './warm-browser.js';
 
 /**
  * @sparticuz/chromium's flags that loosen what a page may do, left out: a run's pages are confined to
- * their preview (issue 23), and these would let a page read other origins (`--disable-web-security`),
+ * their preview (run confinement), and these would let a page read other origins (`--disable-web-security`),
  * load http into https pages, or share a process with another site.
  */
 export const LOOSENING_FLAGS = new Set([
@@ -17,7 +17,7 @@ export const LOOSENING_FLAGS = new Set([
 /**
  * @sparticuz/chromium's `--single-process`, left out too: a single-process Chromium cannot open a second
  * browser context once the first closed ("Target page, context or browser has been closed"), and the
- * warm browser opens a fresh context per run (issue 28); the multi-process browser runs in Lambda with
+ * warm browser opens a fresh context per run; the multi-process browser runs in Lambda with
  * the flags that remain (`--no-zygote`, `--disable-dev-shm-usage`, no sandbox).
  */
 export const WARM_INCOMPATIBLE_FLAGS = new Set(['--single-process']);

@@ -9,7 +9,7 @@ import { hostPort, navigationRefused, originAllowed, requestRefused } from '../.
 export const NO_PROXY = 'http://127.0.0.1:1';
 
 /**
- * The session's confinement (issue 23), enforced by the browser in two layers:
+ * The session's confinement (a run reaches only its preview), enforced by the browser in two layers:
  * - the connection layer: Chromium's proxy settings send every connection to the dead `NO_PROXY`
  *   except those to an allowed origin's host:port (`<-loopback>` makes loopback go through the proxy
  *   too, where Chromium would otherwise always connect directly): whatever makes it (a page, a redirect

@@ -176,7 +176,7 @@ class PlaywrightSession implements BrowserSession {
   /**
    * The viewport as a PNG, through CDP's `Page.captureScreenshot` with `optimizeForSpeed` (a faster PNG
    * encoder): a third of the time of Playwright's `page.screenshot`, which has no such option; a step's
-   * screenshot was a fifth of a warm run (issue 28).
+   * screenshot was a fifth of a warm run.
    */
   async screenshot(timeoutMs: number): Promise<Buffer> {
     let timer: NodeJS.Timeout | undefined;

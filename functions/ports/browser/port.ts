@@ -16,7 +16,7 @@ export interface SessionOptions {
    */
   trace?: boolean;
   /**
-   * The only origins (`scheme://host[:port]`) the session may load anything from (issue 23: the run's
+   * The only origins (`scheme://host[:port]`) the session may load anything from (run confinement: the run's
    * app URLs and its application's allowed origins; `shared/origins.ts`). Every other navigation,
    * redirect hop, subresource, popup, worker request and WebSocket is refused by the browser itself, and
    * `file:`, `chrome:`, `view-source:`, `data:` documents with them; no downloads, no service workers.
@@ -40,7 +40,7 @@ export interface Video {
 }
 
 /**
- * What the page reported during a step (issue 28): console errors and warnings, uncaught page errors,
+ * What the page reported during a step: console errors and warnings, uncaught page errors,
  * and requests that failed or were answered 4xx/5xx. Bounded: at most `MAX_STEP_EVENTS` per step (the
  * rest counted in `dropped`), each text at most `MAX_EVENT_TEXT` characters.
  */
@@ -93,7 +93,7 @@ export interface BrowserSession {
   takeRefusal(): string | undefined;
   /** The cause, once the browser died under the session (a crash, a kill); undefined while it lives. */
   crashed(): string | undefined;
-  /** Send these headers with every request of the session (scenario auth, issue 12). */
+  /** Send these headers with every request of the session (scenario auth from the Environment Factory). */
   setExtraHTTPHeaders?(headers: Record<string, string>): Promise<void>;
   /** Add cookies to the session; one without a domain is set for `url`'s host. */
   addCookies?(cookies: SessionCookie[], url: string): Promise<void>;

@@ -11,8 +11,8 @@ const VIDEO_FPS = 10;
  * The video of a session, from Chrome's screencast (CDP `Page.startScreencast`), encoded while the session
  * runs: ffmpeg starts with the session and reads JPEG frames from a pipe at a steady 10 per second, each
  * the page's latest painted frame (repeated while nothing changes on the page, the first one back to the
- * moment the session opened), so the H.264 MP4 is as long as the browser session (issue 26) and closing
- * the session only waits for the last frames' encoding, not the whole video's (issue 28: it was a fifth
+ * moment the session opened), so the H.264 MP4 is as long as the browser session and closing
+ * the session only waits for the last frames' encoding, not the whole video's (that was a fifth
  * of a warm run). Playwright's own `recordVideo` needs a Playwright-built ffmpeg that cannot be downloaded
  * offline; this needs only a system ffmpeg.
  */

@@ -9,7 +9,7 @@ import { readZip } from './trace-zip.js';
 import { RunQueue } from './warm-browser.js';
 
 /*
- * Issue 28, for real against both adapters: a browser stays warm between sessions, each session is a
+ * Warm browsers, for real against both adapters: a browser stays warm between sessions, each session is a
  * fresh context (no cookie of another, concurrent or earlier), a killed browser fails only the session in
  * flight and the next one gets a new browser; a session records a masked trace holding its steps' actions,
  * and reports the page's console errors and failed requests.

@@ -21,7 +21,7 @@ export interface WarmBrowser {
 }
 
 /**
- * Warm browsers (issue 28): launching Chromium is most of what a short run costs, so a browser outlives
+ * Warm browsers: launching Chromium is most of what a short run costs, so a browser outlives
  * its run. Each run takes a browser of the pool (an idle one, else a new launch), opens a fresh context in
  * it (nothing shared between runs: cookies, storage, cache, permissions live in the context) and gives it
  * back when its context closed; up to `keep` idle browsers are kept (the local server: one per parallel
@@ -118,7 +118,7 @@ export class BrowserPool {
 }
 
 /**
- * Turns of the local server's runs (issue 28): up to `size` at once, the others wait in the order they
+ * Turns of the local server's runs (warm browsers): up to `size` at once, the others wait in the order they
  * asked. `stop` refuses the waiting ones and any later ask.
  */
 export class RunQueue {

@@ -19,7 +19,7 @@ import type { BundleRef, SecretStore } from './port.js';
  *
  * A write is synchronous: a bundle is at most 64 KB, and its steps block for about 0.1 ms, where the same
  * steps through the thread pool (open, write, close, renames: a round trip each, sharing the pool with
- * dynalite's LevelDB) took 1–2.5 ms of every secret upsert of the local server (issue 14: sequential
+ * dynalite's LevelDB) took 1–2.5 ms of every secret upsert of the local server (measured on sequential
  * upserts). Reads stay asynchronous. Callers serialize writers of one bundle (port.ts).
  */
 export class LocalSecretStore implements SecretStore {

@@ -15,7 +15,7 @@ import { GitSourceHost } from './local-git.js';
 
 /*
  * What the local git source host does beyond the SourceHost contract (source-host.contract.test.ts):
- * a checkout can be cancelled, and settles only once git is gone (issue 8, finding 6: a teardown removed a
+ * a checkout can be cancelled, and settles only once git is gone (a teardown racing a clone once removed a
  * working copy git was still writing, ENOTEMPTY); its errors name no path of this machine.
  */
 

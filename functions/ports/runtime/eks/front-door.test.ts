@@ -6,7 +6,7 @@ import { EksCluster } from './cluster.js';
 import { hostOf, namespaceName } from './objects.js';
 
 /*
- * The EKS front door (issue 29, front-door.ts) against the loopback fake Kubernetes API with the real
+ * The EKS front door (front-door.ts) against the loopback fake Kubernetes API with the real
  * @kubernetes/client-node: the HTTPScaledObject (a CRD, through CustomObjectsApi), the Ingress routed to
  * KEDA's interceptor, the ingress-nginx external-auth annotations, and what goes when sleep is switched off
  * or the environment is torn down.

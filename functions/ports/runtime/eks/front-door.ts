@@ -1,5 +1,5 @@
 /**
- * The front door of an environment on EKS (issue 29): existing engines do the work, no proxy of ours runs
+ * The front door of an environment on EKS: existing engines do the work, no proxy of ours runs
  * in the cluster.
  * - Sleep and wake: KEDA's HTTP add-on. Per app whose environment sleeps (`sleepAfterMs` > 0), an
  *   `HTTPScaledObject` (http.keda.sh/v1alpha1: the app's host, its Deployment and Service, replicas 0..1,

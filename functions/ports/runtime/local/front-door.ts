@@ -19,7 +19,7 @@ import { log } from '../../../shared/log.js';
 import type { FrontDoorSettings, RuntimeTarget } from '../port.js';
 
 /*
- * The local runtime's front door (issue 29): a small HTTP proxy in this process in front of each app of an
+ * The local runtime's front door: a small HTTP proxy in this process in front of each app of an
  * environment whose application protects its previews or lets them sleep. It
  * - serves a protected app on a host name of its own under `localhost` (`web--acme-shop-7-1a2b.localhost`:
  *   Chromium and curl resolve `*.localhost` to the loopback), so its host-only access cookie is sent to

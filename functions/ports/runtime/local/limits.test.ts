@@ -18,9 +18,9 @@ import { ProcessRuntime } from './process.js';
 import { bubblewrapUsable } from './sandbox.js';
 
 /*
- * Issue 23, item 3: each sandbox's limits on memory, processes, file size and /tmp, each hit by an app or a
- * build, with the failure naming it. Bubblewrap and cgroups are needed (CI runs as root, where both are);
- * off CI a machine without them skips, saying why.
+ * Each sandbox's limits on memory, processes, file size and /tmp, each hit by an app or a build, with the
+ * failure naming it. Bubblewrap and cgroups are needed (CI runs as root, where both are); off CI a machine
+ * without them skips, saying why.
  */
 
 const support = bubblewrapUsable() ? limitsSupport() : { memory: false, processes: false };

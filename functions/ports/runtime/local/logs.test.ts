@@ -17,7 +17,7 @@ import {
 import type { LocalRuntime } from './state.js';
 
 /*
- * Logs keep history (issue 26, item 8): an app's log keeps its last 5 processes and its last 3 builds'
+ * Logs keep history: an app's log keeps its last 5 processes and its last 3 builds'
  * logs, each under its marker line, bounded in size, and a read's tail goes across them. Real files in a
  * temp dir, written as the runtime writes them (`openLog`, then the output).
  */

@@ -13,10 +13,10 @@ import { ProcessRuntime } from './process.js';
 import { bubblewrapUsable } from './sandbox.js';
 
 /*
- * Issue 23, item 3: each environment's apps in a network namespace of their own (pasta). Another
- * environment's app and this machine's listeners are out of reach (refused, and not listed in the
- * sandbox's /proc/net/tcp*), siblings reach each other, the host reaches each app at its URL. Needs
- * root, bubblewrap and pasta (CI has them); elsewhere skipped, saying why.
+ * Each environment's apps in a network namespace of their own (pasta). Another environment's app and this
+ * machine's listeners are out of reach (refused, and not listed in the sandbox's /proc/net/tcp*), siblings
+ * reach each other, the host reaches each app at its URL. Needs root, bubblewrap and pasta (CI has them);
+ * elsewhere skipped, saying why.
  */
 
 const root = mkdtempSync(join(tmpdir(), 'sandbox-net-'));

@@ -508,7 +508,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
       }, 30_000);
     });
 
-    describe("what a failure quotes of an app's output (issue 8, finding 3)", () => {
+    describe("what a failure quotes of an app's output (hardening: secret masking)", () => {
       test('an app that crashes printing a multi-line secret, its base64 and JSON forms: none is quoted', async () => {
         const runtime = newRuntime();
         const t = target();
@@ -546,7 +546,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           JSON.stringify(pem).slice(1, -1),
           ...pem.split('\n').slice(1, -1),
         ];
-        // The log file itself holds none of them (masked as written, issue 23): the app's lines are
+        // The log file itself holds none of them (masked as written, run confinement): the app's lines are
         // there, its secret is not.
         const file = readFileSync(runtime.logPath(t, 'web'), 'utf8');
         expect(file).toContain('giving up');
@@ -560,7 +560,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           expect(cause).not.toContain(chunk);
       }, 30_000);
 
-      test('the log files on disk never hold a secret value, even one the app writes in pieces (issue 23)', async () => {
+      test('the log files on disk never hold a secret value, even one the app writes in pieces', async () => {
         const runtime = newRuntime();
         const t = target();
         const secret = 'S3cr3t-v4lue/for+the-db';
@@ -618,7 +618,7 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
       }, 30_000);
     });
 
-    describe('a teardown racing a checkout (issue 8, finding 6)', () => {
+    describe('a teardown racing a checkout (hardening)', () => {
       test('cancels the clone and waits for it: the teardown succeeds and no working copy is left', async () => {
         const runtime = newRuntime();
         for (let i = 0; i < 8; i++) {
@@ -737,7 +737,7 @@ describe('isolation bwrap', () => {
   );
 });
 
-describe('the work dir is private (issue 8, finding 10)', () => {
+describe('the work dir is private (hardening)', () => {
   const workOf = (dataDir: string) => join(dataDir, 'work');
   const modeOf = (path: string) => statSync(path).mode & 0o777;
 

@@ -67,7 +67,7 @@ export class ProcessRuntime implements Runtime {
   readonly network: 'namespace' | 'shared';
   /** How builds and apps are confined (fixed for the runtime's life). */
   readonly isolation: Isolation;
-  /** The front doors of protected or sleeping previews (issue 29; front-door.ts). */
+  /** The front doors of protected or sleeping previews (front-door.ts). */
   private readonly doors: FrontDoors;
   /** Per environment: its target, and each app's launch as last started (what a wake starts again). */
   private readonly awake = new Map<string, { target: RuntimeTarget; launches: Map<string, AppLaunch> }>();
@@ -201,7 +201,7 @@ export class ProcessRuntime implements Runtime {
         );
         this.connect(target, env, [...ports.values(), ...kept]);
       }
-      // A front door before each app when its application protects it or lets it sleep (issue 29): the
+      // A front door before each app when its application protects it or lets it sleep: the
       // door's URL is the app's `url`; its own port stays its `internalUrl`.
       const door = opts.frontDoor;
       if (door && (door.access === 'protected' || door.sleepAfterMs > 0)) env.door = door;
@@ -397,7 +397,7 @@ export class ProcessRuntime implements Runtime {
     return urls;
   }
 
-  // ---- sleep and wake (issue 29) --------------------------------------------------------------------
+  // ---- sleep and wake (the front door) --------------------------------------------------------------
 
   /** Stop the apps of an environment that served nothing for its idle time; its state says since when. */
   private async sleepEnv(id: string): Promise<void> {

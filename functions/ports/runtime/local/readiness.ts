@@ -210,7 +210,7 @@ export async function probeReady(port: number, health: string | undefined): Prom
     });
   }
   try {
-    // A redirect is not followed (issue 23): the service would fetch whatever it names.
+    // A redirect is not followed (run confinement): the service would fetch whatever it names.
     const res = await fetch(`http://127.0.0.1:${port}${health}`, {
       redirect: 'manual',
       signal: AbortSignal.timeout(2_000),

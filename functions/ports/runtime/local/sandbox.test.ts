@@ -44,7 +44,7 @@ describe('bubblewrapArgs', () => {
     expect(args(false)).not.toContain('--die-with-parent');
   });
 
-  test('the tmpfs on /tmp gets its size limit when one is given (issue 23)', () => {
+  test('the tmpfs on /tmp gets its size limit when one is given (sandbox limits)', () => {
     const a = bubblewrapArgs('true', work, { build: false, hidden, tmpMiB: 64 });
     expect(a.join(' ')).toContain(`--size ${64 * 1024 * 1024} --tmpfs /tmp`);
     expect(args(false)).not.toContain('--size');

@@ -44,7 +44,7 @@ export interface EnvState {
   buildPids: number[];
   /** Its network namespace's pasta and the ports it forwards (network `namespace`; see local/network.ts). */
   net?: { pasta: number; ports: number[] };
-  /** Its front door's settings (issue 29; front-door.ts), when its apps have one. */
+  /** Its front door's settings (front-door.ts), when its apps have one. */
   door?: import('../port.js').FrontDoorSettings;
   /** When its apps were stopped for being idle; absent while awake. */
   asleepAt?: string;

@@ -6,7 +6,7 @@ import type { LocalRuntime } from './state.js';
 import { removeUnowned } from './working-copies.js';
 
 /*
- * Working copies no environment owns are removed at start (issue 26, item 9): after the data dir (and its
+ * Working copies no environment owns are removed at start: after the data dir (and its
  * state.json) was deleted, the work dir outside it still held every environment's copies.
  */
 
