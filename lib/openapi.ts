@@ -15,8 +15,8 @@ const ROOT = join(new URL('..', import.meta.url).pathname);
 const REPORT_URL_NOTE =
   "Each TestRun carries `report_url` (additive): a signed link to the run's report page, minted when read and valid 7 days (no credentials needed to open it), as the start-run answer's `url`. " +
   'A run read whole (GET /run/{run_id}, or GET /run with steps=true) adds `environment` (additive) once its target was resolved: `{repository, pr_number, commit}` of the environment it ran against.' +
-  " With `media=true` it also carries `trace_url` (additive, issue 28): a signed link, like `video_url`, to the run's Playwright trace (a zip the trace viewer at `/trace-viewer/` opens); null before it is stored and on a list page read without `steps=true`." +
-  ' A run read whole may carry `metadata.attempts` (additive, issue 28: how many attempts a test with `retries` took) and `metadata.flaky: true` (a later attempt passed after a failed one; the run is `passed`).' +
+  " With `media=true` it also carries `trace_url` (additive): a signed link, like `video_url`, to the run's Playwright trace (a zip the trace viewer at `/trace-viewer/` opens); null before it is stored and on a list page read without `steps=true`." +
+  ' A run read whole may carry `metadata.attempts` (additive: how many attempts a test with `retries` took) and `metadata.flaky: true` (a later attempt passed after a failed one; the run is `passed`).' +
   ' With `steps=true` a step may carry `metadata` (additive): `console` ([{level, text}]: console errors and warnings, page errors), `network` ([{status, text}]: failed or 4xx/5xx requests), `events_dropped`; masked, at most 20 per step.';
 
 const UNDECLARED_APP_NOTE =
@@ -125,7 +125,7 @@ const DOCS: Record<
     summary: 'List test runs, newest first',
     success: [200, 'TestRun array'],
     errors: [400, 401],
-    notes: `${REPORT_URL_NOTE} With \`flaky=true\` (additive, issue 28) only the flaky runs are listed, each with \`metadata.flaky: true\`.`,
+    notes: `${REPORT_URL_NOTE} With \`flaky=true\` (additive) only the flaky runs are listed, each with \`metadata.flaky: true\`.`,
   },
   getRun: {
     summary: 'Read one run',

@@ -116,7 +116,7 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
         decideIsolation() === 'bwrap' && networkIsolationUsable(join(c.dataDir!, 'runtime', 'netns'))
           ? 'namespace'
           : 'shared',
-      // Front doors (issue 29): protected previews' links and cookies, and the phase `asleep`.
+      // Front doors: protected previews' links and cookies, and the phase `asleep`.
       accessKey: (applicationId) => accessKey(new LocalSecretStore(c.dataDir!), applicationId),
       asleep: (target, asleepAt) => recordAsleep(target, asleepAt),
     }));

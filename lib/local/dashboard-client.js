@@ -12,7 +12,7 @@ let shownEnvs = '';
 let shownRuns = '';
 let testsLoaded = false;
 /**
- * A protected environment's signed access links (issue 29), by label: read from its status (`accessUrls`)
+ * A protected environment's signed access links, by label: read from its status (`accessUrls`)
  * once per `updatedAt`, since the list carries none. Never the access key: the status has no such field.
  */
 const accessLinks = new Map();
@@ -196,7 +196,7 @@ function renderEnvironments(list) {
       });
       logs.setAttribute('aria-label', `logs of ${app} in ${label(env)}`);
       line.append(logs);
-      // A failed environment's stopped app says why it is not running (issue 26, item 2).
+      // A failed environment's stopped app says why it is not running.
       const stopped = env.stoppedApps?.[app];
       if (stopped) line.append(el('span', { className: 'stopped error', textContent: stopped }));
       if (live) {

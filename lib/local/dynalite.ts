@@ -298,7 +298,7 @@ function indexSignature(
 }
 
 /**
- * What an item of an older table lacks, added while it is copied into the new one (issue 14: runs written
+ * What an item of an older table lacks, added while it is copied into the new one (runs written
  * before the (test, status) and (folder, status) indexes lack their keys).
  */
 const backfills: Partial<Record<TableName, (item: Record<string, AttributeValue>) => void>> = {
@@ -311,7 +311,7 @@ const backfills: Partial<Record<TableName, (item: Record<string, AttributeValue>
     if (!orgId || !runId || !testId || !status || !createdAt || folderId === undefined) return;
     const wanted = keys.runs.indexKeys({ orgId, runId, testId, folderId, status, createdAt });
     for (const [name, value] of Object.entries(wanted)) item[name] ??= { S: value };
-    // Issue 28: a flaky run stored before the sparse `listFlaky` index joins it.
+    // A flaky run stored before the sparse `listFlaky` index joins it.
     if (item.flaky?.BOOL === true) item.flakyKey ??= { S: keys.runs.flaky(orgId) };
   },
 };

@@ -25,7 +25,7 @@ export async function recoverEnvironments(
     }
   }
   // Runs the previous run left pending or running end `failed` with the reason (their browser is gone);
-  // one whose scenario came up sends the factory its owed `down` (issue 12).
+  // one whose scenario came up sends the factory its owed `down` (scenario data).
   const runs = await recoverRuns({ secrets: secretStore() });
   if (runs.failed > 0) log.info('local recovery: runs ended', runs);
   const { unchanged: _unchanged, ...changed } = tally;

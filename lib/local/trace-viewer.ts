@@ -4,7 +4,7 @@ import { TRACE_VIEWER_PATH } from '../../functions/core/run-report.js';
 import { traceViewerFile, traceViewerType } from '../../functions/core/trace-viewer.js';
 
 /*
- * The Playwright trace viewer, served by the local server from its own origin (issue 28): the static app
+ * The Playwright trace viewer, served by the local server from its own origin: the static app
  * that ships inside playwright-core (`lib/vite/traceViewer`), at `/trace-viewer/`. It holds no data and
  * needs no credentials; it opens the trace its `?trace=` names (a run's signed media URL, this same
  * origin) in the browser, through its service worker (which a browser allows on http only for localhost
