@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every benchmark of issue 14 in one run, each figure printed beside its target.
+ * `npm run bench`: every benchmark with a target in one run, each figure printed beside its target.
  *
  * Runs each benchmark script as a child process (`npm run bench:<name>`, or `tsx test/bench/<name>.ts`
  * when package.json has no such script but the file exists), one after the other so they do not compete
@@ -128,7 +128,7 @@ const width = Object.fromEntries(
 const line = (r: Row, verdict: string) =>
   `${r.script.padEnd(width.script)}  ${r.figure.padEnd(width.figure)}  ${r.measured.padStart(width.measured)}  ` +
   `${r.target.padEnd(width.target)}  ${verdict.padEnd(width.verdict)}  ${r.detail}`;
-console.log('\n=== issue 14 benchmarks: every figure beside its target (ratios measured in the same run)\n');
+console.log('\n=== benchmarks: every figure beside its target (ratios measured in the same run)\n');
 console.log(line(header, 'verdict'));
 console.log('-'.repeat(Math.min(200, line(header, 'verdict').length + 40)));
 for (const r of rows) console.log(line(r, r.verdict));

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:builds`: what build identity saves (issue 27, docs/builds.md), measured against the local
+ * `npm run bench:builds`: what build identity saves (docs/builds.md), measured against the local
  * server (the same handlers and ASL state machines as in AWS, apps built and run as local processes).
  *
  * A two-app repository (`web`, a 1 s build; `api`, a 3 s build: a light front end beside a heavy back

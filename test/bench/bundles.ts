@@ -3,7 +3,7 @@
  * workers) exactly as CDK does (lib/cdk/bundling.ts: the same esbuild settings, aliases and external
  * modules), print each bundle's size, raw and gzipped, and the modules shipped beside bundles (shared
  * layers, copied modules); time how long each bundle takes to import in a fresh Node process; report the
- * budget figures (issue 22) through `reportFigure`.
+ * budget figures through `reportFigure`.
  *
  * `-- --check` (`npm run check:bundles`, part of `npm test`): compare every bundle, layer and copied
  * module set with its entry in test/bench/bundles.budget.json and exit 1 when one is more than
@@ -78,13 +78,13 @@ for (const w of Object.values(workflows))
 for (const [id, r] of Object.entries(eventRules)) add(r.target.entry, `event ${id}`, r.target.access);
 for (const [id, s] of Object.entries(schedules)) add(s.target.entry, `schedule ${id}`, s.target.access);
 for (const [id, w] of Object.entries(workers)) add(w.entry, `worker ${id}`, w.access);
-// The access verifier (issue 29): a function URL of its own construct, in no manifest; reads secrets only.
+// The front door's access verifier: a function URL of its own construct, in no manifest; reads secrets only.
 add(ACCESS_VERIFIER_ENTRY, 'function URL accessVerifier', { secrets: 'R' });
 
 const kb = (n: number) => `${(n / 1024).toFixed(0)} KB`;
 
 /**
- * The budget with the AWS SDK v3 clients the design names in every bundle (issue 22): the median bundle,
+ * The budget with the AWS SDK v3 clients the design names in every bundle: the median bundle,
  * the largest of the functions that call only JSON-protocol services (DynamoDB, Step Functions, Secrets
  * Manager, CloudWatch Logs, CodeBuild, ECR, EventBridge, Lambda), the largest of those that use S3, and the
  * median import. The SDK is not traded for bytes: a figure over its target is reported, and the SDK stays.

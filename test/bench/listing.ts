@@ -1,5 +1,5 @@
 /**
- * `npm run bench:listing`: GET /run stays flat in table size (issue 14, target 3). The p50 latency of each
+ * `npm run bench:listing`: GET /run stays flat in table size. The p50 latency of each
  * filter the API allows (none, test, folder, status, their pairs, all three), of filters that match
  * nothing, of an `offset=4000` skip and of a cursor page, at 500 runs and at 50,000 runs of one org;
  * each figure is the ratio p50 at 50,000 / p50 at 500, target ≤ 1.5×.

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:memory`: the local server's memory under a steady mixed load (issue 14, target 4).
+ * `npm run bench:memory`: the local server's memory under a steady mixed load.
  *
  * The server runs as its own process, exactly as `npm start` starts it (`node --import tsx bin/start.ts`,
  * without npm in between, so the RSS read is the server's own), on a fresh data dir and a free port. The

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:poll`: read throughput of the local server against a bare one-GetItem server, measured
- * side by side in one run (issue 14, target 1). This machine is shared and noisy, so every figure is a
+ * side by side in one run. This machine is shared and noisy, so every figure is a
  * ratio against the bare server measured in the same run, in alternating rounds.
  *
  * Every server lives in this process and reads the same dynalite through the same DynamoDB client
@@ -30,7 +30,7 @@
  * `BENCH_POLL_ONLY=<bare|bareQuery|poll|secrets|runs>` runs that one load for BENCH_POLL_SECONDS and exits
  * without figures: a profiler's view of one path.
  *
- * Targets (issue 22): status poll ≥ 0.75× and secrets listing ≥ 0.6× of the bare GetItem server, GET /run
+ * Targets: status poll ≥ 0.75× and secrets listing ≥ 0.6× of the bare GetItem server, GET /run
  * ≥ 0.8× of the bare page server (a page of 21 items is not held to one GetItem: GET /run against the
  * bare GetItem server is printed for context, not counted). Exit 1 when one is missed.
  */
@@ -327,7 +327,7 @@ try {
         ...(counted ? {} : { informational: true as const }),
       });
     }
-    // GET /run's target (issue 22): what it costs over the Query it makes, the like-for-like comparison
+    // GET /run's target: what it costs over the Query it makes, the like-for-like comparison
     // (the GetItem baseline reads one item; a page is 21).
     const pageRatio = median(pageRatios.map((r) => r.rps));
     const pageOk = pageRatio >= 0.8 && failures('runs') === 0;

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:startup`: how long `npm start` takes to answer /healthz (issue 14, target 6: ≤ 1.5 s
+ * `npm run bench:startup`: how long `npm start` takes to answer /healthz (target: ≤ 1.5 s
  * median). Each run spawns the README's command, `npm start`, with a fresh PREVIEW_DATA_DIR in a temp dir
  * (a first start: tables, credentials and webhook secret are created) on a free PORT, and times it from
  * the spawn to the first 200 from /healthz; then stops it with SIGTERM and waits for it to exit.

@@ -5,7 +5,7 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*
- * Issue 29: the access verifier Lambda (functions/api/access/verify.ts, behind a function URL on EKS) in
+ * The front door's access verifier Lambda (functions/api/access/verify.ts, behind a function URL on EKS) in
  * the cloud simulation tier: the real handler in PREVIEW_MODE=aws, its Secrets Manager client pointed at
  * the loopback AWS fake, invoked with function-URL events as ingress-nginx's external auth sends them. It
  * lets a valid cookie through and refuses a missing, expired, forged or other environment's one, and a

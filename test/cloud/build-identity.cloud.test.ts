@@ -10,7 +10,7 @@ import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
 import type { Cloud } from './harness.js';
 
 /*
- * Build identity in the cloud simulation tier (issue 27, docs/builds.md): the real handlers in AWS mode,
+ * Build identity in the cloud simulation tier (docs/builds.md): the real handlers in AWS mode,
  * the build inputs read through the fake GitHub's git data API, images looked up in (fake) ECR by the tag
  * of their identity, builds started on (fake) CodeBuild, whose `BUILDS` says which apps a build makes.
  */

@@ -7,11 +7,11 @@ import { ddb, table } from '../../functions/shared/dynamo.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*
- * Issue 29 in the cloud simulation tier: a protected preview's Environment Factory, called at its public
- * URL behind the ingress's external auth (here a loopback stand-in that checks the access cookie as the
- * verifier does). A `down` owed after the executor died (MarkFailed, the sweep: `sendOwedDown`) carries a
- * fresh access cookie of that environment, signed with the key read from (fake) Secrets Manager; the
- * record keeps the environment, never a token.
+ * The front door in the cloud simulation tier: a protected preview's Environment Factory, called at its
+ * public URL behind the ingress's external auth (here a loopback stand-in that checks the access cookie as
+ * the verifier does). A `down` owed after the executor died (MarkFailed, the sweep: `sendOwedDown`) carries a
+ * fresh access cookie of that environment, signed with the key read from (fake) Secrets Manager; the record
+ * keeps the environment, never a token.
  */
 
 const orgId = 'org-factory-access';

@@ -10,7 +10,7 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 import { type Cloud, INGRESS_DOMAIN } from './harness.js';
 
 /*
- * Issue 29's front door on EKS in the cloud simulation tier: the real handlers and steps in
+ * The front door on EKS in the cloud simulation tier: the real handlers and steps in
  * PREVIEW_MODE=aws, a preview deployed through the real pipeline (fake CodeBuild, the deploy state machine,
  * the rollout watcher), the objects applied to the fake Kubernetes API by the real @kubernetes/client-node.
  * A protected application that sleeps gets, per app, KEDA's HTTPScaledObject (its scaledown period from the

@@ -9,7 +9,7 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 import type { Cloud } from './harness.js';
 
 /*
- * An application's `paths` rule in the cloud simulation tier (issue 27 item 3): the webhook handler in
+ * An application's `paths` rule in the cloud simulation tier: the webhook handler in
  * PREVIEW_MODE=aws lists the pull request's files through the GitHub App (`GET …/pulls/{n}/files`, page
  * after page, on the fake GitHub), answers `{"ignored": reason}` when none matches, publishes the verdict
  * otherwise, and a pull request that stops matching has its preview torn down by the rule's target.

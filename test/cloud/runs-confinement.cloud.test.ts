@@ -9,7 +9,7 @@ import { ddb, table } from '../../functions/shared/dynamo.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*
- * Issue 23 in the cloud simulation tier: the test-run executor Lambda's own configuration
+ * Run confinement in the cloud simulation tier: the test-run executor Lambda's own configuration
  * (PREVIEW_MODE=aws, so the registry's LambdaChromium, @sparticuz/chromium with its Lambda flags, media to
  * S3) runs a run through the real `run-prepare` and `run-execute` step handlers. Its browser reaches the
  * preview's app and nothing else: not the Lambda Runtime API (127.0.0.1:9001, served here by a stand-in

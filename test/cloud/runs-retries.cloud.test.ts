@@ -9,8 +9,9 @@ import { ddb, table } from '../../functions/shared/dynamo.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*
- * Issue 24 (items 2, 3 and 6) in the cloud simulation tier: the test-run step handlers in PREVIEW_MODE=aws
- * under Step Functions' retries and the Lambda's deadline, and the `runSweep` schedule's handler.
+ * Runs under retries and deadlines in the cloud simulation tier: the test-run step handlers in
+ * PREVIEW_MODE=aws under Step Functions' retries and the Lambda's deadline, and the `runSweep` schedule's
+ * handler.
  * - a retried Prepare (the same input twice) hands Execute the same attempt, and the run ends;
  * - a retried Execute (two invocations of the same input) sends the scenario's `up` once;
  * - an executor whose Lambda time runs out mid-steps stops them with the cause, keeping its media;

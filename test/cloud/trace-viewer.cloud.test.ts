@@ -13,7 +13,7 @@ import { REGION } from './fakes/aws.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*
- * Issue 28, the AWS half of the trace viewer, in the cloud simulation tier (PREVIEW_MODE=aws, the S3
+ * The AWS half of the trace viewer, in the cloud simulation tier (PREVIEW_MODE=aws, the S3
  * presigner and Secrets Manager at the loopback fake): the report page of a run with a trace links
  * `https://<api host>/<stage>/trace-viewer/index.html?trace=<presigned trace URL>`, a path the API has
  * (the `traceViewer` page, `GET /trace-viewer/{proxy+}`), and that page's real handler answers it with the

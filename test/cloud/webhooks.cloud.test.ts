@@ -10,7 +10,7 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 import type { Cloud } from './harness.js';
 
 /*
- * Previews that follow the pull request, in the cloud simulation tier (issue 13): the webhook handler in
+ * Previews that follow the pull request, in the cloud simulation tier: the webhook handler in
  * PREVIEW_MODE=aws reads its secret from the GitHub App secret (Secrets Manager), checks the event's
  * installation against GitHub's, and publishes to the service's bus through the EventBridge endpoint
  * (the AWS fake records PutEvents). The recorded event, handed to the rule's target as EventBridge would,

@@ -34,7 +34,7 @@ import {
 } from './support.js';
 
 /*
- * The regression tier of issue 8 (finding 11): property-based probing of every route of the manifest over
+ * The hardening regression tier: property-based probing of every route of the manifest over
  * real HTTP against the local server, as an outsider would. Each generated request must be refused: it has
  * no valid credentials, a malformed Host, a malformed HTTP message, a path parameter or a body its route
  * rejects, or names another organization's (or no) object. For every one:

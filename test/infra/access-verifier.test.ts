@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { clusterContext, type Json, logicalIdOf, resourcesOf, statementsOf, synthesize } from './synth.js';
 
-// The access verifier of protected previews (issue 29; lib/cdk/constructs/access-verifier.ts): with a
+// The access verifier of protected previews (lib/cdk/constructs/access-verifier.ts): with a
 // cluster only, behind an anonymous function URL, reading the applications' access keys and nothing else.
 const none = synthesize();
 const full = synthesize(clusterContext);

@@ -336,7 +336,7 @@ describe('template', () => {
   });
 });
 
-describe('the runSweep schedule (issue 24: runs left pending or running in AWS)', () => {
+describe('the runSweep schedule (runs left pending or running in AWS)', () => {
   const built = stateless.schedules.runSweep;
   const fnId = idIn(built.function);
   const statements = statementsOf(template, fnId);

@@ -260,7 +260,7 @@ describe('what the EKS runtime really calls', () => {
     expect(await awaitReady(c, at(1), { web: WEB, api: API })).toMatchObject({ ok: true });
     await c.deploy(at(2), [launch('web', WEB, 'second-secret-value')], { restart: true });
     expect(await awaitReady(c, at(2), { web: WEB, api: API })).toMatchObject({ ok: true });
-    // Sleep and wake (issue 29): the HTTPScaledObjects replaced, re-stamped, pruned.
+    // Sleep and wake: the HTTPScaledObjects replaced, re-stamped, pruned.
     const sleepy = { frontDoor: { access: 'protected' as const, sleepAfterMs: 120_000 } };
     await c.deploy(at(3), [launch('web', WEB, 'second-secret-value', IMAGE2)], sleepy);
     expect(await awaitReady(c, at(3), { web: WEB, api: API })).toMatchObject({ ok: true });

@@ -32,7 +32,7 @@ describe('stateful stack', () => {
       ? { ProjectionType: p }
       : { ProjectionType: 'INCLUDE', NonKeyAttributes: [...p.include] };
 
-  test('runs: per filter GET /run allows, a keys-only listing index and a page index beside it (issue 14)', () => {
+  test('runs: per filter GET /run allows, a keys-only listing index and a page index beside it', () => {
     const indexes = cfnTables[logicalIdOf('runs')].Properties.GlobalSecondaryIndexes as {
       IndexName: string;
       KeySchema: { AttributeName: string; KeyType: string }[];
@@ -67,7 +67,7 @@ describe('stateful stack', () => {
       else if (ix.IndexName === 'pageOrg')
         expect(ix.Projection).toEqual({ ProjectionType: 'INCLUDE', NonKeyAttributes: [...RUN_LISTING] });
       else if (ix.IndexName === 'listFlaky')
-        // Issue 28: sparse, both the listing and the page index of flaky=true.
+        // Flaky runs: sparse, both the listing and the page index of flaky=true.
         expect(ix.Projection).toEqual({
           ProjectionType: 'INCLUDE',
           NonKeyAttributes: ['orgId', ...RUN_LISTING, 'flaky'],

@@ -9,7 +9,7 @@ import { copyModulesHooks, lambdaEsbuildOptions, repoRoot } from '../../lib/cdk/
 import { type Json, logicalIdOf, resourcesOf, synthesize } from './synth.js';
 
 /*
- * Issue 28, the AWS half of the trace viewer: the run report links `/trace-viewer/index.html?trace=…`, so
+ * The AWS half of the trace viewer: the run report links `/trace-viewer/index.html?trace=…`, so
  * the API has that route, served by its own function (the `traceViewer` page) with the viewer's files
  * beside its bundle; and the media bucket lets the viewer (on the API's origin) read a run's trace through
  * its presigned URL (a CORS rule for that origin only, GET/HEAD only).

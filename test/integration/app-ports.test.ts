@@ -8,7 +8,7 @@ import { makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 /*
- * PREVIEW_APP_PORTS confines local apps' ports to a range (issue 26, item 9): an app gets a port of the
+ * PREVIEW_APP_PORTS confines local apps' ports to a range: an app gets a port of the
  * range, and a deploy that finds none free there fails saying so. Real HTTP to the local server.
  */
 
@@ -70,7 +70,7 @@ async function deploy(repo: string) {
 describe('PREVIEW_APP_PORTS', () => {
   test('an app listens on a port of the range; when the range is used up, a deploy fails naming it', async () => {
     const first = await deploy('acme/one');
-    // A PR preview sleeps when idle (issue 29), so its URL is its front door's: the app and the door
+    // A PR preview sleeps when idle, so its URL is its front door's: the app and the door
     // take the range's two ports.
     expect(first.status).toBe('ready');
     const urlPort = Number(new URL(String(first.urls.web)).port);

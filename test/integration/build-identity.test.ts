@@ -7,7 +7,7 @@ import { commitFiles, makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 /*
- * Build identity, locally (issue 27, docs/builds.md): the real local server, apps built as processes from
+ * Build identity, locally (docs/builds.md): the real local server, apps built as processes from
  * a git repository on disk. Each build writes a random stamp, which the app serves: a reused build output
  * serves the stamp of the build it came from. The inputs are read with `git rev-parse <sha>:<path>`.
  */

@@ -7,7 +7,7 @@ import { commitFiles, makeRepo } from '../support/git.js';
 import { previewctl, previewctlRaw, startProcess, stopProcess } from '../support/process.js';
 
 /*
- * The day-two commands through previewctl alone (issue 26, item 3): deploy, secrets, restart, rebuild,
+ * The day-two commands through previewctl alone: deploy, secrets, restart, rebuild,
  * logs, open, tests, runs and their reports, redeploy, delete — against a running `npm start`, with no
  * --org (the data dir's only organization) and no HTTP call of the test's own but to the apps.
  */
@@ -114,7 +114,7 @@ describe('previewctl on day two', () => {
 
     const buildLog = await ctl('envs', 'logs', 'web', ...env7, '--source', 'build');
     expect(buildLog.code).toBe(0);
-    // The build log keeps history (issue 26 item 8): the first build, then the rebuild, each under its marker.
+    // The build log keeps history: the first build, then the rebuild, each under its marker.
     expect(buildLog.stdout).toMatch(/^(--- \S+ build [0-9a-f]{12} .*---\nbuilt web\n){2}$/);
     const appLog = await ctl('envs', 'logs', ...env7, '--app', 'web', '--tail', '50');
     expect(appLog.code).toBe(0);

@@ -13,7 +13,7 @@ import { decodePng } from '../support/png.js';
 import { type RunsWorld, startRunsWorld } from '../support/runs-app.js';
 
 /*
- * Issue 29 on the local dashboard, in real chromium: a protected preview's apps each show their signed
+ * The front door on the local dashboard, in real chromium: a protected preview's apps each show their signed
  * access link (read from the environment's status, never the access key); opening it in the browser sets
  * the cookie and shows the app. A public preview's apps show none. DASHBOARD_SHOTS=<dir> keeps the shots.
  */

@@ -13,7 +13,7 @@ import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
 import { bearer, call } from '../support/harness.js';
 import { previewctl, startProcess, startToExit, stopProcess } from '../support/process.js';
 
-/* One server per data dir (issue 26): a second `npm start` there is refused and changes nothing. */
+/* One server per data dir: a second `npm start` there is refused and changes nothing. */
 
 const dirs: string[] = [];
 const tempDir = () => {

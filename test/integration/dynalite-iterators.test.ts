@@ -14,7 +14,7 @@ import {
 } from '../../lib/local/dynalite.js';
 
 /*
- * Issue 14, target 4: dynalite 4.0.0 ends the LevelDB iterator behind every query and scan with
+ * Memory that does not grow: dynalite 4.0.0 ends the LevelDB iterator behind every query and scan with
  * `iterator.return()`, which abstract-level 3 iterators lack, so none was closed and the local server grew
  * without bound. lib/local/dynalite.ts gives them that method. Every open iterator is a resource its
  * database holds until closed (`attachResource` / `detachResource`), so counting those counts the leak.

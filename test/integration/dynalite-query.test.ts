@@ -16,7 +16,7 @@ import {
 
 /*
  * lib/local/dynalite.ts answers a plain Query by reading dynalite's iterator in batches instead of through
- * its stream chain (GET /run, issue 14). The answer must be the one dynalite's own path gives: the same
+ * its stream chain (GET /run). The answer must be the one dynalite's own path gives: the same
  * Query, on the same data, through both paths, answers the same items, counts and LastEvaluatedKey.
  */
 

@@ -67,7 +67,7 @@ describe('POST /v1/preview/environments', () => {
     });
     expect(Object.keys(status.body).sort()).toEqual(
       [
-        // Additive since issue 26 (`apps`: the apps preview.yaml declares) and 27 (`builds`: built or reused).
+        // Additive: `apps` (the apps preview.yaml declares) and `builds` (built or reused).
         'apps',
         'builds',
         'createdAt',
@@ -434,7 +434,7 @@ describe('routing', () => {
   });
 });
 
-// Hardening (issue 8): each test reproduces the attack that found the hole.
+// Hardening: each test reproduces the attack that found the hole.
 describe('a deploy needs the repository to belong to the caller', () => {
   const tableItems = async () => {
     const { ScanCommand } = await import('@aws-sdk/lib-dynamodb');

@@ -9,7 +9,7 @@ import { harnessForFile, requestDeploy } from '../support/local-suite.js';
 import { previewctlRaw } from '../support/process.js';
 
 /*
- * A failed environment keeps nothing running (issue 26, item 2): every app it started is stopped, and its
+ * A failed environment keeps nothing running: every app it started is stopped, and its
  * status says which and why (`stoppedApps`). Real HTTP to the local server, apps run by the local runtime.
  */
 

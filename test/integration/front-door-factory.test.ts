@@ -10,7 +10,7 @@ import { bearer, call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';
 
 /*
- * Issue 29, item "the service's own calls keep using internal addresses": a run with a scenario against a
+ * The front door: the service's own calls keep using internal addresses. A run with a scenario against a
  * protected LOCAL preview. Its apps answer on `*.localhost` names (which Node's resolver does not know)
  * behind a front door that wants the access cookie; the run's `up` and `down` go to the factory app's own
  * port, while the browser opens the web app's `*.localhost` origin with the access cookie.

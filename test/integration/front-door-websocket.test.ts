@@ -10,7 +10,7 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { haveChromium, launchChromium } from '../support/chromium.js';
 
 /*
- * Issue 29: a WebSocket through the local front door, in real chromium. The upgrade is admitted like a
+ * A WebSocket through the local front door, in real chromium. The upgrade is admitted like a
  * request (the access cookie checked, refused 401 without it), forwarded to the app without the access
  * cookie, and the app's answers come back; an open connection keeps the preview awake, and a connection to
  * a sleeping preview wakes it first. The app is a loopback server of `ws` (the WebSocket library the

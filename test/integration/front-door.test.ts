@@ -17,7 +17,7 @@ import { startRun } from '../support/runs-suite.js';
 import { commentSaying } from '../support/webhooks.js';
 
 /*
- * Issue 29 locally: the local runtime's front door. A protected preview refuses a visitor without the
+ * The local runtime's front door. A protected preview refuses a visitor without the
  * cookie and lets the link's cookie in; a run passes with nothing configured; the cookie never reaches
  * another origin; rotating the key refuses the old cookie; a preview sleeps after its (shortened) idle
  * time, its processes gone, and the next request wakes it; a run against a sleeping preview wakes it.

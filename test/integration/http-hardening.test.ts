@@ -18,7 +18,7 @@ import {
 import { bearer, client, type Harness, startHarness } from '../support/harness.js';
 
 /*
- * Issue 8, finding 5 ("no 500 from input"): each original attack over real HTTP against the local server,
+ * Hardening, "no 500 from input": each original attack over real HTTP against the local server,
  * and at the handler level (the Lambda event API Gateway would send) where HTTP cannot express it. Every
  * answer is a 4xx `{"error": string}` or the route's normal answer, and nothing stored changes.
  */
@@ -324,7 +324,7 @@ describe('malformed Host, target and requests Node refuses', () => {
   });
 });
 
-// Issue 23: a client that left in the middle of its body made the server log `local server error`.
+// A client that left in the middle of its body made the server log `local server error`.
 test('a client that aborts mid-body is no server error: nothing logged, the server keeps answering', async () => {
   const { hostname, port } = new URL(h.url);
   const logged = h.logs.length;

@@ -9,9 +9,9 @@ import { isolationSkipReason } from '../support/isolation.js';
 
 /*
  * `npm start` (bin/start.ts, as a child process) about isolation and its private directories:
- * - it says whether builds and apps are isolated (issue 8, finding 1), and refuses to start when
+ * - it says whether builds and apps are isolated, and refuses to start when
  *   PREVIEW_ISOLATION=bwrap but bubblewrap is not usable;
- * - the data dir and the default work dir are private (finding 10): created 0700, a looser mode is
+ * - the data dir and the default work dir are private: created 0700, a looser mode is
  *   tightened with a log line, and a work dir planted at its predictable path in the shared temp dir (a
  *   symlink, or a directory of another user) is refused.
  */
@@ -83,7 +83,7 @@ describe('npm start and isolation', () => {
       const result = await start(newDataDir(), { PREVIEW_SANDBOX_MEMORY_MB: '512' });
       expect(result).toMatchObject({ listening: true, code: 0 });
       expect(result.stderr).toContain(ON);
-      // Each sandbox's limits (issue 23), one set by the environment; where this machine cannot make
+      // Each sandbox's limits, one set by the environment; where this machine cannot make
       // cgroups, the line says which limits are not enforced.
       expect(result.stderr).toContain(
         'sandbox limits: memory 512 MiB, 256 processes, files up to 1024 MiB, /tmp 64 MiB, working copy 4096 MiB',

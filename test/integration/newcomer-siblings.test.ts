@@ -78,7 +78,7 @@ describe('sibling references in preview.yaml env', () => {
     const first = await deploy('acme/duo', sha);
     expect(first.status).toBe('ready');
     const web = await get(first.urls.web!);
-    // A PR preview sleeps when idle, so its `url` is the local front door (issue 29); `internalUrl` stays
+    // A PR preview sleeps when idle, so its `url` is the local front door; `internalUrl` stays
     // the app's own port, which siblings call directly.
     expect(web).toEqual({
       app: 'web',

@@ -15,7 +15,7 @@ import { previewctl } from '../support/process.js';
 import { commentSaying, deliver, lastComment, type PrOptions, prPayload, tick } from '../support/webhooks.js';
 
 /*
- * Which pull requests get a preview (issue 27 item 3), locally: signed GitHub deliveries to the server
+ * Which pull requests get a preview, locally: signed GitHub deliveries to the server
  * `npm start` runs, each rule of an application (opt-out label, required label, paths, skipped authors),
  * a label added to an open pull request tearing its preview down with the reason on the PR and removed
  * bringing it back, an event put by hand (`previewctl events put`) judged by the same rules, and the
@@ -334,7 +334,7 @@ describe('PATCH /v1/preview/applications/{applicationId}', () => {
     expect(await getApplication(h.org.orgId, applicationId)).toEqual(before);
   });
 
-  test('sets the front door (issue 29): access and sleepAfterMinutes, listed; protecting makes the access key, never answered', async () => {
+  test('sets the front door: access and sleepAfterMinutes, listed; protecting makes the access key, never answered', async () => {
     const key = () => accessKey(secretStore(), applicationId);
     expect(await key()).toBeUndefined();
     const ok = await patch({ access: 'protected', sleepAfterMinutes: 0.5 });

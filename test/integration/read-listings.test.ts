@@ -3,7 +3,7 @@ import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { bearer, call, client, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
-/* The read endpoints users look for (issue 26, item 10): applications, tests, recipe versions. */
+/* The read endpoints users look for: applications, tests, recipe versions. */
 
 let h: Harness;
 let other: OrgCredentials;
@@ -40,12 +40,12 @@ describe('GET /v1/preview/applications', () => {
       deployDrafts: false,
       allowedOrigins: [],
       createdAt: expect.any(String),
-      // Which pull requests get a preview (issue 27), with the defaults filled in.
+      // Which pull requests get a preview, with the defaults filled in.
       skipLabel: 'no-preview',
       requireLabel: null,
       paths: [],
       skipAuthors: [],
-      // The front door (issue 29), with the local defaults: public on the loopback, asleep after 30 minutes.
+      // The front door, with the local defaults: public on the loopback, asleep after 30 minutes.
       access: 'public',
       sleepAfterMinutes: 30,
     });

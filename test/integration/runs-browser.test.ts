@@ -13,7 +13,7 @@ import { decodePng } from '../support/png.js';
 import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../support/runs-app.js';
 
 /*
- * Issue 11, end to end: the fixture app (a form page and a result page) deployed through the local
+ * Test runs, end to end: the fixture app (a form page and a result page) deployed through the local
  * pipeline as an application's main-branch environment; tests run in Debian's chromium through
  * playwright-core, with a screenshot per step, a video, media at signed expiring URLs and a report page.
  */
@@ -78,7 +78,7 @@ describe('a passing run', () => {
     expect(run.steps[0].output).toBe(`opened ${appUrl}/`);
     expect(run.steps[1].output).toBe('typed 15 characters into #email');
     expect(run.steps[2].output).toBe('clicked #submit');
-    // The override (not the saved value) was typed and found; an e-mail address is no secret (issue 26):
+    // The override (not the saved value) was typed and found; an e-mail address is no secret:
     // only variables whose names say so are masked.
     expect(run.steps[3].output).toBe('found "Welcome, run@example.com" in #greeting');
   });
@@ -214,7 +214,7 @@ describe('a passing run', () => {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
       const res = await page.goto(started.url, { waitUntil: 'load' });
       expect(res?.status()).toBe(200);
-      // A Content-Security-Policy like the dashboard's (issue 23): no script, media from its own origin;
+      // A Content-Security-Policy like the dashboard's: no script, media from its own origin;
       // the screenshots and the video below load under it.
       const csp = res!.headers()['content-security-policy'];
       expect(csp).toContain("default-src 'none'");
@@ -355,7 +355,7 @@ describe('the other interactions', () => {
     expect(JSON.stringify(run)).not.toContain(API_TOKEN);
   }, 90_000);
 
-  test('a variable the tests file marks secret is masked though its name says nothing (issue 26)', async () => {
+  test('a variable the tests file marks secret is masked though its name says nothing', async () => {
     const testId = await w.importTest({
       name: 'Marked secret',
       variables: { EMAIL: 'marked@example.com' },

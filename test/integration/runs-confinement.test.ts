@@ -13,12 +13,12 @@ import { previewctl } from '../support/process.js';
 import { runEnded } from '../support/runs-app.js';
 
 /*
- * Issue 23, end to end: a run reaches only its preview. Organization A's preview (apps `web` and `api`)
- * is a probe app that redirects, frames, opens, fetches and connects to whatever its query names;
- * organization B's preview holds a secret page; `elsewhere` (a server of this test on another loopback
- * port) stands for anything else. Every probe fails its step with `navigation to <scheme://host> is not
- * allowed for this run` (or the page's request of that kind), and nothing of the target is in the run's
- * outputs or its report; B's app and `elsewhere` never receive a request.
+ * Run confinement, end to end: a run reaches only its preview. Organization A's preview (apps `web` and
+ * `api`) is a probe app that redirects, frames, opens, fetches and connects to whatever its query names;
+ * organization B's preview holds a secret page; `elsewhere` (a server of this test on another loopback port)
+ * stands for anything else. Every probe fails its step with `navigation to <scheme://host> is not allowed for
+ * this run` (or the page's request of that kind), and nothing of the target is in the run's outputs or its
+ * report; B's app and `elsewhere` never receive a request.
  */
 
 const PROBE_JS = `

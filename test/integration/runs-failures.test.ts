@@ -10,7 +10,7 @@ import { runEnded, signUpSteps, step } from '../support/runs-app.js';
 import { runsWorldForFile, startRun } from '../support/runs-suite.js';
 
 /*
- * Issue 11, decision 8: failures and restarts. The target app going down mid-run fails the step with the
+ * Failures and restarts. The target app going down mid-run fails the step with the
  * browser's error; a browser that dies fails the run with that cause; timeouts fail the run saying which;
  * after a restart no run is left running (recoverRuns, which the local server's recovery calls).
  */
@@ -108,7 +108,7 @@ test('a warm browser that dies mid-run fails that run with the cause; the next r
   });
   const runId = await start(testId);
   await untilRunning(runId, 1);
-  // The warm browsers (issue 28): the run's, and any idle one kept for the next run.
+  // The warm browsers: the run's, and any idle one kept for the next run.
   const killed = ourBrowsers();
   expect(killed.length).toBeGreaterThan(0);
   for (const pid of killed) process.kill(pid, 'SIGKILL');

@@ -7,7 +7,7 @@ import { call, client, type Harness, startHarness } from '../support/harness.js'
 import { seedRuns, storedRun } from '../support/run-items.js';
 
 /*
- * GET /run?flaky=true (issue 28) through real HTTP: only the runs that passed after a failed attempt, read
+ * GET /run?flaky=true through real HTTP: only the runs that passed after a failed attempt, read
  * from the sparse `listFlaky` index, alone or with test, folder and status (applied by the Query), paged by
  * offset and by the Link cursor, never another org's; `flaky=maybe` is a 400. Runs are seeded straight
  * into the table with the key builders, a flaky one with `flakyKey` as `finishRun` writes it.

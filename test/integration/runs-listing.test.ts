@@ -23,10 +23,10 @@ import { call, client, type Harness, startHarness } from '../support/harness.js'
 import { seedRuns, storedRun } from '../support/run-items.js';
 
 /*
- * GET /run listing (issue 14) through real HTTP: every filter answers the same runs as before, newest
- * first, from the one index partition of exactly those runs; the cursor extension (`Link: <…>; rel="next"`)
- * pages through everything without duplicates; bad cursors are 400; write paths keep the status keys.
- * Runs are seeded straight into the table with the key builders (as `startRun` writes them).
+ * GET /run listing, flat in table size, through real HTTP: every filter answers the same runs as before,
+ * newest first, from the one index partition of exactly those runs; the cursor extension (`Link: <…>;
+ * rel="next"`) pages through everything without duplicates; bad cursors are 400; write paths keep the status
+ * keys. Runs are seeded straight into the table with the key builders (as `startRun` writes them).
  */
 
 let h: Harness;

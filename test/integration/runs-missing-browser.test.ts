@@ -5,7 +5,7 @@ import { type RunsWorld, runEnded, signUpSteps, startRunsWorld } from '../suppor
 
 /*
  * A host without the browser (or ffmpeg): `npm start` says what to install, and runs end failed with
- * that message instead of hanging (issue 11, decision 3).
+ * that message instead of hanging.
  */
 
 let w: RunsWorld;

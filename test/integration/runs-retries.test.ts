@@ -6,7 +6,7 @@ import { runEnded, step } from '../support/runs-app.js';
 import { runsWorldForFile, startRun } from '../support/runs-suite.js';
 
 /*
- * Issue 28, item 3: retries that name flakes. A test with `retries: 1` whose page fails the first time
+ * Retries that name flakes. A test with `retries: 1` whose page fails the first time
  * and passes the second ends `passed`, `flaky`, with both attempts and each its own video and trace.
  */
 

@@ -5,7 +5,7 @@ import { call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';
 
 /*
- * Issue 28, item 3 with a scenario: each attempt of a retried run is wrapped in its own `up` and `down`
+ * Retries with a scenario: each attempt of a retried run is wrapped in its own `up` and `down`
  * with fresh tokens (`testRunId` `<run id>-<N>` from the second attempt), so attempts never share data.
  * The fixture web app shows the `x-run` header the factory answered for the attempt (its testRunId); the
  * test asserts it holds "-2", which only the second attempt's does: the first attempt fails, the second

@@ -16,7 +16,7 @@ import { bearer, call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';
 
 /*
- * Issue 12, end to end: a fixture web app that needs a signed-in user and a fixture Environment Factory
+ * Scenario data, end to end: a fixture web app that needs a signed-in user and a fixture Environment Factory
  * (apps `web` and `factory` of one preview, preview.yaml `factory: {app: factory, path: /_preview/factory}`),
  * deployed through the local pipeline; runs of tests naming a scenario provision it through the factory.
  */
@@ -328,7 +328,7 @@ describe('import', () => {
   });
 });
 
-describe('the factory is called, never followed (issue 23)', () => {
+describe('the factory is called, never followed', () => {
   const OTHER_SECRET = 'other-app-token-93be07';
   const otherHits: { method: string; url: string; signature: string | null }[] = [];
   let other: Server;

@@ -17,8 +17,8 @@ import {
 } from '../support/runs-app.js';
 
 /*
- * Issue 11, decision 1: what a run runs against, and what happens when it is not there; decision 7:
- * runs started by previews; tenancy of tests and runs.
+ * What a run runs against, and what happens when it is not there; runs started by previews; tenancy of tests
+ * and runs.
  */
 
 let w: RunsWorld;

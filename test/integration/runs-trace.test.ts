@@ -9,7 +9,7 @@ import { runEnded, signUpSteps, step } from '../support/runs-app.js';
 import { runsWorldForFile, startRun } from '../support/runs-suite.js';
 
 /*
- * Issue 28 through the local server: each run stores a Playwright trace (a masked zip, `trace_url` with
+ * The trace through the local server: each run stores a Playwright trace (a masked zip, `trace_url` with
  * media=true); the report links the run and each step to the trace viewer the server serves from its own
  * origin, which opens the trace in chromium and lists each step's actions; a step's console errors and
  * failed requests are on the step (metadata) and on the report.
@@ -22,7 +22,7 @@ const shots = process.env.RUN_REPORT_SHOTS ?? tmpdir();
 const TOKEN = 'tok-5e1f-signup-value';
 
 beforeAll(async () => {
-  // A variable whose name says it is a secret (issue 26): masked in outputs and in the trace.
+  // A variable whose name says it is a secret: masked in outputs and in the trace.
   const ok = await w.importTest({
     name: 'Sign up (traced)',
     variables: { EMAIL: 'saved@example.com', SIGNUP_TOKEN: TOKEN },

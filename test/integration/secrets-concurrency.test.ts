@@ -12,7 +12,7 @@ import { REPO_ROOT } from '../../lib/local/server.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 /*
- * Concurrent writers of one secret bundle (issue 14, target 5). Writers are serialized by a lease on the
+ * Concurrent writers of one secret bundle. Writers are serialized by a lease on the
  * bundle's metadata item; within one process, changes that arrive while the bundle's writer waits for or
  * holds the lease are applied together, each judged on its own (core/secrets.ts). These tests check that
  * no change is lost or misjudged that way, in one process and across processes (as across Lambda

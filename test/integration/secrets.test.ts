@@ -94,8 +94,8 @@ describe('secret bundles', () => {
     expect(again.body).toEqual({ error: 'secret key not found' });
   });
 
-  // Issue 8, finding 7: the lease was taken by upsert before the not-found check, so each such DELETE
-  // left a bundle row behind and any caller could grow the table without bound.
+  // Hardening, "a rejected request changes nothing": the lease was taken by upsert before the not-found
+  // check, so each such DELETE left a bundle row behind and any caller could grow the table without bound.
   test('deleting from a bundle that was never written is 404 and stores nothing', async () => {
     const before = await stored();
     for (let i = 0; i < 10; i++) {
@@ -200,7 +200,7 @@ describe('secret bundles', () => {
     expect(await values()).toEqual(before);
   });
 
-  // Issue 23: a value over 65,536 characters was refused as `value must be a string`.
+  // A value over 65,536 characters was refused as `value must be a string`.
   test('a value over 65,536 characters: 400 saying so (single and batch), nothing changes', async () => {
     const before = await values();
     const long = 'x'.repeat(65_537);
@@ -219,8 +219,8 @@ describe('secret bundles', () => {
     expect(number.body.error).toMatch(/value must be a string/);
   });
 
-  // Issue 8, finding 4: PUT of key `__proto__` was accepted and set the prototype of the stored key map,
-  // so the listing showed phantom keys `maskedLength` and `updatedAt` that could not be deleted.
+  // Hardening, user-chosen keys: PUT of key `__proto__` was accepted and set the prototype of the stored key
+  // map, so the listing showed phantom keys `maskedLength` and `updatedAt` that could not be deleted.
   test('a secret key __proto__ is refused with 400 (single, batch, delete) and nothing is stored', async () => {
     const before = await stored();
     const beforeKeys = await keysOf();

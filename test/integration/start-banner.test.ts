@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from '@jest/globals';
 import { defaultWorkDir, startProcess, startToExit, stopProcess } from '../support/process.js';
 
 /*
- * `npm start` for a newcomer (issue 26, item 9): its banner names the dashboard and the first commands;
+ * `npm start` for a newcomer: its banner names the dashboard and the first commands;
  * working copies no environment owns (the data dir was deleted) are removed at start; a bad
  * PREVIEW_APP_PORTS stops it at once, saying what is wrong.
  */

@@ -8,10 +8,10 @@ import { makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 /*
- * Issue 8, finding 6: a DELETE 40–80 ms after a POST, while the runtime was still cloning, ended
- * `failed: ENOTEMPTY … rmdir …/.git` in 8 of 20 races (the teardown removed the working copy while git
- * was still writing it), and the error showed a path of the server. Now the teardown cancels the clone,
- * waits for git to exit, then removes: `torn_down` every time, with no error and nothing left on disk.
+ * A teardown racing a clone (hardening): a DELETE 40–80 ms after a POST, while the runtime was still cloning,
+ * ended `failed: ENOTEMPTY … rmdir …/.git` in 8 of 20 races (the teardown removed the working copy while git
+ * was still writing it), and the error showed a path of the server. Now the teardown cancels the clone, waits
+ * for git to exit, then removes: `torn_down` every time, with no error and nothing left on disk.
  */
 
 const RACES = 20;

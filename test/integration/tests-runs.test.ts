@@ -61,7 +61,7 @@ async function storedRun(runId: string): Promise<Record<string, any> | undefined
   return Item;
 }
 
-/** The error of a run whose test has no application: it ends failed at once (issue 11). */
+/** The error of a run whose test has no application: it ends failed at once. */
 const NO_APPLICATION =
   'the test has no application: set application_id in the tests file, or import it with `previewctl tests import --app ID`';
 
@@ -165,7 +165,7 @@ describe('importTests (previewctl tests import)', () => {
     await expect(result).rejects.toThrow(message);
   });
 
-  // Issue 8, finding 4: user-chosen variable names that are Object property names.
+  // Hardening: user-chosen variable names that are Object property names.
   test('a variable named __proto__ is refused and nothing is stored', async () => {
     const before = await scanTable('tests');
     const file = [testDef({ variables: JSON.parse('{"EMAIL":"a","__proto__":"x"}') })];
@@ -348,7 +348,7 @@ describe('POST /test/{test_id}/run', () => {
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       message: 'test run created',
-      // The run's report page, at a signed link (issue 11).
+      // The run's report page, at a signed link.
       url: expect.stringMatching(
         new RegExp(`^${h.url}/report/${res.body.run_id}\\?expires=\\d+&sig=[\\w-]+$`),
       ),
@@ -417,8 +417,9 @@ describe('POST /test/{test_id}/run', () => {
     expect(run.text).not.toContain('saved-password');
   });
 
-  // Issue 8, finding 4: a run override named `constructor` of a saved `constructor` variable made the
-  // stored run a plain object whose own `constructor` was a string, which the DynamoDB client refused (500).
+  // Hardening, user-chosen keys: a run override named `constructor` of a saved `constructor` variable made
+  // the stored run a plain object whose own `constructor` was a string, which the DynamoDB client refused
+  // (500).
   test('runtime_metadata named constructor/toString overrides saved variables of those names', async () => {
     const saved = { constructor: 'saved-c', toString: 'saved-t', hasOwnProperty: 'saved-h', EMAIL: 'e' };
     const id = await importOne(h.org, { variables: saved });

@@ -18,7 +18,7 @@ import { deploymentStates, lastComment } from '../support/webhooks.js';
 /** An environment's status as GET answers it (the fields these tests read). */
 type Status = AppStatus & { updatedAt: string; fork?: true };
 /*
- * The service's event bus, locally (issue 13): the documented custom event `Preview Redeploy Requested`
+ * The service's event bus, locally: the documented custom event `Preview Redeploy Requested`
  * (whole environment, one app) put with `previewctl events put` or dropped in the inbox; a malformed
  * event reaching the dead-letter path without harming the server; the expiry sweep.
  */

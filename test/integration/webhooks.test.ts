@@ -25,7 +25,7 @@ import {
 /** An environment's status as GET answers it (the fields these tests read). */
 type Status = AppStatus & { updatedAt: string; fork?: true };
 /*
- * Previews that follow the pull request (issue 13), locally: signed GitHub deliveries to the very server
+ * Previews that follow the pull request, locally: signed GitHub deliveries to the very server
  * `npm start` runs, the in-process bus delivering their events to the same handlers as EventBridge's
  * rules, the deploy pipeline running for real, and what GitHub would be told appended to the outbox.
  */

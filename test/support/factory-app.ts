@@ -9,7 +9,7 @@ import { makeRepo } from './git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js';
 
 /**
- * The fixtures of issue 12: an Environment Factory app and a web app that needs a signed-in user, both
+ * The fixtures of scenario data: an Environment Factory app and a web app that needs a signed-in user, both
  * apps of one preview. They share `SESSION_KEY` (preview.yaml `env`): the factory mints a session cookie
  * `<email>.<hmac>` for the first user of the recipe, the web app accepts only such a cookie.
  *

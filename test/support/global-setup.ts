@@ -1,5 +1,5 @@
 /**
- * Jest global setup (unit and cloud projects, issue 28 item 5): inflate @sparticuz/chromium's browser
+ * Jest global setup (unit and cloud projects): inflate @sparticuz/chromium's browser
  * (about 200 MB of brotli archives unpacked into the OS temp dir) once, before any test runs, so the
  * LambdaChromium contract test's first launch never spends its own timeout unpacking it on a busy machine,
  * and parallel workers never race to write the same files. Already unpacked: returns at once. Only on

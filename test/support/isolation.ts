@@ -10,7 +10,7 @@ import { commitFiles, makeRepo } from './git.js';
 import { bearer, call } from './harness.js';
 
 /*
- * Issue 8, finding 1, as it was found: organization B deploys a repository whose build and app read every
+ * The isolation attack, as it was found: organization B deploys a repository whose build and app read every
  * /proc/*\/environ, walk up from their working copy and through the data dir, the work dir, the git root
  * and a few usual places, and print all they find (the build fails with it, so it lands in B's status
  * `error`; the app serves it as its page and logs it). Organization A meanwhile runs an app holding a
@@ -135,7 +135,7 @@ function serverEnvEntries(): string[] {
     .filter((e) => !inherited.has(e.slice(0, e.indexOf('='))));
 }
 
-/** Run the attack of finding 1 against a running local server and assert it finds nothing. */
+/** Run the isolation attack against a running local server and assert it finds nothing. */
 export async function attackFindsNothing(ctx: AttackContext): Promise<void> {
   const { service, gitRoot } = ctx;
   const h = { url: service.url };
@@ -211,7 +211,7 @@ export async function attackFindsNothing(ctx: AttackContext): Promise<void> {
   const page = await (await fetch(served.urls.web!)).text();
   expect(page).toMatch(/^PROBE-SUMMARY procs=\d+ own=[1-9]/);
 
-  // Issue 23: over the network, B's app reaches neither the control plane nor A's app, where each
+  // Run confinement: over the network, B's app reaches neither the control plane nor A's app, where each
   // environment has a network of its own (as root with pasta: always in CI, which runs as root).
   const targets = [`${service.url}/openapi.json`, `${service.url}/healthz`, `${vault.urls.web}/`];
   const reached = (await (

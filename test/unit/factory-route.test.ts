@@ -5,7 +5,7 @@ import { factoryRoute } from '../../functions/core/run-scenario.js';
 import { callFactory } from '../../functions/core/scenarios.js';
 
 /*
- * Issue 29: where a run's Environment Factory calls go against a protected preview. Locally the factory
+ * Where a run's Environment Factory calls go against a protected preview. Locally the factory
  * app's own port (the runtime's service address, behind no front door); in AWS its public URL with the
  * access cookie of that origin, and never another origin's.
  */

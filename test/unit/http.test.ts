@@ -44,7 +44,7 @@ describe('route() middleware stack', () => {
     });
   });
 
-  // Issue 26: a 401 says which credential the route takes (and nothing about what was presented).
+  // A 401 says which credential the route takes (and nothing about what was presented).
   test.each([
     [
       'getEnvironment',
@@ -70,8 +70,9 @@ describe('route() middleware stack', () => {
     expect({ status: res.statusCode, body: JSON.parse(res.body) }).toEqual({ status: 401, body: { error } });
   });
 
-  // Issue 8, finding 5: the body was parsed (and its __proto__ guard recursed) before authentication, so
-  // a deep body overflowed the stack (500) and a malformed one was a 400, to callers without credentials.
+  // Hardening, "no 500 from input": the body was parsed (and its __proto__ guard recursed) before
+  // authentication, so a deep body overflowed the stack (500) and a malformed one was a 400, to callers
+  // without credentials.
   test.each([
     ['empty', '  '],
     ['malformed', '{"a":'],

@@ -7,7 +7,7 @@ import {
   logsCommand,
 } from '../../functions/ports/runtime/log-cause.js';
 
-/** What Node 20 prints for `require('./missing-config.json')` (the case of issue 15). */
+/** What Node 20 prints for `require('./missing-config.json')` (a newcomer's first failed start). */
 const NODE_MISSING_MODULE = `reading config
 node:internal/modules/cjs/loader:1228
   throw err;
@@ -28,7 +28,7 @@ Require stack:
 Node.js v20.20.2
 `;
 
-/** What npm 10 prints for `npm run build` where the app's folder has no package.json (issue 26). */
+/** What npm 10 prints for `npm run build` where the app's folder has no package.json. */
 const NPM_ENOENT = `npm error code ENOENT
 npm error syscall open
 npm error path /work/acme/shop/api/package.json

@@ -11,7 +11,7 @@ import {
   runOrigins,
 } from '../../functions/shared/origins.js';
 
-/* Issue 23: what a run's browser may load, as plain rules (the browser enforcing them: the Browser contract). */
+/* What a run's browser may load, as plain rules (the browser enforcing them: the Browser contract). */
 
 const target = {
   url: 'http://127.0.0.1:4101/start',

@@ -3,7 +3,7 @@ import type { Environment } from '../../functions/core/environments.js';
 import { buildReport, renderComment } from '../../functions/core/pr-status.js';
 import { sampleEnvironment } from '../support/environments.js';
 
-/* Issue 29: a protected preview's PR comment carries each app's signed access link (never the key). */
+/* A protected preview's PR comment carries each app's signed access link (never the key). */
 
 const env = (over: Partial<Environment> = {}): Environment =>
   sampleEnvironment({

@@ -12,7 +12,7 @@ import {
 } from '../../functions/core/preview-rules.js';
 import { normalizeDelivery } from '../../functions/core/webhooks.js';
 
-/* Which pull requests get a preview (issue 27 item 3): the rules' pure parts. */
+/* Which pull requests get a preview: the rules' pure parts. */
 
 const rules = (over: Partial<PreviewRules> = {}): PreviewRules => ({ ...previewRulesOf({}), ...over });
 const facts = (labels: string[] = [], author = 'octocat', files?: string[]) => {

@@ -21,7 +21,7 @@ import { ENCODE_TIMEOUT_MS } from '../../functions/ports/browser/port.js';
 /** A fake Lambda context: `remainingMs` left now. */
 const fakeContext = (remainingMs: number) => ({ getRemainingTimeInMillis: () => remainingMs });
 
-describe("the run's deadline (issue 24, item 2)", () => {
+describe("the run's deadline", () => {
   test('the reserve is the encode timeout, the upload bound, the close and, with a scenario, the down', () => {
     expect(executorReserveMs({ scenario: false })).toBe(
       ENCODE_TIMEOUT_MS + UPLOAD_TIMEOUT_MS + CLOSE_RESERVE_MS,
@@ -87,7 +87,7 @@ describe("the run's deadline (issue 24, item 2)", () => {
   });
 });
 
-describe('when the sweep counts a run abandoned (issue 24, item 3)', () => {
+describe('when the sweep counts a run abandoned', () => {
   const t0 = Date.parse('2026-01-01T00:00:00.000Z');
   test('a running run: past the Execute state limit or its own limit plus the reserve, plus the margin', () => {
     const run = {

@@ -5,7 +5,7 @@ import { renderRunReport } from '../../functions/core/run-report.js';
 import type { RunItem } from '../../functions/core/run-store.js';
 import { toTestRunView } from '../../functions/core/run-views.js';
 
-/* Issue 26, item 4: a run and its report name the environment it ran against (repo, PR, commit). */
+/* A run and its report name the environment it ran against (repo, PR, commit). */
 
 const SHA = '1a2b3c4d5e6f708192a3b4c5d6e7f80912a3b4c5';
 const env = (over: Partial<Environment> = {}): Environment => ({

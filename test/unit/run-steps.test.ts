@@ -16,7 +16,7 @@ import type { RunItem } from '../../functions/core/run-store.js';
 import { joinAppUrl } from '../../functions/core/run-target.js';
 import { toTestRunView } from '../../functions/core/run-views.js';
 
-/* The step semantics of issue 11 that need no browser: variables, quoted text, keys, URLs, messages. */
+/* The step semantics that need no browser: variables, quoted text, keys, URLs, messages. */
 
 const vars = Object.assign(Object.create(null), { EMAIL: 'a@b.c', constructor: 'ctor' }) as Record<
   string,
@@ -152,7 +152,7 @@ test('the report escapes what the test and the page wrote', () => {
   expect(renderRunReport({ ...run, status: 'running' }, new Map())).toContain('http-equiv="refresh"');
 });
 
-describe('which variable values are masked (issue 26)', () => {
+describe('which variable values are masked', () => {
   test('a name that says secret is masked; an e-mail or a user name is not', () => {
     for (const name of [
       'PASSWORD',

@@ -4,7 +4,7 @@ import { authenticate, verifySignature } from '../../functions/core/auth.js';
 import { UnauthorizedError } from '../../functions/shared/errors.js';
 
 /*
- * The webhook signature (issue 13): `X-Hub-Signature-256` is `sha256=` + the HMAC-SHA256 of the raw body
+ * The webhook signature: `X-Hub-Signature-256` is `sha256=` + the HMAC-SHA256 of the raw body
  * under the App's webhook secret, checked in constant time, before the body is parsed.
  */
 

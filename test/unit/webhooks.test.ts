@@ -15,7 +15,7 @@ import { ValidationError } from '../../functions/shared/errors.js';
 import { parseEventFile } from '../../lib/local/bus.js';
 import { sampleEnvironment } from '../support/environments.js';
 
-/* The pure parts of previews that follow the pull request (issue 13). */
+/* The pure parts of previews that follow the pull request. */
 
 const SHA = 'a'.repeat(40);
 const BASE = 'b'.repeat(40);
