@@ -22,7 +22,7 @@ export default {
     {
       ...common,
       displayName: 'unit',
-      // @sparticuz/chromium unpacked once before the browser contract tests (issue 28).
+      // @sparticuz/chromium unpacked once before the browser contract tests.
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       testMatch: [
         '<rootDir>/test/unit/**/*.test.ts',
