@@ -23,7 +23,7 @@ export interface Figure {
   unit: string;
   /** Optional detail: the raw figures behind a ratio (`612 vs 731 req/s`). */
   detail?: string;
-  /** A figure printed for context, not one of the issue's targets: shown as INFO, never counted. */
+  /** A figure printed for context, not one of the targets: shown as INFO, never counted. */
   informational?: true;
 }
 
