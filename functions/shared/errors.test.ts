@@ -1,5 +1,12 @@
 import { describe, expect, test } from '@jest/globals';
-import { ConfigError, NotFoundError, publicMessage, statusOf, ValidationError } from './errors.js';
+import {
+  ConfigError,
+  MalformedEvent,
+  NotFoundError,
+  publicMessage,
+  statusOf,
+  ValidationError,
+} from './errors.js';
 
 describe('typed errors', () => {
   test('ValidationError is a 400', () => {
@@ -13,5 +20,18 @@ describe('typed errors', () => {
     ]).toEqual([404, 'no such run']);
     for (const err of [new Error('token=abc'), new ConfigError('invalid configuration: X'), 'thrown text'])
       expect([statusOf(err), publicMessage(err)]).toEqual([500, 'internal error']);
+  });
+
+  test('MalformedEvent is named so (the local bus and the DLQ records go by it) and is no status of the API', () => {
+    const err = new MalformedEvent(
+      'event e1 (Preview Redeploy Requested): invalid detail: prNumber: required',
+    );
+    expect([err.name, err.message, `${err}`]).toEqual([
+      'MalformedEvent',
+      'event e1 (Preview Redeploy Requested): invalid detail: prNumber: required',
+      'MalformedEvent: event e1 (Preview Redeploy Requested): invalid detail: prNumber: required',
+    ]);
+    expect(err).toBeInstanceOf(Error);
+    expect([statusOf(err), publicMessage(err)]).toEqual([500, 'internal error']);
   });
 });
