@@ -3,8 +3,8 @@ import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import * as z from 'zod/mini';
 import { apiEvent as event } from '../../test/support/middy-request.js';
 import { routes } from '../manifest/routes.js';
+import { lambdaContext } from '../shared/aws/lambda-context.js';
 import { ConflictError } from '../shared/errors.js';
-import { lambdaContext } from '../shared/lambda-context.js';
 import { setLogSink } from '../shared/log.js';
 import { MAX_JSON_DEPTH, route } from './route.js';
 

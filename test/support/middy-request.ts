@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Request, State } from '../../functions/api/middleware/request.js';
-import { lambdaContext } from '../../functions/shared/lambda-context.js';
+import { lambdaContext } from '../../functions/shared/aws/lambda-context.js';
 
 /** An API Gateway event with nothing in it but `over`. */
 export const apiEvent = (over: Partial<APIGatewayProxyEvent> = {}): APIGatewayProxyEvent =>
