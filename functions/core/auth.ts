@@ -2,9 +2,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuthKind } from '../manifest/routes.js';
 import { keys } from '../manifest/tables.js';
+import { ddb, table } from '../shared/aws/dynamo.js';
 import { config } from '../shared/config.js';
 import { matchesHash, sha256Hex } from '../shared/crypto.js';
-import { ddb, table } from '../shared/dynamo.js';
 import { UnauthorizedError } from '../shared/errors.js';
 
 /**

@@ -1,5 +1,5 @@
 import { keys } from '../manifest/tables.js';
-import { queryItems, table } from '../shared/dynamo.js';
+import { queryItems, table } from '../shared/aws/dynamo.js';
 import { getApplication } from './tenancy.js';
 
 /**

@@ -4,9 +4,9 @@ import type { AppSpec, BuildInputs, BuildResult } from '../ports/runtime/port.js
 import type { SecretStore } from '../ports/secret-store/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
+import { ddb, isConditionFailure, queryItems, table } from '../shared/aws/dynamo.js';
 import { config } from '../shared/config.js';
 import { newId } from '../shared/crypto.js';
-import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
 import { type AccessMode, accessKey, accessUrls, effectiveAccess } from './access.js';
 import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order.js';

@@ -1,6 +1,6 @@
 import { keys, tables } from '../manifest/tables.js';
+import { countItems, queryItems, table, updateIf } from '../shared/aws/dynamo.js';
 import { config } from '../shared/config.js';
-import { countItems, queryItems, table, updateIf } from '../shared/dynamo.js';
 import { TooManyRequestsError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 

@@ -2,7 +2,7 @@ import { keys } from '../manifest/tables.js';
 import type { LogSource, Runtime } from '../ports/runtime/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { NotFoundError } from '../shared/errors.js';
-import { maskSecrets } from '../shared/mask.js';
+import { maskSecrets } from '../shared/masking/mask.js';
 import { type EnvRef, findEnvironment } from './environments.js';
 import { factorySecret } from './scenarios.js';
 import { findApplicationByRepo } from './tenancy.js';

@@ -3,7 +3,7 @@ import { artifactKeys } from '../manifest/tables.js';
 import type { Artifacts } from '../ports/artifacts/port.js';
 import type { AppSpec, BuildInputs, BuildResult, Runtime, RuntimeTarget } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, table } from '../shared/aws/dynamo.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
 import { type Environment, type EnvironmentStatus, findEnvironment } from './environments.js';
 

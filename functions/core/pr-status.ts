@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentState, PrReport, PrStatus } from '../ports/pr-status/port.js';
+import { ddb, table } from '../shared/aws/dynamo.js';
 import { sha256Hex } from '../shared/crypto.js';
-import { ddb, table } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import { type Environment, findEnvironment } from './environments.js';
 

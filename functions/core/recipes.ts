@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
+import { ddb, isConditionFailure, queryItems, table } from '../shared/aws/dynamo.js';
 import { sha256Hex } from '../shared/crypto.js';
-import { ddb, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { NotFoundError, PayloadTooLargeError, ValidationError } from '../shared/errors.js';
 import { jsonInteger } from '../shared/json-literal.js';
 import { issuePath } from '../shared/validation.js';

@@ -1,6 +1,6 @@
 import type { BrowserSession, PageEvent, Recording } from '../ports/browser/port.js';
 import { log } from '../shared/log.js';
-import { maskSecrets } from '../shared/mask.js';
+import { maskSecrets } from '../shared/masking/mask.js';
 import type { RunAccessCookie } from './access.js';
 import {
   functionTimeCause,

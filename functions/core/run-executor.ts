@@ -3,7 +3,7 @@ import type { MediaWriter } from '../ports/media/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { newId } from '../shared/crypto.js';
 import { log } from '../shared/log.js';
-import { maskSecrets } from '../shared/mask.js';
+import { maskSecrets } from '../shared/masking/mask.js';
 import { prepareRunAccess, type RunAccessCookie } from './access.js';
 import { type AttemptOutcome, runAttempt } from './run-attempt.js';
 import { awaitOtherExecutor, claimExecutor } from './run-claims.js';

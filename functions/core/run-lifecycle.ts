@@ -1,8 +1,8 @@
 import { PutCommand, QueryCommand, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { Workflows } from '../ports/workflows/port.js';
+import { ddb, isConditionFailure, table } from '../shared/aws/dynamo.js';
 import { newId } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { log } from '../shared/log.js';
 import type { Environment } from './environments.js';
 import {

@@ -1,8 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
+import { ddb, table } from '../shared/aws/dynamo.js';
 import { sha256Hex } from '../shared/crypto.js';
-import { ddb, table } from '../shared/dynamo.js';
 import { ValidationError } from '../shared/errors.js';
 import { type RunItem, type RunStatus, runKey } from './run-store.js';
 import {

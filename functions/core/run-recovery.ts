@@ -1,6 +1,6 @@
 import { keys } from '../manifest/tables.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
-import { queryItems, scanItems, table } from '../shared/dynamo.js';
+import { queryItems, scanItems, table } from '../shared/aws/dynamo.js';
 import { log } from '../shared/log.js';
 import { executorReserveMs } from './run-deadline.js';
 import { failRun } from './run-lifecycle.js';

@@ -1,6 +1,6 @@
 import { GetCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
-import { ddb, table, updateIf } from '../shared/dynamo.js';
+import { ddb, table, updateIf } from '../shared/aws/dynamo.js';
 import type { AccessMode } from './access.js';
 import type { RunEnvironment } from './run-environment.js';
 import type { FactoryLocation, ScenarioRef } from './scenarios.js';

@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys, repoKey } from '../manifest/tables.js';
+import { ddb, queryItems, table } from '../shared/aws/dynamo.js';
 import { config } from '../shared/config.js';
-import { ddb, queryItems, table } from '../shared/dynamo.js';
 import { runOrigins } from '../shared/origins.js';
 import { type AccessSettings, effectiveAccess } from './access.js';
 import type { Environment } from './environments.js';

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { BundleRef, SecretStore } from '../ports/secret-store/port.js';
+import { ddb, isConditionFailure, table } from '../shared/aws/dynamo.js';
 import { newId } from '../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { isReservedKey, RESERVED_KEY } from '../shared/validation.js';
 import { getApplication } from './tenancy.js';

@@ -1,8 +1,8 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
+import { ddb, getOrgItem, isConditionFailure, queryItems, table } from '../shared/aws/dynamo.js';
 import { config } from '../shared/config.js';
 import { newId, randomSecret, sha256Hex } from '../shared/crypto.js';
-import { ddb, getOrgItem, isConditionFailure, queryItems, table } from '../shared/dynamo.js';
 import { AlreadyExistsError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { MAX_ALLOWED_ORIGINS, parseAllowedOrigin } from '../shared/origins.js';
 import { type AccessMode, type AccessSettings, effectiveAccess, effectiveSleepMinutes } from './access.js';

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
+import { ddb, getOrgItem, queryItems, table, updateIf } from '../shared/aws/dynamo.js';
 import { newId } from '../shared/crypto.js';
-import { ddb, getOrgItem, queryItems, table, updateIf } from '../shared/dynamo.js';
 import { ValidationError } from '../shared/errors.js';
 import {
   issueMessages,

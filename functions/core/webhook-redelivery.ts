@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../manifest/tables.js';
 import type { HookDelivery, WebhookDeliveries } from '../ports/source-host/port.js';
-import { ddb, table } from '../shared/dynamo.js';
+import { ddb, table } from '../shared/aws/dynamo.js';
 import { log } from '../shared/log.js';
 
 /*

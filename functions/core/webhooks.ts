@@ -6,7 +6,7 @@ import type { BusEvent, EventBus } from '../ports/events/port.js';
 import type { PrStatus } from '../ports/pr-status/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
-import { ddb, isConditionFailure, table } from '../shared/dynamo.js';
+import { ddb, isConditionFailure, table } from '../shared/aws/dynamo.js';
 import { ValidationError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { appName, describeIssues, MAX_PR, repoFullName, rowId } from '../shared/validation.js';

@@ -1,13 +1,8 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { publicMessage } from '../shared/errors.js';
+import { MalformedEvent, publicMessage } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { describeIssues } from '../shared/validation.js';
-
-/** Raised for an event whose detail a consumer cannot read: it fails the invocation, toward the DLQ. */
-export class MalformedEvent extends Error {
-  override name = 'MalformedEvent';
-}
 
 type Event = EventBridgeEvent<string, unknown>;
 

@@ -2,6 +2,7 @@ import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { isCurrent } from '../core/pipeline.js';
 import { imageBuilds } from '../ports/registry/image-builds.js';
+import { MalformedEvent } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';
 
@@ -28,11 +29,6 @@ const detail = z.object({
     }),
   ),
 });
-
-/** Raised for an event this handler cannot read: it fails the invocation, so the event reaches the DLQ. */
-export class MalformedEvent extends Error {
-  override name = 'MalformedEvent';
-}
 
 /**
  * Target of the `imageBuildFinished` rule (functions/manifest/events.ts): a CodeBuild image build reached

@@ -74,6 +74,16 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Raised for an event its handler cannot read (a service-bus rule's target, the image-build target, the
+ * rollout watcher): it fails the invocation, so the event reaches the function's on-failure destination
+ * (locally the dead-letter file, at once: the local bus knows this name and does not retry it). Never
+ * mapped to a status: no API caller sees it.
+ */
+export class MalformedEvent extends Error {
+  override name = 'MalformedEvent';
+}
+
 /** Status code for any thrown value: the one place errors are mapped. */
 export function statusOf(err: unknown): number {
   return err instanceof AppError ? err.statusCode : 500;

@@ -30,16 +30,17 @@ export const prPath = z
  * Keys a caller chooses (secret keys, test variable names, runtime_metadata names, JSON member names,
  * query and header names) that are Object property names. The rule (hardening: user-chosen keys):
  * - `__proto__` is refused with a 400 wherever a caller names a key: a secret key (`envVarKey`, and again
- *   in core/secrets.ts), a JSON object member anywhere in a request body (api/route.ts, so also a
- *   runtime_metadata name) or in a tests file (core/tests.ts). Nothing is stored. It is the one name a
- *   plain object cannot hold as data: assigning it sets the prototype, so zod records skip it silently,
+ *   in core/secrets.ts), a JSON object member anywhere in a request body (api/middleware/json-body.ts, so
+ *   also a runtime_metadata name) or in a tests file (core/tests.ts). Nothing is stored. It is the one name
+ *   a plain object cannot hold as data: assigning it sets the prototype, so zod records skip it silently,
  *   the DynamoDB document client drops it on write and read, and a bundle could never round-trip it.
  * - Every other name, `constructor`, `toString`, `hasOwnProperty`, `valueOf` included, is an ordinary key:
  *   stored, listed, counted, overridden and deleted like any other. User-keyed maps are built as `Map`s or
  *   null-prototype objects, read with own-property checks only (`Object.hasOwn`, `Object.entries`), and
  *   written to DynamoDB as `Map`s (the document client refuses a plain object whose own `constructor`
  *   member is data). Query and header names are gathered in `Map`s (lib/local/http-bridge.ts) and
- *   null-prototype objects (api/route.ts): a query key `__proto__` matches no parameter, like any unknown one.
+ *   null-prototype objects (api/middleware/request.ts and validate.ts): a query key `__proto__` matches no
+ *   parameter, like any unknown one.
  */
 /** The one key name refused wherever a caller chooses a key (see above). */
 export const RESERVED_KEY = '__proto__';

@@ -2,6 +2,7 @@ import type { Context } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { rolloutWatcher } from '../ports/registry/runtime.js';
 import type { RolloutWatchEvent } from '../ports/runtime/eks/cluster.js';
+import { MalformedEvent } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';
 
@@ -21,11 +22,6 @@ const eventSchema = z.object({
   hop: z._default(count, 0),
   startedAt: z.optional(z.number()),
 });
-
-/** Raised for an event this handler cannot read: the invocation fails, so it reaches the on-failure destination. */
-export class MalformedEvent extends Error {
-  override name = 'MalformedEvent';
-}
 
 /**
  * The rollout watcher (invoked asynchronously, by the EKS runtime's awaitReady and by itself): watch an

@@ -22,12 +22,12 @@ export const lambdaBundling = {
   /**
    * Packages replaced in every bundle (esbuild `alias`; paths relative to the repository root, where CDK
    * and the benchmark run esbuild). `@aws-sdk/credential-provider-node`, the SDK's default credential
-   * chain that every client imports, becomes functions/shared/lambda-credentials.ts: the environment
+   * chain that every client imports, becomes functions/shared/aws/lambda-credentials.ts: the environment
    * credentials Lambda gives the function, and nothing else (profiles, SSO, IMDS don't exist there; see
    * that file). About 130 KB less per bundle. Code run unbundled (local server, test tiers) keeps the chain.
    */
   alias: {
-    '@aws-sdk/credential-provider-node': './functions/shared/lambda-credentials.ts',
+    '@aws-sdk/credential-provider-node': './functions/shared/aws/lambda-credentials.ts',
   },
 } as const;
 

@@ -23,7 +23,7 @@ import {
   type TableName,
   tables,
 } from '../../functions/manifest/tables.js';
-import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
+import { localDynamoClientConfig } from '../../functions/shared/aws/dynamo.js';
 import { log } from '../../functions/shared/log.js';
 
 export interface EmbeddedDynamo {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { schedules } from '../../functions/manifest/events.js';
-import { lambdaContext } from '../../functions/shared/lambda-context.js';
+import { lambdaContext } from '../../functions/shared/aws/lambda-context.js';
 import { log } from '../../functions/shared/log.js';
 
 /**

@@ -13,8 +13,8 @@ import {
   ensureLocalWebhookSecret,
   type LocalWebhookSecretSource,
 } from '../../functions/ports/webhook-secret/local-file.js';
+import { lambdaContext } from '../../functions/shared/aws/lambda-context.js';
 import { config } from '../../functions/shared/config.js';
-import { lambdaContext } from '../../functions/shared/lambda-context.js';
 import { log } from '../../functions/shared/log.js';
 import { ensurePrivateDir } from '../../functions/shared/private-dir.js';
 import { HOST_RE } from '../../functions/shared/validation.js';

@@ -28,7 +28,7 @@ import { encodeRunCursor, type RunFilters } from '../../functions/core/run-listi
 import type { RunItem, RunStatus } from '../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { startLocal } from '../../lib/local/server.js';
 import { client } from '../support/harness.js';

@@ -4,7 +4,7 @@
  * ratio against the bare server measured in the same run, in alternating rounds.
  *
  * Every server lives in this process and reads the same dynalite through the same DynamoDB client
- * (functions/shared/dynamo.ts `ddb()`, the SDK's `DynamoDBDocumentClient`), so the SDK's cost is on both
+ * (functions/shared/aws/dynamo.ts `ddb()`, the SDK's `DynamoDBDocumentClient`), so the SDK's cost is on both
  * sides of every ratio:
  *  - bare: `node:http`, one `GetItem` of the environment item per request, the item as JSON;
  *  - status poll: GET /v1/preview/environments/{owner}/{repo}/{pr} (an environment of the org);
@@ -45,7 +45,7 @@ import type { Environment } from '../../functions/core/environments.js';
 import type { RunItem } from '../../functions/core/run-store.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { batchedSink, setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { bearer, call, client } from '../support/harness.js';

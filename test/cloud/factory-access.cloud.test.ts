@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { checkAccessToken, cookieValue } from '../../functions/shared/access-token.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*

@@ -110,7 +110,7 @@ export async function startCloud(
   Object.assign(process.env, vars);
 
   const { routes } = await import('../../functions/manifest/routes.js');
-  const { lambdaContext } = await import('../../functions/shared/lambda-context.js');
+  const { lambdaContext } = await import('../../functions/shared/aws/lambda-context.js');
   const handlers = new Map<RouteId, LambdaHandler>();
   for (const [id, def] of Object.entries(routes) as [RouteId, (typeof routes)[RouteId]][]) {
     const mod = (await import(pathToFileURL(join(REPO_ROOT, def.entry)).href)) as { handler: LambdaHandler };

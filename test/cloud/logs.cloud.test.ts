@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { MASK } from '../../functions/shared/mask.js';
+import { MASK } from '../../functions/shared/masking/mask.js';
 import { pollUntil, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
 import type { FakeGitHub } from './fakes/github.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { PreparedRun } from '../../functions/core/run-lifecycle.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*

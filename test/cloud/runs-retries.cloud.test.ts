@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { RunItem } from '../../functions/core/run-store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { type Cloud, startCloud } from './harness.js';
 
 /*

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import type { RunItem } from '../../functions/core/run-store.js';
 import { pages } from '../../functions/manifest/routes.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { REGION } from './fakes/aws.js';
 import { type Cloud, startCloud } from './harness.js';
 

@@ -42,7 +42,7 @@ beforeAll(async () => {
   ));
   // Small pages, so the listing follows the Link header.
   github.deliveriesPageSize = 2;
-  const { ddb, table } = await import('../../functions/shared/dynamo.js');
+  const { ddb, table } = await import('../../functions/shared/aws/dynamo.js');
   const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
   const { keys: tableKeys } = await import('../../functions/manifest/tables.js');
   claimOf = async (guid) =>

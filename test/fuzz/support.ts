@@ -4,8 +4,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import { type TableName, tableNames } from '../../functions/manifest/tables.js';
+import { localDynamoClientConfig } from '../../functions/shared/aws/dynamo.js';
 import { config } from '../../functions/shared/config.js';
-import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
 
 /*
  * Helpers for probing the local server as an outsider would: raw HTTP (any method, target, header name

@@ -9,8 +9,8 @@ import { declaredFunctions, type Json, mentions, repoRoot, statementsOf, synthes
  * What each function's code reaches, against what its function is given. Every Lambda entry is bundled as
  * CDK bundles it (lib/cdk/bundling.ts: the same esbuild settings, but unminified so that names survive;
  * tree shaking keeps the code its handler links, whatever the module layout), and the bundle is read for:
- *  - the tables it names: `table("runs")` (shared/dynamo.ts, the one way a table name is found). Each must
- *    be reachable by the function's role: some DynamoDB statement on that table;
+ *  - the tables it names: `table("runs")` (shared/aws/dynamo.ts, the one way a table name is found). Each
+ *    must be reachable by the function's role: some DynamoDB statement on that table;
  *  - the settings its getters require: `required(c.…, "ARTIFACTS_BUCKET")` (registry/adapters.ts, the
  *    registry's one way to need a variable). Each must be in the function's environment.
  * The manifests' `access` entries decide both, so a use case that starts reading a table, or a getter that

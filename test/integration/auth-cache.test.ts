@@ -1,7 +1,7 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 
 // Credentials are trusted per container for PREVIEW_AUTH_CACHE_SECONDS (here 1 s): a revoked API key

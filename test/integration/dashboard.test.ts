@@ -8,7 +8,7 @@ import { importTests } from '../../functions/core/tests.js';
 import { routes } from '../../functions/manifest/routes.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { DEFAULT_CHROMIUM_PATH } from '../../functions/ports/browser/local-chromium.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { compileRoutes, matchRoute } from '../../lib/local/http-bridge.js';
 import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled, twoApps } from '../support/apps.js';
 import { launchChromium } from '../support/chromium.js';

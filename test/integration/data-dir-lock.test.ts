@@ -9,7 +9,7 @@ import {
   DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
+import { localDynamoClientConfig } from '../../functions/shared/aws/dynamo.js';
 import { bearer, call } from '../support/harness.js';
 import { previewctl, startProcess, startToExit, stopProcess } from '../support/process.js';
 

@@ -5,7 +5,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { AbstractKeyIterator, AbstractLevel, AbstractValueIterator } from 'abstract-level';
-import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
+import { localDynamoClientConfig } from '../../functions/shared/aws/dynamo.js';
 import {
   type EmbeddedDynamo,
   ensureTables,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { localDynamoClientConfig } from '../../functions/shared/dynamo.js';
+import { localDynamoClientConfig } from '../../functions/shared/aws/dynamo.js';
 import {
   type EmbeddedDynamo,
   ensureTables,

@@ -4,11 +4,16 @@ import { join } from 'node:path';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { ddb, isConditionFailure, localDynamoClientConfig, table } from '../../functions/shared/dynamo.js';
+import {
+  ddb,
+  isConditionFailure,
+  localDynamoClientConfig,
+  table,
+} from '../../functions/shared/aws/dynamo.js';
 import { type EmbeddedDynamo, ensureTables, startDynalite } from '../../lib/local/dynalite.js';
 
 /*
- * The DynamoDB client as functions/shared/dynamo.ts configures it (the SDK's document client; its own
+ * The DynamoDB client as functions/shared/aws/dynamo.ts configures it (the SDK's document client; its own
  * conversions are the SDK's business, not tested here): local mode through dynalite's Unix socket, as
  * `npm start` runs it; attributes whose value is undefined left out (what every optional field of an item
  * relies on: the SDK refuses them otherwise); numbers back as numbers; a failed condition recognised.

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, linkRepo, startHarness } from '../support/harness.js';

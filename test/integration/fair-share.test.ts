@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { WINDOW_SECONDS } from '../../functions/core/fair-share.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { bearer, call, client, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 /*

@@ -6,7 +6,7 @@ import { handler as listRuns } from '../../functions/api/runs/list.js';
 import { handler as startRun } from '../../functions/api/runs/start.js';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../../functions/manifest/routes.js';
-import { lambdaContext } from '../../functions/shared/lambda-context.js';
+import { lambdaContext } from '../../functions/shared/aws/lambda-context.js';
 import {
   closeSnapshots,
   isErrorBody,

@@ -6,7 +6,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { LocalMediaStore } from '../../functions/ports/media/local-files.js';
 import { mediaReader } from '../../functions/ports/registry.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { launchChromium } from '../support/chromium.js';
 import { call, client } from '../support/harness.js';
 import { decodePng } from '../support/png.js';

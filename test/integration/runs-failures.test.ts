@@ -4,7 +4,7 @@ import { describe, expect, jest, test } from '@jest/globals';
 import { recoverRuns } from '../../functions/core/run-recovery.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { call, client } from '../support/harness.js';
 import { runEnded, signUpSteps, step } from '../support/runs-app.js';
 import { runsWorldForFile, startRun } from '../support/runs-suite.js';

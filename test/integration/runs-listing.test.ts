@@ -17,7 +17,7 @@ import type { RunFilters } from '../../functions/core/run-listing.js';
 import { loadRun, type RunItem, type RunStatus } from '../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { keys, tables } from '../../functions/manifest/tables.js';
-import { ddb, localDynamoClientConfig, table } from '../../functions/shared/dynamo.js';
+import { ddb, localDynamoClientConfig, table } from '../../functions/shared/aws/dynamo.js';
 import { ensureTables, localTableName, startDynalite } from '../../lib/local/dynalite.js';
 import { call, client, type Harness, startHarness } from '../support/harness.js';
 import { seedRuns, storedRun } from '../support/run-items.js';

@@ -10,7 +10,7 @@ import { updateApplication } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { type FactoryWorld, startFactoryWorld } from '../support/factory-app.js';
 import { bearer, call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';

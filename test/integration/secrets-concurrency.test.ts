@@ -6,7 +6,7 @@ import { deleteSecret, leaseTiming, upsertSecrets } from '../../functions/core/s
 import { createApplication } from '../../functions/core/tenancy.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import type { BundleRef, SecretStore } from '../../functions/ports/secret-store/port.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../functions/shared/errors.js';
 import { REPO_ROOT } from '../../lib/local/server.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';

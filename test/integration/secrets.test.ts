@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../functions/core/tenancy.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { closeSnapshots, scanTable, secretFiles } from '../fuzz/support.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';
 

@@ -4,7 +4,7 @@ import type { RunStatus } from '../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { importTests } from '../../functions/core/tests.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import { closeSnapshots, scanTable } from '../fuzz/support.js';
 import { bearer, call, client, type Harness, startHarness } from '../support/harness.js';

@@ -7,7 +7,7 @@ import { STRANDED_DEPLOY_MS, STRANDED_TEARDOWN_MS } from '../../functions/core/e
 import { createApplication, getApplication, updateApplication } from '../../functions/core/tenancy.js';
 import { DETAIL_TYPES, REDEPLOY_EVENT_SOURCE } from '../../functions/manifest/events.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { queueLocalEvents } from '../../lib/local/bus.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';

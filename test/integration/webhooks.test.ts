@@ -7,7 +7,7 @@ import { findEnvironment } from '../../functions/core/environments.js';
 import { reportStatus } from '../../functions/core/pr-status.js';
 import { createApplication, updateApplication } from '../../functions/core/tenancy.js';
 import { prStatus } from '../../functions/ports/registry.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { webhookStartupLines } from '../../lib/local/server.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../support/apps.js';
 import { commitFiles, makeRepo, setBranch } from '../support/git.js';

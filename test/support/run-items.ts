@@ -1,7 +1,7 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunItem, RunStatus } from '../../functions/core/run-store.js';
 import { keys } from '../../functions/manifest/tables.js';
-import { ddb, table } from '../../functions/shared/dynamo.js';
+import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 
 /**
  * A run item as `startRun` stores it (every index key from `keys.runs.indexKeys`), without steps or

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { isAwsError } from '../../shared/aws-errors.js';
+import { isAwsError } from '../../shared/aws/aws-errors.js';
 import type { Artifacts } from './port.js';
 
 /**

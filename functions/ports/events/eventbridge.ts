@@ -3,7 +3,7 @@ import {
   PutEventsCommand,
   type PutEventsCommandOutput,
 } from '@aws-sdk/client-eventbridge';
-import { asTransient, awsStatus } from '../../shared/aws-errors.js';
+import { asTransient, awsStatus } from '../../shared/aws/aws-errors.js';
 import { ServiceUnavailableError } from '../../shared/errors.js';
 import { TransientError } from '../../shared/step-errors.js';
 import type { BusEvent, EventBus } from './port.js';
@@ -14,7 +14,7 @@ import type { BusEvent, EventBus } from './port.js';
  * endpoint rules and `AWS_ENDPOINT_URL_EVENTBRIDGE`). Entries go in batches of 10 (PutEvents' limit). A
  * partial failure (`FailedEntryCount` > 0) is a TransientError naming the entries' error codes, as is a
  * call that failed for a reason worth another try (throttling, a server or network error, after the SDK's
- * own attempts: shared/aws-errors.ts); anything else is a ServiceUnavailableError (permissions, a
+ * own attempts: shared/aws/aws-errors.ts); anything else is a ServiceUnavailableError (permissions, a
  * missing bus).
  */
 

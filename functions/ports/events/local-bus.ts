@@ -3,7 +3,7 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type EventRuleDef, eventRules } from '../../manifest/events.js';
-import { lambdaContext } from '../../shared/lambda-context.js';
+import { lambdaContext } from '../../shared/aws/lambda-context.js';
 import { log } from '../../shared/log.js';
 import type { BusEvent, DeliveredEvent, EventBus } from './port.js';
 

@@ -23,9 +23,9 @@ import { once } from './adapters.js';
  * token bucket), clock-skew correction, the endpoint rules (partitions, FIPS and dual-stack settings), and
  * `AWS_ENDPOINT_URL_<SERVICE>` / `AWS_ENDPOINT_URL` (unless `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`):
  * nothing here reads those variables. Credentials: the SDK's default chain; in a Lambda bundle that chain
- * is the environment alone (lib/cdk/bundling.ts aliases it to shared/lambda-credentials.ts).
+ * is the environment alone (lib/cdk/bundling.ts aliases it to shared/aws/lambda-credentials.ts).
  *
- * DynamoDB's document client lives in shared/dynamo.ts (`ddb()`), because use cases in core/ query it.
+ * DynamoDB's document client lives in shared/aws/dynamo.ts (`ddb()`), because use cases in core/ query it.
  */
 
 /** Settings every client gets: the configured region (validated once in shared/config.ts). */

@@ -6,7 +6,7 @@ import {
   RestoreSecretCommand,
   type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import { isAwsError } from '../../shared/aws-errors.js';
+import { isAwsError } from '../../shared/aws/aws-errors.js';
 import type { BundleRef, SecretStore } from './port.js';
 
 /**

@@ -3,7 +3,7 @@ import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/clien
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/core';
 import * as z from 'zod/mini';
-import { isAwsError, isRetryableAwsError } from '../../shared/aws-errors.js';
+import { isAwsError, isRetryableAwsError } from '../../shared/aws/aws-errors.js';
 import { ServiceUnavailableError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import '../../shared/zod-locale.js';

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { StateMachine } from 'aws-local-stepfunctions';
 import { localTaskArn, substitute, type WorkflowDef, workflows } from '../../manifest/workflows.js';
+import { lambdaContext } from '../../shared/aws/lambda-context.js';
 import { newId } from '../../shared/crypto.js';
-import { lambdaContext } from '../../shared/lambda-context.js';
 import { log } from '../../shared/log.js';
 import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 

@@ -5,7 +5,7 @@ import {
   type SFNClient,
   StartExecutionCommand,
 } from '@aws-sdk/client-sfn';
-import { isAwsError } from '../../shared/aws-errors.js';
+import { isAwsError } from '../../shared/aws/aws-errors.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { TaskOutcome, WorkflowName, Workflows } from './port.js';
 

@@ -1,8 +1,8 @@
 import { type CloudWatchLogsClient, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../../manifest/tables.js';
-import { isAwsError } from '../../../shared/aws-errors.js';
-import { ddb, table } from '../../../shared/dynamo.js';
+import { isAwsError } from '../../../shared/aws/aws-errors.js';
+import { ddb, table } from '../../../shared/aws/dynamo.js';
 import type { LogQuery, LogTarget, LogText } from '../port.js';
 
 /** GetLogEvents answers at most this many events. */

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/g
 import { mockClient } from 'aws-sdk-client-mock';
 import { type EmbeddedDynamo, ensureTables, startDynalite } from '../../../../lib/local/dynalite.js';
 import { keys } from '../../../manifest/tables.js';
-import { ddb, table } from '../../../shared/dynamo.js';
+import { ddb, table } from '../../../shared/aws/dynamo.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { BuildLogs } from './build-logs.js';
 import { BUILD_REF_VAR, type BuildStateChange, CodeBuildImages } from './images.js';

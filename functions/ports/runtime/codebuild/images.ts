@@ -4,8 +4,8 @@ import { type CodeBuildClient, StartBuildCommand } from '@aws-sdk/client-codebui
 import { BatchGetImageCommand, type ECRClient } from '@aws-sdk/client-ecr';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { artifactKeys, keys, repoKey } from '../../../manifest/tables.js';
+import { ddb, isConditionFailure, table } from '../../../shared/aws/dynamo.js';
 import { newId } from '../../../shared/crypto.js';
-import { ddb, isConditionFailure, table } from '../../../shared/dynamo.js';
 import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
 import { Superseded } from '../../../shared/step-errors.js';

@@ -6,7 +6,7 @@ import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../../test
 import { FakeEksAndLambda } from '../../../../test/cloud/fakes/kubernetes-aws.js';
 import { parseEksConfig } from '../../../shared/config.js';
 import { setLogSink } from '../../../shared/log.js';
-import { MASK } from '../../../shared/mask.js';
+import { MASK } from '../../../shared/masking/mask.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from '../port.js';
 import { EksTokens, eksToken } from './auth.js';

@@ -10,7 +10,7 @@ import type { V1ConfigMap, V1Namespace } from '@kubernetes/client-node';
 import { type Config, config } from '../../../shared/config.js';
 import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
-import { maskSecrets } from '../../../shared/mask.js';
+import { maskSecrets } from '../../../shared/masking/mask.js';
 import { DeployFailed, Superseded, TransientError } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import type { RuntimeTarget } from '../port.js';

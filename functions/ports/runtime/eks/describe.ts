@@ -9,7 +9,7 @@ import {
   type DescribeClusterCommandOutput,
   type EKSClient,
 } from '@aws-sdk/client-eks';
-import { isAwsError } from '../../../shared/aws-errors.js';
+import { isAwsError } from '../../../shared/aws/aws-errors.js';
 import { DeployFailed, TransientError } from '../../../shared/step-errors.js';
 import type { ClusterApi } from './cluster.js';
 

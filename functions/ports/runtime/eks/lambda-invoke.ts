@@ -4,10 +4,10 @@
  * the event and answers 202. The client is the container's (registry/aws-clients.ts `lambdaClient()`):
  * its standard retry mode retries throttling, server and network errors; what still fails throws
  * `LambdaInvokeError` with Lambda's error type (`ResourceNotFoundException`, `AccessDeniedException`, …),
- * judged by shared/aws-errors.ts.
+ * judged by shared/aws/aws-errors.ts.
  */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { awsStatus, isRetryableAwsError } from '../../../shared/aws-errors.js';
+import { awsStatus, isRetryableAwsError } from '../../../shared/aws/aws-errors.js';
 
 /** A failed `Invoke`: Lambda's error type as `name` (`Error` for a network failure), its HTTP status. */
 export class LambdaInvokeError extends Error {

@@ -1,4 +1,4 @@
-import { maskSecrets } from '../../../shared/mask.js';
+import { maskSecrets } from '../../../shared/masking/mask.js';
 import { failureMessage } from '../log-cause.js';
 import type { LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
 import { isCode, KubeError } from './client.js';

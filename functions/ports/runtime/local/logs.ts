@@ -14,8 +14,8 @@ import {
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { log } from '../../../shared/log.js';
-import { maskSecrets } from '../../../shared/mask.js';
-import { MaskingWriter } from '../../../shared/mask-stream.js';
+import { maskSecrets } from '../../../shared/masking/mask.js';
+import { MaskingWriter } from '../../../shared/masking/mask-stream.js';
 import type { LogQuery, LogSource, LogTarget, LogText, RuntimeTarget } from '../port.js';
 import { envId, type LocalRuntime, sleep } from './state.js';
 import { scrub } from './working-copies.js';

@@ -25,7 +25,7 @@ import {
 } from '../../../../test/support/apps.js';
 import { makeRepo } from '../../../../test/support/git.js';
 import { setLogSink } from '../../../shared/log.js';
-import { MASK } from '../../../shared/mask.js';
+import { MASK } from '../../../shared/masking/mask.js';
 import { GitSourceHost } from '../../source-host/local-git.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from '../port.js';

@@ -129,7 +129,7 @@ export async function stopApp(rt: LocalRuntime, app: AppState) {
 /**
  * Start `command` with `/bin/sh -c` in `dir`, in its own process group, with the inherited variables
  * plus `vars`; inside a bubblewrap sandbox when isolation is on. Its output goes to `logFile` (which it
- * takes over and closes) through a pipe that masks `secrets` as it writes (see shared/mask-stream.ts):
+ * takes over and closes) through a pipe that masks `secrets` as it writes (shared/masking/mask-stream.ts):
  * the file never holds a value. `drained`: settles once all of its output is written and the file closed.
  */
 export function spawnCommand(

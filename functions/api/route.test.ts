@@ -1,24 +1,15 @@
+import { createHmac } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { jsonDepthExceeds, MAX_JSON_DEPTH, route } from '../../functions/api/route.js';
-import { MAX_RECIPES_FILE_BYTES } from '../../functions/core/recipes.js';
-import { routes } from '../../functions/manifest/routes.js';
-import { ConflictError, ValidationError } from '../../functions/shared/errors.js';
-import { lambdaContext } from '../../functions/shared/lambda-context.js';
-import { setLogSink } from '../../functions/shared/log.js';
-import { describeIssues, reservedMemberPath } from '../../functions/shared/validation.js';
+import { apiEvent as event } from '../../test/support/middy-request.js';
+import { routes } from '../manifest/routes.js';
+import { lambdaContext } from '../shared/aws/lambda-context.js';
+import { ConflictError } from '../shared/errors.js';
+import { setLogSink } from '../shared/log.js';
+import { MAX_JSON_DEPTH, route } from './route.js';
 
-// The middleware stack without a database: the routes below fail before or without authentication.
-const event = (over: Partial<APIGatewayProxyEvent> = {}): APIGatewayProxyEvent =>
-  ({
-    headers: {},
-    body: null,
-    pathParameters: null,
-    queryStringParameters: null,
-    requestContext: {},
-    ...over,
-  }) as APIGatewayProxyEvent;
+// The middleware stack without a database: the routes below fail before or without authentication, or
+// are GitHub's webhook route, whose signature is checked against a secret the test gives.
 
 const logs: string[] = [];
 beforeAll(() => setLogSink((l) => logs.push(l)));
@@ -70,9 +61,8 @@ describe('route() middleware stack', () => {
     expect({ status: res.statusCode, body: JSON.parse(res.body) }).toEqual({ status: 401, body: { error } });
   });
 
-  // Hardening, "no 500 from input": the body was parsed (and its __proto__ guard recursed) before
-  // authentication, so a deep body overflowed the stack (500) and a malformed one was a 400, to callers
-  // without credentials.
+  // The body was once parsed (and its __proto__ guard recursed) before authentication, so a deep body
+  // overflowed the stack (500) and a malformed one was a 400, to callers without credentials.
   test.each([
     ['empty', '  '],
     ['malformed', '{"a":'],
@@ -104,50 +94,6 @@ describe('route() middleware stack', () => {
   });
 });
 
-describe('body guards', () => {
-  test('jsonDepthExceeds counts arrays and objects, not brackets inside strings', () => {
-    expect(jsonDepthExceeds('{"a":[1,{"b":[]}]}', 4)).toBe(false);
-    expect(jsonDepthExceeds('{"a":[1,{"b":[]}]}', 3)).toBe(true);
-    expect(jsonDepthExceeds(`{"s":"${'['.repeat(1000)}\\"${'{'.repeat(1000)}"}`, 1)).toBe(false);
-    expect(jsonDepthExceeds('['.repeat(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).toBe(false);
-    expect(jsonDepthExceeds('['.repeat(MAX_JSON_DEPTH + 1), MAX_JSON_DEPTH)).toBe(true);
-    expect(jsonDepthExceeds('['.repeat(1_000_000), MAX_JSON_DEPTH)).toBe(true);
-  });
-
-  test('reservedMemberPath finds an own __proto__ member at any depth, without recursion', () => {
-    let deep: unknown = JSON.parse('{"__proto__":1}');
-    for (let i = 0; i < 200_000; i++) deep = [deep];
-    expect(reservedMemberPath(deep)).toHaveLength(200_001);
-    let clean: unknown = { constructor: 1, toString: 2 };
-    for (let i = 0; i < 200_000; i++) clean = { a: clean };
-    expect(reservedMemberPath(clean)).toBeUndefined();
-    expect(reservedMemberPath({ a: '__proto__', b: ['__proto__'] })).toBeUndefined();
-    expect(reservedMemberPath(JSON.parse('{"a":[{"b":1},{"c":{"__proto__":{}}}]}'))).toEqual([
-      'a',
-      1,
-      'c',
-      '__proto__',
-    ]);
-  });
-
-  test("the recipe route's body cap is the recipe file limit of the use case", () => {
-    expect(routes.createRecipeVersion.maxBodyBytes).toBe(MAX_RECIPES_FILE_BYTES);
-  });
-});
-
-describe('describeIssues', () => {
-  test('names the path of each problem', () => {
-    const r = z.object({ items: z.array(z.object({ key: z.string() })) }).safeParse({ items: [{ key: 1 }] });
-    expect(r.success).toBe(false);
-    if (!r.success)
-      expect(describeIssues('request body', r.error)).toMatch(/^invalid request body: items\[0\]\.key: /);
-  });
-
-  test('ValidationError is a 400', () => {
-    expect(new ValidationError('x').statusCode).toBe(400);
-  });
-});
-
 describe('unexpected errors', () => {
   test('are a generic 500 whose message never reaches the caller or the log', async () => {
     const { handler } = route('getEnvironment', {}, async () => ({ statusCode: 200, body: {} }));
@@ -162,5 +108,104 @@ describe('unexpected errors', () => {
       detail: expect.stringMatching(/^invalid configuration: /),
     });
     expect(logs.join('\n')).not.toContain('a'.repeat(43));
+  });
+});
+
+describe('a signed webhook through the whole chain', () => {
+  const secret = async () => 'whsec';
+  const signed = (body: string, over: Parameters<typeof event>[0] = {}) =>
+    event({
+      body,
+      ...over,
+      headers: {
+        'X-Hub-Signature-256': `sha256=${createHmac('sha256', 'whsec').update(body).digest('hex')}`,
+        Host: 'api.example.com',
+        ...over.headers,
+      },
+    });
+
+  test('the handler gets the validated input and its reply is JSON with its extra headers', async () => {
+    const seen: unknown[] = [];
+    const { handler } = route(
+      'githubWebhook',
+      { webhookSecret: secret, body: z.object({ action: z.string() }), bodyRequired: true },
+      async (req) => {
+        seen.push({ body: req.body, principal: req.principal, baseUrl: req.baseUrl, rawBody: req.rawBody });
+        return {
+          statusCode: 202,
+          body: { ok: true },
+          headers: { link: '<x>', 'content-type': 'text/plain' },
+        };
+      },
+    );
+    const res = await handler(signed('{"action":"opened"}'), lambdaContext('t', 'r'));
+    expect(res).toEqual({
+      statusCode: 202,
+      headers: { link: '<x>', 'content-type': 'application/json' },
+      body: '{"ok":true}\n',
+    });
+    expect(seen).toEqual([
+      {
+        body: { action: 'opened' },
+        principal: { orgId: '', githubWebhook: true },
+        baseUrl: 'https://api.example.com',
+        rawBody: '{"action":"opened"}',
+      },
+    ]);
+    expect(JSON.parse(logs.at(-1)!)).toMatchObject({
+      message: 'request',
+      route: 'githubWebhook',
+      status: 202,
+    });
+  });
+
+  test('a reply with a content type and a string body is sent as it is', async () => {
+    const { handler } = route('githubWebhook', { webhookSecret: secret }, async () => ({
+      statusCode: 200,
+      body: 'plain text',
+      contentType: 'text/plain; charset=utf-8',
+    }));
+    expect(await handler(signed(''), lambdaContext('t', 'r'))).toEqual({
+      statusCode: 200,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      body: 'plain text',
+    });
+  });
+
+  test.each([
+    ['over the cap', JSON.stringify({ a: 'x'.repeat(routes.githubWebhook.maxBodyBytes) }), 413, /too large/],
+    ['not JSON', '{"action":', 400, /^request body is not valid JSON$/],
+    [
+      'nested too deeply',
+      `${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}`,
+      400,
+      /deeply/,
+    ],
+    ['that breaks the schema', '{"action":1}', 400, /^invalid request body: action: /],
+  ])('once authenticated, a body %s is refused before the handler runs', async (_l, body, status, error) => {
+    let called = false;
+    const { handler } = route(
+      'githubWebhook',
+      { webhookSecret: secret, body: z.object({ action: z.string() }) },
+      async () => {
+        called = true;
+        return { statusCode: 202, body: {} };
+      },
+    );
+    const res = await handler(signed(body), lambdaContext('t', 'r'));
+    expect({ status: res.statusCode, called }).toEqual({ status, called: false });
+    expect(JSON.parse(res.body).error).toMatch(error);
+  });
+
+  test('a malformed Host is a 400', async () => {
+    const { handler } = route('githubWebhook', { webhookSecret: secret }, async () => ({
+      statusCode: 202,
+      body: {},
+    }));
+    const res = await handler(signed('{}', { headers: { Host: 'a b' } }), lambdaContext('t', 'r'));
+    expect({ status: res.statusCode, body: JSON.parse(res.body) }).toEqual({
+      status: 400,
+      body: { error: 'malformed Host header' },
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
-import { TransientError } from './step-errors.js';
+import { TransientError } from '../step-errors.js';
 
 /*
  * The one place an AWS SDK error is judged. The SDK v3 names a service error by its code

@@ -12,10 +12,10 @@ import {
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { TableName } from '../manifest/tables.js';
+import type { TableName } from '../../manifest/tables.js';
+import { config } from '../config.js';
+import { NotFoundError } from '../errors.js';
 import { isAwsError } from './aws-errors.js';
-import { config } from './config.js';
-import { NotFoundError } from './errors.js';
 
 let client: DynamoDBDocumentClient | undefined;
 
