@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { tableNames, tables } from '../../functions/manifest/tables.js';
+import { tableNames, tables } from '../manifest/tables.js';
 import {
   buildLogs,
   buildRuntime,
@@ -8,10 +8,10 @@ import {
   logsRuntime,
   runtime,
   teardownRuntime,
-} from '../../functions/ports/registry.js';
-import { CloudRuntime } from '../../functions/ports/runtime/cloud.js';
-import { BuildLogs } from '../../functions/ports/runtime/codebuild/build-logs.js';
-import { CodeBuildImages } from '../../functions/ports/runtime/codebuild/images.js';
+} from './registry.js';
+import { CloudRuntime } from './runtime/cloud.js';
+import { BuildLogs } from './runtime/codebuild/build-logs.js';
+import { CodeBuildImages } from './runtime/codebuild/images.js';
 
 // AWS mode: the runtime is images on CodeBuild plus a cluster; until the cluster adapter exists, a deploy
 // fails saying so (a clear error, never a 500) and a teardown has nothing to remove.
