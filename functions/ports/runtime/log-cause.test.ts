@@ -1,13 +1,8 @@
 import { describe, expect, test } from '@jest/globals';
 import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../core/logs.js';
-import {
-  CAUSE_WINDOW_LINES,
-  failureMessage,
-  leadingCause,
-  logsCommand,
-} from './log-cause.js';
+import { CAUSE_WINDOW_LINES, failureMessage, leadingCause, logsCommand } from './log-cause.js';
 
-/** What Node 20 prints for `require('./missing-config.json')` (the case of issue 15). */
+/** What Node 20 prints for `require('./missing-config.json')`: an app that crashes at start on a missing file. */
 const NODE_MISSING_MODULE = `reading config
 node:internal/modules/cjs/loader:1228
   throw err;
@@ -28,7 +23,7 @@ Require stack:
 Node.js v20.20.2
 `;
 
-/** What npm 10 prints for `npm run build` where the app's folder has no package.json (issue 26). */
+/** What npm 10 prints for `npm run build` where the app's folder has no package.json: a build that fails at once. */
 const NPM_ENOENT = `npm error code ENOENT
 npm error syscall open
 npm error path /work/acme/shop/api/package.json
