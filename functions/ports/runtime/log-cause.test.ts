@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../core/logs.js';
 import { CAUSE_WINDOW_LINES, failureMessage, leadingCause, logsCommand } from './log-cause.js';
 
-/** What Node 20 prints for `require('./missing-config.json')`: an app that crashes at start on a missing file. */
+/** What Node 20 prints for `require('./missing-config.json')` (the case of issue 15). */
 const NODE_MISSING_MODULE = `reading config
 node:internal/modules/cjs/loader:1228
   throw err;
@@ -23,7 +23,7 @@ Require stack:
 Node.js v20.20.2
 `;
 
-/** What npm 10 prints for `npm run build` where the app's folder has no package.json: a build that fails at once. */
+/** What npm 10 prints for `npm run build` where the app's folder has no package.json (issue 26). */
 const NPM_ENOENT = `npm error code ENOENT
 npm error syscall open
 npm error path /work/acme/shop/api/package.json

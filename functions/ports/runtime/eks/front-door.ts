@@ -1,6 +1,6 @@
 /**
- * The front door of an environment on EKS (who may open its apps, and their sleep): existing engines do
- * the work, no proxy of ours runs in the cluster.
+ * The front door of an environment on EKS (issue 29): existing engines do the work, no proxy of ours runs
+ * in the cluster.
  * - Sleep and wake: KEDA's HTTP add-on. Per app whose environment sleeps (`sleepAfterMs` > 0), an
  *   `HTTPScaledObject` (http.keda.sh/v1alpha1: the app's host, its Deployment and Service, replicas 0..1,
  *   `scaledownPeriod` = the idle time) and the app's Ingress routed to the add-on's interceptor, which
