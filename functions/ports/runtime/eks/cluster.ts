@@ -72,14 +72,7 @@ import { namespaceName, publicUrl } from './objects.js';
 import { EksRolloutWatch, type EksWatchOptions, type RolloutWatchEvent } from './rollout-watch.js';
 import { EksTeardown } from './teardown.js';
 
-export {
-  type ClusterApi,
-  EksConnection,
-  type EksConnectionOptions,
-  type EksTiming,
-  TIMING_DEFAULTS,
-} from './connection.js';
-export { internalUrl, namespaceName, publicUrl } from './objects.js';
+export { type ClusterApi, type EksTiming, TIMING_DEFAULTS } from './connection.js';
 export type { RolloutWatchEvent, WatchOutcome } from './rollout-watch.js';
 
 /** Everything the whole adapter is made from: the connection's options and the watch's. */
@@ -90,7 +83,7 @@ export type EksClusterOptions = EksConnectionOptions & EksWatchOptions;
  * local host and the CLI (registry `runtime`) and the adapter's own tests.
  */
 export class EksCluster implements AppRunner, AppTeardown, AppLogs {
-  readonly connection: EksConnection;
+  private readonly connection: EksConnection;
   private readonly apps: EksApps;
   private readonly rollouts: EksRolloutWatch;
   private readonly teardowns: EksTeardown;
@@ -102,10 +95,6 @@ export class EksCluster implements AppRunner, AppTeardown, AppLogs {
     this.rollouts = new EksRolloutWatch(this.connection, opts);
     this.teardowns = new EksTeardown(this.connection);
     this.pods = new EksLogs(this.connection);
-  }
-
-  get timing() {
-    return this.connection.timing;
   }
 
   /** The namespace of an environment. */
