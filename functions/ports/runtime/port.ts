@@ -235,9 +235,9 @@ export interface AppLogs {
 /**
  * The front door of a runtime that keeps one before the apps (local: access cookie, sleep and wake), as
  * the service itself passes it: a test run wakes its preview first and calls its apps directly. The run
- * executor calls it (registry `frontDoor`). On AWS there is no door to pass: KEDA's HTTP add-on wakes an
- * app on the request itself, and the service reaches apps at their public URLs; its `frontDoor` only
- * resolves `wake` at once.
+ * executor calls it (registry `frontDoor`). On AWS the runtime keeps no door of its own: KEDA's HTTP
+ * add-on wakes an app on the request itself, and the service reaches apps at their public URLs; its
+ * `frontDoor` only resolves `wake` at once.
  */
 export interface FrontDoor {
   /** Wake a sleeping environment and resolve once its apps answer; at once when it is awake. */
