@@ -1,4 +1,4 @@
-import type { Runtime } from '../ports/runtime/port.js';
+import type { AppTeardown } from '../ports/runtime/port.js';
 import type { Workflows } from '../ports/workflows/port.js';
 import { log } from '../shared/log.js';
 import {
@@ -42,7 +42,7 @@ export const FENCE_RETENTION_MS = 24 * HOUR;
  * deploy/rbac.yaml again).
  */
 export async function sweepFences(
-  deps: { runtime: Pick<Runtime, 'pruneFences'> },
+  deps: { runtime: Pick<AppTeardown, 'pruneFences'> },
   now: Date = new Date(),
 ): Promise<number> {
   try {

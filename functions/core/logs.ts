@@ -1,5 +1,5 @@
 import { keys } from '../manifest/tables.js';
-import type { LogSource, Runtime } from '../ports/runtime/port.js';
+import type { AppLogs, LogSource } from '../ports/runtime/port.js';
 import type { SecretStore } from '../ports/secret-store/port.js';
 import { NotFoundError } from '../shared/errors.js';
 import { maskSecrets } from '../shared/masking/mask.js';
@@ -32,7 +32,7 @@ export interface LogRequest {
  * at a line boundary, under a notice saying so. A log that does not exist (yet) is a 404.
  */
 export async function appLogs(
-  deps: { runtime: Pick<Runtime, 'logs'>; secrets: SecretStore },
+  deps: { runtime: AppLogs; secrets: SecretStore },
   ref: EnvRef,
   req: LogRequest,
 ): Promise<string> {

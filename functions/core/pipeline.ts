@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { artifactKeys } from '../manifest/tables.js';
 import type { Artifacts } from '../ports/artifacts/port.js';
-import type { AppSpec, BuildInputs, BuildResult, Runtime, RuntimeTarget } from '../ports/runtime/port.js';
+import type { AppSpec, AppTeardown, BuildInputs, BuildResult, RuntimeTarget } from '../ports/runtime/port.js';
 import type { SourceHost } from '../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../shared/aws/dynamo.js';
 import { DeployFailed, Superseded } from '../shared/step-errors.js';
@@ -120,7 +120,7 @@ export async function transition(input: StepInput, set: Transition, remove: (key
  * condition that the generation is still current. A newer generation (here or in the runtime's own fence)
  * is `Superseded`: it owns the environment's apps, nothing is stopped.
  */
-export async function stopFailedApps(deps: { runtime: Pick<Runtime, 'stopApps'> }, input: StepInput) {
+export async function stopFailedApps(deps: { runtime: Pick<AppTeardown, 'stopApps'> }, input: StepInput) {
   const env = await loadCurrent(input);
   const stopped = await deps.runtime.stopApps(runtimeTarget(env, input), 'the environment failed');
   if (Object.keys(stopped).length === 0) await transition(input, { urls: {} }, ['stoppedApps']);

@@ -1,5 +1,5 @@
 import { sweepExpired, sweepFences } from '../core/expiry.js';
-import { fenceRuntime } from '../ports/registry/runtime.js';
+import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 import { workflows } from '../ports/registry/workflows.js';
 import { log } from '../shared/log.js';
 
@@ -16,7 +16,7 @@ export async function handler(): Promise<{
   fencesRemoved: number;
 }> {
   const { checked, expired, restarted } = await sweepExpired({ workflows: workflows() });
-  const fencesRemoved = await sweepFences({ runtime: fenceRuntime() });
+  const fencesRemoved = await sweepFences({ runtime: appTeardown() });
   log.info('expiry sweep', {
     checked,
     expired: expired.length,

@@ -1,7 +1,7 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { isCurrent } from '../core/pipeline.js';
-import { imageBuilds } from '../ports/registry/image-builds.js';
+import { imageBuilds } from '../ports/registry/runtime/image-builder.js';
 import { MalformedEvent } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';

@@ -10,25 +10,23 @@
  * with `provideLocalAdapters`.
  *
  * A new port is a folder under `ports/` (contract, adapters, contract test) plus one getter module here.
+ * The runtime, a port of several roles (runtime/port.ts), has a getter module per role in registry/runtime/.
  */
 export { type Adapters, type PortName, provideLocalAdapters } from './registry/adapters.js';
 export { artifacts } from './registry/artifacts.js';
 export { browser } from './registry/browser.js';
 export { eventBus } from './registry/events.js';
-export { buildLogs, buildRuntime, codeBuildImages, imageBuilds } from './registry/image-builds.js';
 export { mediaReader } from './registry/media.js';
 export { mediaWriter } from './registry/media-writer.js';
 export { prStatus } from './registry/pr-status.js';
-export {
-  clusterRuntime,
-  logsRuntime,
-  rolloutWatcher,
-  runtime,
-  teardownRuntime,
-} from './registry/runtime.js';
+export { appLogReader, buildLogs } from './registry/runtime/app-logs.js';
+export { appRunner, rolloutWatcher } from './registry/runtime/app-runner.js';
+export { appTeardown } from './registry/runtime/app-teardown.js';
+export { frontDoor } from './registry/runtime/front-door.js';
+export { codeBuildImages, imageBuilder, imageBuilds } from './registry/runtime/image-builder.js';
+export { runtime } from './registry/runtime/whole.js';
 export { secretStore } from './registry/secret-store.js';
 export { sourceHost } from './registry/source-host.js';
-export { wakeRuntime } from './registry/wake.js';
 export { webhookDeliveries } from './registry/webhook-deliveries.js';
 export { webhookSecret } from './registry/webhook-secret.js';
 export { workflows } from './registry/workflows.js';

@@ -188,7 +188,7 @@ export interface Config {
   tableNames: Record<TableName, string>;
 }
 
-/** The EKS cluster's settings (`Config.eks`): what eks/core.ts `eksClusterOptions` builds the adapter from. */
+/** The EKS cluster's settings (`Config.eks`): what eks/connection.ts `connectionOptions` builds the adapter from. */
 export interface EksConfig {
   clusterName?: string;
   watcherFunction?: string;

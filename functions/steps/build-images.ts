@@ -1,5 +1,5 @@
 import { beginAppStep, type CallbackEvent, isCurrent } from '../core/pipeline.js';
-import { buildRuntime } from '../ports/registry/image-builds.js';
+import { imageBuilder } from '../ports/registry/runtime/image-builder.js';
 
 /**
  * Build step (building / building-images), a callback task: start the runtime's build of every app (or
@@ -11,7 +11,7 @@ import { buildRuntime } from '../ports/registry/image-builds.js';
 export async function handler(event: CallbackEvent): Promise<void> {
   const { input, taskToken } = event;
   const { env, apps, target } = await beginAppStep(input, { status: 'building', phase: 'building-images' });
-  await buildRuntime().build(target, env.inputs!.headSha, apps, taskToken, {
+  await imageBuilder().build(target, env.inputs!.headSha, apps, taskToken, {
     rebuild: input.mode === 'rebuild',
     ...(env.buildInputs ? { inputs: env.buildInputs } : {}),
     current: () => isCurrent(input),

@@ -2,7 +2,7 @@ import { effectiveAccess, effectiveSleepMinutes } from '../core/access.js';
 import { beginAppStep, type CallbackEvent, transition } from '../core/pipeline.js';
 import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
 import { findApplicationByRepo } from '../core/tenancy.js';
-import { clusterRuntime } from '../ports/registry/runtime.js';
+import { appRunner } from '../ports/registry/runtime/app-runner.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import type { AppLaunch, AppSpec, FrontDoorSettings } from '../ports/runtime/port.js';
 import { config } from '../shared/config.js';
@@ -56,7 +56,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
     sleepAfterMs: effectiveSleepMinutes(owner ?? {}, env.prNumber) * 60_000,
     ...(owner ? { applicationId: owner.applicationId } : {}),
   };
-  await clusterRuntime().deploy(target, launches, {
+  await appRunner().deploy(target, launches, {
     prune: input.mode === undefined,
     restart: input.mode === 'restart',
     apps: Object.keys(env.appSpecs ?? apps),
@@ -73,5 +73,5 @@ export async function handler(event: CallbackEvent): Promise<void> {
       ? { builds: input.mode === undefined ? input.built.builds : { ...env.builds, ...input.built.builds } }
       : {}),
   });
-  await clusterRuntime().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
+  await appRunner().awaitReady(target, env.appSpecs as Record<string, AppSpec>, taskToken);
 }

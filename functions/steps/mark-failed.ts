@@ -1,7 +1,7 @@
 import { failureMessage, type StepInput, Superseded, stopFailedApps, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
 import { prStatus } from '../ports/registry/pr-status.js';
-import { stopRuntime } from '../ports/registry/runtime.js';
+import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 
 /**
  * Catch target of every state machine: record `failed` with the cause, unless a newer request owns it,
@@ -11,7 +11,7 @@ import { stopRuntime } from '../ports/registry/runtime.js';
 export async function handler(input: StepInput): Promise<StepInput> {
   try {
     await transition(input, { status: 'failed', error: failureMessage(input.failure).slice(0, 1000) });
-    await stopFailedApps({ runtime: stopRuntime() }, input);
+    await stopFailedApps({ runtime: appTeardown() }, input);
   } catch (err) {
     if (!(err instanceof Superseded)) throw err;
   }

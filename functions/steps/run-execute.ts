@@ -4,8 +4,8 @@ import { RunNotOwned } from '../core/run-lifecycle.js';
 import type { RunTarget } from '../core/run-store.js';
 import { browser } from '../ports/registry/browser.js';
 import { mediaWriter } from '../ports/registry/media-writer.js';
+import { frontDoor } from '../ports/registry/runtime/front-door.js';
 import { secretStore } from '../ports/registry/secret-store.js';
-import { wakeRuntime } from '../ports/registry/wake.js';
 import { config } from '../shared/config.js';
 import { Superseded } from '../shared/step-errors.js';
 
@@ -38,8 +38,8 @@ export async function handler(
         // Locally a sleeping preview is woken first (the front door); in AWS the request wakes it.
         ...(c.mode === 'local'
           ? {
-              wake: (ref: { orgId: string; envKey: string }) => wakeRuntime().wake(ref),
-              serviceUrls: async (ref: { orgId: string; envKey: string }) => wakeRuntime().serviceUrls?.(ref),
+              wake: (ref: { orgId: string; envKey: string }) => frontDoor().wake(ref),
+              serviceUrls: async (ref: { orgId: string; envKey: string }) => frontDoor().serviceUrls?.(ref),
             }
           : {}),
       },

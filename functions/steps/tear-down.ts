@@ -1,7 +1,7 @@
 import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
 import { reportStatus } from '../core/pr-status.js';
 import { prStatus } from '../ports/registry/pr-status.js';
-import { teardownRuntime } from '../ports/registry/runtime.js';
+import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 
 /**
  * Teardown: stop and remove everything the runtime runs for the environment (which also refuses any
@@ -11,7 +11,7 @@ import { teardownRuntime } from '../ports/registry/runtime.js';
  */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
-  if (env.apps !== undefined) await teardownRuntime().teardown(runtimeTarget(env, input));
+  if (env.apps !== undefined) await appTeardown().teardown(runtimeTarget(env, input));
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error']);
   await reportStatus({ prStatus: prStatus() }, input);
   return input;

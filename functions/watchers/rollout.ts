@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { rolloutWatcher } from '../ports/registry/runtime.js';
-import type { RolloutWatchEvent } from '../ports/runtime/eks/cluster.js';
+import { rolloutWatcher } from '../ports/registry/runtime/app-runner.js';
+import type { RolloutWatchEvent } from '../ports/runtime/eks/rollout-watch.js';
 import { MalformedEvent } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';
@@ -26,7 +26,7 @@ const eventSchema = z.object({
 /**
  * The rollout watcher (invoked asynchronously, by the EKS runtime's awaitReady and by itself): watch an
  * environment's rollout for up to one slice of this invocation's time, completing the deploy's task token
- * when it ends, or invoke itself again to go on watching (eks/cluster.ts `EksCluster.watch`). The event carries no
+ * when it ends, or invoke itself again to go on watching (eks/rollout-watch.ts `EksRolloutWatch.watch`). The event carries no
  * secret values: masking reads them from the cluster.
  */
 export async function handler(

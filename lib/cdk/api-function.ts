@@ -340,7 +340,7 @@ export class ApiFunction extends NodejsFunction {
    */
   bindLogs(imageBuilds: ImageBuildResources, cluster?: ClusterSettings): this {
     imageBuilds.logGroup.grant(this, ...logReadActions);
-    // The build log's group only: the logs getter (registry/runtime.ts `logsRuntime`) reads nothing else of
+    // The build log's group only: the logs getter (registry/runtime/app-logs.ts `appLogReader`) reads nothing else of
     // the image builds, and the cluster's CA leaves little of Lambda's 4 KB of environment.
     this.addEnvironment('IMAGE_BUILD_LOG_GROUP', imageBuilds.logGroup.logGroupName);
     if (cluster) this.bindClusterSettings(cluster);
@@ -417,7 +417,7 @@ export class ApiFunction extends NodejsFunction {
 
   /**
    * The cluster's settings, as the EKS_* variables shared/config.ts validates (`Config.eks`; the adapter is
-   * built from them by `eksClusterOptions` of functions/ports/runtime/eks/core.ts). For the functions with
+   * built from them by `connectionOptions` of functions/ports/runtime/eks/connection.ts). For the functions with
    * `runtime` access (the cluster steps and the rollout watcher) and the app-logs route (`logs`); the image
    * builds (BuildImages, the image-build event target) never build the cluster adapter and get none.
    * Grants nothing: see `bindClusterAccess`.

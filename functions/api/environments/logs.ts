@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { appLogs, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from '../../core/logs.js';
-import { logsRuntime } from '../../ports/registry/runtime.js';
+import { appLogReader } from '../../ports/registry/runtime/app-logs.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { appName } from '../../shared/validation.js';
 import { route } from '../route.js';
@@ -33,7 +33,7 @@ export const { main, handler } = route('getAppLogs', { params, query }, async (r
   statusCode: 200,
   contentType: 'text/plain; charset=utf-8',
   body: await appLogs(
-    { runtime: logsRuntime(), secrets: secretStore() },
+    { runtime: appLogReader(), secrets: secretStore() },
     envRef(req.principal.orgId, req.params),
     {
       app: req.params.app,

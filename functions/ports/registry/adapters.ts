@@ -52,7 +52,7 @@ export function provideLocalAdapters(factories: Factories): void {
 /**
  * A memoized getter for a port: the cloud factory in `aws` mode (once per getter), the installed local
  * adapter in `local` mode (once per port). `T` narrows what the getter promises when a handler needs only
- * part of a port (`buildRuntime`).
+ * part of a port (the runtime's roles: `imageBuilder`, registry/runtime/).
  */
 export function adapter<K extends PortName, T = Adapters[K]>(port: K, cloud: () => NoInfer<T>): () => T {
   let instance: T | undefined;

@@ -13,8 +13,9 @@ import {
   sfnClient,
 } from './aws-clients.js';
 import { githubAppCredentials } from './github-app.js';
-import { buildLogs, buildRuntime, codeBuildImages, imageBuilds } from './image-builds.js';
 import { mediaReader } from './media.js';
+import { buildLogs } from './runtime/app-logs.js';
+import { codeBuildImages, imageBuilder, imageBuilds } from './runtime/image-builder.js';
 import { secretStore } from './secret-store.js';
 import { workflows } from './workflows.js';
 
@@ -130,7 +131,7 @@ describe('registry getters over the SDK clients (AWS mode)', () => {
 
   test('image builds: CodeBuild and ECR start one, ECR, Logs and Step Functions end it, Logs reads it', async () => {
     const before = aws.calls.length;
-    await buildRuntime().build(target, 'a'.repeat(40), { web: { port: 3000 } }, 'no-such-token', {});
+    await imageBuilder().build(target, 'a'.repeat(40), { web: { port: 3000 } }, 'no-such-token', {});
     expect(aws.builds).toHaveLength(1);
     const build = aws.builds[0]!;
     expect(build.projectName).toBe('preview-images');

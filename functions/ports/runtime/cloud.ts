@@ -1,15 +1,17 @@
+/**
+ * The cloud runtime, assembled from its parts by role (port.ts): images built on CodeBuild (`ImageBuilder`,
+ * codebuild/images.ts), apps run on the EKS cluster (`AppRunner`, `AppTeardown`, and `AppLogs` for the
+ * pods: eks/cluster.ts), build logs read from CloudWatch Logs (`AppLogs` for builds: codebuild/
+ * build-logs.ts). No front door of its own: the cluster's engines are the door (eks/front-door.ts).
+ *
+ * A deployment may have no cluster configured (EKS_CLUSTER_NAME unset): images are built, deploys fail
+ * saying so, and stopping or tearing down has nothing to remove (nothing of the environment runs). The
+ * functions below give each role that behaviour, so the registry's getters (ports/registry/runtime/)
+ * assemble the same roles from only the parts their handler calls, and `CloudRuntime` from all of them.
+ */
 import { DeployFailed } from '../../shared/step-errors.js';
 import type { CodeBuildImages } from './codebuild/images.js';
 import type * as port from './port.js';
-
-/** The cluster half of the cloud runtime: run built images (EKS). */
-export type Cluster = Pick<
-  port.Runtime,
-  'deploy' | 'awaitReady' | 'stopApps' | 'teardown' | 'pruneFences' | 'logs'
->;
-
-/** What reads a build's log (the image half: codebuild/build-logs.ts `BuildLogs`, or `CodeBuildImages` itself). */
-export type BuildLogReader = Pick<port.Runtime, 'logs'>;
 
 /** Why an environment cannot run: this deployment has no cluster configured. */
 export function clusterMissing(): DeployFailed {
@@ -18,59 +20,75 @@ export function clusterMissing(): DeployFailed {
   );
 }
 
-/**
- * The cloud runtime without its image builds: the cluster calls (deploy, awaitReady, teardown, app logs)
- * and, when given, the build-log reader. What the cluster steps and the app-logs route get from the
- * registry (registry/runtime.ts), so their bundles carry neither CodeBuild nor ECR. Without a cluster,
- * deploys fail saying so, and a teardown has nothing to remove (nothing of the environment runs).
- */
-export class CloudCluster implements Omit<port.Runtime, 'build'> {
-  constructor(
-    private readonly cluster?: Cluster,
-    private readonly buildLogs?: BuildLogReader,
-  ) {}
-
-  async deploy(target: port.RuntimeTarget, apps: port.AppLaunch[], opts?: port.DeployOptions) {
-    if (!this.cluster) throw clusterMissing();
-    return this.cluster.deploy(target, apps, opts);
-  }
-
-  async awaitReady(target: port.RuntimeTarget, apps: Record<string, port.AppSpec>, token: string) {
-    if (!this.cluster) throw clusterMissing();
-    return this.cluster.awaitReady(target, apps, token);
-  }
-
-  /** The cluster's apps stopped (none without a cluster: nothing of the environment runs). */
-  async stopApps(target: port.RuntimeTarget, reason: string): Promise<Record<string, string>> {
-    return this.cluster ? this.cluster.stopApps(target, reason) : {};
-  }
-
-  async teardown(target: port.RuntimeTarget) {
-    if (this.cluster) return this.cluster.teardown(target);
-  }
-
-  /** The cluster's teardown fences (none without a cluster: nothing was ever fenced there). */
-  async pruneFences(before: Date) {
-    return this.cluster ? this.cluster.pruneFences(before) : { removed: 0 };
-  }
-
-  /** A build's log from CloudWatch Logs (CodeBuild), an app's from its pods (none without a cluster). */
-  async logs(target: port.LogTarget, app: string, query: port.LogQuery): Promise<port.LogText | undefined> {
-    if (query.source === 'build') return this.buildLogs?.logs(target, app, query);
-    return this.cluster?.logs(target, app, query);
-  }
+/** Running apps on the cluster; without one, every deploy and readiness wait fails saying so. */
+export function cloudAppRunner(cluster?: port.AppRunner): port.AppRunner {
+  return {
+    async deploy(target, apps, opts) {
+      if (!cluster) throw clusterMissing();
+      return cluster.deploy(target, apps, opts);
+    },
+    async awaitReady(target, apps, token) {
+      if (!cluster) throw clusterMissing();
+      return cluster.awaitReady(target, apps, token);
+    },
+  };
 }
 
-/** The cloud runtime: images built on CodeBuild, run on a cluster (`CloudCluster`). */
-export class CloudRuntime extends CloudCluster implements port.Runtime {
+/** Stopping and removing on the cluster; without one, nothing to stop, remove or prune. */
+export function cloudAppTeardown(cluster?: port.AppTeardown): port.AppTeardown {
+  return {
+    stopApps: async (target, reason) => (cluster ? cluster.stopApps(target, reason) : {}),
+    teardown: async (target) => {
+      if (cluster) return cluster.teardown(target);
+    },
+    pruneFences: async (before) => (cluster ? cluster.pruneFences(before) : { removed: 0 }),
+  };
+}
+
+/** A build's log from CloudWatch Logs (CodeBuild), an app's from its pods (none without a cluster). */
+export function cloudAppLogs(readers: { builds?: port.AppLogs; pods?: port.AppLogs }): port.AppLogs {
+  return {
+    logs: async (target, app, query) =>
+      query.source === 'build'
+        ? readers.builds?.logs(target, app, query)
+        : readers.pods?.logs(target, app, query),
+  };
+}
+
+/** The whole cloud runtime: images on CodeBuild, apps on a cluster (when one is configured). */
+export class CloudRuntime implements port.Runtime {
+  private readonly runner: port.AppRunner;
+  private readonly teardowns: port.AppTeardown;
+  private readonly reader: port.AppLogs;
+
   constructor(
     readonly images: CodeBuildImages,
-    cluster?: Cluster,
+    cluster?: port.AppRunner & port.AppTeardown & port.AppLogs,
   ) {
-    super(cluster, images);
+    this.runner = cloudAppRunner(cluster);
+    this.teardowns = cloudAppTeardown(cluster);
+    this.reader = cloudAppLogs({ builds: images, pods: cluster });
   }
 
-  build(...args: Parameters<port.Runtime['build']>) {
+  build(...args: Parameters<port.ImageBuilder['build']>) {
     return this.images.build(...args);
+  }
+  deploy(...args: Parameters<port.AppRunner['deploy']>) {
+    return this.runner.deploy(...args);
+  }
+  awaitReady(...args: Parameters<port.AppRunner['awaitReady']>) {
+    return this.runner.awaitReady(...args);
+  }
+  stopApps(...args: Parameters<port.AppTeardown['stopApps']>) {
+    return this.teardowns.stopApps(...args);
+  }
+  teardown(...args: Parameters<port.AppTeardown['teardown']>) {
+    return this.teardowns.teardown(...args);
+  }
+  pruneFences(...args: Parameters<port.AppTeardown['pruneFences']>) {
+    return this.teardowns.pruneFences(...args);
+  }
+  logs(...args: Parameters<port.AppLogs['logs']>) {
+    return this.reader.logs(...args);
   }
 }

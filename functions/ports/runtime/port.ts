@@ -1,6 +1,21 @@
 /**
- * The Runtime port: where preview apps are built and run. Adapters: `local/process.ts` (processes on this
- * machine); the EKS adapter (images and pods) is the seam for AWS mode.
+ * The Runtime port: where preview apps are built and run. It plays five roles, each an interface below,
+ * so a caller names the one it needs and the registry hands out no more (ports/registry/runtime/):
+ *
+ * | Role           | What it does                                      | Who calls it                           |
+ * |----------------|---------------------------------------------------|----------------------------------------|
+ * | `ImageBuilder` | build an environment's apps at a commit           | BuildImages                            |
+ * | `AppRunner`    | (re)start apps from their builds, await readiness | DeployApps                             |
+ * | `AppTeardown`  | stop apps, tear an environment down, prune fences | MarkFailed, TearDown, the expiry sweep |
+ * | `AppLogs`      | read the end of an app's or its build's output    | the app-logs route                     |
+ * | `FrontDoor`    | wake a sleeping environment, reach apps directly  | the test-run executor                  |
+ *
+ * `Runtime` is every role at once: what an adapter family implements as a whole (`local/process.ts`:
+ * processes on this machine; `cloud.ts`: images on CodeBuild, apps on EKS) and what its contract suite
+ * (runtime.contract.ts) exercises. The front door is a role only a runtime that keeps a door of its own
+ * plays (local); in AWS the engines in the cluster are the door (eks/front-door.ts), so `Runtime` has it
+ * optional. Who may open an environment and when it sleeps reaches a runtime with each deploy
+ * (`DeployOptions.frontDoor`).
  *
  * Long waits (builds, rollouts) complete through `Workflows.completeTask` with the token they were given,
  * so a state machine waits on a callback instead of polling. Every failure a runtime reports, thrown or
@@ -95,8 +110,9 @@ export interface DeployOptions {
    */
   apps?: string[];
   /**
-   * Who may open the apps and when they sleep (issue 29; core/access.ts): for runtimes that keep a front
-   * door of their own before the apps (local). Absent: no door, the apps answer on their own ports.
+   * Who may open the apps and when they sleep (core/access.ts): locally the runtime's own front door
+   * before the apps; on EKS the Ingress's external auth and KEDA's scaler. Absent: no door, the apps
+   * answer on their own ports.
    */
   frontDoor?: FrontDoorSettings;
 }
@@ -132,7 +148,15 @@ export interface LogText {
 /** Which environment's output to read: no generation, a read fences nothing. */
 export type LogTarget = Pick<RuntimeTarget, 'orgId' | 'envKey' | 'repoFullName' | 'prNumber'>;
 
-export interface Runtime {
+/** Which environment a front-door call is about: no generation, it changes no deploy. */
+export type DoorTarget = Pick<RuntimeTarget, 'orgId' | 'envKey'>;
+
+/**
+ * Building images: an environment's apps built at a commit (or what an earlier build of the same inputs
+ * made, reused). The BuildImages step calls it (registry `imageBuilder`). On AWS, CodeBuild and ECR
+ * (codebuild/images.ts); locally, each app's `build` command in a working copy.
+ */
+export interface ImageBuilder {
   /**
    * Start building `apps` at `sha` and return. Completes `token` with `{}` once every app is built, or
    * fails it with `DeployFailed` naming the app and the cause (`Superseded` when a newer build of the same
@@ -146,6 +170,14 @@ export interface Runtime {
     token: string,
     opts?: BuildOptions,
   ): Promise<void>;
+}
+
+/**
+ * Running apps: a whole environment deployed, one app rebuilt or restarted, and the wait until every app
+ * answers. The DeployApps step calls it (registry `appRunner`). On AWS, Deployments on the EKS cluster
+ * and the rollout watcher (eks/apps.ts, eks/rollout-watch.ts); locally, processes.
+ */
+export interface AppRunner {
   /**
    * Replace the running instances of `apps` with their latest builds, started with `vars`; siblings not
    * listed are untouched unless `prune` (a whole-environment deploy) removes apps no longer declared.
@@ -157,6 +189,15 @@ export interface Runtime {
    * or fail it with `DeployFailed` naming the app and what it answered.
    */
   awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void>;
+}
+
+/**
+ * Stopping and removing: a failed environment's apps stopped, an environment torn down (which fences the
+ * generations before it), and the fences teardowns leave pruned once nothing needs them. MarkFailed
+ * (`stopApps`), TearDown (`teardown`) and the expiry sweep (`pruneFences`) call it (registry
+ * `appTeardown`). On AWS, the namespace and its fence on the EKS cluster (eks/teardown.ts).
+ */
+export interface AppTeardown {
   /**
    * Stop every app of the environment that still runs, and its builds in progress, keeping what a new
    * start needs (builds, images, objects): what a failed environment does (MarkFailed), so nothing of it
@@ -174,6 +215,14 @@ export interface Runtime {
    * whose fences cost nothing to keep (local: a number per environment in its state) removes none.
    */
   pruneFences(before: Date): Promise<{ removed: number }>;
+}
+
+/**
+ * Reading output: the end of an app's or its latest build's. The app-logs route calls it (registry
+ * `appLogReader`). On AWS, pods' logs from the cluster (eks/logs.ts) and build logs from CloudWatch Logs
+ * (codebuild/build-logs.ts); locally, the log files the runtime writes.
+ */
+export interface AppLogs {
   /**
    * The end of an app's output (`source: 'app'`: its processes, locally the last 5 with a start header
    * before each; or its pods) or of its builds' (`'build'`: locally the last 3, oldest first; on AWS the
@@ -181,17 +230,29 @@ export interface Runtime {
    * runtime knows the app ran with are masked; the caller masks the bundle too and caps the size.
    */
   logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined>;
-  /**
-   * Wake a sleeping environment (issue 29) and resolve once its apps answer; at once when it is awake.
-   * A test run calls it first. Runtimes whose engine wakes apps on the request itself (EKS: KEDA's HTTP
-   * add-on holds it) leave it out.
-   */
-  wake?(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<void>;
-  /**
-   * Where the service's own calls reach each app of the environment (issue 29: factory calls): locally
-   * the app's own port on 127.0.0.1, behind no front door (a protected app's public URL is a
-   * `*.localhost` name Node's resolver does not know, and its door wants a cookie). Counts as a request
-   * (the idle time restarts). Runtimes whose apps the service reaches at their public URLs leave it out.
-   */
-  serviceUrls?(target: Pick<RuntimeTarget, 'orgId' | 'envKey'>): Promise<Record<string, string>>;
 }
+
+/**
+ * The front door of a runtime that keeps one before the apps (local: access cookie, sleep and wake), as
+ * the service itself passes it: a test run wakes its preview first and calls its apps directly. The run
+ * executor calls it (registry `frontDoor`). On AWS the runtime keeps no door of its own: KEDA's HTTP
+ * add-on wakes an app on the request itself, and the service reaches apps at their public URLs; its
+ * `frontDoor` only resolves `wake` at once.
+ */
+export interface FrontDoor {
+  /** Wake a sleeping environment and resolve once its apps answer; at once when it is awake. */
+  wake(target: DoorTarget): Promise<void>;
+  /**
+   * Where the service's own calls reach each app of the environment (factory calls): locally the app's
+   * own port on 127.0.0.1, behind no front door (a protected app's public URL is a `*.localhost` name
+   * Node's resolver does not know, and its door wants a cookie). Counts as a request (the idle time
+   * restarts). Absent: the service reaches apps at their public URLs.
+   */
+  serviceUrls?(target: DoorTarget): Promise<Record<string, string>>;
+}
+
+/**
+ * Every role of the runtime: what an adapter family implements whole and the registry's `runtime` gives
+ * the local host and the CLI. The front door only where the runtime keeps one (`FrontDoor`).
+ */
+export interface Runtime extends ImageBuilder, AppRunner, AppTeardown, AppLogs, Partial<FrontDoor> {}

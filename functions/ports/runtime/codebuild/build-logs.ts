@@ -3,7 +3,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../../manifest/tables.js';
 import { isAwsError } from '../../../shared/aws/aws-errors.js';
 import { ddb, table } from '../../../shared/aws/dynamo.js';
-import type { LogQuery, LogTarget, LogText } from '../port.js';
+import type { AppLogs, LogQuery, LogTarget, LogText } from '../port.js';
 
 /** GetLogEvents answers at most this many events. */
 const MAX_LOG_EVENTS = 10_000;
@@ -22,7 +22,7 @@ export interface LogPointer {
  * builds: all that the app-logs route needs of the image half of the cloud runtime, so its bundle carries
  * the CloudWatch Logs client and not CodeBuild's or ECR's. `CodeBuildImages` writes the pointers.
  */
-export class BuildLogs {
+export class BuildLogs implements AppLogs {
   /** `client`: the container's CloudWatch Logs client (registry/aws-clients.ts). */
   constructor(private readonly client: CloudWatchLogsClient) {}
 

@@ -13,9 +13,11 @@ import type { TaskOutcome } from '../../workflows/port.js';
 import { buildIdentity } from '../build-identity.js';
 import { failureMessage } from '../log-cause.js';
 import type {
+  AppLogs,
   AppSpec,
   BuildOptions,
   BuildResult,
+  ImageBuilder,
   LogQuery,
   LogTarget,
   LogText,
@@ -109,7 +111,7 @@ export interface BuildStateChange {
  * lines of the build's log and where the full log is. So the state machine pays the same transitions for
  * a one-minute and a thirty-minute build.
  */
-export class CodeBuildImages {
+export class CodeBuildImages implements ImageBuilder, AppLogs {
   private buildLogs?: BuildLogs;
   constructor(private readonly opts: CodeBuildImagesOptions) {}
 

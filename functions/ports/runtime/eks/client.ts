@@ -26,7 +26,6 @@ import type {
   V1Secret,
   V1Service,
 } from '@kubernetes/client-node';
-import { type HttpScaledObject, SCALED_OBJECT } from './front-door.js';
 
 type ClientModule = typeof k8s;
 let client: Promise<ClientModule> | undefined;
@@ -101,6 +100,38 @@ export interface Resource<T extends KubernetesObject> {
     opts?: { resourceVersion?: string; propagationPolicy?: 'Foreground' | 'Background' | 'Orphan' },
   ): Promise<void>;
   list(namespace: string, labelSelector?: string): Promise<T[]>;
+}
+
+/** KEDA HTTP add-on's custom resource, as the client addresses it (CustomObjectsApi). */
+export const SCALED_OBJECT = {
+  group: 'http.keda.sh',
+  version: 'v1alpha1',
+  plural: 'httpscaledobjects',
+} as const;
+
+/** An HTTPScaledObject (KEDA HTTP add-on) as plain data (front-door.ts builds one per sleeping app). */
+export interface HttpScaledObject {
+  apiVersion: string;
+  kind: 'HTTPScaledObject';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+  };
+  spec: {
+    hosts: string[];
+    scaleTargetRef: {
+      name: string;
+      kind: 'Deployment';
+      apiVersion: 'apps/v1';
+      service: string;
+      port: number;
+    };
+    replicas: { min: number; max: number };
+    scaledownPeriod: number;
+  };
 }
 
 export interface Kube {

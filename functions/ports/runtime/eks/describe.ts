@@ -1,6 +1,6 @@
 /**
  * The cluster's API looked up when it is needed (`eks:DescribeCluster`), for code that runs outside the
- * stack's functions: the CLI and the local host in AWS mode (registry/runtime.ts `runtime`). The Lambda
+ * stack's functions: the CLI and the local host in AWS mode (registry/runtime/whole.ts `runtime`). The Lambda
  * functions never import it: the stack resolves the endpoint and CA at deploy time (EKS_CLUSTER_ENDPOINT,
  * EKS_CLUSTER_CA_DATA), which keeps `@aws-sdk/client-eks` out of their bundles.
  */
@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-eks';
 import { isAwsError } from '../../../shared/aws/aws-errors.js';
 import { DeployFailed, TransientError } from '../../../shared/step-errors.js';
-import type { ClusterApi } from './cluster.js';
+import type { ClusterApi } from './connection.js';
 
 /**
  * A lookup of cluster `name`'s endpoint and CA through `eks` (the registry passes the container's client,

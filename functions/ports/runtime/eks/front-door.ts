@@ -15,11 +15,15 @@
  *   load costs one check, not one per asset. `auth-always-set-cookie` hands the verifier's `Set-Cookie`
  *   (from an opened link) to the browser. The link's own path (ACCESS_PATH) has an Ingress of its own,
  *   routed to the verifier, which answers it with a redirect to `/` (accessIngressObject).
- * Pure builders, like objects.ts; eks/cluster.ts applies them.
+ * The builders are pure, like objects.ts; `EksFrontDoor` applies them, as part of a deploy (eks/apps.ts).
  */
 import type { V1Ingress, V1Service } from '@kubernetes/client-node';
 import { ACCESS_COOKIE, ACCESS_PATH } from '../../../shared/access-token.js';
+import { log } from '../../../shared/log.js';
 import type { AppLaunch, FrontDoorSettings, RuntimeTarget } from '../port.js';
+import { type HttpScaledObject, SCALED_OBJECT } from './client.js';
+import type { EksConnection, KedaOptions } from './connection.js';
+import { applyFenced } from './fences.js';
 import {
   ANNOTATIONS,
   appLabels,
@@ -32,11 +36,6 @@ import {
   stamp,
 } from './objects.js';
 
-export const SCALED_OBJECT = {
-  group: 'http.keda.sh',
-  version: 'v1alpha1',
-  plural: 'httpscaledobjects',
-} as const;
 /** The ExternalName Service standing for KEDA's interceptor in an environment's namespace. */
 export const INTERCEPTOR_SERVICE = 'preview-interceptor';
 /** The ExternalName Service standing for the access verifier's function URL (a protected environment). */
@@ -51,39 +50,8 @@ export const KEDA_DEFAULTS = {
   interceptorPort: 8080,
 } as const;
 
-export interface KedaOptions {
-  namespace?: string;
-  interceptorService?: string;
-  interceptorPort?: number;
-}
-
 /** How long ingress-nginx keeps the verifier's answer (a rotated key takes effect within this). */
 export const AUTH_CACHE_SECONDS = 60;
-
-/** An HTTPScaledObject (KEDA HTTP add-on) for `app`, as plain data. */
-export interface HttpScaledObject {
-  apiVersion: string;
-  kind: 'HTTPScaledObject';
-  metadata: {
-    name: string;
-    namespace: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    resourceVersion?: string;
-  };
-  spec: {
-    hosts: string[];
-    scaleTargetRef: {
-      name: string;
-      kind: 'Deployment';
-      apiVersion: 'apps/v1';
-      service: string;
-      port: number;
-    };
-    replicas: { min: number; max: number };
-    scaledownPeriod: number;
-  };
-}
 
 /** Whether the environment's apps sleep (KEDA) at all. */
 export const sleeps = (door: FrontDoorSettings | undefined) => Boolean(door && door.sleepAfterMs > 0);
@@ -258,4 +226,72 @@ export function withFrontDoor(
   // Hashed again with what changed, so a change of the door alone rewrites the Ingress.
   delete ingress.metadata!.annotations![ANNOTATIONS.specHash];
   return stamp(ingress, generation);
+}
+
+/**
+ * An environment's front door applied on the cluster, as part of its deploy (eks/apps.ts): the Services
+ * standing for KEDA's interceptor and the verifier in its namespace, and per app its Ingress through the
+ * door, its HTTPScaledObject (sleeping) and its access Ingress (protected). What the door no longer wants
+ * goes (a preview made public, or never asleep). Every write fenced by generation (fences.ts).
+ */
+export class EksFrontDoor {
+  constructor(private readonly conn: EksConnection) {}
+
+  /** Namespaces the NetworkPolicy admits besides the ingress controller's: KEDA's, when the apps sleep. */
+  admitted(door: FrontDoorSettings | undefined): string[] {
+    return sleeps(door) ? [this.conn.opts.keda?.namespace ?? KEDA_DEFAULTS.namespace] : [];
+  }
+
+  /** The namespace's part of the door: the interceptor's (sleeping) and the verifier's (protected) Services. */
+  async prepare(ns: string, gen: number, door: FrontDoorSettings | undefined): Promise<void> {
+    const { opts } = this.conn;
+    if (door?.access === 'protected' && !opts.verifierUrl)
+      log.warn('protected apps without a verifier: ACCESS_VERIFIER_URL is not set, they answer anyone', {
+        namespace: ns,
+      });
+    if (sleeps(door))
+      await applyFenced(this.conn, 'services', ns, INTERCEPTOR_SERVICE, gen, () =>
+        interceptorServiceObject(ns, gen, opts.keda),
+      );
+    const verifierUrl = opts.verifierUrl;
+    if (door?.access === 'protected' && verifierUrl)
+      await applyFenced(this.conn, 'services', ns, VERIFIER_SERVICE, gen, () =>
+        verifierServiceObject(ns, gen, verifierUrl),
+      );
+  }
+
+  /**
+   * One app's way in, once its Deployment and Service are written: sleeping, the HTTPScaledObject before
+   * the Ingress routes to the interceptor; no longer sleeping, the Ingress back to the Service, then the
+   * HTTPScaledObject goes (KEDA leaves the replicas as they are). A protected app's link path goes to the
+   * verifier (it sets the cookie); unprotected, that Ingress goes.
+   */
+  async applyTo(
+    ns: string,
+    app: AppLaunch,
+    gen: number,
+    target: RuntimeTarget,
+    door: FrontDoorSettings | undefined,
+  ): Promise<void> {
+    const conn = this.conn;
+    const { opts } = conn;
+    const name = objectName(app.name);
+    if (sleeps(door))
+      await applyFenced(conn, 'httpScaledObjects', ns, name, gen, () =>
+        scaledObject(ns, app, gen, opts, door!),
+      );
+    await applyFenced(conn, 'ingresses', ns, name, gen, () =>
+      withFrontDoor(ingressObject(ns, app, gen, opts), gen, target, opts, door),
+    );
+    const access = accessIngressName(app.name);
+    const verifierUrl = opts.verifierUrl;
+    if (door?.access === 'protected' && verifierUrl)
+      await applyFenced(conn, 'ingresses', ns, access, gen, () =>
+        accessIngressObject(ns, app, gen, target, { ...opts, verifierUrl }, door),
+      );
+    else if (door && (await conn.readOrNull('ingresses', ns, access)))
+      await conn.removeObject('ingresses', ns, access);
+    if (door && !sleeps(door) && (await conn.readOrNull('httpScaledObjects', ns, name)))
+      await conn.removeObject('httpScaledObjects', ns, name);
+  }
 }

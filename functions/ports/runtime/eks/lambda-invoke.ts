@@ -1,10 +1,10 @@
 /**
  * The rollout watcher's one Lambda call: an asynchronous `Invoke` (`InvocationType: Event`) through
- * `@aws-sdk/client-lambda` (eks/cluster.ts starts the watcher, and the watcher starts itself again). Lambda queues
- * the event and answers 202. The client is the container's (registry/aws-clients.ts `lambdaClient()`):
- * its standard retry mode retries throttling, server and network errors; what still fails throws
- * `LambdaInvokeError` with Lambda's error type (`ResourceNotFoundException`, `AccessDeniedException`, …),
- * judged by shared/aws/aws-errors.ts.
+ * `@aws-sdk/client-lambda` (eks/rollout-watch.ts starts the watcher, and the watcher starts itself
+ * again). Lambda queues the event and answers 202. The client is the container's (registry/
+ * aws-clients.ts `lambdaClient()`): its standard retry mode retries throttling, server and network
+ * errors; what still fails throws `LambdaInvokeError` with Lambda's error type
+ * (`ResourceNotFoundException`, `AccessDeniedException`, …), judged by shared/aws/aws-errors.ts.
  */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import { awsStatus, isRetryableAwsError } from '../../../shared/aws/aws-errors.js';

@@ -1,23 +1,25 @@
+/**
+ * The apps' output on the cluster: the `AppLogs` role for `source: 'app'` (their pods' logs), and a failed
+ * pod's cause read from its log (`failureCause`, for the rollout watch). What the app-logs route gets
+ * from the registry with the build logs beside it (registry/runtime/app-logs.ts), so its bundle carries
+ * the connection and this file, not the deploy, the fences, the rollout watch or the Lambda invoker.
+ */
 import { maskSecrets } from '../../../shared/masking/mask.js';
 import { failureMessage } from '../log-cause.js';
-import type { LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
+import type { AppLogs, LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
 import { isCode, KubeError } from './client.js';
-import { EksClusterCore } from './core.js';
+import type { EksConnection } from './connection.js';
 import { LABELS, namespaceName, objectName } from './objects.js';
 import { podSummary } from './rollout.js';
 
-/**
- * The cluster adapter's core plus the apps' pod logs (and a failed pod's cause, read from them): what
- * the app-logs route uses (`logsRuntime` of registry/runtime.ts), so its bundle leaves the deploy, the
- * rollout watch and the Lambda invoker out.
- * `EksCluster` (eks/cluster.ts) extends it.
- */
 const LOG_TAIL_LINES = 20;
 const LOG_TAIL_CHARS = 1500;
 /** How many of a failed pod's last log lines are searched for its cause. */
 const CAUSE_SEARCH_LINES = 200;
 
-export class EksClusterLogs extends EksClusterCore {
+export class EksLogs implements AppLogs {
+  constructor(private readonly conn: EksConnection) {}
+
   /**
    * The app's pods' output: a section per pod of the app (oldest first, so the newest ends the text),
    * headed `--- pod <name> (<state>) ---`, each its container's last `tailLines` lines; a pod whose
@@ -27,14 +29,15 @@ export class EksClusterLogs extends EksClusterCore {
   async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
     if (query.source !== 'app') return undefined;
     const ns = namespaceName(target);
-    const pods = await this.call(`list pods of ${ns}/${app}`, (k) =>
-      k.pods.list(ns, `${LABELS.app}=${app}`),
-    ).catch((err) => {
-      if (isCode(err, 404)) return [];
-      throw err;
-    });
+    const conn = this.conn;
+    const pods = await conn
+      .call(`list pods of ${ns}/${app}`, (k) => k.pods.list(ns, `${LABELS.app}=${app}`))
+      .catch((err) => {
+        if (isCode(err, 404)) return [];
+        throw err;
+      });
     if (pods.length === 0) return undefined;
-    const secret = await this.readOrNull('secrets', ns, objectName(app));
+    const secret = await conn.readOrNull('secrets', ns, objectName(app));
     const secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
     const t = (p: (typeof pods)[number]) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
     const sorted = [...pods].sort((a, b) => t(a) - t(b));
@@ -46,7 +49,7 @@ export class EksClusterLogs extends EksClusterCore {
       const status = pod.status?.containerStatuses?.find((c) => c.name === 'app');
       const previous = !status?.state?.running && (status?.restartCount ?? 0) > 0;
       const read = (tailLines: number) =>
-        this.call(`read the log of ${ns}/${name}`, (k) =>
+        conn.call(`read the log of ${ns}/${name}`, (k) =>
           k.podLog(ns, name, { tailLines, limitBytes, previous }),
         );
       let text = '';
@@ -72,52 +75,53 @@ export class EksClusterLogs extends EksClusterCore {
     }
     return { text: maskSecrets(sections.join(''), secrets), truncated };
   }
+}
 
-  /**
-   * `app web: CrashLoopBackOff (back-off …); last log lines: … | …`, with the app's secret values masked
-   * (read from its Secret: the event carries none). Logs are left out when the Secret can't be read.
-   */
-  protected async failureCause(
-    target: RuntimeTarget,
-    ns: string,
-    app: string,
-    { reason, message }: { reason: string; message: string },
-    pod: string | undefined,
-    previous: boolean,
-  ): Promise<string> {
-    let logs = '';
-    let secrets: string[] | undefined;
-    try {
-      const secret = await this.readOrNull('secrets', ns, objectName(app));
-      secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
-    } catch {
-      secrets = undefined;
-    }
-    if (pod && secrets) {
-      const read = (prev: boolean) =>
-        this.call(`read the log of ${ns}/${pod}`, (k) =>
-          k.podLog(ns, pod, { tailLines: CAUSE_SEARCH_LINES, previous: prev }),
-        );
-      logs = await read(previous)
-        .catch(() => (previous ? read(false) : ''))
-        .catch(() => '');
-    }
-    const output = maskSecrets(String(logs ?? ''), secrets ?? []);
-    const lines = output
-      .split(/\r?\n/)
-      .filter((l) => l.trim())
-      .slice(-LOG_TAIL_LINES)
-      .join(' | ');
-    const tail = lines.length > LOG_TAIL_CHARS ? `…${lines.slice(-LOG_TAIL_CHARS)}` : lines;
-    const withheld =
-      pod && !secrets ? '; logs withheld (the secret bundle to mask them could not be read)' : '';
-    const what = `app ${app}: ${reason}${message ? ` (${message})` : ''}`;
-    const where = { target, app, source: 'app' as const };
-    // Logs read: lead with the cause they name (else their last lines); withheld: say so.
-    const text =
-      pod && secrets
-        ? failureMessage(what, output, tail, where).replace('; last output: (no output)', '')
-        : `${what}${withheld}`;
-    return maskSecrets(text, secrets ?? []);
+/**
+ * `app web: CrashLoopBackOff (back-off …); last log lines: … | …`, with the app's secret values masked
+ * (read from its Secret: the event carries none). Logs are left out when the Secret can't be read.
+ */
+export async function failureCause(
+  conn: EksConnection,
+  target: RuntimeTarget,
+  ns: string,
+  app: string,
+  { reason, message }: { reason: string; message: string },
+  pod: string | undefined,
+  previous: boolean,
+): Promise<string> {
+  let logs = '';
+  let secrets: string[] | undefined;
+  try {
+    const secret = await conn.readOrNull('secrets', ns, objectName(app));
+    secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
+  } catch {
+    secrets = undefined;
   }
+  if (pod && secrets) {
+    const read = (prev: boolean) =>
+      conn.call(`read the log of ${ns}/${pod}`, (k) =>
+        k.podLog(ns, pod, { tailLines: CAUSE_SEARCH_LINES, previous: prev }),
+      );
+    logs = await read(previous)
+      .catch(() => (previous ? read(false) : ''))
+      .catch(() => '');
+  }
+  const output = maskSecrets(String(logs ?? ''), secrets ?? []);
+  const lines = output
+    .split(/\r?\n/)
+    .filter((l) => l.trim())
+    .slice(-LOG_TAIL_LINES)
+    .join(' | ');
+  const tail = lines.length > LOG_TAIL_CHARS ? `…${lines.slice(-LOG_TAIL_CHARS)}` : lines;
+  const withheld =
+    pod && !secrets ? '; logs withheld (the secret bundle to mask them could not be read)' : '';
+  const what = `app ${app}: ${reason}${message ? ` (${message})` : ''}`;
+  const where = { target, app, source: 'app' as const };
+  // Logs read: lead with the cause they name (else their last lines); withheld: say so.
+  const text =
+    pod && secrets
+      ? failureMessage(what, output, tail, where).replace('; last output: (no output)', '')
+      : `${what}${withheld}`;
+  return maskSecrets(text, secrets ?? []);
 }

@@ -1,6 +1,7 @@
 /**
  * The Kubernetes objects of a preview environment, as plain data: names, labels, and one builder per
- * object. No API calls here (eks/cluster.ts applies them), so every shape can be checked on its own.
+ * object. No API calls here (eks/apps.ts, eks/teardown.ts and eks/fences.ts write them), so every shape
+ * can be checked on its own.
  *
  * Per environment, one Namespace `pv-<owner-repo slug>-<pr>-<hash>` holding:
  * - a ResourceQuota `preview-quota` and a NetworkPolicy `preview-isolation` (ingress only from the

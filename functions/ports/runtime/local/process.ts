@@ -10,6 +10,7 @@ import type {
   AppSpec,
   BuildOptions,
   DeployOptions,
+  FrontDoor,
   LogQuery,
   LogTarget,
   LogText,
@@ -58,7 +59,7 @@ export type { ProcessRuntimeOptions } from './state.js';
  * (builds.ts), process supervision (supervision.ts), ports and readiness (readiness.ts), logs (logs.ts) and
  * working copies (working-copies.ts).
  */
-export class ProcessRuntime implements Runtime {
+export class ProcessRuntime implements Runtime, FrontDoor {
   /** Its state and configuration, which its parts (builds.ts, supervision.ts, readiness.ts …) are given. */
   private readonly rt: LocalRuntime;
   /** The resource limits of each sandbox (fixed for the runtime's life). */

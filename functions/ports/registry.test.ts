@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { tableNames, tables } from '../../functions/manifest/tables.js';
+import { tableNames, tables } from '../manifest/tables.js';
 import {
+  appLogReader,
+  appRunner,
+  appTeardown,
   buildLogs,
-  buildRuntime,
-  clusterRuntime,
+  imageBuilder,
   imageBuilds,
-  logsRuntime,
   runtime,
-  teardownRuntime,
-} from '../../functions/ports/registry.js';
-import { CloudRuntime } from '../../functions/ports/runtime/cloud.js';
-import { BuildLogs } from '../../functions/ports/runtime/codebuild/build-logs.js';
-import { CodeBuildImages } from '../../functions/ports/runtime/codebuild/images.js';
+} from './registry.js';
+import { CloudRuntime } from './runtime/cloud.js';
+import { BuildLogs } from './runtime/codebuild/build-logs.js';
+import { CodeBuildImages } from './runtime/codebuild/images.js';
 
 // AWS mode: the runtime is images on CodeBuild plus a cluster; until the cluster adapter exists, a deploy
 // fails saying so (a clear error, never a 500) and a teardown has nothing to remove.
@@ -54,9 +54,9 @@ describe('the registry in aws mode', () => {
 describe('the per-port getters in aws mode', () => {
   test('the build step and the build events get CodeBuild images of their own (one per container)', () => {
     const rt = runtime() as CloudRuntime;
-    expect(buildRuntime()).toBeInstanceOf(CodeBuildImages);
+    expect(imageBuilder()).toBeInstanceOf(CodeBuildImages);
     expect(imageBuilds()).toBeInstanceOf(CodeBuildImages);
-    expect(buildRuntime()).toBe(buildRuntime());
+    expect(imageBuilder()).toBe(imageBuilder());
     expect(imageBuilds()).toBe(imageBuilds());
     expect(rt.images).toBeInstanceOf(CodeBuildImages);
   });
@@ -82,25 +82,25 @@ describe('the narrow runtime getters of the Lambda handlers in aws mode (no clus
   const target = { orgId: 'o', envKey: 'acme/shop#2', repoFullName: 'acme/shop', prNumber: 2, generation: 1 };
 
   test('DeployApps: a deploy or a readiness wait fails saying no cluster is configured', async () => {
-    await expect(clusterRuntime().deploy(target, [])).rejects.toMatchObject({
+    await expect(appRunner().deploy(target, [])).rejects.toMatchObject({
       name: 'DeployFailed',
       message: expect.stringMatching(/no EKS cluster is configured to run them/),
     });
-    await expect(clusterRuntime().awaitReady(target, {}, 'token')).rejects.toMatchObject({
+    await expect(appRunner().awaitReady(target, {}, 'token')).rejects.toMatchObject({
       name: 'DeployFailed',
     });
-    expect(clusterRuntime()).toBe(clusterRuntime());
+    expect(appRunner()).toBe(appRunner());
   });
 
   test('TearDown: nothing to remove', async () => {
-    await expect(teardownRuntime().teardown(target)).resolves.toBeUndefined();
-    expect(teardownRuntime()).toBe(teardownRuntime());
+    await expect(appTeardown().teardown(target)).resolves.toBeUndefined();
+    expect(appTeardown()).toBe(appTeardown());
   });
 
   test('the app-logs route: no pods without a cluster; build logs through the CloudWatch Logs reader alone', async () => {
     expect(buildLogs()).toBeInstanceOf(BuildLogs);
     expect(buildLogs()).toBe(buildLogs());
     const query = { tailLines: 10, maxBytes: 1000 };
-    await expect(logsRuntime().logs(target, 'web', { source: 'app', ...query })).resolves.toBeUndefined();
+    await expect(appLogReader().logs(target, 'web', { source: 'app', ...query })).resolves.toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: preview.yaml's `${apps.<name>.url}` syntax, not JS templates
 import { describe, expect, test } from '@jest/globals';
-import { referencedApps, resolveAppRefs } from '../../functions/ports/runtime/app-refs.js';
+import { referencedApps, resolveAppRefs } from './app-refs.js';
 
 const addresses = {
   api: { url: 'https://api.example.test', internalUrl: 'http://api.ns.svc.cluster.local' },

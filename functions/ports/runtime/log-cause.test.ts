@@ -1,11 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../functions/core/logs.js';
-import {
-  CAUSE_WINDOW_LINES,
-  failureMessage,
-  leadingCause,
-  logsCommand,
-} from '../../functions/ports/runtime/log-cause.js';
+import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../core/logs.js';
+import { CAUSE_WINDOW_LINES, failureMessage, leadingCause, logsCommand } from './log-cause.js';
 
 /** What Node 20 prints for `require('./missing-config.json')` (a newcomer's first failed start). */
 const NODE_MISSING_MODULE = `reading config

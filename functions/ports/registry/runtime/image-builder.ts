@@ -1,11 +1,10 @@
-import { config } from '../../shared/config.js';
-import { ConfigError } from '../../shared/errors.js';
-import { BuildLogs } from '../runtime/codebuild/build-logs.js';
-import { CodeBuildImages, type CodeBuildImagesOptions } from '../runtime/codebuild/images.js';
-import type { Runtime } from '../runtime/port.js';
-import { adapter, once, required } from './adapters.js';
-import { cloudWatchLogsClient, codeBuildClient, ecrClient } from './aws-clients.js';
-import { workflows } from './workflows.js';
+import { config } from '../../../shared/config.js';
+import { ConfigError } from '../../../shared/errors.js';
+import { CodeBuildImages, type CodeBuildImagesOptions } from '../../runtime/codebuild/images.js';
+import type { ImageBuilder } from '../../runtime/port.js';
+import { adapter, once, required } from '../adapters.js';
+import { cloudWatchLogsClient, codeBuildClient, ecrClient } from '../aws-clients.js';
+import { workflows } from '../workflows.js';
 
 /** CodeBuild images with the settings of the stack and the clients given (see the getters below). */
 function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'logs'>): CodeBuildImages {
@@ -23,22 +22,20 @@ function images(clients: Pick<CodeBuildImagesOptions, 'codebuild' | 'ecr' | 'log
 
 /**
  * The image half of the cloud runtime (CodeBuild, ECR, the build log), once per container: what the whole
- * `runtime` (runtime.ts) builds with. The handlers take narrower getters, each with only the clients its
- * calls use: `buildRuntime` (CodeBuild and ECR), `imageBuilds` (ECR and CloudWatch Logs), `buildLogs`.
+ * `runtime` (whole.ts) builds with. The handlers take narrower getters, each with only the clients its
+ * calls use: `imageBuilder` (CodeBuild and ECR), `imageBuilds` (ECR and CloudWatch Logs), and the build
+ * logs' reader of app-logs.ts.
  */
 export const codeBuildImages = /* @__PURE__ */ once(() =>
   images({ codebuild: codeBuildClient(), ecr: ecrClient(), logs: cloudWatchLogsClient() }),
 );
 
-/** The image builds' logs alone (CloudWatch Logs), for the app-logs route (registry/runtime.ts `logsRuntime`). */
-export const buildLogs = /* @__PURE__ */ once(() => new BuildLogs(cloudWatchLogsClient()));
-
 /**
- * The runtime as the BuildImages step uses it: `build` only. AWS: CodeBuild images with the CodeBuild and
- * ECR clients (start a build, reuse an image that exists; no CloudWatch Logs client); local: the one local
+ * The `ImageBuilder` role, for the BuildImages step. AWS: CodeBuild images with the CodeBuild and ECR
+ * clients (start a build, reuse an image that exists; no CloudWatch Logs client); local: the one local
  * runtime.
  */
-export const buildRuntime = /* @__PURE__ */ adapter<'runtime', Pick<Runtime, 'build'>>('runtime', () =>
+export const imageBuilder = /* @__PURE__ */ adapter<'runtime', ImageBuilder>('runtime', () =>
   images({ codebuild: codeBuildClient(), ecr: ecrClient() }),
 );
 
