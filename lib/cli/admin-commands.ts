@@ -26,16 +26,16 @@ import { config } from '../../functions/shared/config.js';
 import { AlreadyExistsError, ValidationError } from '../../functions/shared/errors.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
-import { EventFileError, parseEventFile, queueLocalEvents } from './bus.js';
-import { localCredentials } from './cli/api.js';
-import { UsageError } from './cli/args.js';
-import { acquireDataDirLock, DataDirInUseError, liveOwner } from './data-dir-lock.js';
-import { bootLocalRuntime, serverInfoPath } from './server.js';
+import { EventFileError, parseEventFile, queueLocalEvents } from '../local/bus.js';
+import { acquireDataDirLock, DataDirInUseError, liveOwner } from '../local/data-dir-lock.js';
+import { bootLocalRuntime, serverInfoPath } from '../local/server.js';
+import { localCredentials } from './api.js';
+import { UsageError } from './args.js';
 
 /*
  * previewctl's admin commands: organizations, applications, tests import, events put. They act on the
  * tables (and the event bus) with the service's own code, where the API has no route for them. The rest
- * of previewctl (lib/local/cli/) goes through the HTTP API and never loads this file.
+ * of previewctl (main.ts and the API commands) goes through the HTTP API and never loads this file.
  */
 
 /**

@@ -4,17 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { MAX_TAIL_LINES as CORE_MAX_TAIL_LINES } from '../../functions/core/logs.js';
-import { localCredentials } from '../../lib/local/cli/api.js';
-import { COMMANDS, helpFor, parseCommandLine, USAGE, UsageError } from '../../lib/local/cli/args.js';
-import {
-  checkArgs,
-  ENV_COLUMNS,
-  environmentRows,
-  MAX_TAIL_LINES,
-  secretItems,
-} from '../../lib/local/cli/commands.js';
-import { table } from '../../lib/local/cli/format.js';
-import { main } from '../../lib/local/cli/main.js';
+import { localCredentials } from './api.js';
+import { checkArgs, ENV_COLUMNS, environmentRows, MAX_TAIL_LINES, secretItems } from './api-commands.js';
+import { COMMANDS, helpFor, parseCommandLine, USAGE, UsageError } from './args.js';
+import { table } from './format.js';
+import { main } from './main.js';
 
 const usageError = (args: string[]) => {
   try {
@@ -239,12 +233,12 @@ describe('the bundle bin/previewctl.mjs runs', () => {
       const run = () =>
         spawnSync(process.execPath, [join(root, 'bin/previewctl.mjs'), '--help'], { cwd, encoding: 'utf8' });
       // A source newer than the bundle: the shim rebuilds it.
-      const source = join(root, 'lib/local/cli/format.ts');
+      const source = join(root, 'lib/cli/format.ts');
       utimesSync(source, new Date(), new Date());
       expect(run().stdout).toBe(`${USAGE}\n`);
       const inputs = JSON.parse(readFileSync(join(root, 'dist/previewctl.inputs.json'), 'utf8')) as string[];
-      expect(inputs).toContain('lib/local/cli/main.ts');
-      for (const input of inputs) expect(input).toMatch(/^lib\/local\/cli\/[a-z-]+\.ts$/);
+      expect(inputs).toContain('lib/cli/main.ts');
+      for (const input of inputs) expect(input).toMatch(/^lib\/cli\/[a-z-]+\.ts$/);
       const built = statSync(join(root, 'dist/previewctl.mjs')).mtimeMs;
       expect(built).toBeGreaterThanOrEqual(statSync(source).mtimeMs);
       // Fresh now: the next call leaves it as it is.

@@ -1,16 +1,16 @@
 import { resolveTarget } from './api.js';
+import { checkArgs, runApiCommand } from './api-commands.js';
 import { helpFor, parseCommandLine, UsageError } from './args.js';
-import { checkArgs, runApiCommand } from './commands.js';
 
 /*
  * previewctl's entry: help, parsing, then an API command here or an admin command (organizations,
  * applications, tests import, events put: they act on the tables) through `admin`, which loads the
- * service's code (lib/local/cli.ts). bin/previewctl.mjs runs this file bundled (no TypeScript compiled
+ * service's code (admin-commands.ts). bin/previewctl.mjs runs this file bundled (no TypeScript compiled
  * per call): `--help` and the API commands load nothing else.
  */
 
 export interface MainDeps {
-  /** Run an admin command (lib/local/cli.ts's `main`); returns its exit code. */
+  /** Run an admin command (admin-commands.ts's `main`); returns its exit code. */
   admin: (args: string[]) => Promise<number>;
   /** @default process.stdout / process.stderr writes */
   out?: (text: string) => void;
