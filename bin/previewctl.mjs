@@ -27,10 +27,10 @@ async function loadMain() {
   return (await import('../lib/cli/main.ts')).main;
 }
 
-const admin = async (args) => {
+const admin = async (command) => {
   const { register } = await import('tsx/esm/api');
   register();
-  return (await import('../lib/cli/admin-commands.ts')).main(args);
+  return (await import('../lib/cli/admin-commands.ts')).main(command);
 };
 
 const main = await loadMain();

@@ -1,6 +1,6 @@
 import { resolveTarget } from './api.js';
 import { checkArgs, runApiCommand } from './api-commands.js';
-import { helpFor, parseCommandLine, UsageError } from './args.js';
+import { helpFor, type Parsed, parseCommandLine, UsageError } from './args.js';
 
 /*
  * previewctl's entry: help, parsing, then an API command here or an admin command (organizations,
@@ -10,8 +10,11 @@ import { helpFor, parseCommandLine, UsageError } from './args.js';
  */
 
 export interface MainDeps {
-  /** Run an admin command (admin-commands.ts's `main`); returns its exit code. */
-  admin: (args: string[]) => Promise<number>;
+  /**
+   * Run an admin command, parsed here (admin-commands.ts's `main`, which loads the service's code);
+   * returns its exit code.
+   */
+  admin: (command: Parsed) => Promise<number>;
   /** @default process.stdout / process.stderr writes */
   out?: (text: string) => void;
   err?: (text: string) => void;
@@ -31,7 +34,7 @@ export async function main(args: string[], deps: MainDeps): Promise<number> {
   const json = args.includes('--json');
   try {
     const parsed = parseCommandLine(args);
-    if (parsed.command.via === 'admin') return await deps.admin(args);
+    if (parsed.command.via === 'admin') return await deps.admin({ ...parsed, json });
     checkArgs(parsed);
     const target = resolveTarget(parsed.org, deps.env ?? process.env);
     const outcome = await runApiCommand(parsed, {
