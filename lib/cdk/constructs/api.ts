@@ -16,7 +16,7 @@ import { clusterRouteIds } from '../cluster.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { acknowledge } from '../nag.js';
 import { pascal } from '../stateful-stack.js';
-import { type FunctionDefaults, serviceFunction } from './service-function.js';
+import { entryFunction, type FunctionDefaults } from './entry-function.js';
 
 type PageId = keyof typeof pages;
 
@@ -104,7 +104,7 @@ export class Api extends Construct {
     super(scope, id);
     for (const routeId of routeIds) {
       const route: RouteDef = routes[routeId];
-      const fn = serviceFunction(this, `${pascal(routeId)}Route`, props.functions, {
+      const fn = entryFunction(this, `${pascal(routeId)}Route`, props.functions, {
         entry: route.entry,
         kind: 'api',
         access: route.access,
@@ -125,7 +125,7 @@ export class Api extends Construct {
       this.routeFunctions[routeId] = fn;
     }
     for (const [pageId, page] of Object.entries(pages) as [PageId, PageDef][]) {
-      this.pageFunctions[pageId] = serviceFunction(this, `${pascal(pageId)}Page`, props.functions, {
+      this.pageFunctions[pageId] = entryFunction(this, `${pascal(pageId)}Page`, props.functions, {
         entry: page.entry,
         kind: 'api',
         access: page.access,

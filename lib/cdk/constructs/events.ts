@@ -19,6 +19,7 @@ import type { ApiFunction } from '../api-function.js';
 import type { ImageBuild } from '../image-build.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { pascal } from '../stateful-stack.js';
+import { entryFunction, type FunctionDefaults } from './entry-function.js';
 import {
   deliveredEvent,
   type FailureQueueSpec,
@@ -28,7 +29,6 @@ import {
   replay,
   supersededRun,
 } from './operations.js';
-import { type FunctionDefaults, serviceFunction } from './service-function.js';
 
 /**
  * Delivery of a rule's events to its target (EventBridge's retry policy; what it still cannot deliver goes
@@ -251,7 +251,7 @@ export class EventRules extends Construct {
     queues: (fn: ApiFunction) => { delivery: FailureQueueSpec; failure: FailureQueueSpec },
   ): EventRuleResources {
     const access = target.access as RouteAccess;
-    const fn = serviceFunction(this, `${id}Target`, props.functions, {
+    const fn = entryFunction(this, `${id}Target`, props.functions, {
       entry: target.entry,
       kind: 'event',
       access,

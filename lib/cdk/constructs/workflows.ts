@@ -26,8 +26,8 @@ import {
   stepTimeouts,
   workflowNames,
 } from '../workflow-definitions.js';
+import { entryFunction, type FunctionDefaults } from './entry-function.js';
 import { invocationRecord, type Operations } from './operations.js';
-import { type FunctionDefaults, serviceFunction } from './service-function.js';
 
 /**
  * Lambda's handling of a worker's asynchronous invocation (the runtime and the watcher itself invoke it):
@@ -87,7 +87,7 @@ export class Workflows extends Construct {
     const timeouts = stepTimeouts();
     const stepAccess = this.stepAccess;
     for (const [entry, access] of stepAccess) {
-      const fn = serviceFunction(this, `${stepName(entry)}Step`, props.functions, {
+      const fn = entryFunction(this, `${stepName(entry)}Step`, props.functions, {
         entry,
         kind: 'step',
         access,
@@ -181,7 +181,7 @@ export class Workflows extends Construct {
     const id = pascal(workerId);
     if (def.timeoutSeconds > lambdaMaxSeconds)
       throw new Error(`worker ${workerId}: timeoutSeconds above Lambda's ${lambdaMaxSeconds}`);
-    const fn = serviceFunction(this, id, props.functions, {
+    const fn = entryFunction(this, id, props.functions, {
       entry: def.entry,
       kind: 'worker',
       access: def.access as RouteAccess,

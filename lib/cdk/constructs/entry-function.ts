@@ -18,7 +18,7 @@ export interface FunctionDefaults {
 }
 
 /** One function of a manifest entry (a route, a page, a step, an event or schedule target, a worker). */
-export interface ServiceFunctionProps {
+export interface EntryFunctionProps {
   /** Handler module, relative to the repository root. */
   entry: string;
   /** What invokes it: API Gateway, a state machine, EventBridge, or the service itself (a worker). */
@@ -35,11 +35,11 @@ export interface ServiceFunctionProps {
 }
 
 /** An ApiFunction of `scope` built with the defaults, tagged with its manifest entry. */
-export function serviceFunction(
+export function entryFunction(
   scope: Construct,
   id: string,
   defaults: FunctionDefaults,
-  props: ServiceFunctionProps,
+  props: EntryFunctionProps,
 ): ApiFunction {
   const fn = new ApiFunction(scope, id, {
     ...defaults.shape(props.access),
