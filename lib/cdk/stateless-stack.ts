@@ -15,7 +15,6 @@ import { tableNames } from '../../functions/manifest/tables.js';
 import type { WorkerId } from '../../functions/manifest/workers.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import type { ClusterSettings, Tables } from './access.js';
-import type { ApiFunction } from './api-function.js';
 import {
   type ClusterOptions,
   clusterApi,
@@ -28,6 +27,7 @@ import { Api, type ApiOptions } from './constructs/api.js';
 import { type EventRuleResources, EventRules, ServiceBus } from './constructs/events.js';
 import { ImageBuilds, type ImageBuildsOptions } from './constructs/image-builds.js';
 import { Operations } from './constructs/operations.js';
+import type { ServiceFunction } from './constructs/service-function.js';
 import { TestRuns, type TestRunsOptions } from './constructs/test-runs.js';
 import { stepName, type WorkerResources, Workflows } from './constructs/workflows.js';
 import type { ImageBuild } from './image-build.js';
@@ -92,10 +92,10 @@ export class StatelessStack extends Stack {
   readonly runLinkSecret: secretsmanager.Secret;
   readonly ffmpegLayer: lambda.ILayerVersion;
   readonly eventBus: events.EventBus;
-  readonly stepFunctions: Map<string, ApiFunction>;
+  readonly stepFunctions: Map<string, ServiceFunction>;
   readonly stateMachines: Record<WorkflowName, sfn.StateMachine>;
   readonly workers: Record<WorkerId, WorkerResources>;
-  readonly routeFunctions: Record<RouteId, ApiFunction>;
+  readonly routeFunctions: Record<RouteId, ServiceFunction>;
   readonly restApi: apigateway.RestApi;
   readonly eventRules: Record<EventRuleId, EventRuleResources>;
   readonly schedules: Record<ScheduleId, EventRuleResources>;
@@ -181,14 +181,17 @@ export class StatelessStack extends Stack {
    * The functions that call the cluster's API (`clusterStepEntries`, `clusterRouteIds`, the workers and the
    * schedules with `runtime` access), by output id. They exist, and are listed, with or without a cluster.
    */
-  clusterCallers(): [string, ApiFunction][] {
+  clusterCallers(): [string, ServiceFunction][] {
     return [
-      ...clusterStepEntries.map((entry): [string, ApiFunction] => [
+      ...clusterStepEntries.map((entry): [string, ServiceFunction] => [
         `${stepName(entry)}Step`,
         this.workflows.step(entry),
       ]),
-      ...clusterRouteIds.map((id): [string, ApiFunction] => [`${pascal(id)}Route`, this.routeFunctions[id]]),
-      ...(Object.keys(this.workers) as WorkerId[]).map((id): [string, ApiFunction] => [
+      ...clusterRouteIds.map((id): [string, ServiceFunction] => [
+        `${pascal(id)}Route`,
+        this.routeFunctions[id],
+      ]),
+      ...(Object.keys(this.workers) as WorkerId[]).map((id): [string, ServiceFunction] => [
         pascal(id),
         this.workers[id].function,
       ]),
@@ -197,10 +200,10 @@ export class StatelessStack extends Stack {
   }
 
   /** The schedules' functions with `runtime` access (they call the cluster), by output id. */
-  private clusterSchedules(): [string, ApiFunction][] {
+  private clusterSchedules(): [string, ServiceFunction][] {
     return (Object.keys(schedules) as ScheduleId[])
       .filter((id) => (schedules[id].target.access as RouteAccess).runtime)
-      .map((id): [string, ApiFunction] => [`${pascal(id)}Schedule`, this.schedules[id].function]);
+      .map((id): [string, ServiceFunction] => [`${pascal(id)}Schedule`, this.schedules[id].function]);
   }
 }
 

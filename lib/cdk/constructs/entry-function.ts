@@ -3,7 +3,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { FunctionKind, Tables } from '../access.js';
-import { ApiFunction, type ApiFunctionProps } from '../api-function.js';
+import { ServiceFunction, type ServiceFunctionProps } from './service-function.js';
 
 /** What every function of the service is built with, whichever construct builds it. */
 export interface FunctionDefaults {
@@ -14,7 +14,7 @@ export interface FunctionDefaults {
   /** Retention of each function's log group. */
   logRetention: logs.RetentionDays;
   /** The extra props a manifest entry's access implies (the browser's: `TestRuns.functionShape`). */
-  shape: (access: RouteAccess) => Partial<ApiFunctionProps>;
+  shape: (access: RouteAccess) => Partial<ServiceFunctionProps>;
 }
 
 /** One function of a manifest entry (a route, a page, a step, an event or schedule target, a worker). */
@@ -26,7 +26,7 @@ export interface EntryFunctionProps {
   /** What the entry declares; it shapes the function (the browser's), granting is the caller's. */
   access: RouteAccess;
   description: string;
-  /** @default - ApiFunction's: 28 seconds for `api`, 15 minutes otherwise */
+  /** @default - ServiceFunction's: 28 seconds for `api`, 15 minutes otherwise */
   timeout?: Duration;
   /** The tag naming the entry (`preview:route` and the route id, …). */
   tag: [string, string];
@@ -34,14 +34,14 @@ export interface EntryFunctionProps {
   files?: readonly string[];
 }
 
-/** An ApiFunction of `scope` built with the defaults, tagged with its manifest entry. */
+/** A ServiceFunction of `scope` built with the defaults, tagged with its manifest entry. */
 export function entryFunction(
   scope: Construct,
   id: string,
   defaults: FunctionDefaults,
   props: EntryFunctionProps,
-): ApiFunction {
-  const fn = new ApiFunction(scope, id, {
+): ServiceFunction {
+  const fn = new ServiceFunction(scope, id, {
     ...defaults.shape(props.access),
     entry: props.entry,
     kind: props.kind,

@@ -15,7 +15,6 @@ import {
 } from '../../../functions/manifest/events.js';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { AccessResources } from '../access.js';
-import type { ApiFunction } from '../api-function.js';
 import type { ImageBuild } from '../image-build.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { pascal } from '../stateful-stack.js';
@@ -29,6 +28,7 @@ import {
   replay,
   supersededRun,
 } from './operations.js';
+import type { ServiceFunction } from './service-function.js';
 
 /**
  * Delivery of a rule's events to its target (EventBridge's retry policy; what it still cannot deliver goes
@@ -111,7 +111,7 @@ export class ServiceBus extends Construct {
 /** An event rule (or a schedule) of the manifest, as built. */
 export interface EventRuleResources {
   rule: events.Rule;
-  function: ApiFunction;
+  function: ServiceFunction;
   /** The rule target's dead-letter queue: events EventBridge could not deliver to the function. */
   deliveryDlq: sqs.Queue;
   /** The function's on-failure destination: events it failed on after Lambda's retries. */
@@ -248,7 +248,7 @@ export class EventRules extends Construct {
     ruleProps: events.RuleProps,
     shape: TargetShape,
     props: EventRulesProps,
-    queues: (fn: ApiFunction) => { delivery: FailureQueueSpec; failure: FailureQueueSpec },
+    queues: (fn: ServiceFunction) => { delivery: FailureQueueSpec; failure: FailureQueueSpec },
   ): EventRuleResources {
     const access = target.access as RouteAccess;
     const fn = entryFunction(this, `${id}Target`, props.functions, {

@@ -6,11 +6,11 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { BrowserResources, MediaResources } from '../access.js';
-import { type ApiFunctionProps, browserFunctionProps } from '../api-function.js';
 import { type FfmpegLayerSource, ffmpegLayer, ffmpegPath } from '../ffmpeg-layer.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { acknowledge } from '../nag.js';
 import { expiringBucket } from './expiring-bucket.js';
+import { browserFunctionProps, type ServiceFunctionProps } from './service-function.js';
 
 /** The test-run settings of StatelessStack. */
 export interface TestRunsOptions extends FfmpegLayerSource {
@@ -58,7 +58,7 @@ export class TestRuns extends Construct {
   readonly media: MediaResources;
   /** ffmpeg, as the functions with `browser` access see it. */
   readonly browser: BrowserResources;
-  private readonly browserProps: Partial<ApiFunctionProps>;
+  private readonly browserProps: Partial<ServiceFunctionProps>;
 
   constructor(scope: Construct, id: string, props: TestRunsProps) {
     super(scope, id);
@@ -111,7 +111,7 @@ export class TestRuns extends Construct {
   }
 
   /** The function props a manifest entry's access implies: the browser's for `browser`, else none. */
-  functionShape(access: RouteAccess): Partial<ApiFunctionProps> {
+  functionShape(access: RouteAccess): Partial<ServiceFunctionProps> {
     return access.browser ? this.browserProps : {};
   }
 }

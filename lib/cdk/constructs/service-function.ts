@@ -10,9 +10,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import type { RouteAccess } from '../../functions/manifest/routes.js';
-import { type TableName, tableNames, tables } from '../../functions/manifest/tables.js';
-import type { WorkflowName } from '../../functions/ports/workflows/port.js';
+import type { RouteAccess } from '../../../functions/manifest/routes.js';
+import { type TableName, tableNames, tables } from '../../../functions/manifest/tables.js';
+import type { WorkflowName } from '../../../functions/ports/workflows/port.js';
 import {
   type AccessResources,
   artifactReadActions,
@@ -36,7 +36,7 @@ import {
   type Tables,
   tableReadActions,
   tableWriteActions,
-} from './access.js';
+} from '../access.js';
 import {
   aliasEsbuildArgs,
   copyModulesHooks,
@@ -45,12 +45,12 @@ import {
   layersFor,
   moduleClosure,
   repoRoot,
-} from './bundling.js';
-import { sharedLayer } from './layers.js';
-import { keepStackLevelIds } from './logical-ids.js';
-import { acknowledge, acknowledgeWildcardResource } from './nag.js';
+} from '../bundling.js';
+import { sharedLayer } from '../layers.js';
+import { keepStackLevelIds } from '../logical-ids.js';
+import { acknowledge, acknowledgeWildcardResource } from '../nag.js';
 
-export interface ApiFunctionProps {
+export interface ServiceFunctionProps {
   /** Handler module, relative to the repository root (as in functions/manifest/routes.ts and workflows.ts). */
   entry: string;
   kind: FunctionKind;
@@ -93,7 +93,7 @@ export interface ApiFunctionProps {
  * It starts with no permissions beyond writing its own log group and sending traces (its own role, no AWS
  * managed policy); the `bind*` methods grant least privilege.
  */
-export class ApiFunction extends NodejsFunction {
+export class ServiceFunction extends NodejsFunction {
   readonly kind: FunctionKind;
   /** The handler module, relative to the repository root (as in the manifests). */
   readonly entry: string;
@@ -103,7 +103,7 @@ export class ApiFunction extends NodejsFunction {
   /** The GitHub App secret is granted once, whichever access kinds need it. */
   private githubAppBound = false;
 
-  constructor(scope: Construct, id: string, props: ApiFunctionProps) {
+  constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     const entry = isAbsolute(props.entry) ? props.entry : join(repoRoot, props.entry);
     const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -540,7 +540,7 @@ export class ApiFunction extends NodejsFunction {
 export function browserFunctionProps(settings: {
   memorySize: number;
   ephemeralStorageSize: Size;
-}): Pick<ApiFunctionProps, 'architecture' | 'memorySize' | 'ephemeralStorageSize' | 'copiedModules'> {
+}): Pick<ServiceFunctionProps, 'architecture' | 'memorySize' | 'ephemeralStorageSize' | 'copiedModules'> {
   if (
     !Number.isInteger(settings.memorySize) ||
     settings.memorySize < browserRequirements.minMemorySize ||
