@@ -75,7 +75,7 @@ export const logReadActions = ['logs:GetLogEvents'];
 
 /**
  * What resolves the cluster's API endpoint and CA at deploy time (the stack's `ClusterApi` custom
- * resource, `clusterApi` of cluster.ts); the functions themselves get no EKS action (the rest is
+ * resource, `clusterApi` of constructs/cluster-api.ts); the functions themselves get no EKS action (the rest is
  * Kubernetes RBAC).
  */
 export const clusterDescribeActions = ['eks:DescribeCluster'];

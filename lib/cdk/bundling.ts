@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * esbuild settings of every Lambda bundle, shared by the CDK construct (lib/cdk/constructs/service-function.ts) and the
- * bundle-size benchmark (test/bench/bundles.ts), so what is measured is what is deployed.
+ * esbuild settings of every Lambda bundle, shared by the CDK construct (constructs/service-function.ts)
+ * and the bundle-size benchmark (test/bench/bundles.ts), so what is measured is what is deployed.
  */
 export const lambdaBundling = {
   format: 'esm',

@@ -15,22 +15,17 @@ import { tableNames } from '../../functions/manifest/tables.js';
 import type { WorkerId } from '../../functions/manifest/workers.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import type { ClusterSettings, Tables } from './access.js';
-import {
-  type ClusterOptions,
-  clusterApi,
-  clusterRouteIds,
-  clusterSettings,
-  clusterStepEntries,
-} from './cluster.js';
+import { type ClusterOptions, clusterRouteIds, clusterSettings, clusterStepEntries } from './cluster.js';
 import { AccessVerifier } from './constructs/access-verifier.js';
 import { Api, type ApiOptions } from './constructs/api.js';
+import { clusterApi } from './constructs/cluster-api.js';
 import { type EventRuleResources, EventRules, ServiceBus } from './constructs/events.js';
+import type { ImageBuildProject } from './constructs/image-build-project.js';
 import { ImageBuilds, type ImageBuildsOptions } from './constructs/image-builds.js';
 import { Operations } from './constructs/operations.js';
 import type { ServiceFunction } from './constructs/service-function.js';
 import { TestRuns, type TestRunsOptions } from './constructs/test-runs.js';
 import { stepName, type WorkerResources, Workflows } from './constructs/workflows.js';
-import type { ImageBuild } from './image-build.js';
 import { pascal } from './stateful-stack.js';
 import { workflowNames } from './workflow-definitions.js';
 
@@ -87,7 +82,7 @@ export class StatelessStack extends Stack {
   // The resources of the constructs most read (by the outputs, the tests, the operators' docs).
   readonly alarmTopic: sns.Topic;
   readonly artifacts: s3.Bucket;
-  readonly imageBuild: ImageBuild;
+  readonly imageBuild: ImageBuildProject;
   readonly media: s3.Bucket;
   readonly runLinkSecret: secretsmanager.Secret;
   readonly ffmpegLayer: lambda.ILayerVersion;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { externalModulesFor, lambdaLayers, layerIds, layersFor } from '../../lib/cdk/bundling.js';
 import { ServiceFunction } from '../../lib/cdk/constructs/service-function.js';
-import { writeLayer } from '../../lib/cdk/layers.js';
+import { writeLayer } from '../../lib/cdk/constructs/shared-layers.js';
 import { clusterContext, type Json, resourcesOf, synthesize } from './synth.js';
 
 // Shared layers (lib/cdk/bundling.ts `lambdaLayers`): each is attached to exactly the functions whose

@@ -17,8 +17,8 @@ import {
   stateMachineArnEnv,
 } from '../../lib/cdk/access.js';
 import { copyModulesHooks, moduleClosure, repoRoot } from '../../lib/cdk/bundling.js';
+import { FFMPEG_PACKAGE, ffmpegLayer, ffmpegPath } from '../../lib/cdk/constructs/ffmpeg-layer.js';
 import { ServiceFunction } from '../../lib/cdk/constructs/service-function.js';
-import { FFMPEG_PACKAGE, ffmpegLayer, ffmpegPath } from '../../lib/cdk/ffmpeg-layer.js';
 import { StatefulStack } from '../../lib/cdk/stateful-stack.js';
 import { StatelessStack } from '../../lib/cdk/stateless-stack.js';
 import {

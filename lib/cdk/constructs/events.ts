@@ -15,10 +15,10 @@ import {
 } from '../../../functions/manifest/events.js';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { AccessResources } from '../access.js';
-import type { ImageBuild } from '../image-build.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { pascal } from '../stateful-stack.js';
 import { entryFunction, type FunctionDefaults } from './entry-function.js';
+import type { ImageBuildProject } from './image-build-project.js';
 import {
   deliveredEvent,
   type FailureQueueSpec,
@@ -126,7 +126,7 @@ export interface EventRulesProps {
   /** The bus of the rules whose manifest entry says `bus: 'service'`. */
   eventBus: events.IEventBus;
   /** The stack's image build: the rules with `ownImageBuildProject` match its project only. */
-  imageBuild: ImageBuild;
+  imageBuild: ImageBuildProject;
   /** Makes the failure queues. */
   operations: Operations;
 }

@@ -46,9 +46,9 @@ import {
   moduleClosure,
   repoRoot,
 } from '../bundling.js';
-import { sharedLayer } from '../layers.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { acknowledge, acknowledgeWildcardResource } from '../nag.js';
+import { sharedLayer } from './shared-layers.js';
 
 export interface ServiceFunctionProps {
   /** Handler module, relative to the repository root (as in functions/manifest/routes.ts and workflows.ts). */

@@ -6,10 +6,10 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { BrowserResources, MediaResources } from '../access.js';
-import { type FfmpegLayerSource, ffmpegLayer, ffmpegPath } from '../ffmpeg-layer.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { acknowledge } from '../nag.js';
 import { expiringBucket } from './expiring-bucket.js';
+import { type FfmpegLayerSource, ffmpegLayer, ffmpegPath } from './ffmpeg-layer.js';
 import { browserFunctionProps, type ServiceFunctionProps } from './service-function.js';
 
 /** The test-run settings of StatelessStack. */
@@ -40,7 +40,7 @@ export type TestRunsProps = TestRunsOptions;
 /**
  * Test runs: owns what the runs' browser function records with and where it puts it: the media bucket
  * (screenshots and videos, `runs/<orgId>/<runId>/…`, expiring), the key report links are signed with,
- * and the ffmpeg layer (lib/cdk/ffmpeg-layer.ts). The browser function itself is the testRun workflow's
+ * and the ffmpeg layer (ffmpeg-layer.ts). The browser function itself is the testRun workflow's
  * executor step (built by Workflows from the manifest) in the shape `functionShape` gives it: x86_64,
  * `browserMemorySize`, `browserEphemeralStorageSize`, Chromium shipped beside the bundle.
  */
