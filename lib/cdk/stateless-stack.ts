@@ -163,7 +163,7 @@ export class StatelessStack extends Stack {
     this.schedules = this.events.schedules;
     // A schedule that calls the cluster (the expiry sweep: stale teardown fences) may reach it too.
     if (this.cluster) for (const [, fn] of this.clusterSchedules()) fn.bindClusterAccess(this.cluster);
-    // The verifier protected previews' Ingresses ask (issue 29): with a cluster only.
+    // The verifier protected previews' Ingresses ask (the front door): with a cluster only.
     if (this.cluster) {
       this.accessVerifier = new AccessVerifier(this, 'AccessVerifier', { ...functions });
       for (const [, fn] of this.clusterCallers())

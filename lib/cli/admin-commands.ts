@@ -139,9 +139,9 @@ async function run(p: Parsed): Promise<Record<string, unknown>> {
           disabled: flag(p, 'disabled'),
           installationActive: !flag(p, 'no-installation'),
         });
-        // Its Environment Factory signing secret (issue 12), mounted into the factory app on deploy.
+        // Its Environment Factory signing secret, mounted into the factory app on deploy.
         await ensureFactorySecret(secretStore(), app.applicationId);
-        // Its access key (issue 29), which signs the links into its protected previews.
+        // Its access key, which signs the links into its protected previews.
         await ensureAccessKey(secretStore(), app.applicationId);
         return { applicationId: app.applicationId };
       }

@@ -21,7 +21,7 @@ export interface AccessVerifierProps {
 }
 
 /**
- * The access verifier of protected previews on EKS (issue 29; functions/api/access/verify.ts): ingress-nginx's
+ * The access verifier of protected previews on EKS (the front door; functions/api/access/verify.ts): ingress-nginx's
  * external auth asks it about each visitor of a protected app (`auth-url`, eks/front-door.ts), so it must
  * answer without the service's authentication. A Lambda function URL (auth NONE), not a route of the API:
  * the API authenticates every route with the organization's token and describes itself in lib/openapi.ts,

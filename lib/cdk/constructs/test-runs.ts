@@ -93,7 +93,7 @@ export class TestRuns extends Construct {
   }
 
   /**
-   * Let the trace viewer the API serves (`GET /trace-viewer/{proxy+}`, issue 28) read run media from the
+   * Let the trace viewer the API serves (`GET /trace-viewer/{proxy+}`) read run media from the
    * browser: a CORS rule for the API's own origin, GET and HEAD (with `Range`) only. The objects stay
    * private: a read still needs a presigned URL; the rule only lets the viewer's page, on the API's
    * origin, see the answer to one (its service worker fetches `trace.zip` cross-origin).
