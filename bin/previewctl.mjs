@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // previewctl: the operator CLI. Its help and API commands run from dist/previewctl.mjs, an esbuild bundle
-// of lib/local/cli/ (node built-ins only, no TypeScript compiled per call), rebuilt here when a source
+// of lib/cli/ (node built-ins only, no TypeScript compiled per call), rebuilt here when a source
 // is newer. The admin commands (orgs, apps create/update, tests import, events put) load the service's
-// TypeScript with tsx. lib/local/cli/build.mjs says more.
+// TypeScript with tsx. lib/cli/build.mjs says more.
 import { readFileSync, statSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url);
@@ -20,17 +20,17 @@ function fresh() {
 }
 
 async function loadMain() {
-  if (fresh() || (await (await import('../lib/local/cli/build.mjs')).buildCli()))
+  if (fresh() || (await (await import('../lib/cli/build.mjs')).buildCli()))
     return (await import(bundle.href)).main;
   const { register } = await import('tsx/esm/api');
   register();
-  return (await import('../lib/local/cli/main.ts')).main;
+  return (await import('../lib/cli/main.ts')).main;
 }
 
-const admin = async (args) => {
+const admin = async (command) => {
   const { register } = await import('tsx/esm/api');
   register();
-  return (await import('../lib/local/cli.ts')).main(args);
+  return (await import('../lib/cli/admin-commands.ts')).main(command);
 };
 
 const main = await loadMain();

@@ -41,7 +41,8 @@ export interface RouteAccess {
   logs?: true;
   /**
    * The handler calls the cluster the apps run on (EKS in AWS): its settings (EKS_* env vars). Grants
-   * nothing by itself: getting into the cluster's API is `bindClusterAccess` of lib/cdk/api-function.ts.
+   * nothing by itself: getting into the cluster's API is `bindClusterAccess` of
+   * lib/cdk/constructs/service-function.ts.
    */
   runtime?: true;
   /**

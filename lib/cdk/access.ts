@@ -16,7 +16,7 @@ import { browserModules } from './bundling.js';
 /*
  * What a manifest entry's `access` grants, kind by kind: the actions (which the infra tests hold the
  * grants to), the prefixes, the environment variables a function learns its resources from, and the
- * shape of the resources each kind refers to (`AccessResources`). ApiFunction's `bind*` methods grant them.
+ * shape of the resources each kind refers to (`AccessResources`). ServiceFunction's `bind*` methods grant them.
  */
 
 /** The env var through which a function learns each workflow's state machine ARN (read by config.ts). */
@@ -75,7 +75,7 @@ export const logReadActions = ['logs:GetLogEvents'];
 
 /**
  * What resolves the cluster's API endpoint and CA at deploy time (the stack's `ClusterApi` custom
- * resource, `clusterApi` of cluster.ts); the functions themselves get no EKS action (the rest is
+ * resource, `clusterApi` of constructs/cluster-api.ts); the functions themselves get no EKS action (the rest is
  * Kubernetes RBAC).
  */
 export const clusterDescribeActions = ['eks:DescribeCluster'];

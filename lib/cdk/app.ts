@@ -1,5 +1,5 @@
 import { type App, Tags } from 'aws-cdk-lib';
-import { type ImageBuildArchitecture, imageBuildArchitectures } from './image-build.js';
+import { type ImageBuildArchitecture, imageBuildArchitectures } from './constructs/image-build-project.js';
 import { StatefulStack } from './stateful-stack.js';
 import { StatelessStack } from './stateless-stack.js';
 
@@ -30,7 +30,7 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `ingressAnnotations` (default none): a JSON object of strings, put on every Ingress;
  * - `tlsSecretName` (default none: the controller's default certificate);
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
- * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/ffmpeg-layer.ts): an existing x86_64 layer with
+ * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/constructs/ffmpeg-layer.ts): an existing x86_64 layer with
  *   ffmpeg at bin/ffmpeg, for test-run videos;
  * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg;
  * - `orgRequestsPerSecond`, `orgConcurrentDeploys`, `orgConcurrentRuns` (defaults 20, 20, 10): each

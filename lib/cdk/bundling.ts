@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * esbuild settings of every Lambda bundle, shared by the CDK construct (lib/cdk/api-function.ts) and the
- * bundle-size benchmark (test/bench/bundles.ts), so what is measured is what is deployed.
+ * esbuild settings of every Lambda bundle, shared by the CDK construct (constructs/service-function.ts)
+ * and the bundle-size benchmark (test/bench/bundles.ts), so what is measured is what is deployed.
  */
 export const lambdaBundling = {
   format: 'esm',
@@ -50,7 +50,7 @@ export function aliasEsbuildArgs(): { '--alias': string[] } {
 
 /**
  * Packages left out of the bundle of a function with `browser` access and copied, with their dependency
- * closure, into its own node_modules (`copiedModules` of ApiFunction): @sparticuz/chromium must stay files
+ * closure, into its own node_modules (`copiedModules` of ServiceFunction): @sparticuz/chromium must stay files
  * (its brotli-compressed Chromium sits beside its code), and playwright-core (4 MB minified) would make
  * the executor's bundle the largest by far. One function needs them, so a layer would share nothing: they
  * ride in its asset, which Chromium already makes ~75 MB.

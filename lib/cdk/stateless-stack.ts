@@ -15,22 +15,17 @@ import { tableNames } from '../../functions/manifest/tables.js';
 import type { WorkerId } from '../../functions/manifest/workers.js';
 import type { WorkflowName } from '../../functions/ports/workflows/port.js';
 import type { ClusterSettings, Tables } from './access.js';
-import type { ApiFunction } from './api-function.js';
-import {
-  type ClusterOptions,
-  clusterApi,
-  clusterRouteIds,
-  clusterSettings,
-  clusterStepEntries,
-} from './cluster.js';
+import { type ClusterOptions, clusterRouteIds, clusterSettings, clusterStepEntries } from './cluster.js';
 import { AccessVerifier } from './constructs/access-verifier.js';
 import { Api, type ApiOptions } from './constructs/api.js';
+import { clusterApi } from './constructs/cluster-api.js';
 import { type EventRuleResources, EventRules, ServiceBus } from './constructs/events.js';
+import type { ImageBuildProject } from './constructs/image-build-project.js';
 import { ImageBuilds, type ImageBuildsOptions } from './constructs/image-builds.js';
 import { Operations } from './constructs/operations.js';
+import type { ServiceFunction } from './constructs/service-function.js';
 import { TestRuns, type TestRunsOptions } from './constructs/test-runs.js';
 import { stepName, type WorkerResources, Workflows } from './constructs/workflows.js';
-import type { ImageBuild } from './image-build.js';
 import { pascal } from './stateful-stack.js';
 import { workflowNames } from './workflow-definitions.js';
 
@@ -87,15 +82,15 @@ export class StatelessStack extends Stack {
   // The resources of the constructs most read (by the outputs, the tests, the operators' docs).
   readonly alarmTopic: sns.Topic;
   readonly artifacts: s3.Bucket;
-  readonly imageBuild: ImageBuild;
+  readonly imageBuild: ImageBuildProject;
   readonly media: s3.Bucket;
   readonly runLinkSecret: secretsmanager.Secret;
   readonly ffmpegLayer: lambda.ILayerVersion;
   readonly eventBus: events.EventBus;
-  readonly stepFunctions: Map<string, ApiFunction>;
+  readonly stepFunctions: Map<string, ServiceFunction>;
   readonly stateMachines: Record<WorkflowName, sfn.StateMachine>;
   readonly workers: Record<WorkerId, WorkerResources>;
-  readonly routeFunctions: Record<RouteId, ApiFunction>;
+  readonly routeFunctions: Record<RouteId, ServiceFunction>;
   readonly restApi: apigateway.RestApi;
   readonly eventRules: Record<EventRuleId, EventRuleResources>;
   readonly schedules: Record<ScheduleId, EventRuleResources>;
@@ -181,14 +176,17 @@ export class StatelessStack extends Stack {
    * The functions that call the cluster's API (`clusterStepEntries`, `clusterRouteIds`, the workers and the
    * schedules with `runtime` access), by output id. They exist, and are listed, with or without a cluster.
    */
-  clusterCallers(): [string, ApiFunction][] {
+  clusterCallers(): [string, ServiceFunction][] {
     return [
-      ...clusterStepEntries.map((entry): [string, ApiFunction] => [
+      ...clusterStepEntries.map((entry): [string, ServiceFunction] => [
         `${stepName(entry)}Step`,
         this.workflows.step(entry),
       ]),
-      ...clusterRouteIds.map((id): [string, ApiFunction] => [`${pascal(id)}Route`, this.routeFunctions[id]]),
-      ...(Object.keys(this.workers) as WorkerId[]).map((id): [string, ApiFunction] => [
+      ...clusterRouteIds.map((id): [string, ServiceFunction] => [
+        `${pascal(id)}Route`,
+        this.routeFunctions[id],
+      ]),
+      ...(Object.keys(this.workers) as WorkerId[]).map((id): [string, ServiceFunction] => [
         pascal(id),
         this.workers[id].function,
       ]),
@@ -197,10 +195,10 @@ export class StatelessStack extends Stack {
   }
 
   /** The schedules' functions with `runtime` access (they call the cluster), by output id. */
-  private clusterSchedules(): [string, ApiFunction][] {
+  private clusterSchedules(): [string, ServiceFunction][] {
     return (Object.keys(schedules) as ScheduleId[])
       .filter((id) => (schedules[id].target.access as RouteAccess).runtime)
-      .map((id): [string, ApiFunction] => [`${pascal(id)}Schedule`, this.schedules[id].function]);
+      .map((id): [string, ServiceFunction] => [`${pascal(id)}Schedule`, this.schedules[id].function]);
   }
 }
 

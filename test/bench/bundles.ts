@@ -48,7 +48,7 @@ import {
   repoRoot,
 } from '../../lib/cdk/bundling.js';
 import { ACCESS_VERIFIER_ENTRY } from '../../lib/cdk/constructs/access-verifier.js';
-import { writeLayer } from '../../lib/cdk/layers.js';
+import { writeLayer } from '../../lib/cdk/constructs/shared-layers.js';
 import { median, reportFigure } from './report.js';
 
 const args = process.argv.slice(2);
@@ -112,7 +112,7 @@ function stageModules(modules: readonly string[], into: string): string {
   return join(into, 'node_modules');
 }
 
-// Shared layers (built as CDK builds them: lib/cdk/layers.ts) and copied module sets, as Lambda sees them.
+// Shared layers (built as CDK builds them: lib/cdk/constructs/shared-layers.ts) and copied module sets, as Lambda sees them.
 const layers = layerIds.map((id) => {
   const dir = join(work, 'layers', id);
   writeLayer(id, dir);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
-import { imageBuildSpec } from '../../lib/cdk/image-build.js';
+import { imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
 import type { FakeGitHub } from './fakes/github.js';

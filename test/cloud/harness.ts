@@ -60,7 +60,7 @@ export async function startCloud(
   const dynamo = await startDynalite(join(dir, 'dynamodb'));
   const tableEnv = await ensureTables(dynamo.endpoint);
   const aws = await new FakeAws(REPO_ROOT).start();
-  // The image-build project logs to a group of its own (lib/cdk/image-build.ts), named to the functions.
+  // The image-build project logs to a group of its own (lib/cdk/constructs/image-build-project.ts), named to the functions.
   aws.projectLogGroups.set('preview-images', BUILD_LOG_GROUP);
   let kube: FakeKubernetes | undefined;
   if (opts.kubernetes) {

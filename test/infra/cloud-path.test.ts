@@ -17,7 +17,7 @@ import {
   tableWriteActions,
 } from '../../lib/cdk/access.js';
 import { eventDelivery, eventInvocation } from '../../lib/cdk/constructs/events.js';
-import { imageBuildEnv } from '../../lib/cdk/image-build.js';
+import { imageBuildEnv } from '../../lib/cdk/constructs/image-build-project.js';
 import { githubAppSecretPlaceholder, StatefulStack } from '../../lib/cdk/stateful-stack.js';
 import { StatelessStack } from '../../lib/cdk/stateless-stack.js';
 import { imageBuildWaitSeconds } from '../../lib/cdk/workflow-definitions.js';

@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { ApiFunction } from '../../lib/cdk/api-function.js';
 import { externalModulesFor, lambdaLayers, layerIds, layersFor } from '../../lib/cdk/bundling.js';
-import { writeLayer } from '../../lib/cdk/layers.js';
+import { ServiceFunction } from '../../lib/cdk/constructs/service-function.js';
+import { writeLayer } from '../../lib/cdk/constructs/shared-layers.js';
 import { clusterContext, type Json, resourcesOf, synthesize } from './synth.js';
 
 // Shared layers (lib/cdk/bundling.ts `lambdaLayers`): each is attached to exactly the functions whose
@@ -23,9 +23,11 @@ for (const [label, context] of [
     const { stateless, statelessTemplate: template } = synthesize(context);
     const layers = resourcesOf(template, 'AWS::Lambda::LayerVersion');
     const functions = resourcesOf(template, 'AWS::Lambda::Function');
-    const apiFunctions = stateless.node.findAll().filter((c): c is ApiFunction => c instanceof ApiFunction);
-    const idOf = (fn: ApiFunction) => stateless.getLogicalId(fn.node.defaultChild as never);
-    const layerRefs = (fn: ApiFunction): Json[] => functions[idOf(fn)].Properties.Layers ?? [];
+    const apiFunctions = stateless.node
+      .findAll()
+      .filter((c): c is ServiceFunction => c instanceof ServiceFunction);
+    const idOf = (fn: ServiceFunction) => stateless.getLogicalId(fn.node.defaultChild as never);
+    const layerRefs = (fn: ServiceFunction): Json[] => functions[idOf(fn)].Properties.Layers ?? [];
 
     test('one layer version per shared layer, Node.js 22, both architectures', () => {
       const kubernetes = Object.entries(layers).filter(([id]) => id.startsWith('KubernetesLayer'));

@@ -6,8 +6,8 @@ import { type EventRuleId, eventRules, type ScheduleId, schedules } from '../../
 import { type AuthKind, type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
 import { type WorkerId, workers } from '../../functions/manifest/workers.js';
 import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
-import type { ApiFunction } from '../../lib/cdk/api-function.js';
 import { addPreviewStacks, type PreviewStacks } from '../../lib/cdk/app.js';
+import type { ServiceFunction } from '../../lib/cdk/constructs/service-function.js';
 import type { StatelessStack } from '../../lib/cdk/stateless-stack.js';
 
 export const repoRoot = new URL('../..', import.meta.url).pathname;
@@ -157,7 +157,7 @@ export const clusterContext = {
 export interface DeclaredFunction {
   /** Its logical id in the stateless template. */
   id: string;
-  fn: ApiFunction;
+  fn: ServiceFunction;
   access: RouteAccess;
   /** Routes only: how callers authenticate. */
   auth?: AuthKind;
@@ -212,8 +212,8 @@ export function stepAccess(entry: string): RouteAccess {
 
 /** Every function of the stateless stack (routes, steps, event targets, schedule targets, workers). */
 export function declaredFunctions(stateless: StatelessStack): [string, DeclaredFunction][] {
-  const id = (fn: ApiFunction) => logicalIdOf(fn);
-  const entry = (fn: ApiFunction, access: RouteAccess, auth?: AuthKind): DeclaredFunction => ({
+  const id = (fn: ServiceFunction) => logicalIdOf(fn);
+  const entry = (fn: ServiceFunction, access: RouteAccess, auth?: AuthKind): DeclaredFunction => ({
     id: id(fn),
     fn,
     access,

@@ -16,9 +16,9 @@ import {
   mediaWriteActions,
   stateMachineArnEnv,
 } from '../../lib/cdk/access.js';
-import { ApiFunction } from '../../lib/cdk/api-function.js';
 import { copyModulesHooks, moduleClosure, repoRoot } from '../../lib/cdk/bundling.js';
-import { FFMPEG_PACKAGE, ffmpegLayer, ffmpegPath } from '../../lib/cdk/ffmpeg-layer.js';
+import { FFMPEG_PACKAGE, ffmpegLayer, ffmpegPath } from '../../lib/cdk/constructs/ffmpeg-layer.js';
+import { ServiceFunction } from '../../lib/cdk/constructs/service-function.js';
 import { StatefulStack } from '../../lib/cdk/stateful-stack.js';
 import { StatelessStack } from '../../lib/cdk/stateless-stack.js';
 import {
@@ -210,7 +210,7 @@ describe('the browser function (run executor)', () => {
     const app = testApp();
     const tables = new StatefulStack(app, 'refusesData').tables;
     const stack = new Stack(app, 'refuses');
-    const fn = new ApiFunction(stack, 'Plain', {
+    const fn = new ServiceFunction(stack, 'Plain', {
       entry: 'functions/steps/run-execute.ts',
       kind: 'step',
       tables,

@@ -4,8 +4,8 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { Tables } from '../access.js';
-import { ApiFunction } from '../api-function.js';
 import { acknowledgeWildcardResource } from '../nag.js';
+import { ServiceFunction } from './service-function.js';
 
 /** The verifier's handler: a function URL, in no manifest (test/bench/bundles.ts budgets it by this). */
 export const ACCESS_VERIFIER_ENTRY = 'functions/api/access/verify.ts';
@@ -30,13 +30,13 @@ export interface AccessVerifierProps {
  * applications' access keys (`<prefix>/*\/_access-*`), no table, no other secret.
  */
 export class AccessVerifier extends Construct {
-  readonly function: ApiFunction;
+  readonly function: ServiceFunction;
   /** `https://<id>.lambda-url.<region>.on.aws/`: ACCESS_VERIFIER_URL of the cluster's callers. */
   readonly url: string;
 
   constructor(scope: Construct, id: string, props: AccessVerifierProps) {
     super(scope, id);
-    this.function = new ApiFunction(this, 'AccessVerifierFunction', {
+    this.function = new ServiceFunction(this, 'AccessVerifierFunction', {
       entry: ACCESS_VERIFIER_ENTRY,
       kind: 'api',
       tables: props.tables,

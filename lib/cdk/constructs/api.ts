@@ -11,12 +11,12 @@ import {
   routes,
 } from '../../../functions/manifest/routes.js';
 import type { AccessResources, ClusterSettings, SourceHostResources } from '../access.js';
-import type { ApiFunction } from '../api-function.js';
 import { clusterRouteIds } from '../cluster.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { acknowledge } from '../nag.js';
 import { pascal } from '../stateful-stack.js';
-import { type FunctionDefaults, serviceFunction } from './service-function.js';
+import { entryFunction, type FunctionDefaults } from './entry-function.js';
+import type { ServiceFunction } from './service-function.js';
 
 type PageId = keyof typeof pages;
 
@@ -94,9 +94,9 @@ export class Api extends Construct {
   /** The REST API (output `ApiUrl`). */
   readonly restApi: apigateway.RestApi;
   /** One function per route. */
-  readonly routeFunctions = {} as Record<RouteId, ApiFunction>;
+  readonly routeFunctions = {} as Record<RouteId, ServiceFunction>;
   /** One function per page (HTML behind a signed, expiring link; the handler checks it). */
-  readonly pageFunctions = {} as Record<PageId, ApiFunction>;
+  readonly pageFunctions = {} as Record<PageId, ServiceFunction>;
   /** The stage's access log: one JSON line per request (`accessLogFormat`). */
   readonly accessLogs: logs.LogGroup;
 
@@ -104,7 +104,7 @@ export class Api extends Construct {
     super(scope, id);
     for (const routeId of routeIds) {
       const route: RouteDef = routes[routeId];
-      const fn = serviceFunction(this, `${pascal(routeId)}Route`, props.functions, {
+      const fn = entryFunction(this, `${pascal(routeId)}Route`, props.functions, {
         entry: route.entry,
         kind: 'api',
         access: route.access,
@@ -125,7 +125,7 @@ export class Api extends Construct {
       this.routeFunctions[routeId] = fn;
     }
     for (const [pageId, page] of Object.entries(pages) as [PageId, PageDef][]) {
-      this.pageFunctions[pageId] = serviceFunction(this, `${pascal(pageId)}Page`, props.functions, {
+      this.pageFunctions[pageId] = entryFunction(this, `${pascal(pageId)}Page`, props.functions, {
         entry: page.entry,
         kind: 'api',
         access: page.access,
@@ -158,9 +158,9 @@ export class Api extends Construct {
         accessLogFormat: accessLogFormat(),
       },
     });
-    const entries: [RouteDef | PageDef, ApiFunction][] = [
-      ...routeIds.map((r): [RouteDef, ApiFunction] => [routes[r], this.routeFunctions[r]]),
-      ...(Object.keys(pages) as PageId[]).map((p): [PageDef, ApiFunction] => [
+    const entries: [RouteDef | PageDef, ServiceFunction][] = [
+      ...routeIds.map((r): [RouteDef, ServiceFunction] => [routes[r], this.routeFunctions[r]]),
+      ...(Object.keys(pages) as PageId[]).map((p): [PageDef, ServiceFunction] => [
         pages[p],
         this.pageFunctions[p],
       ]),

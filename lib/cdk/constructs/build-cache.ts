@@ -14,7 +14,7 @@ export interface BuildCacheLifecycleOptions {
 
 /**
  * The lifecycle rule that bounds the layer caches BuildKit keeps in the image repository (the buildspec's
- * `--cache-to type=registry,ref=<repository>:buildcache-<scope>`, lib/cdk/image-build.ts). Its priority
+ * `--cache-to type=registry,ref=<repository>:buildcache-<scope>`, image-build-project.ts). Its priority
  * comes before the rule of tag status ANY (which ECR requires last), so cache images neither count against
  * the app images kept nor outlive `buildCacheRetentionCount`.
  */

@@ -15,10 +15,10 @@ import {
 } from '../../../functions/manifest/events.js';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { AccessResources } from '../access.js';
-import type { ApiFunction } from '../api-function.js';
-import type { ImageBuild } from '../image-build.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { pascal } from '../stateful-stack.js';
+import { entryFunction, type FunctionDefaults } from './entry-function.js';
+import type { ImageBuildProject } from './image-build-project.js';
 import {
   deliveredEvent,
   type FailureQueueSpec,
@@ -28,7 +28,7 @@ import {
   replay,
   supersededRun,
 } from './operations.js';
-import { type FunctionDefaults, serviceFunction } from './service-function.js';
+import type { ServiceFunction } from './service-function.js';
 
 /**
  * Delivery of a rule's events to its target (EventBridge's retry policy; what it still cannot deliver goes
@@ -111,7 +111,7 @@ export class ServiceBus extends Construct {
 /** An event rule (or a schedule) of the manifest, as built. */
 export interface EventRuleResources {
   rule: events.Rule;
-  function: ApiFunction;
+  function: ServiceFunction;
   /** The rule target's dead-letter queue: events EventBridge could not deliver to the function. */
   deliveryDlq: sqs.Queue;
   /** The function's on-failure destination: events it failed on after Lambda's retries. */
@@ -126,7 +126,7 @@ export interface EventRulesProps {
   /** The bus of the rules whose manifest entry says `bus: 'service'`. */
   eventBus: events.IEventBus;
   /** The stack's image build: the rules with `ownImageBuildProject` match its project only. */
-  imageBuild: ImageBuild;
+  imageBuild: ImageBuildProject;
   /** Makes the failure queues. */
   operations: Operations;
 }
@@ -248,10 +248,10 @@ export class EventRules extends Construct {
     ruleProps: events.RuleProps,
     shape: TargetShape,
     props: EventRulesProps,
-    queues: (fn: ApiFunction) => { delivery: FailureQueueSpec; failure: FailureQueueSpec },
+    queues: (fn: ServiceFunction) => { delivery: FailureQueueSpec; failure: FailureQueueSpec },
   ): EventRuleResources {
     const access = target.access as RouteAccess;
-    const fn = serviceFunction(this, `${id}Target`, props.functions, {
+    const fn = entryFunction(this, `${id}Target`, props.functions, {
       entry: target.entry,
       kind: 'event',
       access,

@@ -4,10 +4,10 @@ import type * as ecr from 'aws-cdk-lib/aws-ecr';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { ImageBuild, type ImageBuildArchitecture } from '../image-build.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { imageBuildWaitSeconds } from '../workflow-definitions.js';
 import { expiringBucket } from './expiring-bucket.js';
+import { type ImageBuildArchitecture, ImageBuildProject } from './image-build-project.js';
 
 /** A build (its queue time included) must end this long before the BuildImages task times out. */
 const imageBuildMarginSeconds = 5 * 60;
@@ -47,7 +47,7 @@ export interface ImageBuildsProps extends ImageBuildsOptions {
 
 /**
  * Image builds: owns the artifacts bucket (staged source archives, `sources/<orgId>/<owner>/<repo>/<sha>
- * .tar.gz`, expiring) and the CodeBuild project that builds app images from them (`ImageBuild`, with its
+ * .tar.gz`, expiring) and the CodeBuild project that builds app images from them (`ImageBuildProject`, with its
  * log group). The steps and event targets that use them are granted by their access (`bindArtifacts`,
  * `bindImageBuilds`).
  */
@@ -55,7 +55,7 @@ export class ImageBuilds extends Construct {
   /** Staged source archives, expiring after `artifactsExpiration`. */
   readonly artifacts: s3.Bucket;
   /** The build project, its log group and the repository it pushes to. */
-  readonly imageBuild: ImageBuild;
+  readonly imageBuild: ImageBuildProject;
 
   constructor(scope: Construct, id: string, props: ImageBuildsProps) {
     super(scope, id);
@@ -76,7 +76,7 @@ export class ImageBuilds extends Construct {
           `the BuildImages task times out (${waitSeconds / 60} minutes)`,
       );
     }
-    this.imageBuild = new ImageBuild(this, 'ImageBuild', {
+    this.imageBuild = new ImageBuildProject(this, 'ImageBuild', {
       artifacts: this.artifacts,
       repository: props.imageRepository,
       architecture: props.imageBuildArchitecture,

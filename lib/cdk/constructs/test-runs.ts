@@ -6,11 +6,11 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { RouteAccess } from '../../../functions/manifest/routes.js';
 import type { BrowserResources, MediaResources } from '../access.js';
-import { type ApiFunctionProps, browserFunctionProps } from '../api-function.js';
-import { type FfmpegLayerSource, ffmpegLayer, ffmpegPath } from '../ffmpeg-layer.js';
 import { keepStackLevelIds } from '../logical-ids.js';
 import { acknowledge } from '../nag.js';
 import { expiringBucket } from './expiring-bucket.js';
+import { type FfmpegLayerSource, ffmpegLayer, ffmpegPath } from './ffmpeg-layer.js';
+import { browserFunctionProps, type ServiceFunctionProps } from './service-function.js';
 
 /** The test-run settings of StatelessStack. */
 export interface TestRunsOptions extends FfmpegLayerSource {
@@ -40,7 +40,7 @@ export type TestRunsProps = TestRunsOptions;
 /**
  * Test runs: owns what the runs' browser function records with and where it puts it: the media bucket
  * (screenshots and videos, `runs/<orgId>/<runId>/…`, expiring), the key report links are signed with,
- * and the ffmpeg layer (lib/cdk/ffmpeg-layer.ts). The browser function itself is the testRun workflow's
+ * and the ffmpeg layer (ffmpeg-layer.ts). The browser function itself is the testRun workflow's
  * executor step (built by Workflows from the manifest) in the shape `functionShape` gives it: x86_64,
  * `browserMemorySize`, `browserEphemeralStorageSize`, Chromium shipped beside the bundle.
  */
@@ -58,7 +58,7 @@ export class TestRuns extends Construct {
   readonly media: MediaResources;
   /** ffmpeg, as the functions with `browser` access see it. */
   readonly browser: BrowserResources;
-  private readonly browserProps: Partial<ApiFunctionProps>;
+  private readonly browserProps: Partial<ServiceFunctionProps>;
 
   constructor(scope: Construct, id: string, props: TestRunsProps) {
     super(scope, id);
@@ -111,7 +111,7 @@ export class TestRuns extends Construct {
   }
 
   /** The function props a manifest entry's access implies: the browser's for `browser`, else none. */
-  functionShape(access: RouteAccess): Partial<ApiFunctionProps> {
+  functionShape(access: RouteAccess): Partial<ServiceFunctionProps> {
     return access.browser ? this.browserProps : {};
   }
 }

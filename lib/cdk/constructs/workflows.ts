@@ -12,7 +12,6 @@ import { type WorkerId, workers } from '../../../functions/manifest/workers.js';
 import { type TaskDef, workflows } from '../../../functions/manifest/workflows.js';
 import type { WorkflowName } from '../../../functions/ports/workflows/port.js';
 import type { AccessResources, ClusterSettings } from '../access.js';
-import type { ApiFunction } from '../api-function.js';
 import { repoRoot } from '../bundling.js';
 import { clusterStepEntries } from '../cluster.js';
 import { keepStackLevelIds } from '../logical-ids.js';
@@ -26,8 +25,9 @@ import {
   stepTimeouts,
   workflowNames,
 } from '../workflow-definitions.js';
+import { entryFunction, type FunctionDefaults } from './entry-function.js';
 import { invocationRecord, type Operations } from './operations.js';
-import { type FunctionDefaults, serviceFunction } from './service-function.js';
+import type { ServiceFunction } from './service-function.js';
 
 /**
  * Lambda's handling of a worker's asynchronous invocation (the runtime and the watcher itself invoke it):
@@ -39,7 +39,7 @@ export const workerInvocation = { retryAttempts: 2, maxEventAge: Duration.minute
 
 /** A worker of the manifest, as built. */
 export interface WorkerResources {
-  function: ApiFunction;
+  function: ServiceFunction;
   /** Its on-failure destination: invocations it failed on after Lambda's retries. */
   failureDlq: sqs.Queue;
 }
@@ -72,7 +72,7 @@ export const stepName = (entry: string): string =>
  */
 export class Workflows extends Construct {
   /** One function per unique step entry, by entry path. */
-  readonly stepFunctions = new Map<string, ApiFunction>();
+  readonly stepFunctions = new Map<string, ServiceFunction>();
   /** One state machine per workflow. */
   readonly stateMachines = {} as Record<WorkflowName, sfn.StateMachine>;
   /** Per worker: its function and the queue its failed invocations end in. */
@@ -87,7 +87,7 @@ export class Workflows extends Construct {
     const timeouts = stepTimeouts();
     const stepAccess = this.stepAccess;
     for (const [entry, access] of stepAccess) {
-      const fn = serviceFunction(this, `${stepName(entry)}Step`, props.functions, {
+      const fn = entryFunction(this, `${stepName(entry)}Step`, props.functions, {
         entry,
         kind: 'step',
         access,
@@ -121,7 +121,7 @@ export class Workflows extends Construct {
   }
 
   /** The function of a step entry. */
-  step(entry: string): ApiFunction {
+  step(entry: string): ServiceFunction {
     const fn = this.stepFunctions.get(entry);
     if (!fn) throw new Error(`no step function for ${entry}`);
     return fn;
@@ -172,7 +172,7 @@ export class Workflows extends Construct {
   }
 
   /**
-   * One worker: an ApiFunction (kind `worker`, the manifest's timeout) invoked asynchronously by the
+   * One worker: a ServiceFunction (kind `worker`, the manifest's timeout) invoked asynchronously by the
    * service, so Lambda retries a failed invocation twice and then sends it to the worker's on-failure
    * queue (encrypted, TLS only, 14 days). Granted from its access once the state machines exist.
    */
@@ -181,7 +181,7 @@ export class Workflows extends Construct {
     const id = pascal(workerId);
     if (def.timeoutSeconds > lambdaMaxSeconds)
       throw new Error(`worker ${workerId}: timeoutSeconds above Lambda's ${lambdaMaxSeconds}`);
-    const fn = serviceFunction(this, id, props.functions, {
+    const fn = entryFunction(this, id, props.functions, {
       entry: def.entry,
       kind: 'worker',
       access: def.access as RouteAccess,

@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { AssetHashType, DockerImage, RemovalPolicy, Token } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
-import { repoRoot } from './bundling.js';
+import { repoRoot } from '../bundling.js';
 
 /*
  * The ffmpeg test runs encode their video with, as a Lambda layer (ffmpeg at /opt/bin/ffmpeg). Three

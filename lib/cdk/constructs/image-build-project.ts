@@ -5,15 +5,15 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { BUILDKIT_IMAGE, REVISION_ANNOTATION } from '../../functions/ports/runtime/codebuild/builder.js';
-import { type ImageBuildResources, sourcesPrefix } from './access.js';
-import { acknowledge, acknowledgeWildcardResource } from './nag.js';
+import { BUILDKIT_IMAGE, REVISION_ANNOTATION } from '../../../functions/ports/runtime/codebuild/builder.js';
+import { type ImageBuildResources, sourcesPrefix } from '../access.js';
+import { acknowledge, acknowledgeWildcardResource } from '../nag.js';
 
 /** The CPU architecture image builds run on, hence the architecture of the images they produce. */
 export type ImageBuildArchitecture = 'x86_64' | 'arm64';
 export const imageBuildArchitectures: readonly ImageBuildArchitecture[] = ['x86_64', 'arm64'];
 
-export interface ImageBuildProps {
+export interface ImageBuildProjectProps {
   /** Where FetchSource staged the source archives (the build reads `sources/*` only). */
   artifacts: s3.IBucket;
   /** Where the images go. */
@@ -159,13 +159,13 @@ export const cacheTo = (ref: string) =>
  * repository and writes its own log group; nothing else. The task token never reaches a build: CodeBuild's
  * events echo a build's environment variables.
  */
-export class ImageBuild extends Construct implements ImageBuildResources {
+export class ImageBuildProject extends Construct implements ImageBuildResources {
   readonly project: codebuild.Project;
   readonly logGroup: logs.LogGroup;
   readonly repository: ecr.IRepository;
   readonly architecture: ImageBuildArchitecture;
 
-  constructor(scope: Construct, id: string, props: ImageBuildProps) {
+  constructor(scope: Construct, id: string, props: ImageBuildProjectProps) {
     super(scope, id);
     this.repository = props.repository;
     this.architecture = props.architecture ?? 'x86_64';

@@ -1,17 +1,20 @@
 import { resolveTarget } from './api.js';
-import { helpFor, parseCommandLine, UsageError } from './args.js';
-import { checkArgs, runApiCommand } from './commands.js';
+import { checkArgs, runApiCommand } from './api-commands.js';
+import { helpFor, type Parsed, parseCommandLine, UsageError } from './args.js';
 
 /*
  * previewctl's entry: help, parsing, then an API command here or an admin command (organizations,
  * applications, tests import, events put: they act on the tables) through `admin`, which loads the
- * service's code (lib/local/cli.ts). bin/previewctl.mjs runs this file bundled (no TypeScript compiled
+ * service's code (admin-commands.ts). bin/previewctl.mjs runs this file bundled (no TypeScript compiled
  * per call): `--help` and the API commands load nothing else.
  */
 
 export interface MainDeps {
-  /** Run an admin command (lib/local/cli.ts's `main`); returns its exit code. */
-  admin: (args: string[]) => Promise<number>;
+  /**
+   * Run an admin command, parsed here (admin-commands.ts's `main`, which loads the service's code);
+   * returns its exit code.
+   */
+  admin: (command: Parsed) => Promise<number>;
   /** @default process.stdout / process.stderr writes */
   out?: (text: string) => void;
   err?: (text: string) => void;
@@ -31,7 +34,7 @@ export async function main(args: string[], deps: MainDeps): Promise<number> {
   const json = args.includes('--json');
   try {
     const parsed = parseCommandLine(args);
-    if (parsed.command.via === 'admin') return await deps.admin(args);
+    if (parsed.command.via === 'admin') return await deps.admin({ ...parsed, json });
     checkArgs(parsed);
     const target = resolveTarget(parsed.org, deps.env ?? process.env);
     const outcome = await runApiCommand(parsed, {

@@ -14,10 +14,10 @@ export interface Env {
   lastDeployedSha?: string;
   urls: Record<string, string>;
   error?: string;
-  /** A failed environment's apps that are not running: app → why (issue 26, item 2). */
+  /** A failed environment's apps that are not running: app → why. */
   stoppedApps?: Record<string, string>;
   environmentId?: string;
-  /** A protected environment's signed links in (issue 29): what `envs open` prints instead of `urls`. */
+  /** A protected environment's signed links in (the front door): what `envs open` prints instead of `urls`. */
   accessUrls?: Record<string, string>;
 }
 

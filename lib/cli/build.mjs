@@ -1,11 +1,11 @@
-// Bundle previewctl's fast path (lib/local/cli/main.ts and what it imports: node built-ins only) into
+// Bundle previewctl's fast path (lib/cli/main.ts and what it imports: node built-ins only) into
 // dist/previewctl.mjs with esbuild, so a call compiles no TypeScript. Run by `npm ci` (the `prepare`
 // script) and by bin/previewctl.mjs whenever a source is newer than the bundle. Without esbuild (an
 // install without dev dependencies) it does nothing: bin/previewctl.mjs then loads the sources with tsx.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 export const BUNDLE = `${root}dist/previewctl.mjs`;
 export const INPUTS = `${root}dist/previewctl.inputs.json`;
 
@@ -20,7 +20,7 @@ export async function buildCli() {
   const result = await esbuild.build({
     // Input paths in the metafile are relative to this: the root, wherever the build runs from.
     absWorkingDir: root,
-    entryPoints: [`${root}lib/local/cli/main.ts`],
+    entryPoints: [`${root}lib/cli/main.ts`],
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -29,7 +29,7 @@ export async function buildCli() {
     metafile: true,
     outfile: BUNDLE,
     logLevel: 'silent',
-    banner: { js: '// Built by lib/local/cli/build.mjs from lib/local/cli/*.ts; do not edit.' },
+    banner: { js: '// Built by lib/cli/build.mjs from lib/cli/*.ts; do not edit.' },
   });
   mkdirSync(`${root}dist`, { recursive: true });
   const tmp = `${BUNDLE}.${process.pid}.tmp`;

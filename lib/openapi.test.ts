@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { routes } from '../../functions/manifest/routes.js';
-import { buildOpenApi } from '../../lib/openapi.js';
+import { routes } from '../functions/manifest/routes.js';
+import { buildOpenApi } from './openapi.js';
 
 describe('the OpenAPI document', () => {
   test('is a valid OpenAPI 3.1 document (a real validator) describing every route of the manifest', async () => {
@@ -39,7 +39,7 @@ describe('the OpenAPI document', () => {
   }, 30_000);
 
   test('docs/openapi.json is what the code generates (run `npm run openapi` after changing a route)', async () => {
-    const file = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8'));
+    const file = JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8'));
     expect(file).toEqual(JSON.parse(JSON.stringify(await buildOpenApi())));
   }, 30_000);
 });

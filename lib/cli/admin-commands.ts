@@ -1,7 +1,6 @@
 import '../../functions/shared/polyfills.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   ensureAccessKey,
   parseAccessMode,
@@ -26,16 +25,16 @@ import { config } from '../../functions/shared/config.js';
 import { AlreadyExistsError, ValidationError } from '../../functions/shared/errors.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { APP_NAME_RE, repoFullName } from '../../functions/shared/validation.js';
-import { EventFileError, parseEventFile, queueLocalEvents } from './bus.js';
-import { localCredentials } from './cli/api.js';
-import { UsageError } from './cli/args.js';
-import { acquireDataDirLock, DataDirInUseError, liveOwner } from './data-dir-lock.js';
-import { bootLocalRuntime, serverInfoPath } from './server.js';
+import { EventFileError, parseEventFile, queueLocalEvents } from '../local/bus.js';
+import { acquireDataDirLock, DataDirInUseError, liveOwner } from '../local/data-dir-lock.js';
+import { bootLocalRuntime, serverInfoPath } from '../local/server.js';
+import { localCredentials } from './api.js';
+import { type Parsed, UsageError } from './args.js';
 
 /*
  * previewctl's admin commands: organizations, applications, tests import, events put. They act on the
  * tables (and the event bus) with the service's own code, where the API has no route for them. The rest
- * of previewctl (lib/local/cli/) goes through the HTTP API and never loads this file.
+ * of previewctl (main.ts and the API commands) goes through the HTTP API and never loads this file.
  */
 
 /**
@@ -105,84 +104,52 @@ async function requireOrg(given: string | undefined): Promise<string> {
   return orgId;
 }
 
-async function run(args: string[]): Promise<Record<string, unknown>> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      org: { type: 'string' },
-      repo: { type: 'string' },
-      disabled: { type: 'boolean', default: false },
-      'no-installation': { type: 'boolean', default: false },
-      app: { type: 'string' },
-      file: { type: 'string' },
-      'ttl-hours': { type: 'string' },
-      'deploy-drafts': { type: 'boolean' },
-      'no-deploy-drafts': { type: 'boolean' },
-      'factory-app': { type: 'string' },
-      'factory-path': { type: 'string' },
-      'allowed-origins': { type: 'string' },
-      access: { type: 'string' },
-      'sleep-after-minutes': { type: 'string' },
-      'skip-label': { type: 'string' },
-      'require-label': { type: 'string' },
-      paths: { type: 'string' },
-      'skip-authors': { type: 'string' },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-  const [noun, verb, ...rest] = positionals;
-  const command = `${noun ?? ''} ${verb ?? ''}`.trim();
-  if (
-    ![
-      'orgs create',
-      'apps create',
-      'apps update',
-      'apps rotate-factory-secret',
-      'apps rotate-access-key',
-      'tests import',
-      'events put',
-    ].includes(command)
-  ) {
-    throw new UsageError(`unknown command "${command}" (previewctl --help)`);
-  }
-  if (values.repo !== undefined && !repoFullName.safeParse(values.repo).success) {
+/** A value option's value (the command table says which options take one). */
+const text = (p: Parsed, name: string) => p.values[name] as string | undefined;
+/** Whether a flag is given. */
+const flag = (p: Parsed, name: string) => p.values[name] === true;
+
+async function run(p: Parsed): Promise<Record<string, unknown>> {
+  const command = p.command.name;
+  if (p.command.via !== 'admin') throw new UsageError(`unknown command "${command}" (previewctl --help)`);
+  const repo = text(p, 'repo');
+  if (repo !== undefined && !repoFullName.safeParse(repo).success) {
     throw new UsageError('--repo must be owner/repo');
   }
-  const file = rest[0];
+  const file = p.positionals[0];
   if (command === 'tests import' && !file) throw new UsageError('tests import needs a FILE');
-  if (command === 'events put') return putEvents(values.file);
-  const settings = command === 'apps update' ? appSettings(values) : undefined;
+  if (command === 'events put') return putEvents(text(p, 'file'));
+  const settings = command === 'apps update' ? appSettings(p.values as AppUpdateValues) : undefined;
   const close = await connect();
   try {
     switch (command) {
       case 'orgs create': {
-        if (!values.name) throw new UsageError('--name is required');
-        const org = await createOrganization(values.name);
+        const name = text(p, 'name');
+        if (!name) throw new UsageError('--name is required');
+        const org = await createOrganization(name);
         if (process.env.PREVIEW_MODE !== 'aws') keepLocalCredentials(org);
         return { ...org };
       }
       case 'apps create': {
-        const orgId = await requireOrg(values.org);
+        const orgId = await requireOrg(p.org);
         const app = await createApplication({
           orgId,
-          name: values.name,
-          repoFullName: values.repo,
-          disabled: values.disabled,
-          installationActive: !values['no-installation'],
+          name: text(p, 'name'),
+          repoFullName: repo,
+          disabled: flag(p, 'disabled'),
+          installationActive: !flag(p, 'no-installation'),
         });
-        // Its Environment Factory signing secret (issue 12), mounted into the factory app on deploy.
+        // Its Environment Factory signing secret, mounted into the factory app on deploy.
         await ensureFactorySecret(secretStore(), app.applicationId);
-        // Its access key (issue 29), which signs the links into its protected previews.
+        // Its access key, which signs the links into its protected previews.
         await ensureAccessKey(secretStore(), app.applicationId);
         return { applicationId: app.applicationId };
       }
       case 'apps update': {
-        const orgId = await requireOrg(values.org);
-        if (!values.app) throw new UsageError('--app is required');
-        const app = await updateApplication(orgId, values.app, settings!);
+        const orgId = await requireOrg(p.org);
+        const appId = text(p, 'app');
+        if (!appId) throw new UsageError('--app is required');
+        const app = await updateApplication(orgId, appId, settings!);
         if (settings?.factoryApp) await ensureFactorySecret(secretStore(), app.applicationId);
         if (settings?.access) await ensureAccessKey(secretStore(), app.applicationId);
         return {
@@ -201,23 +168,24 @@ async function run(args: string[]): Promise<Record<string, unknown>> {
       }
       case 'apps rotate-access-key':
       case 'apps rotate-factory-secret': {
-        const orgId = await requireOrg(values.org);
-        if (!values.app) throw new UsageError('--app is required');
-        const app = await getApplication(orgId, values.app);
+        const orgId = await requireOrg(p.org);
+        const appId = text(p, 'app');
+        if (!appId) throw new UsageError('--app is required');
+        const app = await getApplication(orgId, appId);
         // The new key or secret is never printed: links come from the environment's status (envs open).
         const rotate = command === 'apps rotate-access-key' ? rotateAccessKey : rotateFactorySecret;
         await rotate(secretStore(), app.applicationId);
         return { applicationId: app.applicationId, rotated: true };
       }
       default: {
-        const orgId = await requireOrg(values.org);
+        const orgId = await requireOrg(p.org);
         let doc: unknown;
         try {
           doc = JSON.parse(readFileSync(resolve(process.cwd(), file!), 'utf8'));
         } catch (err) {
           throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
         }
-        return { ...(await importTests(orgId, doc, { applicationId: values.app })) };
+        return { ...(await importTests(orgId, doc, { applicationId: text(p, 'app') })) };
       }
     }
   } finally {
@@ -235,8 +203,8 @@ function keepLocalCredentials(org: { orgId: string }): void {
   writeFileSync(join(dir, `${org.orgId}.json`), `${JSON.stringify(org, null, 2)}\n`, { mode: 0o600 });
 }
 
-/** The settings `apps update` changes, from its options. */
-function appSettings(values: {
+/** The options of `apps update` (the command table's), as the parser gives them. */
+interface AppUpdateValues {
   'ttl-hours'?: string;
   'deploy-drafts'?: boolean;
   'no-deploy-drafts'?: boolean;
@@ -249,7 +217,10 @@ function appSettings(values: {
   'require-label'?: string;
   paths?: string;
   'skip-authors'?: string;
-}): ApplicationSettings {
+}
+
+/** The settings `apps update` changes, from its options. */
+function appSettings(values: AppUpdateValues): ApplicationSettings {
   const out: ApplicationSettings = previewRuleOptions(values);
   try {
     if (values.access !== undefined) out.access = parseAccessMode(values.access);
@@ -355,12 +326,15 @@ async function putEvents(file: string | undefined): Promise<Record<string, unkno
   };
 }
 
-/** Run an admin command; returns the exit code. Output is one JSON object on stdout with `--json`. */
-export async function main(args: string[]): Promise<number> {
-  const json = args.includes('--json');
+/**
+ * Run an admin command, parsed by main.ts with the one parser of the command table; returns the exit
+ * code. Output is one JSON object on stdout with `--json`.
+ */
+export async function main(command: Parsed): Promise<number> {
+  const json = command.json;
   setLogSink(() => undefined);
   try {
-    const result = await run(args);
+    const result = await run(command);
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
     return 0;
   } catch (err) {
@@ -369,9 +343,7 @@ export async function main(args: string[]): Promise<number> {
     const existing = err instanceof AlreadyExistsError ? { applicationId: err.existingId } : {};
     if (json) process.stdout.write(`${JSON.stringify({ error: message.split('\n')[0], ...existing })}\n`);
     else process.stderr.write(`previewctl: ${message}\n`);
-    // parseArgs refusing an option or a value is a usage error too.
-    const badArgs = String((err as NodeJS.ErrnoException).code ?? '').startsWith('ERR_PARSE_ARGS');
-    return err instanceof UsageError || badArgs ? 2 : 1;
+    return err instanceof UsageError ? 2 : 1;
   }
 }
 

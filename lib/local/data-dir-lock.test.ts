@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { acquireDataDirLock, DataDirInUseError, liveOwner, lockPath } from '../../lib/local/data-dir-lock.js';
+import { acquireDataDirLock, DataDirInUseError, liveOwner, lockPath } from './data-dir-lock.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,9 +6,7 @@ import { AssetHashType, DockerImage, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
 import { buildSync } from 'esbuild';
-import { type LayerId, lambdaBundling, lambdaEsbuildOptions, lambdaLayers } from './bundling.js';
-
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { type LayerId, lambdaBundling, lambdaEsbuildOptions, lambdaLayers, repoRoot } from '../bundling.js';
 
 /** The construct id of a shared layer in its stack. */
 const layerConstructId = (id: LayerId) => `${id[0]!.toUpperCase()}${id.slice(1)}Layer`;
@@ -64,6 +62,8 @@ export function sharedLayer(scope: Construct, id: LayerId): lambda.ILayerVersion
     )
     .digest('hex');
   return new lambda.LayerVersion(stack, layerConstructId(id), {
+    // The path is where this was first written (now this file): changing the description would publish a
+    // new version of every shared layer on the next deploy for nothing.
     description: `${def.packages.join(', ')}, pre-bundled (lib/cdk/layers.ts)`,
     compatibleRuntimes: [lambda.Runtime.NODEJS_22_X],
     compatibleArchitectures: [lambda.Architecture.ARM_64, lambda.Architecture.X86_64],
