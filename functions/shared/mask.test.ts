@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { MASK, maskedForms, maskSecrets } from '../../functions/shared/mask.js';
+import { MASK, maskedForms, maskSecrets } from './mask.js';
 
 const PEM = [
   '-----BEGIN PRIVATE KEY-----',

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { ID_LENGTH, newId } from '../../functions/shared/crypto.js';
-import { rowId } from '../../functions/shared/validation.js';
+import { ID_LENGTH, newId } from './crypto.js';
+import { rowId } from './validation.js';
 
 /** The shape of a @paralleldrive/cuid2 id (the generator before this one): rows still hold them. */
 const CUID_SHAPE = /^[a-z][0-9a-z]{23}$/;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
-import { tableNames, tables } from '../../functions/manifest/tables.js';
-import { parseConfig } from '../../functions/shared/config.js';
-import { ConfigError } from '../../functions/shared/errors.js';
+import { tableNames, tables } from '../manifest/tables.js';
+import { parseConfig } from './config.js';
+import { ConfigError } from './errors.js';
 
 const tableEnv = Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`]));
 

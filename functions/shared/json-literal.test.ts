@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { ValidationError } from '../../functions/shared/errors.js';
-import { jsonInteger, topLevelLiteral } from '../../functions/shared/json-literal.js';
+import { ValidationError } from './errors.js';
+import { jsonInteger, topLevelLiteral } from './json-literal.js';
 
 describe('topLevelLiteral', () => {
   test.each([

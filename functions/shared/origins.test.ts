@@ -2,14 +2,8 @@ import { describe, expect, test } from '@jest/globals';
 import { previewCookies } from '../../functions/core/run-scenario.js';
 import { navigateTarget, StepFailure, targetOrigins } from '../../functions/core/run-steps.js';
 import { parseAllowedOrigins } from '../../functions/core/tenancy.js';
-import { ValidationError } from '../../functions/shared/errors.js';
-import {
-  isLocalHost,
-  originAllowed,
-  originLabel,
-  parseAllowedOrigin,
-  runOrigins,
-} from '../../functions/shared/origins.js';
+import { ValidationError } from './errors.js';
+import { isLocalHost, originAllowed, originLabel, parseAllowedOrigin, runOrigins } from './origins.js';
 
 /* Issue 23: what a run's browser may load, as plain rules (the browser enforcing them: the Browser contract). */
 

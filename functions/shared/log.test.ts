@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { batchedSink } from '../../functions/shared/log.js';
+import { batchedSink } from './log.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
