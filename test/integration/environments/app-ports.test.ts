@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { pollUntil, SERVER_JS, settled } from '../../support/apps.js';
+import { makeRepo } from '../../support/git.js';
+import { bearer, call, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+
+/*
+ * PREVIEW_APP_PORTS confines local apps' ports to a range (issue 26, item 9): an app gets a port of the
+ * range, and a deploy that finds none free there fails saying so. Real HTTP to the local server.
+ */
+
+let h: Harness;
+let gitRoot: string;
+let port: number;
+const previous = process.env.PREVIEW_APP_PORTS;
+
+/** A port free now (the system's pick), for a one-port range. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port: p } = server.address() as { port: number };
+      server.close(() => resolve(p));
+    });
+  });
+
+/** Two free ports side by side: a PR preview's app and its front door (both confined to the range). */
+async function twoFreePorts(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    const next = await new Promise<boolean>((resolve) => {
+      const server = createServer()
+        .once('error', () => resolve(false))
+        .listen(p + 1, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (next && p < 65535) return p;
+  }
+}
+
+beforeAll(async () => {
+  port = await twoFreePorts();
+  process.env.PREVIEW_APP_PORTS = `${port}-${port + 1}`;
+  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
+  h = await startHarness({ gitRoot });
+}, 30_000);
+afterAll(async () => {
+  await h.stop();
+  rmSync(gitRoot, { recursive: true, force: true });
+  if (previous === undefined) delete process.env.PREVIEW_APP_PORTS;
+  else process.env.PREVIEW_APP_PORTS = previous;
+}, 30_000);
+
+async function deploy(repo: string) {
+  const sha = makeRepo(gitRoot, repo, {
+    'preview.yaml': 'apps:\n  web:\n    port: 3000\n    command: node server.js web\n    health: /healthz\n',
+    'server.js': SERVER_JS,
+    VERSION: 'v1',
+  });
+  await linkRepo(h.org, repo);
+  const res = await call(h, 'POST', '/v1/preview/environments', {
+    body: { repoFullName: repo, prNumber: 1, headSha: sha, headRef: 'feature' },
+    headers: bearer(h.org),
+  });
+  expect(res.status).toBe(202);
+  return pollUntil(h, h.org, `/v1/preview/environments/${repo}/1`, settled);
+}
+
+describe('PREVIEW_APP_PORTS', () => {
+  test('an app listens on a port of the range; when the range is used up, a deploy fails naming it', async () => {
+    const first = await deploy('acme/one');
+    // A PR preview sleeps when idle (issue 29), so its URL is its front door's: the app and the door
+    // take the range's two ports.
+    expect(first.status).toBe('ready');
+    const urlPort = Number(new URL(String(first.urls.web)).port);
+    expect([port, port + 1]).toContain(urlPort);
+    const second = await deploy('acme/two');
+    expect(second.status).toBe('failed');
+    expect(second.error).toBe(
+      `no free port in PREVIEW_APP_PORTS=${port}-${port + 1} (2 ports, all in use): widen the range or tear down environments`,
+    );
+  }, 60_000);
+});
