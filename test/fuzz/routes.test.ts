@@ -24,14 +24,8 @@ import {
 } from '../../functions/shared/validation.js';
 import { compileRoutes, matchRoute } from '../../lib/local/http-bridge.js';
 import { bearer, call, client, type Harness, startHarness } from '../support/harness.js';
-import {
-  closeSnapshots,
-  isErrorBody,
-  type RawResponse,
-  rawRequest,
-  snapshot,
-  stableJson,
-} from './support.js';
+import { isErrorBody, type RawResponse, rawRequest } from '../support/raw-http.js';
+import { closeSnapshots, snapshot, stableJson } from '../support/stored-state.js';
 
 /*
  * The regression tier of issue 8 (finding 11): property-based probing of every route of the manifest over

@@ -7,15 +7,9 @@ import { handler as startRun } from '../../../functions/api/runs/start.js';
 import { createApplication } from '../../../functions/core/tenancy.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../../../functions/manifest/routes.js';
 import { lambdaContext } from '../../../functions/shared/lambda-context.js';
-import {
-  closeSnapshots,
-  isErrorBody,
-  type RawRequest,
-  type RawResponse,
-  rawRequest,
-  snapshot,
-} from '../../fuzz/support.js';
 import { bearer, client, type Harness, startHarness } from '../../support/harness.js';
+import { isErrorBody, type RawRequest, type RawResponse, rawRequest } from '../../support/raw-http.js';
+import { closeSnapshots, snapshot } from '../../support/stored-state.js';
 
 /*
  * Issue 8, finding 5 ("no 500 from input"): each original attack over real HTTP against the local server,

@@ -6,8 +6,8 @@ import { importTests } from '../../../functions/core/tests.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
 import { ValidationError } from '../../../functions/shared/errors.js';
-import { closeSnapshots, scanTable } from '../../fuzz/support.js';
 import { bearer, call, client, type Harness, startHarness } from '../../support/harness.js';
+import { closeSnapshots, scanTable } from '../../support/stored-state.js';
 
 /*
  * Tests and runs (endpoints 12-15) through real HTTP against the local server and dynalite. Tests are

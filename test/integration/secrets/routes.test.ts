@@ -4,8 +4,8 @@ import { createApplication } from '../../../functions/core/tenancy.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { LocalSecretStore } from '../../../functions/ports/secret-store/local-files.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { closeSnapshots, scanTable, secretFiles } from '../../fuzz/support.js';
 import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { closeSnapshots, scanTable, secretFiles } from '../../support/stored-state.js';
 
 let h: Harness;
 let auth: Record<string, string>;
