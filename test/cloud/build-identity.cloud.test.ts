@@ -4,10 +4,10 @@ import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { imageBuildSpec } from '../../lib/cdk/image-build.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
+import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
 
 /*
  * Build identity in the cloud simulation tier (issue 27, docs/builds.md): the real handlers in AWS mode,

@@ -4,10 +4,10 @@ import { hostOf, namespaceName } from '../../functions/ports/runtime/eks/objects
 import { setLogSink } from '../../functions/shared/log.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
+import { type Cloud, INGRESS_DOMAIN } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
-import { type Cloud, INGRESS_DOMAIN } from './harness.js';
 
 /*
  * Issue 29's front door on EKS in the cloud simulation tier: the real handlers and steps in

@@ -4,10 +4,10 @@ import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { pollUntil, settled } from '../support/apps.js';
 import { bearer, call } from '../support/harness.js';
+import { type Cloud, INGRESS_DOMAIN } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
-import { type Cloud, INGRESS_DOMAIN } from './harness.js';
 
 /*
  * The cloud path, part 2, in the cloud simulation tier: the whole two-app lifecycle in AWS mode, images

@@ -6,7 +6,7 @@ import type { RunItem } from '../../functions/core/run-store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
-import { type Cloud, startCloud } from './harness.js';
+import { type Cloud, startCloud } from './cloud-tier.js';
 
 /*
  * Issue 24 (items 2, 3 and 6) in the cloud simulation tier: the test-run step handlers in PREVIEW_MODE=aws

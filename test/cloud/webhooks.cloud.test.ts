@@ -4,10 +4,10 @@ import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/harness.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
+import type { Cloud } from './cloud-tier.js';
 import { ACCOUNT, asDelivered, type PutEventsEntry, REGION } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
 
 /*
  * Previews that follow the pull request, in the cloud simulation tier (issue 13): the webhook handler in
