@@ -2,8 +2,8 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
+import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
-import { bearer, call } from '../support/harness.js';
 import {
   BUILD_LOG_GROUP,
   type Cloud,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { findEnvironment } from '../../functions/core/environments.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { bearer, call } from '../support/harness.js';
+import { bearer, call } from '../support/api.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
 import type { Cloud } from './cloud-tier.js';
 import { ACCOUNT, asDelivered, type PutEventsEntry, REGION } from './fakes/aws.js';

@@ -6,11 +6,12 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { accessKey, ensureAccessKey } from '../../../functions/core/access.js';
 import { updateApplication } from '../../../functions/core/tenancy.js';
 import { secretStore } from '../../../functions/ports/registry.js';
+import { bearer, call } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
 import { haveChromium, launchChromium } from '../../support/chromium.js';
-import { bearer, call } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { decodePng } from '../../support/png.js';
-import { type RunsWorld, startRunsWorld } from '../../support/runs-app.js';
+import { runsAppForFile } from '../../support/runs-suite.js';
 
 /*
  * Issue 29 on the local dashboard, in real chromium: a protected preview's apps each show their signed
@@ -21,7 +22,8 @@ import { type RunsWorld, startRunsWorld } from '../../support/runs-app.js';
 const SHOTS = process.env.DASHBOARD_SHOTS ?? mkdtempSync(join(tmpdir(), 'preview-dash-shots-'));
 const chromiumTest = haveChromium() ? test : test.skip;
 
-let w: RunsWorld;
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/dash' });
 let browser: Browser | undefined;
 let context: BrowserContext;
 let page: Page;
@@ -29,23 +31,22 @@ let env: any;
 const sent: string[] = [];
 
 beforeAll(async () => {
-  w = await startRunsWorld({ repo: 'acme/dash' });
-  await updateApplication(w.h.org.orgId, w.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
-  await ensureAccessKey(secretStore(), w.applicationId);
-  const res = await call(w.h, 'POST', '/v1/preview/environments', {
-    headers: bearer(w.h.org),
-    body: { repoFullName: w.repo, prNumber: 3, headSha: w.main.lastDeployedSha, headRef: 'pr-3' },
+  await updateApplication(h.org.orgId, app.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
+  await ensureAccessKey(secretStore(), app.applicationId);
+  const res = await call(h, 'POST', '/v1/preview/environments', {
+    headers: bearer(h.org),
+    body: { repoFullName: app.repo, prNumber: 3, headSha: app.main.lastDeployedSha, headRef: 'pr-3' },
   });
   expect(res.status).toBe(202);
   const ready = await pollUntil(
-    w.h,
-    w.h.org,
-    `/v1/preview/environments/${w.repo}/3`,
+    h,
+    h.org,
+    `/v1/preview/environments/${app.repo}/3`,
     (s) => s.status === 'ready' || s.status === 'failed',
     60_000,
   );
   expect(ready.status).toBe('ready');
-  env = (await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/3`, { headers: bearer(w.h.org) })).body;
+  env = (await call(h, 'GET', `/v1/preview/environments/${app.repo}/3`, { headers: bearer(h.org) })).body;
   mkdirSync(SHOTS, { recursive: true });
   if (!haveChromium()) return;
   browser = await launchChromium();
@@ -53,12 +54,11 @@ beforeAll(async () => {
   page = await context.newPage();
   page.on('request', (req) => {
     const url = new URL(req.url());
-    if (url.origin === w.h.url) sent.push(`${req.method()} ${url.pathname}`);
+    if (url.origin === h.url) sent.push(`${req.method()} ${url.pathname}`);
   });
 }, 180_000);
 afterAll(async () => {
   await browser?.close();
-  await w?.stop();
 }, 60_000);
 
 describe('the dashboard and a protected preview', () => {
@@ -66,40 +66,40 @@ describe('the dashboard and a protected preview', () => {
     'each app of the protected preview shows its signed link, which opens the app; never the key',
     async () => {
       expect(env.urls.web).toMatch(/\.localhost:\d+$/);
-      await page.goto(`${w.h.url}/`);
-      await page.setInputFiles('#credentialsFile', join(w.h.dataDir, 'credentials.json'));
-      const row = page.locator(`#environments tbody tr[data-env="${w.repo} #3"]`);
-      const link = row.getByRole('link', { name: `access link of web in ${w.repo} #3` });
+      await page.goto(`${h.url}/`);
+      await page.setInputFiles('#credentialsFile', join(h.dataDir, 'credentials.json'));
+      const row = page.locator(`#environments tbody tr[data-env="${app.repo} #3"]`);
+      const link = row.getByRole('link', { name: `access link of web in ${app.repo} #3` });
       await link.waitFor({ timeout: 20_000 });
       const href = await link.getAttribute('href');
       expect(href).toMatch(
         new RegExp(`^${env.urls.web.replace(/\./g, '\\.')}/__preview/access\\?token=v1\\.`),
       );
-      expect(await row.getByRole('link', { name: `access link of api in ${w.repo} #3` }).count()).toBe(1);
+      expect(await row.getByRole('link', { name: `access link of api in ${app.repo} #3` }).count()).toBe(1);
       // The app's own URL without the cookie: the door's 401 page, so the link is what gets a person in.
       expect(await row.locator('a.name:text-is("web")').getAttribute('href')).toBe(env.urls.web);
       // The public main-branch environment (deployed before the application was protected): no link.
-      const main = page.locator(`#environments tbody tr[data-env="${w.repo} main"]`);
+      const main = page.locator(`#environments tbody tr[data-env="${app.repo} main"]`);
       await expect(main.locator('a.access').count()).resolves.toBe(0);
       // The page never holds the access key.
-      const key = await accessKey(secretStore(), w.applicationId);
+      const key = await accessKey(secretStore(), app.applicationId);
       expect(await page.content()).not.toContain(key!);
       // Every request the page made is the public API (the list, and the status with the links).
-      expect(sent).toContain(`GET /v1/preview/environments/${w.repo}/3`);
+      expect(sent).toContain(`GET /v1/preview/environments/${app.repo}/3`);
       const png = await page.screenshot({ fullPage: true });
       writeFileSync(join(SHOTS, 'dashboard-access.png'), png);
       expect(decodePng(png).width).toBe(1400);
       // Opening it (a new tab): the door sets the cookie and sends the browser to the app's `/`.
-      const [app] = await Promise.all([context.waitForEvent('page'), link.click()]);
-      await app.waitForLoadState('load');
-      expect(app.url()).toBe(`${env.urls.web}/`);
-      expect(await app.textContent('h1')).toBe('Sign up');
+      const [tab] = await Promise.all([context.waitForEvent('page'), link.click()]);
+      await tab.waitForLoadState('load');
+      expect(tab.url()).toBe(`${env.urls.web}/`);
+      expect(await tab.textContent('h1')).toBe('Sign up');
       const cookies = await context.cookies(env.urls.web);
       expect(cookies.map((c) => [c.name, c.httpOnly, c.domain])).toEqual([
         ['preview_access', true, new URL(env.urls.web).hostname],
       ]);
-      writeFileSync(join(SHOTS, 'dashboard-access-opened.png'), await app.screenshot());
-      await app.close();
+      writeFileSync(join(SHOTS, 'dashboard-access-opened.png'), await tab.screenshot());
+      await tab.close();
     },
     90_000,
   );

@@ -1,26 +1,25 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { WINDOW_SECONDS } from '../../../functions/core/fair-share.js';
 import type { OrgCredentials } from '../../../functions/core/tenancy.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { bearer, call, client, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { bearer, call, client, linkRepo } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Each organization's fair share (core/fair-share.ts), through the local server with low limits: 5
  * requests a second (50 per window), one deploy and one run in flight. The limits are set before the
  * server reads its configuration (test/support/env.ts raises them for every other suite).
  */
-process.env.PREVIEW_ORG_REQUESTS_PER_SECOND = '5';
-process.env.PREVIEW_ORG_CONCURRENT_DEPLOYS = '1';
-process.env.PREVIEW_ORG_CONCURRENT_RUNS = '1';
-const BUDGET = 5 * WINDOW_SECONDS;
-
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
+const h = localServerForFile({
+  env: {
+    PREVIEW_ORG_REQUESTS_PER_SECOND: '5',
+    PREVIEW_ORG_CONCURRENT_DEPLOYS: '1',
+    PREVIEW_ORG_CONCURRENT_RUNS: '1',
+  },
 });
-afterAll(() => h.stop());
+const BUDGET = 5 * WINDOW_SECONDS;
 
 /** An environment of `org` in flight (building), as a deploy the pipeline has not finished leaves it. */
 async function inFlightEnvironment(org: OrgCredentials, repo: string, pr: number) {

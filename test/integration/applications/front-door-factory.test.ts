@@ -1,13 +1,14 @@
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { ensureAccessKey } from '../../../functions/core/access.js';
 import { updateApplication } from '../../../functions/core/tenancy.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { setLogSink } from '../../../functions/shared/log.js';
+import { bearer, call, client } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
-import { type FactoryWorld, startFactoryWorld } from '../../support/factory-app.js';
-import { bearer, call, client } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { runEnded } from '../../support/runs-app.js';
+import { factoryAppForFile } from '../../support/runs-suite.js';
 
 /*
  * Issue 29, item "the service's own calls keep using internal addresses": a run with a scenario against a
@@ -16,32 +17,29 @@ import { runEnded } from '../../support/runs-app.js';
  * port, while the browser opens the web app's `*.localhost` origin with the access cookie.
  */
 
-let w: FactoryWorld;
+const h = localServerForFile();
+const app = factoryAppForFile(h, 'acme/doorfactory');
 let env: any;
 const logs: string[] = [];
 beforeAll(async () => {
-  w = await startFactoryWorld('acme/doorfactory');
   // After the local server's own sink: what the runtime says (a preview asleep, awake) is read here.
   setLogSink((line) => logs.push(line));
-  await updateApplication(w.h.org.orgId, w.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
-  await ensureAccessKey(secretStore(), w.applicationId);
+  await updateApplication(h.org.orgId, app.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
+  await ensureAccessKey(secretStore(), app.applicationId);
   // Redeployed, the main-branch environment is protected: its apps behind doors of their own.
-  const res = await call(w.h, 'POST', `/v1/preview/applications/${w.applicationId}/0`, {
-    headers: bearer(w.h.org),
+  const res = await call(h, 'POST', `/v1/preview/applications/${app.applicationId}/0`, {
+    headers: bearer(h.org),
   });
   expect(res.status).toBe(202);
   await pollUntil(
-    w.h,
-    w.h.org,
-    `/v1/preview/environments/${w.repo}/0`,
+    h,
+    h.org,
+    `/v1/preview/environments/${app.repo}/0`,
     (s) => s.status === 'ready' && /\.localhost:/.test(String(s.urls?.factory)),
     60_000,
   );
-  env = (await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/0`, { headers: bearer(w.h.org) })).body;
+  env = (await call(h, 'GET', `/v1/preview/environments/${app.repo}/0`, { headers: bearer(h.org) })).body;
 }, 240_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
 
 /** GET `path` at a door URL as a browser sends it (to 127.0.0.1 with the URL's own Host), `cookie` given. */
 function get(url: string, path: string, cookie?: string): Promise<{ status: number; body: string }> {
@@ -78,13 +76,13 @@ describe('a run with a scenario against a protected local preview', () => {
   });
 
   test('passes: up and down reached the factory (signed), the browser got its session', async () => {
-    const res = await call(w.h, 'POST', `/test/${await w.importTest({})}/run`, {
-      headers: client(w.h.org),
+    const res = await call(h, 'POST', `/test/${await app.importTest({})}/run`, {
+      headers: client(h.org),
       body: {},
     });
     expect(res.status).toBe(201);
     const runId = res.body.run_id as string;
-    const run = await runEnded(w.h, runId);
+    const run = await runEnded(h, runId);
     expect(run.error).toBeUndefined();
     expect(run.status).toBe('passed');
     expect(run.steps[0].output).toContain('found "Signed in as qa+"');
@@ -103,23 +101,23 @@ describe('a run with a scenario against a protected local preview', () => {
 
   test('a preview that fell asleep during a quiet run is woken for its down', async () => {
     // A PR preview that sleeps after about 2 s without requests (the main-branch one never sleeps).
-    await updateApplication(w.h.org.orgId, w.applicationId, { sleepAfterMinutes: 0.03 });
-    const deployed = await call(w.h, 'POST', '/v1/preview/environments', {
-      headers: bearer(w.h.org),
-      body: { repoFullName: w.repo, prNumber: 5, headSha: env.lastDeployedSha, headRef: 'pr-5' },
+    await updateApplication(h.org.orgId, app.applicationId, { sleepAfterMinutes: 0.03 });
+    const deployed = await call(h, 'POST', '/v1/preview/environments', {
+      headers: bearer(h.org),
+      body: { repoFullName: app.repo, prNumber: 5, headSha: env.lastDeployedSha, headRef: 'pr-5' },
     });
     expect(deployed.status).toBe(202);
     const pr = await pollUntil(
-      w.h,
-      w.h.org,
-      `/v1/preview/environments/${w.repo}/5`,
+      h,
+      h.org,
+      `/v1/preview/environments/${app.repo}/5`,
       (s) => s.status === 'ready' || s.status === 'failed',
       60_000,
     );
     expect(pr.status).toBe('ready');
     // Its one step waits (15 s) for what never comes: no request meanwhile, so the preview falls asleep.
     const before = logs.length;
-    const testId = await w.importTest({
+    const testId = await app.importTest({
       steps: [
         {
           interaction: 'wait-for',
@@ -128,12 +126,12 @@ describe('a run with a scenario against a protected local preview', () => {
         },
       ],
     });
-    const res = await call(w.h, 'POST', `/test/${testId}/run`, {
-      headers: client(w.h.org),
+    const res = await call(h, 'POST', `/test/${testId}/run`, {
+      headers: client(h.org),
       body: { application_version_id: (pr as { environmentId?: string }).environmentId },
     });
     expect(res.status).toBe(201);
-    const run = await runEnded(w.h, res.body.run_id);
+    const run = await runEnded(h, res.body.run_id);
     expect(run.status).toBe('failed');
     expect(run.steps[0].output).toContain('#never did not appear');
     // It fell asleep during the step and was woken after it, and `down` still reached the factory.

@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
   accessKey,
   ensureAccessKey,
@@ -9,11 +9,12 @@ import {
 import { updateApplication } from '../../../functions/core/tenancy.js';
 import { LocalChromium } from '../../../functions/ports/browser/local-chromium.js';
 import { secretStore } from '../../../functions/ports/registry.js';
+import { bearer, call } from '../../support/api.js';
 import { alive, pollUntil } from '../../support/apps.js';
-import { bearer, call } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { previewctl, previewctlRaw } from '../../support/process.js';
-import { type RunsWorld, runEnded, startRunsWorld } from '../../support/runs-app.js';
-import { startRun } from '../../support/runs-suite.js';
+import { runEnded } from '../../support/runs-app.js';
+import { runsAppForFile, startRun } from '../../support/runs-suite.js';
 import { commentSaying } from '../../support/webhooks.js';
 
 /*
@@ -23,16 +24,13 @@ import { commentSaying } from '../../support/webhooks.js';
  * time, its processes gone, and the next request wakes it; a run against a sleeping preview wakes it.
  */
 
-let w: RunsWorld;
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/shop' });
 beforeAll(async () => {
-  w = await startRunsWorld({ repo: 'acme/shop' });
   // Protected (locally the default is public), never asleep for the first environment.
-  await updateApplication(w.h.org.orgId, w.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
-  await ensureAccessKey(secretStore(), w.applicationId);
+  await updateApplication(h.org.orgId, app.applicationId, { access: 'protected', sleepAfterMinutes: 0 });
+  await ensureAccessKey(secretStore(), app.applicationId);
 }, 120_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
 
 interface Answer {
   status: number;
@@ -60,20 +58,20 @@ function get(url: string, path: string, headers: Record<string, string> = {}): P
 }
 
 async function deployPr(pr: number) {
-  const res = await call(w.h, 'POST', '/v1/preview/environments', {
-    headers: bearer(w.h.org),
-    body: { repoFullName: w.repo, prNumber: pr, headSha: w.main.lastDeployedSha, headRef: `pr-${pr}` },
+  const res = await call(h, 'POST', '/v1/preview/environments', {
+    headers: bearer(h.org),
+    body: { repoFullName: app.repo, prNumber: pr, headSha: app.main.lastDeployedSha, headRef: `pr-${pr}` },
   });
   expect(res.status).toBe(202);
   const status = await pollUntil(
-    w.h,
-    w.h.org,
-    `/v1/preview/environments/${w.repo}/${pr}`,
+    h,
+    h.org,
+    `/v1/preview/environments/${app.repo}/${pr}`,
     (s) => s.status === 'ready' || s.status === 'failed',
     60_000,
   );
   expect(status.status).toBe('ready');
-  return (await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/${pr}`, { headers: bearer(w.h.org) }))
+  return (await call(h, 'GET', `/v1/preview/environments/${app.repo}/${pr}`, { headers: bearer(h.org) }))
     .body;
 }
 
@@ -89,20 +87,20 @@ describe('a protected preview', () => {
     expect(env.urls.api).toMatch(/^http:\/\/api--acme-shop-7-[0-9a-f]{4}\.localhost:\d+$/);
     expect(env.accessUrls.web).toMatch(new RegExp(`^${env.urls.web}/__preview/access\\?token=v1\\.`));
     // The main-branch environment of the same application: protected too, once redeployed; not yet.
-    const apps = await call(w.h, 'GET', '/v1/preview/applications', { headers: bearer(w.h.org) });
+    const apps = await call(h, 'GET', '/v1/preview/applications', { headers: bearer(h.org) });
     expect(apps.body.applications[0]).toMatchObject({ access: 'protected', sleepAfterMinutes: 0 });
   }, 90_000);
 
   test("the PR comment carries each app's signed link, never the access key", async () => {
-    const body = await commentSaying(w.h.dataDir, w.repo, 7, 'Access link');
+    const body = await commentSaying(h.dataDir, app.repo, 7, 'Access link');
     const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     expect(body).toMatch(
       new RegExp(
         `\\| web \\| ${esc(env.urls.web)} \\| \\[open web\\]\\(${esc(env.urls.web)}/__preview/access\\?token=v1\\.`,
       ),
     );
-    expect(body).toContain(`previewctl envs open --repo ${w.repo} --pr 7`);
-    const key = await accessKey(secretStore(), w.applicationId);
+    expect(body).toContain(`previewctl envs open --repo ${app.repo} --pr 7`);
+    const key = await accessKey(secretStore(), app.applicationId);
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     expect(body).not.toContain(key!);
     // The comment's link lets a visitor in like the status's.
@@ -114,7 +112,7 @@ describe('a protected preview', () => {
   test('refuses a visitor without the cookie with a page saying how to get in, never the app', async () => {
     const res = await get(env.urls.web, '/', { accept: 'text/html' });
     expect(res.status).toBe(401);
-    expect(res.body).toContain(`previewctl envs open --repo ${w.repo} --pr 7`);
+    expect(res.body).toContain(`previewctl envs open --repo ${app.repo} --pr 7`);
     expect(res.body).not.toContain('Sign up');
     // Another host name (127.0.0.1) is sent to the app's own first: its cookie is only ever sent there.
     const bare = await get(env.urls.web.replace(/\/\/[^:]+:/, '//127.0.0.1:'), '/x?y=1');
@@ -146,9 +144,9 @@ describe('a protected preview', () => {
   }, 30_000);
 
   test('a run passes against it with nothing configured', async () => {
-    const testId = await w.importTest({});
-    const started = await startRun(w, testId, { application_version_id: env.environmentId });
-    const run = await runEnded(w.h, started.run_id);
+    const testId = await app.importTest({});
+    const started = await startRun(h, testId, { application_version_id: env.environmentId });
+    const run = await runEnded(h, started.run_id);
     expect(run.error).toBeUndefined();
     expect(run.status).toBe('passed');
   }, 120_000);
@@ -165,9 +163,9 @@ describe('a protected preview', () => {
     const browser = new LocalChromium();
     try {
       // What the run executor does (core/access.ts prepareRunAccess → the session's addCookies).
-      const cookies = await prepareRunAccess({ secrets: secretStore() }, w.h.org.orgId, {
-        applicationId: w.applicationId,
-        envKey: `${w.repo}#7`,
+      const cookies = await prepareRunAccess({ secrets: secretStore() }, h.org.orgId, {
+        applicationId: app.applicationId,
+        envKey: `${app.repo}#7`,
         access: 'protected',
         urls: env.urls,
       });
@@ -192,14 +190,13 @@ describe('a protected preview', () => {
   }, 60_000);
 
   test('rotating the access key refuses the old cookie; the new link lets in again', async () => {
-    await rotateAccessKey(secretStore(), w.applicationId);
+    await rotateAccessKey(secretStore(), app.applicationId);
     await new Promise((r) => setTimeout(r, 1_100)); // the door trusts a key read for a second
     const old = await get(env.urls.web, '/', { cookie });
     expect(old.status).toBe(401);
     expect(old.body).toContain('no longer valid');
-    const fresh = (
-      await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/7`, { headers: bearer(w.h.org) })
-    ).body;
+    const fresh = (await call(h, 'GET', `/v1/preview/environments/${app.repo}/7`, { headers: bearer(h.org) }))
+      .body;
     expect(fresh.accessUrls.web).not.toBe(env.accessUrls.web);
     const link = new URL(fresh.accessUrls.web);
     const opened = await get(env.urls.web, `${link.pathname}${link.search}`);
@@ -209,30 +206,38 @@ describe('a protected preview', () => {
 
 describe('previewctl', () => {
   test('apps update --access and --sleep-after-minutes; envs open prints the links; rotate-access-key shows no key', async () => {
-    const dataDir = w.h.dataDir;
+    const dataDir = h.dataDir;
     const set = await previewctl(
       dataDir,
       'apps',
       'update',
       '--app',
-      w.applicationId,
+      app.applicationId,
       '--access',
       'protected',
     );
     expect(set.code).toBe(0);
     expect(set.out).toMatchObject({
-      applicationId: w.applicationId,
+      applicationId: app.applicationId,
       access: 'protected',
       sleepAfterMinutes: 0,
     });
-    const bad = await previewctl(dataDir, 'apps', 'update', '--app', w.applicationId, '--access', 'private');
+    const bad = await previewctl(
+      dataDir,
+      'apps',
+      'update',
+      '--app',
+      app.applicationId,
+      '--access',
+      'private',
+    );
     expect(bad).toEqual({ code: 2, out: { error: '--access must be one of protected, public' } });
     const never = await previewctl(
       dataDir,
       'apps',
       'update',
       '--app',
-      w.applicationId,
+      app.applicationId,
       '--sleep-after-minutes',
       'soon',
     );
@@ -245,7 +250,7 @@ describe('previewctl', () => {
       'envs',
       'open',
       '--repo',
-      w.repo,
+      app.repo,
       '--pr',
       '7',
     );
@@ -256,11 +261,11 @@ describe('previewctl', () => {
       /^web {2}http:\/\/web--acme-shop-7-[0-9a-f]{4}\.localhost:\d+\/__preview\/access\?token=v1\./,
     );
 
-    const rotated = await previewctl(dataDir, 'apps', 'rotate-access-key', '--app', w.applicationId);
-    expect(rotated).toEqual({ code: 0, out: { applicationId: w.applicationId, rotated: true } });
+    const rotated = await previewctl(dataDir, 'apps', 'rotate-access-key', '--app', app.applicationId);
+    expect(rotated).toEqual({ code: 0, out: { applicationId: app.applicationId, rotated: true } });
     const link = new URL(lines[1]!.split(/\s+/)[1]!);
     await new Promise((r) => setTimeout(r, 1_100));
-    const env = (await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/7`, { headers: bearer(w.h.org) }))
+    const env = (await call(h, 'GET', `/v1/preview/environments/${app.repo}/7`, { headers: bearer(h.org) }))
       .body;
     expect((await get(env.urls.web, `${link.pathname}${link.search}`)).status).toBe(401);
   }, 60_000);
@@ -268,21 +273,21 @@ describe('previewctl', () => {
 
 describe('sleep and wake', () => {
   let env: any;
-  const target = () => ({ orgId: w.h.org.orgId, envKey: `${w.repo}#8` });
+  const target = () => ({ orgId: h.org.orgId, envKey: `${app.repo}#8` });
   const statusPath = `/v1/preview/environments/acme/shop/8`;
   const asleep = (s: any) => s.phase === 'asleep';
 
   test('a preview idle for its (shortened) time sleeps: phase asleep, its processes gone', async () => {
     // Public this time, asleep after 1.5 s without a request.
-    await updateApplication(w.h.org.orgId, w.applicationId, { access: 'public', sleepAfterMinutes: 0.025 });
+    await updateApplication(h.org.orgId, app.applicationId, { access: 'public', sleepAfterMinutes: 0.025 });
     env = await deployPr(8);
     expect(env.urls.web).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(env.accessUrls).toBeUndefined();
-    const pids = ['web', 'api'].map((app) => w.h.service.runtime.running(target(), app)!.pid);
-    const status = await pollUntil(w.h, w.h.org, statusPath, asleep, 15_000);
+    const pids = ['web', 'api'].map((app) => h.service.runtime.running(target(), app)!.pid);
+    const status = await pollUntil(h, h.org, statusPath, asleep, 15_000);
     expect(status.status).toBe('ready');
     expect(Date.parse((status as any).asleepAt)).toBeGreaterThan(Date.parse(env.updatedAt));
-    expect(w.h.service.runtime.running(target(), 'web')).toBeUndefined();
+    expect(h.service.runtime.running(target(), 'web')).toBeUndefined();
     for (const pid of pids) expect(alive(pid)).toBe(false);
   }, 90_000);
 
@@ -293,13 +298,13 @@ describe('sleep and wake', () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('Sign up');
     process.stdout.write(`front door: first request to a sleeping preview answered in ${wakeMs} ms\n`);
-    expect(w.h.service.runtime.running(target(), 'web')).toBeDefined();
-    const status = (await call(w.h, 'GET', statusPath, { headers: bearer(w.h.org) })).body;
+    expect(h.service.runtime.running(target(), 'web')).toBeDefined();
+    const status = (await call(h, 'GET', statusPath, { headers: bearer(h.org) })).body;
     expect(status.phase).toBeUndefined();
     expect(status.asleepAt).toBeUndefined();
     // Asleep again, a browser's page load that takes over a second sees the waiting page, which reloads.
-    await pollUntil(w.h, w.h.org, statusPath, asleep, 15_000);
-    const api = (await call(w.h, 'GET', statusPath, { headers: bearer(w.h.org) })).body.urls.api;
+    await pollUntil(h, h.org, statusPath, asleep, 15_000);
+    const api = (await call(h, 'GET', statusPath, { headers: bearer(h.org) })).body.urls.api;
     const page = await fetch(`${api}/`, {
       headers: { accept: 'text/html' },
       signal: AbortSignal.timeout(30_000),
@@ -312,10 +317,10 @@ describe('sleep and wake', () => {
   }, 90_000);
 
   test('a run against a sleeping preview wakes it first and passes', async () => {
-    await pollUntil(w.h, w.h.org, statusPath, asleep, 15_000);
-    const testId = await w.importTest({ name: 'Sign up on a sleeping preview' });
-    const started = await startRun(w, testId, { application_version_id: env.environmentId });
-    const run = await runEnded(w.h, started.run_id);
+    await pollUntil(h, h.org, statusPath, asleep, 15_000);
+    const testId = await app.importTest({ name: 'Sign up on a sleeping preview' });
+    const started = await startRun(h, testId, { application_version_id: env.environmentId });
+    const run = await runEnded(h, started.run_id);
     expect(run.error).toBeUndefined();
     expect(run.status).toBe('passed');
   }, 120_000);

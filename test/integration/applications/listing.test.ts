@@ -1,19 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../../functions/core/tenancy.js';
 import { importTests } from '../../../functions/core/tests.js';
-import { bearer, call, client, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { bearer, call, client, linkRepo } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /* The read endpoints users look for (issue 26, item 10): applications, tests, recipe versions. */
 
-let h: Harness;
+const h = localServerForFile();
 let other: OrgCredentials;
 beforeAll(async () => {
-  h = await startHarness();
   other = await h.newOrg();
 }, 60_000);
-afterAll(async () => {
-  await h.stop();
-});
 
 const testDef = (name: string, folder: string) => ({
   name,

@@ -1,22 +1,13 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { bearer, call } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 // Credentials are trusted per container for PREVIEW_AUTH_CACHE_SECONDS (here 1 s): a revoked API key
 // stops working within that bound, and a wrong secret for a cached key is refused at once.
-let h: Harness;
-const saved = process.env.PREVIEW_AUTH_CACHE_SECONDS;
-beforeAll(async () => {
-  process.env.PREVIEW_AUTH_CACHE_SECONDS = '1';
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.stop();
-  if (saved === undefined) delete process.env.PREVIEW_AUTH_CACHE_SECONDS;
-  else process.env.PREVIEW_AUTH_CACHE_SECONDS = saved;
-});
+const h = localServerForFile({ env: { PREVIEW_AUTH_CACHE_SECONDS: '1' } });
 
 describe('the per-container credential cache', () => {
   test('a revoked API key stops working within the documented bound', async () => {

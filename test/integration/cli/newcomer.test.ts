@@ -4,9 +4,9 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
+import { bearer, call, client } from '../../support/api.js';
 import { SERVER_JS } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, client } from '../../support/harness.js';
 import {
   previewctl,
   previewctlRaw,

@@ -1,21 +1,18 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { pollUntil, SERVER_JS, settled } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * PREVIEW_APP_PORTS confines local apps' ports to a range (issue 26, item 9): an app gets a port of the
  * range, and a deploy that finds none free there fails saying so. Real HTTP to the local server.
  */
 
-let h: Harness;
-let gitRoot: string;
 let port: number;
-const previous = process.env.PREVIEW_APP_PORTS;
+/** Filled in before the server starts: a two-port range found free. */
+const env: Record<string, string> = {};
 
 /** A port free now (the system's pick), for a one-port range. */
 const freePort = () =>
@@ -41,19 +38,12 @@ async function twoFreePorts(): Promise<number> {
 
 beforeAll(async () => {
   port = await twoFreePorts();
-  process.env.PREVIEW_APP_PORTS = `${port}-${port + 1}`;
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  h = await startHarness({ gitRoot });
+  env.PREVIEW_APP_PORTS = `${port}-${port + 1}`;
 }, 30_000);
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-  if (previous === undefined) delete process.env.PREVIEW_APP_PORTS;
-  else process.env.PREVIEW_APP_PORTS = previous;
-}, 30_000);
+const h = localServerForFile({ env });
 
 async function deploy(repo: string) {
-  const sha = makeRepo(gitRoot, repo, {
+  const sha = makeRepo(h.gitRoot, repo, {
     'preview.yaml': 'apps:\n  web:\n    port: 3000\n    command: node server.js web\n    health: /healthz\n',
     'server.js': SERVER_JS,
     VERSION: 'v1',

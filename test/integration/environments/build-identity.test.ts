@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Build identity, locally (issue 27, docs/builds.md): the real local server, apps built as processes from
@@ -30,17 +28,14 @@ const yaml = (level = '1') => `apps:
 `;
 const REPO = 'acme/two';
 
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let auth: Record<string, string>;
 let c1: string;
 type WithBuilds = Status & { builds?: Record<string, { result: string; commit: string }> };
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  h = await startHarness({ gitRoot });
   auth = bearer(h.org);
-  c1 = makeRepo(gitRoot, REPO, {
+  c1 = makeRepo(h.gitRoot, REPO, {
     'preview.yaml': yaml(),
     'server.js': SERVER_JS,
     'build.js': BUILD_JS,
@@ -51,10 +46,6 @@ beforeAll(async () => {
     'README.md': 'two apps\n',
   });
   await linkRepo(h.org, REPO);
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
 });
 
 const path = (pr: number) => `/v1/preview/environments/${REPO}/${pr}`;
@@ -72,7 +63,7 @@ const stamps = async (s: Status) => ({
   web: (await hit(s.urls.web!)).stamp as string,
   api: (await hit(s.urls.api!)).stamp as string,
 });
-const commit = (files: Record<string, string>) => commitFiles(gitRoot, REPO, files);
+const commit = (files: Record<string, string>) => commitFiles(h.gitRoot, REPO, files);
 
 describe('local builds are reused by identity across pull requests', () => {
   let first: { web: string; api: string };

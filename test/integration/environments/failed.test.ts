@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, test } from '@jest/globals';
+import { call } from '../../support/api.js';
 import { hit, pollUntil, SERVER_JS, type Status, settled } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
-import { call } from '../../support/harness.js';
-import { harnessForFile, requestDeploy } from '../../support/local-suite.js';
+import { localServerForFile, requestDeploy } from '../../support/local-server.js';
 import { previewctlRaw } from '../../support/process.js';
 
 /*
@@ -13,7 +13,7 @@ import { previewctlRaw } from '../../support/process.js';
  * status says which and why (`stoppedApps`). Real HTTP to the local server, apps run by the local runtime.
  */
 
-const h = harnessForFile();
+const h = localServerForFile();
 
 type FailedStatus = Status & { stoppedApps?: Record<string, string> };
 

@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { findEnvironment } from '../../../functions/core/environments.js';
 import { type StepInput, transition } from '../../../functions/core/pipeline.js';
 import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
@@ -12,9 +9,10 @@ import { handler as markFailed } from '../../../functions/steps/mark-failed.js';
 import { handler as markReady } from '../../../functions/steps/mark-ready.js';
 import { handler as readConfig } from '../../../functions/steps/read-config.js';
 import { handler as tearDown } from '../../../functions/steps/tear-down.js';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { hit, pollUntil, SERVER_JS } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Generation fencing from the outside: once a newer deploy owns an environment, every step of the older
@@ -22,9 +20,7 @@ import { bearer, call, type Harness, linkRepo, startHarness } from '../../suppor
  * neither the stored environment nor the running app changes.
  */
 
-let h: Harness;
-let scratch: string;
-let gitRoot: string;
+const h = localServerForFile();
 let auth: Record<string, string>;
 
 const REPO = 'acme/late';
@@ -33,20 +29,8 @@ const ENV_KEY = `${REPO}#${PR}`;
 const PATH = `/v1/preview/environments/${REPO}/${PR}`;
 const PREVIEW_YAML = 'apps:\n  web:\n    port: 3000\n    command: node server.js web\n    health: /healthz\n';
 
-const workDirVar = process.env.PREVIEW_WORK_DIR;
-beforeAll(async () => {
-  scratch = mkdtempSync(join(tmpdir(), 'preview-late-'));
-  gitRoot = join(scratch, 'git');
-  // Working copies under this test's scratch dir, so they go with it.
-  process.env.PREVIEW_WORK_DIR = join(scratch, 'work');
-  h = await startHarness({ gitRoot });
+beforeAll(() => {
   auth = bearer(h.org);
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(scratch, { recursive: true, force: true });
-  if (workDirVar === undefined) delete process.env.PREVIEW_WORK_DIR;
-  else process.env.PREVIEW_WORK_DIR = workDirVar;
 });
 
 async function deploy(sha: string) {
@@ -61,7 +45,7 @@ async function deploy(sha: string) {
 describe('a late step of a superseded execution', () => {
   test('is refused (Superseded, or a quiet no-op for mark-failed) and changes nothing', async () => {
     const orgId = h.org.orgId;
-    const v1 = makeRepo(gitRoot, REPO, {
+    const v1 = makeRepo(h.gitRoot, REPO, {
       'preview.yaml': PREVIEW_YAML,
       'server.js': SERVER_JS,
       VERSION: 'v1',
@@ -70,7 +54,7 @@ describe('a late step of a superseded execution', () => {
     await pollUntil(h, h.org, PATH, (s) => s.status === 'ready' && s.lastDeployedSha === v1);
     const older = (await findEnvironment(orgId, ENV_KEY))!;
 
-    const v2 = commitFiles(gitRoot, REPO, { VERSION: 'v2' });
+    const v2 = commitFiles(h.gitRoot, REPO, { VERSION: 'v2' });
     await deploy(v2);
     await h.service.workflows.idle();
     await pollUntil(h, h.org, PATH, (s) => s.status === 'ready' && s.lastDeployedSha === v2);

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../../functions/core/logs.js';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { pollUntil, settled } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, linkRepo } from '../../support/harness.js';
-import { harnessForFile, requestDeploy } from '../../support/local-suite.js';
+import { localServerForFile, requestDeploy } from '../../support/local-server.js';
 
 /*
  * GET /v1/preview/environments/{owner}/{repo}/{pr}/apps/{app}/logs over real HTTP to the local server:
@@ -14,11 +14,11 @@ import { harnessForFile, requestDeploy } from '../../support/local-suite.js';
  * organizations answered with JSON errors. And failures whose error leads with the real cause.
  */
 
-const h = harnessForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '10' } });
+const h = localServerForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '10' } });
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 
-/** `previewctl ARGS` against the harness's data dir (the running server's database): exit code, stdout, stderr. */
+/** `previewctl ARGS` against the local server's data dir (its database): exit code, stdout, stderr. */
 async function previewctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(

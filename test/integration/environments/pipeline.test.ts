@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../../functions/core/tenancy.js';
+import { call } from '../../support/api.js';
 import {
   alive,
   BUILD_JS,
@@ -15,8 +16,7 @@ import {
   waitForBuildPid,
 } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
-import { call } from '../../support/harness.js';
-import { harnessForFile, requestDeploy } from '../../support/local-suite.js';
+import { localServerForFile, requestDeploy } from '../../support/local-server.js';
 
 /*
  * The deploy pipeline end to end: real HTTP to the local server, the ASL state machines run in-process,
@@ -24,7 +24,7 @@ import { harnessForFile, requestDeploy } from '../../support/local-suite.js';
  */
 
 // A short readiness timeout, so the failing-health-check case ends in seconds.
-const h = harnessForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '3' } });
+const h = localServerForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '3' } });
 
 /** POST a deploy of `repo` PR `pr` at `sha` (202 expected). */
 const deploy = (repo: string, pr: number, sha: string) => requestDeploy(h, repo, pr, sha);

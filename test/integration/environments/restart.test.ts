@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { call } from '../../support/api.js';
 import {
   alive,
   hit,
@@ -12,7 +13,6 @@ import {
   waitForBuildPid,
 } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { call } from '../../support/harness.js';
 import { defaultWorkDir, previewctl, ROOT, startProcess, stopProcess } from '../../support/process.js';
 
 /*

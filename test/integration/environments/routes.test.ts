@@ -1,19 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../../functions/core/tenancy.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { SERVER_JS } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 const PREVIEW_YAML =
   'apps:\n  web:\n    port: 3000\n    command: node server.js web\n  api:\n    port: 4000\n    command: node server.js api\n';
 
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let webSha: string;
 let auth: Record<string, string>;
 
@@ -27,21 +24,15 @@ const deployBody = (over: Record<string, unknown> = {}) => ({
 const settle = () => h.service.workflows.idle();
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  webSha = makeRepo(gitRoot, 'acme/web', {
+  webSha = makeRepo(h.gitRoot, 'acme/web', {
     'preview.yaml': PREVIEW_YAML,
     'server.js': SERVER_JS,
     VERSION: '1',
   });
-  makeRepo(gitRoot, 'acme/broken', { 'preview.yaml': 'apps:\n  Web_App:\n    port: 3000\n' });
-  makeRepo(gitRoot, 'acme/trunkless', { 'README.md': 'x' }, 'develop');
-  h = await startHarness({ gitRoot });
+  makeRepo(h.gitRoot, 'acme/broken', { 'preview.yaml': 'apps:\n  Web_App:\n    port: 3000\n' });
+  makeRepo(h.gitRoot, 'acme/trunkless', { 'README.md': 'x' }, 'develop');
   auth = bearer(h.org);
   for (const repo of ['acme/web', 'acme/ghost', 'acme/broken2']) await linkRepo(h.org, repo);
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
 });
 
 describe('POST /v1/preview/environments', () => {
@@ -114,7 +105,7 @@ describe('POST /v1/preview/environments', () => {
   });
 
   test('a broken preview.yaml ends failed naming the field', async () => {
-    const sha = makeRepo(gitRoot, 'acme/broken2', { 'preview.yaml': 'apps:\n  web:\n    port: "x"\n' });
+    const sha = makeRepo(h.gitRoot, 'acme/broken2', { 'preview.yaml': 'apps:\n  web:\n    port: "x"\n' });
     await call(h, 'POST', '/v1/preview/environments', {
       body: deployBody({ repoFullName: 'acme/broken2', headSha: sha }),
       headers: auth,
@@ -443,7 +434,7 @@ describe('a deploy needs the repository to belong to the caller', () => {
   };
 
   test('a repository no application of the org links answers 404 naming it; nothing stored or started', async () => {
-    makeRepo(gitRoot, 'acme/unlinked', { 'preview.yaml': PREVIEW_YAML, 'server.js': SERVER_JS });
+    makeRepo(h.gitRoot, 'acme/unlinked', { 'preview.yaml': PREVIEW_YAML, 'server.js': SERVER_JS });
     const before = await tableItems();
     const executions = h.service.workflows.executions.size;
     // An existing repository and one that exists nowhere answer alike: nothing to probe.

@@ -1,11 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: preview.yaml's `${apps.<name>.url}` syntax, not JS templates
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { pollUntil, settled } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Apps that find each other: preview.yaml env values reference siblings (`${apps.api.internalUrl}`,
@@ -44,21 +42,7 @@ const YAML = `apps:
       PEER_URL: \${apps.web.internalUrl}
 `;
 
-let h: Harness;
-let gitRoot: string;
-const readyTimeout = process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-
-beforeAll(async () => {
-  process.env.PREVIEW_READY_TIMEOUT_SECONDS = '10';
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  h = await startHarness({ gitRoot });
-});
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-  if (readyTimeout === undefined) delete process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-  else process.env.PREVIEW_READY_TIMEOUT_SECONDS = readyTimeout;
-});
+const h = localServerForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '10' } });
 
 async function deploy(repo: string, sha: string) {
   await linkRepo(h.org, repo);
@@ -74,7 +58,7 @@ const get = async (url: string) => (await fetch(url, { signal: AbortSignal.timeo
 
 describe('sibling references in preview.yaml env', () => {
   test('two apps call each other through ${apps.<name>.internalUrl}; a redeploy keeps the ports', async () => {
-    const sha = makeRepo(gitRoot, 'acme/duo', { 'preview.yaml': YAML, 'peer.js': PEER_JS });
+    const sha = makeRepo(h.gitRoot, 'acme/duo', { 'preview.yaml': YAML, 'peer.js': PEER_JS });
     const first = await deploy('acme/duo', sha);
     expect(first.status).toBe('ready');
     const web = await get(first.urls.web!);
@@ -92,7 +76,7 @@ describe('sibling references in preview.yaml env', () => {
     expect(api.peer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     // A new commit: every app restarts on the port it had, so the references stay right.
-    const next = commitFiles(gitRoot, 'acme/duo', { 'peer.js': `${PEER_JS}\n// v2\n` });
+    const next = commitFiles(h.gitRoot, 'acme/duo', { 'peer.js': `${PEER_JS}\n// v2\n` });
     const second = await deploy('acme/duo', next);
     expect(second).toMatchObject({ status: 'ready', lastDeployedSha: next, urls: first.urls });
     expect((await get(second.urls.web!)).answer).toBe('hello from api');
@@ -100,7 +84,7 @@ describe('sibling references in preview.yaml env', () => {
 
   test('a reference to an app preview.yaml does not declare fails the deploy, naming it', async () => {
     const yaml = YAML.replace('${apps.api.internalUrl}', '${apps.backend.internalUrl}');
-    const sha = makeRepo(gitRoot, 'acme/typo', { 'preview.yaml': yaml, 'peer.js': PEER_JS });
+    const sha = makeRepo(h.gitRoot, 'acme/typo', { 'preview.yaml': yaml, 'peer.js': PEER_JS });
     const status = await deploy('acme/typo', sha);
     expect(status.status).toBe('failed');
     expect(status.error).toBe(

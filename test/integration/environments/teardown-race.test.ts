@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { createApplication } from '../../../functions/core/tenancy.js';
+import { bearer, call } from '../../support/api.js';
 import { pollUntil, SERVER_JS } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Issue 8, finding 6: a DELETE 40–80 ms after a POST, while the runtime was still cloning, ended
@@ -16,8 +16,7 @@ import { bearer, call, type Harness, startHarness } from '../../support/harness.
 
 const RACES = 20;
 const REPO = 'acme/big';
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let sha: string;
 
 /** Enough files that a checkout takes a few hundred milliseconds: the DELETE lands while it runs. */
@@ -33,15 +32,9 @@ function bigTree(): Record<string, string> {
 }
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  sha = makeRepo(gitRoot, REPO, bigTree());
-  h = await startHarness({ gitRoot });
+  sha = makeRepo(h.gitRoot, REPO, bigTree());
   await createApplication({ orgId: h.org.orgId, repoFullName: REPO });
 }, 60_000);
-afterAll(async () => {
-  await h.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -83,7 +76,7 @@ describe('a teardown racing the clone of a deploy', () => {
     for (let pr = 1; pr <= RACES; pr++) {
       const res = await call(h, 'GET', `/v1/preview/environments/${REPO}/${pr}`, { headers: auth });
       expect(res.text).not.toContain(h.dataDir);
-      expect(res.text).not.toContain(gitRoot);
+      expect(res.text).not.toContain(h.gitRoot);
     }
   }, 120_000);
 });

@@ -1,17 +1,17 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { STRANDED_DEPLOY_MS, STRANDED_TEARDOWN_MS } from '../../../functions/core/expiry.js';
 import { createApplication, getApplication, updateApplication } from '../../../functions/core/tenancy.js';
 import { DETAIL_TYPES, REDEPLOY_EVENT_SOURCE } from '../../../functions/manifest/events.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
 import { queueLocalEvents } from '../../../lib/local/bus.js';
+import { bearer, call } from '../../support/api.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { previewctl } from '../../support/process.js';
 import { deploymentStates, lastComment } from '../../support/webhooks.js';
 
@@ -23,8 +23,7 @@ type Status = AppStatus & { updatedAt: string; fork?: true };
  * event reaching the dead-letter path without harming the server; the expiry sweep.
  */
 
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let auth: Record<string, string>;
 let sha: string;
 let applicationId: string;
@@ -70,16 +69,10 @@ const dlq = () =>
     : [];
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  sha = makeRepo(gitRoot, 'acme/bus', { 'preview.yaml': TWO_APPS, 'server.js': SERVER_JS, VERSION: 'v1' });
-  h = await startHarness({ gitRoot });
+  sha = makeRepo(h.gitRoot, 'acme/bus', { 'preview.yaml': TWO_APPS, 'server.js': SERVER_JS, VERSION: 'v1' });
   auth = bearer(h.org);
   applicationId = (await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/bus' })).applicationId;
 }, 60_000);
-afterAll(async () => {
-  await h?.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-});
 
 describe('Preview Redeploy Requested', () => {
   let first: Status;
@@ -263,7 +256,7 @@ describe('expiry', () => {
 
   test('the default is 72 hours', async () => {
     const repo = 'acme/defaults';
-    makeRepo(gitRoot, repo, { 'preview.yaml': TWO_APPS, 'server.js': SERVER_JS, VERSION: 'v1' });
+    makeRepo(h.gitRoot, repo, { 'preview.yaml': TWO_APPS, 'server.js': SERVER_JS, VERSION: 'v1' });
     const app = await createApplication({ orgId: h.org.orgId, repoFullName: repo });
     expect(app.ttlHours).toBeUndefined();
     const res = await previewctl(

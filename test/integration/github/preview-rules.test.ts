@@ -1,16 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { accessKey } from '../../../functions/core/access.js';
 import { findEnvironment } from '../../../functions/core/environments.js';
 import { createApplication, getApplication, updateApplication } from '../../../functions/core/tenancy.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { secretStore } from '../../../functions/ports/registry.js';
+import { bearer, call } from '../../support/api.js';
 import { pollUntil, SERVER_JS, type Status, settled } from '../../support/apps.js';
 import { commitFiles, makeRepo, setBranch } from '../../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { previewctl } from '../../support/process.js';
 import {
   commentSaying,
@@ -29,8 +29,7 @@ import {
  * settings through `previewctl apps update` and the listing.
  */
 
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let secret: string;
 
 const YAML = `apps:
@@ -49,13 +48,13 @@ const BASE_FILES = {
 const shas: Record<string, { base: string; web: string; docs: string }> = {};
 
 function makeRulesRepo(repo: string) {
-  const base = makeRepo(gitRoot, repo, BASE_FILES);
-  const web = commitFiles(gitRoot, repo, { 'web/page.txt': 'v1' });
-  setBranch(gitRoot, repo, 'web-change', web);
+  const base = makeRepo(h.gitRoot, repo, BASE_FILES);
+  const web = commitFiles(h.gitRoot, repo, { 'web/page.txt': 'v1' });
+  setBranch(h.gitRoot, repo, 'web-change', web);
   // Back to the base, then a docs-only change beside it.
-  execFileSync('git', ['-C', join(gitRoot, ...repo.split('/')), 'reset', '--quiet', '--hard', base]);
-  const docs = commitFiles(gitRoot, repo, { 'docs/guide.md': 'v1' });
-  setBranch(gitRoot, repo, 'docs-change', docs);
+  execFileSync('git', ['-C', join(h.gitRoot, ...repo.split('/')), 'reset', '--quiet', '--hard', base]);
+  const docs = commitFiles(h.gitRoot, repo, { 'docs/guide.md': 'v1' });
+  setBranch(h.gitRoot, repo, 'docs-change', docs);
   shas[repo] = { base, web, docs };
 }
 
@@ -91,14 +90,8 @@ async function appFor(repo: string, settings: Parameters<typeof updateApplicatio
 }
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-rules-git-'));
-  h = await startHarness({ gitRoot });
   secret = readFileSync(join(h.dataDir, 'github-webhook-secret'), 'utf8').trim();
 }, 60_000);
-afterAll(async () => {
-  await h?.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-});
 
 describe('the opt-out label (default no-preview)', () => {
   const repo = 'acme/opt-out';

@@ -1,17 +1,17 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { findEnvironment } from '../../../functions/core/environments.js';
 import { reportStatus } from '../../../functions/core/pr-status.js';
 import { createApplication, updateApplication } from '../../../functions/core/tenancy.js';
 import { prStatus } from '../../../functions/ports/registry.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
 import { webhookStartupLines } from '../../../lib/local/server.js';
+import { bearer, call } from '../../support/api.js';
 import { type Status as AppStatus, hit, pollUntil, SERVER_JS, settled } from '../../support/apps.js';
 import { commitFiles, makeRepo, setBranch } from '../../support/git.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import {
   deliver,
   deploymentStates,
@@ -30,8 +30,7 @@ type Status = AppStatus & { updatedAt: string; fork?: true };
  * rules, the deploy pipeline running for real, and what GitHub would be told appended to the outbox.
  */
 
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let secret: string;
 let auth: Record<string, string>;
 let sha1: string;
@@ -60,9 +59,7 @@ const status = async (pr: number, done: (s: Status) => boolean = settled, repo?:
 const send = (event: string, payload: unknown, opts = {}) => deliver(h, secret, event, payload, opts);
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  sha1 = makeRepo(gitRoot, 'acme/shop', files('v1'));
-  h = await startHarness({ gitRoot });
+  sha1 = makeRepo(h.gitRoot, 'acme/shop', files('v1'));
   auth = bearer(h.org);
   secret = readFileSync(join(h.dataDir, 'github-webhook-secret'), 'utf8').trim();
   const app = await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/shop' });
@@ -72,10 +69,6 @@ beforeAll(async () => {
   });
   expect(put.status).toBe(200);
 }, 60_000);
-afterAll(async () => {
-  await h?.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-});
 
 describe('the local server', () => {
   test('generated the webhook secret on first start (0600) and says where it is', () => {
@@ -265,7 +258,7 @@ describe('a pull request, start to end', () => {
   });
 
   test('synchronize: the new head is deployed', async () => {
-    const sha2 = commitFiles(gitRoot, 'acme/shop', files('v2'));
+    const sha2 = commitFiles(h.gitRoot, 'acme/shop', files('v2'));
     expect((await send('pull_request', prPayload('synchronize', { number: 1, sha: sha2 }))).status).toBe(202);
     await settle();
     const s = await status(1, (x) => x.lastDeployedSha === sha2 && settled(x));
@@ -331,10 +324,10 @@ describe('two events of a pull request in the same second (GitHub stamps updated
   const AT = '2031-06-01T12:00:00Z';
 
   test('opened at A, then synchronize to B in the same second: the preview ends at B', async () => {
-    const a = commitFiles(gitRoot, 'acme/shop', files('tie-a'));
-    const b = commitFiles(gitRoot, 'acme/shop', files('tie-b'));
+    const a = commitFiles(h.gitRoot, 'acme/shop', files('tie-a'));
+    const b = commitFiles(h.gitRoot, 'acme/shop', files('tie-b'));
     // The pull request's branch is at B now (the synchronize moved it).
-    setBranch(gitRoot, 'acme/shop', 'feature-9', b);
+    setBranch(h.gitRoot, 'acme/shop', 'feature-9', b);
     const from = h.service.bus.deliveries.length;
     expect((await sendAt('opened', AT, { number: 9, sha: a })).status).toBe(202);
     await h.service.bus.idle();
@@ -347,9 +340,9 @@ describe('two events of a pull request in the same second (GitHub stamps updated
   }, 60_000);
 
   test("B's event first, then A's of the same second: A is stale, the preview stays at B", async () => {
-    const a = commitFiles(gitRoot, 'acme/shop', files('tie2-a'));
-    const b = commitFiles(gitRoot, 'acme/shop', files('tie2-b'));
-    setBranch(gitRoot, 'acme/shop', 'feature-10', b);
+    const a = commitFiles(h.gitRoot, 'acme/shop', files('tie2-a'));
+    const b = commitFiles(h.gitRoot, 'acme/shop', files('tie2-b'));
+    setBranch(h.gitRoot, 'acme/shop', 'feature-10', b);
     const from = h.service.bus.deliveries.length;
     expect((await sendAt('synchronize', AT, { number: 10, sha: b })).status).toBe(202);
     await settle();
@@ -362,9 +355,9 @@ describe('two events of a pull request in the same second (GitHub stamps updated
   }, 60_000);
 
   test('a close in the same second wins against an update, even one at the head now', async () => {
-    const a = commitFiles(gitRoot, 'acme/shop', files('tie3-a'));
-    const b = commitFiles(gitRoot, 'acme/shop', files('tie3-b'));
-    setBranch(gitRoot, 'acme/shop', 'feature-11', b);
+    const a = commitFiles(h.gitRoot, 'acme/shop', files('tie3-a'));
+    const b = commitFiles(h.gitRoot, 'acme/shop', files('tie3-b'));
+    setBranch(h.gitRoot, 'acme/shop', 'feature-11', b);
     expect((await sendAt('opened', '2031-06-01T11:59:59Z', { number: 11, sha: a })).status).toBe(202);
     await settle();
     expect(await status(11)).toMatchObject({ status: 'ready', lastDeployedSha: a });
@@ -381,7 +374,7 @@ describe('two events of a pull request in the same second (GitHub stamps updated
 describe('a close during a build', () => {
   test('teardown wins: torn_down, the deploy ended quietly', async () => {
     const slow = `apps:\n  web:\n    port: 3000\n    build: node -e "setTimeout(()=>{},4000)"\n    command: node server.js web\n`;
-    const sha = commitFiles(gitRoot, 'acme/shop', files('slow', slow));
+    const sha = commitFiles(h.gitRoot, 'acme/shop', files('slow', slow));
     expect((await send('pull_request', prPayload('opened', { number: 2, sha }))).status).toBe(202);
     await status(2, (s) => s.phase === 'building-images');
     expect((await send('pull_request', prPayload('closed', { number: 2, sha }))).status).toBe(202);
@@ -436,7 +429,7 @@ describe('drafts', () => {
   });
 
   test('an application that deploys drafts gets them at once', async () => {
-    const sha = makeRepo(gitRoot, 'acme/drafty', files('d1'));
+    const sha = makeRepo(h.gitRoot, 'acme/drafty', files('d1'));
     const app = await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/drafty' });
     await updateApplication(h.org.orgId, app.applicationId, { deployDrafts: true });
     const res = await send(
@@ -451,7 +444,7 @@ describe('drafts', () => {
 
 describe('pushes', () => {
   test('to the default branch: the main-branch environment (0) is redeployed at the new head', async () => {
-    const sha = commitFiles(gitRoot, 'acme/shop', files('main-v3'));
+    const sha = commitFiles(h.gitRoot, 'acme/shop', files('main-v3'));
     const res = await send('push', pushPayload('main', sha));
     expect(res.body).toMatchObject({ accepted: true, events: 1 });
     await settle();
@@ -473,7 +466,7 @@ describe('pushes', () => {
 describe('a deploy that fails', () => {
   test('the PR shows failure with the cause', async () => {
     const broken = `apps:\n  web:\n    port: 3000\n    command: node -e "console.error('no DATABASE_URL'); process.exit(1)"\n`;
-    const sha = commitFiles(gitRoot, 'acme/shop', files('broken', broken));
+    const sha = commitFiles(h.gitRoot, 'acme/shop', files('broken', broken));
     expect((await send('pull_request', prPayload('opened', { number: 5, sha }))).status).toBe(202);
     await settle();
     const s = await status(5);

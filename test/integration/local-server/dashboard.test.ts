@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -10,10 +10,11 @@ import { keys } from '../../../functions/manifest/tables.js';
 import { DEFAULT_CHROMIUM_PATH } from '../../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
 import { compileRoutes, matchRoute } from '../../../lib/local/http-bridge.js';
+import { bearer, call, client, linkRepo } from '../../support/api.js';
 import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled, twoApps } from '../../support/apps.js';
 import { launchChromium } from '../../support/chromium.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, client, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { decodePng } from '../../support/png.js';
 import { runEnded, step } from '../../support/runs-app.js';
 
@@ -35,8 +36,7 @@ const TWO_APPS = twoApps({ web: ['health: /healthz'], api: ['health: /healthz'] 
 const LOUD_SERVER_JS = `console.log('started ' + (process.argv[2] || 'app') + ' on port ' + process.env.PORT);\n${SERVER_JS}`;
 const LOUD_BUILD_JS = `${BUILD_JS}\nconsole.log('built ' + process.argv[2]);\n`;
 
-let h: Harness;
-let gitRoot: string;
+const h = localServerForFile();
 let shopSha: string;
 let testId: string;
 let browser: Browser | undefined;
@@ -55,15 +55,13 @@ async function boot(app: string): Promise<{ process: string; stamp: string }> {
 }
 
 beforeAll(async () => {
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-dash-'));
-  shopSha = makeRepo(gitRoot, 'acme/shop', {
+  shopSha = makeRepo(h.gitRoot, 'acme/shop', {
     'preview.yaml': TWO_APPS,
     'server.js': LOUD_SERVER_JS,
     'build.js': LOUD_BUILD_JS,
     VERSION: 'v1',
   });
-  const broken = makeRepo(gitRoot, 'acme/broken', { 'preview.yaml': 'apps:\n  web:\n    port: "x"\n' });
-  h = await startHarness({ gitRoot });
+  const broken = makeRepo(h.gitRoot, 'acme/broken', { 'preview.yaml': 'apps:\n  web:\n    port: "x"\n' });
   let shopApp = '';
   for (const [repo, headSha, pr] of [
     ['acme/shop', shopSha, 1],
@@ -104,8 +102,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
-  await h?.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
 }, 60_000);
 
 const shot = async (name: string) => {

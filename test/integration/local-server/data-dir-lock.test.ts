@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { localDynamoClientConfig } from '../../../functions/shared/dynamo.js';
-import { bearer, call } from '../../support/harness.js';
+import { bearer, call } from '../../support/api.js';
 import { previewctl, startProcess, startToExit, stopProcess } from '../../support/process.js';
 
 /* One server per data dir (issue 26): a second `npm start` there is refused and changes nothing. */

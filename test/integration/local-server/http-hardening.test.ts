@@ -7,7 +7,8 @@ import { handler as startRun } from '../../../functions/api/runs/start.js';
 import { createApplication } from '../../../functions/core/tenancy.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../../../functions/manifest/routes.js';
 import { lambdaContext } from '../../../functions/shared/lambda-context.js';
-import { bearer, client, type Harness, startHarness } from '../../support/harness.js';
+import { bearer, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { isErrorBody, type RawRequest, type RawResponse, rawRequest } from '../../support/raw-http.js';
 import { closeSnapshots, snapshot } from '../../support/stored-state.js';
 
@@ -17,14 +18,13 @@ import { closeSnapshots, snapshot } from '../../support/stored-state.js';
  * answer is a 4xx `{"error": string}` or the route's normal answer, and nothing stored changes.
  */
 
-let h: Harness;
+const h = localServerForFile();
 let apiKey: Record<string, string>;
 let clientCreds: Record<string, string>;
 let appId: string;
 let before: Record<string, string[]>;
 
 beforeAll(async () => {
-  h = await startHarness();
   apiKey = bearer(h.org);
   clientCreds = client(h.org);
   appId = (await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/hardening' })).applicationId;
@@ -32,7 +32,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   closeSnapshots();
-  await h.stop();
 });
 
 const send = (req: Omit<RawRequest, 'headers'> & { headers?: Record<string, string> | [string, string][] }) =>

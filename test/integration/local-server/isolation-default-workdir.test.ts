@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { setLogSink } from '../../../functions/shared/log.js';
+import { describe, expect, test } from '@jest/globals';
 import { defaultWorkDir } from '../../../lib/local/adapters.js';
-import { type LocalService, startLocal } from '../../../lib/local/server.js';
 import { attackFindsNothing, isolationSkipReason } from '../../support/isolation.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Issue 8, finding 1, with working copies where `npm start` puts them by default: the work dir under the
@@ -14,33 +10,10 @@ import { attackFindsNothing, isolationSkipReason } from '../../support/isolation
  */
 
 const skip = isolationSkipReason();
-let service: LocalService;
-let dataDir: string;
-let gitRoot: string;
-const logs: string[] = [];
-const saved = { isolation: process.env.PREVIEW_ISOLATION, workDir: process.env.PREVIEW_WORK_DIR };
-
-beforeAll(async () => {
-  if (skip) return;
-  dataDir = mkdtempSync(join(tmpdir(), 'preview-it-'));
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  setLogSink((line) => logs.push(line));
-  process.env.PREVIEW_ISOLATION = 'bwrap';
-  delete process.env.PREVIEW_WORK_DIR;
-  service = await startLocal({ dataDir, port: 0, gitRoot });
-}, 60_000);
-afterAll(async () => {
-  if (skip) return;
-  await service?.stop();
-  for (const dir of [dataDir, gitRoot, defaultWorkDir(dataDir)])
-    rmSync(dir, { recursive: true, force: true });
-  for (const [name, value] of [
-    ['PREVIEW_ISOLATION', saved.isolation],
-    ['PREVIEW_WORK_DIR', saved.workDir],
-  ] as const) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+const h = localServerForFile({
+  env: { PREVIEW_ISOLATION: 'bwrap' },
+  workDir: 'default',
+  skip: skip !== undefined,
 });
 
 describe('local runtime isolation (working copies in the default work dir)', () => {
@@ -48,8 +21,13 @@ describe('local runtime isolation (working copies in the default work dir)', () 
   maybe(
     `another organization's build and app find nothing of organization A or of the server${skip ? ` (skipped: ${skip})` : ''}`,
     async () => {
-      expect(service.runtime.isolation).toBe('bwrap');
-      await attackFindsNothing({ service, gitRoot, workRoot: defaultWorkDir(dataDir), logs });
+      expect(h.service.runtime.isolation).toBe('bwrap');
+      await attackFindsNothing({
+        service: h.service,
+        gitRoot: h.gitRoot,
+        workRoot: defaultWorkDir(h.dataDir),
+        logs: h.logs,
+      });
     },
     120_000,
   );

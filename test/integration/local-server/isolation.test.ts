@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { type Harness, startHarness } from '../../support/harness.js';
+import { describe, expect, test } from '@jest/globals';
 import { attackFindsNothing, isolationSkipReason } from '../../support/isolation.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Issue 8, finding 1 (critical), through the real local server as the integration harness runs it
@@ -13,24 +10,8 @@ import { attackFindsNothing, isolationSkipReason } from '../../support/isolation
  */
 
 const skip = isolationSkipReason();
-let h: Harness;
-let gitRoot: string;
-const isolationVar = process.env.PREVIEW_ISOLATION;
-
-beforeAll(async () => {
-  if (skip) return;
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
-  // Required, not auto: where bubblewrap is not usable the server refuses to start, and this test fails.
-  process.env.PREVIEW_ISOLATION = 'bwrap';
-  h = await startHarness({ gitRoot });
-}, 60_000);
-afterAll(async () => {
-  if (skip) return;
-  await h?.stop();
-  rmSync(gitRoot, { recursive: true, force: true });
-  if (isolationVar === undefined) delete process.env.PREVIEW_ISOLATION;
-  else process.env.PREVIEW_ISOLATION = isolationVar;
-});
+// Required, not auto: where bubblewrap is not usable the server refuses to start, and this test fails.
+const h = localServerForFile({ env: { PREVIEW_ISOLATION: 'bwrap' }, skip: skip !== undefined });
 
 describe('local runtime isolation (working copies under the data dir)', () => {
   const maybe = skip ? test.skip : test;
@@ -40,8 +21,8 @@ describe('local runtime isolation (working copies under the data dir)', () => {
       expect(h.service.runtime.isolation).toBe('bwrap');
       await attackFindsNothing({
         service: h.service,
-        gitRoot,
-        workRoot: join(h.dataDir, 'work'),
+        gitRoot: h.gitRoot,
+        workRoot: h.workDir,
         logs: h.logs,
       });
     },

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { bearer, call, client } from '../../support/harness.js';
+import { bearer, call, client } from '../../support/api.js';
 import { previewctl, startProcess, stopProcess } from '../../support/process.js';
 
 const dirs: string[] = [];

@@ -1,15 +1,10 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { bearer, call } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-}, 60_000);
-afterAll(async () => {
-  await h.stop();
-});
+const h = localServerForFile();
 
 const path = (setupId: string) => `/v1/setup/setups/${setupId}/scenario-recipe-versions`;
 let setupCounter = 0;

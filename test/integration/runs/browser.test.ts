@@ -3,14 +3,16 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import type { LocalMediaStore } from '../../../functions/ports/media/local-files.js';
 import { mediaReader } from '../../../functions/ports/registry.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
+import { call, client } from '../../support/api.js';
 import { launchChromium } from '../../support/chromium.js';
-import { call, client } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { decodePng } from '../../support/png.js';
-import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../../support/runs-app.js';
+import { runEnded, signUpSteps, step } from '../../support/runs-app.js';
+import { runsAppForFile } from '../../support/runs-suite.js';
 
 /*
  * Issue 11, end to end: the fixture app (a form page and a result page) deployed through the local
@@ -18,19 +20,16 @@ import { type RunsWorld, runEnded, signUpSteps, startRunsWorld, step } from '../
  * playwright-core, with a screenshot per step, a video, media at signed expiring URLs and a report page.
  */
 
-let w: RunsWorld;
 let media: LocalMediaStore;
 const API_TOKEN = 'tok-3f9a1c7e5b2d';
-beforeAll(async () => {
-  w = await startRunsWorld({ secrets: { API_TOKEN } });
+const h = localServerForFile();
+const app = runsAppForFile(h, { secrets: { API_TOKEN } });
+beforeAll(() => {
   media = mediaReader() as LocalMediaStore;
-}, 120_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
+});
 
 const startRun = (testId: string, body?: unknown) =>
-  call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org), body });
+  call(h, 'POST', `/test/${testId}/run`, { headers: client(h.org), body });
 
 async function fetchBytes(url: string): Promise<{ status: number; type: string | null; body: Buffer }> {
   const res = await fetch(url);
@@ -49,12 +48,12 @@ describe('a passing run', () => {
   let endedAt: number;
 
   beforeAll(async () => {
-    testId = await w.importTest({});
+    testId = await app.importTest({});
     startedAt = Date.now();
     const res = await startRun(testId, { runtime_metadata: { EMAIL: 'run@example.com' } });
     expect(res.status).toBe(201);
     started = res.body;
-    run = await runEnded(w.h, started.run_id);
+    run = await runEnded(h, started.run_id);
     endedAt = Date.now();
   }, 120_000);
 
@@ -68,7 +67,7 @@ describe('a passing run', () => {
       ['click', 'passed'],
       ['assert-text', 'passed'],
     ]);
-    const appUrl = w.main.urls.web!;
+    const appUrl = app.main.urls.web!;
     expect(run.steps.map((s: any) => s.url)).toEqual([
       `${appUrl}/`,
       `${appUrl}/`,
@@ -96,7 +95,7 @@ describe('a passing run', () => {
     const video = await fetchBytes(run.video_url);
     expect(video.status).toBe(200);
     expect(video.type).toBe('video/mp4');
-    const file = join(w.h.dataDir, 'video-under-test.mp4');
+    const file = join(h.dataDir, 'video-under-test.mp4');
     writeFileSync(file, video.body);
     const probed = JSON.parse(
       execFileSync(
@@ -124,8 +123,8 @@ describe('a passing run', () => {
 
   test('media URLs: 200 as signed, 403 when tampered with, 410 once expired (the clock moved)', async () => {
     // Minted on this read: valid one hour from now.
-    const fresh = await call(w.h, 'GET', `/run/${started.run_id}?steps=true&media=true`, {
-      headers: client(w.h.org),
+    const fresh = await call(h, 'GET', `/run/${started.run_id}?steps=true&media=true`, {
+      headers: client(h.org),
     });
     const url = new URL(fresh.body.steps[0].image);
     expect(url.searchParams.get('expires')).toMatch(/^\d+$/);
@@ -161,8 +160,8 @@ describe('a passing run', () => {
     // URLs are minted when read: read the run again after the clock moved and they work again.
     media.now = () => (expires + 10) * 1000;
     try {
-      const again = await call(w.h, 'GET', `/run/${started.run_id}?steps=true&media=true`, {
-        headers: client(w.h.org),
+      const again = await call(h, 'GET', `/run/${started.run_id}?steps=true&media=true`, {
+        headers: client(h.org),
       });
       expect((await fetchBytes(again.body.steps[0].image)).status).toBe(200);
     } finally {
@@ -171,7 +170,7 @@ describe('a passing run', () => {
   });
 
   test('media answers HEAD and byte ranges (video players ask for them); 404 for a signed missing key', async () => {
-    const fresh = await call(w.h, 'GET', `/run/${started.run_id}?media=true`, { headers: client(w.h.org) });
+    const fresh = await call(h, 'GET', `/run/${started.run_id}?media=true`, { headers: client(h.org) });
     const head = await fetch(fresh.body.video_url, { method: 'HEAD' });
     expect([head.status, head.headers.get('content-type'), head.headers.get('accept-ranges')]).toEqual([
       200,
@@ -187,28 +186,28 @@ describe('a passing run', () => {
     ]);
     const post = await fetch(fresh.body.video_url, { method: 'POST' });
     expect([post.status, await post.json()]).toEqual([405, { error: 'method not allowed' }]);
-    const missing = await fetch(await media.url(`runs/${w.h.org.orgId}/nope/video.mp4`, w.h.url));
+    const missing = await fetch(await media.url(`runs/${h.org.orgId}/nope/video.mp4`, h.url));
     expect([missing.status, await missing.json()]).toEqual([404, { error: 'not found' }]);
   });
 
   test('without media=true, video_url and images are null; only keys are stored', async () => {
-    const res = await call(w.h, 'GET', `/run/${started.run_id}?steps=true`, { headers: client(w.h.org) });
+    const res = await call(h, 'GET', `/run/${started.run_id}?steps=true`, { headers: client(h.org) });
     expect(res.body.video_url).toBeNull();
     expect(res.body.steps.map((s: any) => s.image)).toEqual([null, null, null, null]);
     const stored = (
       await ddb().send(new GetCommand({ TableName: table('runs'), Key: { runId: started.run_id } }))
     ).Item!;
-    expect(stored.videoKey).toBe(`runs/${w.h.org.orgId}/${started.run_id}/video.mp4`);
+    expect(stored.videoKey).toBe(`runs/${h.org.orgId}/${started.run_id}/video.mp4`);
     expect(stored.steps.map((s: any) => s.imageKey)).toEqual(
       stored.steps.map(
-        (s: any, i: number) => `runs/${w.h.org.orgId}/${started.run_id}/step-00${i + 1}-${s.id}.png`,
+        (s: any, i: number) => `runs/${h.org.orgId}/${started.run_id}/step-00${i + 1}-${s.id}.png`,
       ),
     );
     expect(JSON.stringify(stored)).not.toMatch(/expires=|X-Amz-Signature/);
   });
 
   test('the start-run url is the run report; a browser opens it without credentials', async () => {
-    expect(started.url).toMatch(new RegExp(`^${w.h.url}/report/${started.run_id}\\?expires=\\d+&sig=`));
+    expect(started.url).toMatch(new RegExp(`^${h.url}/report/${started.run_id}\\?expires=\\d+&sig=`));
     const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
@@ -218,7 +217,7 @@ describe('a passing run', () => {
       // the screenshots and the video below load under it.
       const csp = res!.headers()['content-security-policy'];
       expect(csp).toContain("default-src 'none'");
-      expect(csp).toContain(`img-src ${new URL(w.h.url).origin}`);
+      expect(csp).toContain(`img-src ${new URL(h.url).origin}`);
       expect(csp).toContain("frame-ancestors 'none'");
       expect(csp).not.toContain('script-src');
       expect(await page.title()).toBe('Sign up works: passed');
@@ -260,7 +259,7 @@ describe('a failing run', () => {
   let run: any;
   let started: { url: string; run_id: string };
   beforeAll(async () => {
-    const testId = await w.importTest({
+    const testId = await app.importTest({
       name: 'Sign up says goodbye',
       step_timeout_seconds: 2,
       steps: [
@@ -271,7 +270,7 @@ describe('a failing run', () => {
       ],
     });
     started = (await startRun(testId)).body;
-    run = await runEnded(w.h, started.run_id);
+    run = await runEnded(h, started.run_id);
   }, 120_000);
 
   test('ends failed: that step failed saying what it looked for, the later ones skipped', async () => {
@@ -308,21 +307,21 @@ describe('a failing run', () => {
   });
 
   test('the list filter by status finds the passed and the failed runs', async () => {
-    const passed = await call(w.h, 'GET', '/run?status=passed', { headers: client(w.h.org) });
-    const failed = await call(w.h, 'GET', '/run?status=failed', { headers: client(w.h.org) });
+    const passed = await call(h, 'GET', '/run?status=passed', { headers: client(h.org) });
+    const failed = await call(h, 'GET', '/run?status=failed', { headers: client(h.org) });
     expect(passed.body.map((r: any) => r.status)).toContain('passed');
     expect(passed.body.every((r: any) => r.status === 'passed')).toBe(true);
     expect(failed.body.map((r: any) => r.id)).toContain(started.run_id);
     expect(failed.body.every((r: any) => r.status === 'failed')).toBe(true);
-    const running = await call(w.h, 'GET', '/run?status=running', { headers: client(w.h.org) });
-    const pending = await call(w.h, 'GET', '/run?status=pending', { headers: client(w.h.org) });
+    const running = await call(h, 'GET', '/run?status=running', { headers: client(h.org) });
+    const pending = await call(h, 'GET', '/run?status=pending', { headers: client(h.org) });
     expect([running.body, pending.body]).toEqual([[], []]);
   });
 });
 
 describe('the other interactions', () => {
   test('wait-for, assert-visible, press, quoted input-text; a secret in the page URL is masked', async () => {
-    const testId = await w.importTest({
+    const testId = await app.importTest({
       name: 'Everything else',
       steps: [
         step('navigate', 'Open the late page', { url: '/late' }),
@@ -336,58 +335,58 @@ describe('the other interactions', () => {
         step('assert-text', 'It says "Landed"'),
       ],
     });
-    const run = await runEnded(w.h, (await startRun(testId)).body.run_id);
+    const run = await runEnded(h, (await startRun(testId)).body.run_id);
     expect(run.error).toBeUndefined();
     expect(run.steps.map((s: any) => [s.interaction, s.status, s.output])).toEqual([
-      ['navigate', 'passed', `opened ${w.main.urls.web}/late`],
+      ['navigate', 'passed', `opened ${app.main.urls.web}/late`],
       ['wait-for', 'passed', '#late appeared'],
       ['assert-visible', 'passed', 'text=Here is visible'],
-      ['navigate', 'passed', `opened ${w.main.urls.web}/`],
+      ['navigate', 'passed', `opened ${app.main.urls.web}/`],
       ['input-text', 'passed', 'typed 23 characters into #email'],
       ['press', 'passed', 'pressed Enter on #email'],
       ['assert-text', 'passed', 'found "Welcome, typed saved@example.com" in #greeting'],
-      ['navigate', 'passed', `opened ${w.main.urls.web}/leak`],
+      ['navigate', 'passed', `opened ${app.main.urls.web}/leak`],
       ['assert-text', 'passed', 'found "Landed" in the page'],
     ]);
     expect(run.status).toBe('passed');
     // The app put its secret (from its secret bundle) in the URL it redirected to: masked.
-    expect(run.steps[7].url).toBe(`${w.main.urls.web}/landing?token=[secret]`);
+    expect(run.steps[7].url).toBe(`${app.main.urls.web}/landing?token=[secret]`);
     expect(JSON.stringify(run)).not.toContain(API_TOKEN);
   }, 90_000);
 
   test('a variable the tests file marks secret is masked though its name says nothing (issue 26)', async () => {
-    const testId = await w.importTest({
+    const testId = await app.importTest({
       name: 'Marked secret',
       variables: { EMAIL: 'marked@example.com' },
       secret_variables: ['EMAIL'],
     });
-    const run = await runEnded(w.h, (await startRun(testId)).body.run_id);
+    const run = await runEnded(h, (await startRun(testId)).body.run_id);
     expect(run.status).toBe('passed');
     expect(run.steps[3].output).toBe('found "Welcome, [secret]" in #greeting');
     expect(JSON.stringify(run)).not.toContain('marked@example.com');
   }, 90_000);
 
   test('an unknown interaction fails its step saying so; an unknown variable names itself', async () => {
-    const unknown = await w.importTest({
+    const unknown = await app.importTest({
       name: 'Hover',
       steps: [
         step('navigate', 'Open', { url: '/' }),
         step('hover', 'Hover the button', { selector: '#submit' }),
       ],
     });
-    const variable = await w.importTest({
+    const variable = await app.importTest({
       name: 'Missing variable',
       steps: [
         step('input-text', 'Type {{variable:PHONE}}', { selector: '#email' }),
         step('click', 'Go', { selector: '#submit' }),
       ],
     });
-    const noSelector = await w.importTest({ name: 'Click nothing', steps: [step('click', 'Click')] });
+    const noSelector = await app.importTest({ name: 'Click nothing', steps: [step('click', 'Click')] });
     const [a, b, c] = await Promise.all(
-      [unknown, variable, noSelector].map(async (id) => runEnded(w.h, (await startRun(id)).body.run_id)),
+      [unknown, variable, noSelector].map(async (id) => runEnded(h, (await startRun(id)).body.run_id)),
     );
     expect(a.steps.map((s: any) => [s.status, s.output])).toEqual([
-      ['passed', `opened ${w.main.urls.web}/`],
+      ['passed', `opened ${app.main.urls.web}/`],
       [
         'failed',
         'unknown interaction "hover": a step is one of navigate, click, input-text, assert-text, assert-visible, wait-for, press',

@@ -1,14 +1,14 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { getApplication, type OrgCredentials, updateApplication } from '../../../functions/core/tenancy.js';
 import { importTests } from '../../../functions/core/tests.js';
+import { bearer, call, client, linkRepo } from '../../support/api.js';
 import { pollUntil, type Status } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { bearer, call, client, type Harness, linkRepo, startHarness } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { previewctl } from '../../support/process.js';
 import { runEnded } from '../../support/runs-app.js';
 
@@ -67,8 +67,8 @@ http.createServer((req, res) => {
 `;
 
 const ELSEWHERE_SECRET = 'elsewhere-secret-0b8e2f';
-let h: Harness;
-let gitRoot: string;
+// The probe whose health check redirects fails after this long.
+const h = localServerForFile({ env: { PREVIEW_READY_TIMEOUT_SECONDS: '4' } });
 let applicationId: string;
 let a: Status;
 let b: Status;
@@ -78,7 +78,7 @@ let elsewhereUrl: string;
 const elsewhereHits: string[] = [];
 
 async function deployMain(org: OrgCredentials, repo: string, files: Record<string, string>) {
-  makeRepo(gitRoot, repo, files);
+  makeRepo(h.gitRoot, repo, files);
   const id = await linkRepo(org, repo);
   const res = await call(h, 'POST', `/v1/preview/applications/${id}/0`, { headers: bearer(org) });
   if (res.status !== 202) throw new Error(`deploy ${repo}: ${res.status} ${res.text}`);
@@ -92,10 +92,7 @@ async function deployMain(org: OrgCredentials, repo: string, files: Record<strin
   return { id, status };
 }
 
-const readyTimeout = process.env.PREVIEW_READY_TIMEOUT_SECONDS;
 beforeAll(async () => {
-  // The probe whose health check redirects fails after this long.
-  process.env.PREVIEW_READY_TIMEOUT_SECONDS = '4';
   elsewhere = createServer((req, res) => {
     elsewhereHits.push(`${req.method} ${req.url}`);
     res.writeHead(200, { 'content-type': 'text/html' });
@@ -107,8 +104,6 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', () => r()));
   elsewhereUrl = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
-  gitRoot = mkdtempSync(join(tmpdir(), 'preview-confine-git-'));
-  h = await startHarness({ gitRoot });
   const mainA = await deployMain(h.org, 'acme/probe', { 'preview.yaml': PROBE_YAML, 'probe.js': PROBE_JS });
   applicationId = mainA.id;
   a = mainA.status;
@@ -123,11 +118,7 @@ beforeAll(async () => {
   if (a.status !== 'ready' || b.status !== 'ready') throw new Error(`previews: ${JSON.stringify([a, b])}`);
 }, 180_000);
 afterAll(async () => {
-  await h?.stop();
   await new Promise((r) => elsewhere?.close(r));
-  rmSync(gitRoot, { recursive: true, force: true });
-  if (readyTimeout === undefined) delete process.env.PREVIEW_READY_TIMEOUT_SECONDS;
-  else process.env.PREVIEW_READY_TIMEOUT_SECONDS = readyTimeout;
 }, 60_000);
 
 /** What must never show up in a run of A: A's credentials, B's page and log, the control plane's API. */
@@ -337,7 +328,7 @@ describe('what a run may reach', () => {
 
 test('a health check answering 302 is not followed: the deploy fails naming the status and Location', async () => {
   const repo = 'acme/redirecting-health';
-  makeRepo(gitRoot, repo, {
+  makeRepo(h.gitRoot, repo, {
     'preview.yaml': `apps:\n  web:\n    port: 3000\n    command: node probe.js\n    health: /health-redirect\n    env:\n      REDIRECT_TO: ${elsewhereUrl}/health\n`,
     'probe.js': PROBE_JS,
   });

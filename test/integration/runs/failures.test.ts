@@ -5,9 +5,10 @@ import { recoverRuns } from '../../../functions/core/run-recovery.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { call, client } from '../../support/harness.js';
+import { call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { runEnded, signUpSteps, step } from '../../support/runs-app.js';
-import { runsWorldForFile, startRun } from '../../support/runs-suite.js';
+import { runsAppForFile, startRun } from '../../support/runs-suite.js';
 
 /*
  * Issue 11, decision 8: failures and restarts. The target app going down mid-run fails the step with the
@@ -15,13 +16,14 @@ import { runsWorldForFile, startRun } from '../../support/runs-suite.js';
  * after a restart no run is left running (recoverRuns, which the local server's recovery calls).
  */
 
-const w = runsWorldForFile({ repo: 'acme/failures' });
-const start = async (testId: string) => (await startRun(w, testId)).run_id;
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/failures' });
+const start = async (testId: string) => (await startRun(h, testId)).run_id;
 
 async function untilRunning(runId: string, stepIndex = 0): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    const res = await call(w.h, 'GET', `/run/${runId}?steps=true`, { headers: client(w.h.org) });
+    const res = await call(h, 'GET', `/run/${runId}?steps=true`, { headers: client(h.org) });
     if (
       res.body.status === 'running' &&
       res.body.steps.slice(0, stepIndex).every((s: any) => s.status === 'passed')
@@ -50,7 +52,7 @@ function ourBrowsers(): number[] {
 }
 
 test('the target app going down mid-run fails the step with the browser error', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     name: 'App goes down',
     // The `api` app runs the same server; `web` stays up for the other tests.
     application_version: { name: 'api', path: '/' },
@@ -62,7 +64,7 @@ test('the target app going down mid-run fails the step with the browser error', 
     ],
   });
   const runId = await start(testId);
-  const run = await runEnded(w.h, runId);
+  const run = await runEnded(h, runId);
   expect(run.status).toBe('failed');
   expect(run.steps.map((s: any) => s.status)).toEqual(['passed', 'passed', 'failed', 'skipped']);
   // Refused where the app's port is on this machine's network; with a network per environment the
@@ -75,13 +77,13 @@ test('the target app going down mid-run fails the step with the browser error', 
 }, 60_000);
 
 test('a secret bundle that cannot be read: the run does not start (its output could not be masked)', async () => {
-  const testId = await w.importTest({ name: 'Unmaskable', steps: signUpSteps });
+  const testId = await app.importTest({ name: 'Unmaskable', steps: signUpSteps });
   const read = jest
     .spyOn(secretStore(), 'read')
     .mockRejectedValueOnce(Object.assign(new Error('unavailable'), { name: 'ServiceUnavailableError' }));
   const before = new Set(ourBrowsers());
   try {
-    const run = await runEnded(w.h, await start(testId), 30_000);
+    const run = await runEnded(h, await start(testId), 30_000);
     expect(run.status).toBe('failed');
     expect(run.error).toBe(
       "the secret bundle of app api could not be read (ServiceUnavailableError), so the run's output could " +
@@ -97,7 +99,7 @@ test('a secret bundle that cannot be read: the run does not start (its output co
 }, 60_000);
 
 test('a warm browser that dies mid-run fails that run with the cause; the next run gets a new browser and passes', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     name: 'Browser dies',
     step_timeout_seconds: 60,
     steps: [
@@ -112,7 +114,7 @@ test('a warm browser that dies mid-run fails that run with the cause; the next r
   const killed = ourBrowsers();
   expect(killed.length).toBeGreaterThan(0);
   for (const pid of killed) process.kill(pid, 'SIGKILL');
-  const run = await runEnded(w.h, runId, 30_000);
+  const run = await runEnded(h, runId, 30_000);
   expect(run.status).toBe('failed');
   expect(run.error).toBe(
     'the browser died during step 2 (wait-for): the browser exited unexpectedly (crashed or was killed)',
@@ -126,13 +128,13 @@ test('a warm browser that dies mid-run fails that run with the cause; the next r
     '(the browser died: the browser exited unexpectedly (crashed or was killed))',
   );
   // The next run launches a browser of its own and passes.
-  const next = await runEnded(w.h, await start(await w.importTest({ name: 'After the crash' })), 30_000);
+  const next = await runEnded(h, await start(await app.importTest({ name: 'After the crash' })), 30_000);
   expect([next.status, next.error]).toEqual(['passed', undefined]);
   expect(ourBrowsers().filter((pid) => killed.includes(pid))).toEqual([]);
 }, 90_000);
 
 test('a step that takes longer than its timeout fails; the run, past its own limit, fails saying so', async () => {
-  const slowStep = await w.importTest({
+  const slowStep = await app.importTest({
     name: 'Step timeout',
     step_timeout_seconds: 1,
     steps: [
@@ -140,7 +142,7 @@ test('a step that takes longer than its timeout fails; the run, past its own lim
       step('wait-for', 'The late button', { selector: '#late' }),
     ],
   });
-  const slowRun = await w.importTest({
+  const slowRun = await app.importTest({
     name: 'Run timeout',
     run_timeout_seconds: 5,
     steps: Array.from({ length: 5 }, () => [
@@ -148,10 +150,7 @@ test('a step that takes longer than its timeout fails; the run, past its own lim
       step('wait-for', 'The late button', { selector: '#late' }),
     ]).flat(),
   });
-  const [a, b] = await Promise.all([
-    runEnded(w.h, await start(slowStep)),
-    runEnded(w.h, await start(slowRun)),
-  ]);
+  const [a, b] = await Promise.all([runEnded(h, await start(slowStep)), runEnded(h, await start(slowRun))]);
   expect(a.error).toBe('step 2 (wait-for) failed: #late did not appear within 1 s');
   expect(b.status).toBe('failed');
   expect(b.error).toMatch(
@@ -166,13 +165,13 @@ test('a step that takes longer than its timeout fails; the run, past its own lim
 describe('after a restart no run is left running', () => {
   /** What a killed server leaves: a run marked running (or pending) with nothing behind it. */
   async function orphan(status: 'running' | 'pending'): Promise<string> {
-    const testId = await w.importTest({
+    const testId = await app.importTest({
       name: `Orphan ${status}`,
       application_version: { name: 'nope', path: '/' },
     });
     // Created pending with an execution that fails it at once (no app "nope"); then forced back.
     const runId = await start(testId);
-    await runEnded(w.h, runId);
+    await runEnded(h, runId);
     await ddb().send(
       new UpdateCommand({
         TableName: table('runs'),
@@ -181,7 +180,7 @@ describe('after a restart no run is left running', () => {
         ExpressionAttributeNames: { '#s': 'status', '#e': 'error' },
         ExpressionAttributeValues: {
           ':s': status,
-          ':k': keys.runs.byStatus(w.h.org.orgId, status),
+          ':k': keys.runs.byStatus(h.org.orgId, status),
           ':a': 'killed-attempt',
           ':steps': signUpSteps.map((s, i) => ({
             id: `s${i}`,
@@ -202,16 +201,16 @@ describe('after a restart no run is left running', () => {
     const running = await orphan('running');
     const pending = await orphan('pending');
     expect(await recoverRuns()).toEqual({ failed: 2 });
-    const a = await runEnded(w.h, running, 10_000);
+    const a = await runEnded(h, running, 10_000);
     expect(a.status).toBe('failed');
     expect(a.error).toBe('interrupted: the service restarted while the run was running');
     expect(a.steps.map((s: any) => s.status)).toEqual(['passed', 'skipped', 'skipped', 'skipped']);
-    const b = await runEnded(w.h, pending, 10_000);
+    const b = await runEnded(h, pending, 10_000);
     expect(b.status).toBe('failed');
     expect(b.error).toBe('interrupted: the service restarted before the run started; start it again');
     expect(b.steps.map((s: any) => s.status)).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
     for (const status of ['running', 'pending']) {
-      const res = await call(w.h, 'GET', `/run?status=${status}`, { headers: client(w.h.org) });
+      const res = await call(h, 'GET', `/run?status=${status}`, { headers: client(h.org) });
       expect([status, res.body]).toEqual([status, []]);
     }
     // Nothing left: a second recovery changes nothing.

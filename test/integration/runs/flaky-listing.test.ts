@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { finishRun } from '../../../functions/core/run-lifecycle.js';
 import { loadRun, type RunItem, type RunStatus } from '../../../functions/core/run-store.js';
 import type { OrgCredentials } from '../../../functions/core/tenancy.js';
 import { keys } from '../../../functions/manifest/tables.js';
-import { call, client, type Harness, startHarness } from '../../support/harness.js';
+import { call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { seedRuns, storedRun } from '../../support/run-items.js';
 
 /*
@@ -13,7 +14,7 @@ import { seedRuns, storedRun } from '../../support/run-items.js';
  * into the table with the key builders, a flaky one with `flakyKey` as `finishRun` writes it.
  */
 
-let h: Harness;
+const h = localServerForFile();
 let org: OrgCredentials;
 let other: OrgCredentials;
 
@@ -36,7 +37,6 @@ const seed = seedRuns;
 /** 300 runs, every 7th one flaky if it passed (34 of them, most of the table not): newest first when listed. */
 const seeded: RunItem[] = [];
 beforeAll(async () => {
-  h = await startHarness();
   org = await h.newOrg('flaky-listing');
   other = await h.newOrg('flaky-listing-other');
   for (let i = 0; i < 300; i++) {
@@ -47,9 +47,6 @@ beforeAll(async () => {
   // Another org's flaky runs of the same test ids: never in this org's answers.
   await seed([0, 1, 2, 3].map((i) => runItem(other.orgId, 1000 + i, 'passed', true, 'other')));
 }, 60_000);
-afterAll(async () => {
-  await h?.stop();
-});
 
 const flakyIds = (f: { testId?: string; folderId?: string; status?: RunStatus } = {}) =>
   seeded

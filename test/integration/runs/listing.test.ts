@@ -10,7 +10,7 @@ import {
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { beforeAll, describe, expect, jest, test } from '@jest/globals';
 import fc from 'fast-check';
 import { failRun, finishRun } from '../../../functions/core/run-lifecycle.js';
 import type { RunFilters } from '../../../functions/core/run-listing.js';
@@ -19,7 +19,8 @@ import type { OrgCredentials } from '../../../functions/core/tenancy.js';
 import { keys, tables } from '../../../functions/manifest/tables.js';
 import { ddb, localDynamoClientConfig, table } from '../../../functions/shared/dynamo.js';
 import { ensureTables, localTableName, startDynalite } from '../../../lib/local/dynalite.js';
-import { call, client, type Harness, startHarness } from '../../support/harness.js';
+import { call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { seedRuns, storedRun } from '../../support/run-items.js';
 
 /*
@@ -29,17 +30,13 @@ import { seedRuns, storedRun } from '../../support/run-items.js';
  * Runs are seeded straight into the table with the key builders (as `startRun` writes them).
  */
 
-let h: Harness;
+const h = localServerForFile();
 let org: OrgCredentials;
 let other: OrgCredentials;
 beforeAll(async () => {
-  h = await startHarness();
   org = await h.newOrg('listing');
   other = await h.newOrg('listing-other');
 }, 60_000);
-afterAll(async () => {
-  await h.stop();
-});
 
 const STATUSES: RunStatus[] = ['passed', 'failed', 'running', 'pending'];
 /** Tests and their folders: a test never changes folder. */

@@ -2,9 +2,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { call } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';
-import { call } from '../../support/harness.js';
 import { previewctl, startProcess, stopProcess } from '../../support/process.js';
 import { RUNS_APP_JS, RUNS_APP_YAML, step } from '../../support/runs-app.js';
 

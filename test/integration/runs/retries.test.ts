@@ -1,24 +1,26 @@
 import { expect, test } from '@jest/globals';
 import { importTests } from '../../../functions/core/tests.js';
 import { ValidationError } from '../../../functions/shared/errors.js';
-import { call, client } from '../../support/harness.js';
+import { call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { runEnded, step } from '../../support/runs-app.js';
-import { runsWorldForFile, startRun } from '../../support/runs-suite.js';
+import { runsAppForFile, startRun } from '../../support/runs-suite.js';
 
 /*
  * Issue 28, item 3: retries that name flakes. A test with `retries: 1` whose page fails the first time
  * and passes the second ends `passed`, `flaky`, with both attempts and each its own video and trace.
  */
 
-const w = runsWorldForFile({ repo: 'acme/retries' });
-const start = async (testId: string) => (await startRun(w, testId)).run_id;
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/retries' });
+const start = async (testId: string) => (await startRun(h, testId)).run_id;
 
 /** runEnded, tolerating a poll the busy local server resets (trace masking of two attempts). */
 async function ended(runId: string, timeoutMs: number): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      return await runEnded(w.h, runId, Math.max(1_000, deadline - Date.now()));
+      return await runEnded(h, runId, Math.max(1_000, deadline - Date.now()));
     } catch (err) {
       if (Date.now() >= deadline || !/fetch failed/.test((err as Error).message)) throw err;
       await new Promise((r) => setTimeout(r, 500));
@@ -32,7 +34,7 @@ const flakySteps = (key: string) => [
 ];
 
 test('a test with retries: 1 that fails once then passes ends passed, flaky, with two attempts and their media', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     name: 'Flaky page',
     retries: 1,
     step_timeout_seconds: 3,
@@ -64,16 +66,16 @@ test('a test with retries: 1 that fails once then passes ends passed, flaky, wit
   expect(item!.traceKey).toBe(two!.traceKey);
   // GET /run?flaky=true lists it (the sparse listFlaky index), with its test too; not without flaky runs.
   for (const q of ['flaky=true', `flaky=true&test=${testId}`, 'flaky=true&status=passed']) {
-    const listed = await call(w.h, 'GET', `/run?${q}`, { headers: client(w.h.org) });
+    const listed = await call(h, 'GET', `/run?${q}`, { headers: client(h.org) });
     expect(listed.status).toBe(200);
     expect(listed.body.map((r: any) => [r.id, r.metadata.flaky])).toContainEqual([runId, true]);
   }
-  const failedOnly = await call(w.h, 'GET', '/run?flaky=true&status=failed', { headers: client(w.h.org) });
+  const failedOnly = await call(h, 'GET', '/run?flaky=true&status=failed', { headers: client(h.org) });
   expect(failedOnly.body).toEqual([]);
 }, 150_000);
 
 test('without retries the same page fails once and the run ends failed, one attempt, not flaky', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     name: 'Flaky page, no retries',
     step_timeout_seconds: 3,
     steps: flakySteps('b'),
@@ -82,7 +84,7 @@ test('without retries the same page fails once and the run ends failed, one atte
   expect(run.status).toBe('failed');
   expect(run.metadata.attempts).toBe(1);
   expect(run.metadata.flaky).toBeUndefined();
-  const listed = await call(w.h, 'GET', `/run?flaky=true&test=${testId}`, { headers: client(w.h.org) });
+  const listed = await call(h, 'GET', `/run?flaky=true&test=${testId}`, { headers: client(h.org) });
   expect(listed.body).toEqual([]);
 }, 120_000);
 
@@ -100,7 +102,7 @@ test.each([
       retries,
     },
   ];
-  const result = importTests(w.h.org.orgId, file);
+  const result = importTests(h.org.orgId, file);
   await expect(result).rejects.toThrow(ValidationError);
   await expect(result).rejects.toThrow(message);
 });

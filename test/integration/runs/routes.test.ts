@@ -6,7 +6,8 @@ import { importTests } from '../../../functions/core/tests.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
 import { ValidationError } from '../../../functions/shared/errors.js';
-import { bearer, call, client, type Harness, startHarness } from '../../support/harness.js';
+import { bearer, call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { closeSnapshots, scanTable } from '../../support/stored-state.js';
 
 /*
@@ -15,13 +16,9 @@ import { closeSnapshots, scanTable } from '../../support/stored-state.js';
  * DynamoDB configuration.
  */
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-}, 60_000);
+const h = localServerForFile();
 afterAll(async () => {
   closeSnapshots();
-  await h.stop();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

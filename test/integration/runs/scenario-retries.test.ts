@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { testRunShortId } from '../../../functions/core/recipes.js';
-import { type FactoryWorld, startFactoryWorld } from '../../support/factory-app.js';
-import { call, client } from '../../support/harness.js';
+import { call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { runEnded } from '../../support/runs-app.js';
+import { factoryAppForFile } from '../../support/runs-suite.js';
 
 /*
  * Issue 28, item 3 with a scenario: each attempt of a retried run is wrapped in its own `up` and `down`
@@ -12,16 +13,11 @@ import { runEnded } from '../../support/runs-app.js';
  * passes, and the run ends `passed`, flaky, after up/down, up/down.
  */
 
-let w: FactoryWorld;
-beforeAll(async () => {
-  w = await startFactoryWorld('acme/factory-retries');
-}, 180_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
+const h = localServerForFile();
+const app = factoryAppForFile(h, 'acme/factory-retries');
 
 test('a scenario run with retries: 1 that fails once then passes: each attempt its own up and down, fresh tokens', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     name: 'Second attempt only',
     retries: 1,
     step_timeout_seconds: 3,
@@ -38,10 +34,10 @@ test('a scenario run with retries: 1 that fails once then passes: each attempt i
       },
     ],
   });
-  const started = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org), body: {} });
+  const started = await call(h, 'POST', `/test/${testId}/run`, { headers: client(h.org), body: {} });
   expect(started.status).toBe(201);
   const runId = started.body.run_id as string;
-  const run = await runEnded(w.h, runId, 150_000);
+  const run = await runEnded(h, runId, 150_000);
 
   // The run: passed on its second attempt, flaky.
   expect(run.status).toBe('passed');
@@ -55,7 +51,7 @@ test('a scenario run with retries: 1 that fails once then passes: each attempt i
 
   // The factory: up and down of attempt 1, then up and down of attempt 2, each signed, in that order.
   const second = `${runId}-2`;
-  const got = (await w.received()).filter((r) => [runId, second].includes(r.body?.testRunId));
+  const got = (await app.received()).filter((r) => [runId, second].includes(r.body?.testRunId));
   expect(got.map((r) => [r.body.action, r.body.testRunId, r.verified])).toEqual([
     ['up', runId, true],
     ['down', runId, true],

@@ -11,9 +11,10 @@ import { importTests } from '../../../functions/core/tests.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { type FactoryWorld, startFactoryWorld } from '../../support/factory-app.js';
-import { bearer, call, client } from '../../support/harness.js';
+import { bearer, call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { runEnded } from '../../support/runs-app.js';
+import { factoryAppForFile } from '../../support/runs-suite.js';
 
 /*
  * Issue 12, end to end: a fixture web app that needs a signed-in user and a fixture Environment Factory
@@ -21,29 +22,25 @@ import { runEnded } from '../../support/runs-app.js';
  * deployed through the local pipeline; runs of tests naming a scenario provision it through the factory.
  */
 
-let w: FactoryWorld;
-beforeAll(async () => {
-  w = await startFactoryWorld();
-}, 180_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
+const h = localServerForFile();
+const app = factoryAppForFile(h);
 
 const reportUrls = new Map<string, string>();
 const startRun = async (testId: string) => {
-  const res = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org), body: {} });
+  const res = await call(h, 'POST', `/test/${testId}/run`, { headers: client(h.org), body: {} });
   expect(res.status).toBe(201);
   reportUrls.set(res.body.run_id, res.body.url);
   return res.body.run_id as string;
 };
-const receivedFor = async (runId: string) => (await w.received()).filter((r) => r.body?.testRunId === runId);
+const receivedFor = async (runId: string) =>
+  (await app.received()).filter((r) => r.body?.testRunId === runId);
 
 describe('a test with a scenario', () => {
   let runId: string;
   let run: any;
   beforeAll(async () => {
     runId = await startRun(
-      await w.importTest({
+      await app.importTest({
         steps: [
           {
             interaction: 'assert-text',
@@ -59,7 +56,7 @@ describe('a test with a scenario', () => {
         ],
       }),
     );
-    run = await runEnded(w.h, runId);
+    run = await runEnded(h, runId);
   }, 120_000);
 
   test('passes: the session cookie and header the factory answered reached the browser', () => {
@@ -80,7 +77,7 @@ describe('a test with a scenario', () => {
       action: 'up',
       testRunId: runId,
       testRunShortId: short,
-      scenario: { setupId: w.setupId, version: 1, name: 'signed-in' },
+      scenario: { setupId: app.setupId, version: 1, name: 'signed-in' },
       create: {
         users: [
           {
@@ -95,20 +92,20 @@ describe('a test with a scenario', () => {
     expect(got[1]!.body).toEqual({
       action: 'down',
       testRunId: runId,
-      scenario: { setupId: w.setupId, version: 1, name: 'signed-in' },
+      scenario: { setupId: app.setupId, version: 1, name: 'signed-in' },
       refs: { email: `qa+${short}@example.com` },
     });
     // The signature is the HMAC of the raw body with the secret mounted as PREVIEW_FACTORY_SECRET.
-    const secret = (await secretStore().read({ applicationId: w.applicationId, app: FACTORY_SECRET_APP }))?.[
-      FACTORY_SECRET_VAR
-    ];
+    const secret = (
+      await secretStore().read({ applicationId: app.applicationId, app: FACTORY_SECRET_APP })
+    )?.[FACTORY_SECRET_VAR];
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
     expect(got[0]!.signature).toBe(createHmac('sha256', secret!).update(JSON.stringify(up)).digest('hex'));
   });
 
   test('the run records its provisioning in metadata and on its report page', async () => {
     expect(run.metadata).toMatchObject({
-      scenario: { setup_id: w.setupId, recipe: 'signed-in', version: 1, status: 'down' },
+      scenario: { setup_id: app.setupId, recipe: 'signed-in', version: 1, status: 'down' },
       test_run_id: runId,
       test_run_short_id: testRunShortId(runId),
       scenario_up_ms: expect.any(Number),
@@ -122,24 +119,24 @@ describe('a test with a scenario', () => {
 });
 
 test('a tampered body is refused by the fixture verifier', async () => {
-  const got = await w.received();
+  const got = await app.received();
   const signed = got.find((r) => r.verified)!;
   const tampered = JSON.stringify({ ...signed.body, testRunId: 'someone-else' });
-  const res = await fetch(`${w.main.urls.factory}/_preview/factory`, {
+  const res = await fetch(`${app.main.urls.factory}/_preview/factory`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-signature': signed.signature! },
     body: tampered,
   });
   expect(res.status).toBe(401);
-  expect((await w.received()).at(-1)).toMatchObject({ verified: false });
+  expect((await app.received()).at(-1)).toMatchObject({ verified: false });
 });
 
 test('without provisioning the same steps fail: the web app needs the session', async () => {
-  const out = await importTests(w.h.org.orgId, [
+  const out = await importTests(h.org.orgId, [
     {
       name: 'No scenario',
       folder: { id: 'account', name: 'Account' },
-      application_id: w.applicationId,
+      application_id: app.applicationId,
       application_version: { name: 'web', path: '/' },
       steps: [
         {
@@ -151,12 +148,12 @@ test('without provisioning the same steps fail: the web app needs the session', 
       step_timeout_seconds: 2,
     },
   ]);
-  const run = await runEnded(w.h, await startRun(out.tests[0]!.id));
+  const run = await runEnded(h, await startRun(out.tests[0]!.id));
   expect(run.status).toBe('failed');
 }, 60_000);
 
 test('down is sent after a failing step', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     step_timeout_seconds: 2,
     steps: [
       {
@@ -167,7 +164,7 @@ test('down is sent after a failing step', async () => {
     ],
   });
   const runId = await startRun(testId);
-  const run = await runEnded(w.h, runId);
+  const run = await runEnded(h, runId);
   expect(run.status).toBe('failed');
   expect(run.steps[0].status).toBe('failed');
   expect((await receivedFor(runId)).map((r) => r.body.action)).toEqual(['up', 'down']);
@@ -175,16 +172,20 @@ test('down is sent after a failing step', async () => {
 }, 60_000);
 
 test('up answering 503 twice then 200 succeeds', async () => {
-  const runId = await startRun(await w.importTest({ scenario: { setup_id: w.setupId, recipe: 'flaky' } }));
-  const run = await runEnded(w.h, runId);
+  const runId = await startRun(
+    await app.importTest({ scenario: { setup_id: app.setupId, recipe: 'flaky' } }),
+  );
+  const run = await runEnded(h, runId);
   expect(run.error).toBeUndefined();
   expect(run.status).toBe('passed');
   expect((await receivedFor(runId)).map((r) => r.body.action)).toEqual(['up', 'up', 'up', 'down']);
 }, 60_000);
 
 test('up answering 400 fails the run with the answer and skips its steps', async () => {
-  const runId = await startRun(await w.importTest({ scenario: { setup_id: w.setupId, recipe: 'refuse' } }));
-  const run = await runEnded(w.h, runId);
+  const runId = await startRun(
+    await app.importTest({ scenario: { setup_id: app.setupId, recipe: 'refuse' } }),
+  );
+  const run = await runEnded(h, runId);
   expect(run.status).toBe('failed');
   expect(run.error).toContain('scenario "refuse"');
   expect(run.error).toContain('400 {"error":"unknown model widgets"}');
@@ -198,9 +199,9 @@ test('up answering 400 fails the run with the answer and skips its steps', async
 }, 60_000);
 
 test('two concurrent runs of one scenario get different testRunIds and testRunShortIds', async () => {
-  const testId = await w.importTest({});
+  const testId = await app.importTest({});
   const [a, b] = await Promise.all([startRun(testId), startRun(testId)]);
-  const [ra, rb] = await Promise.all([runEnded(w.h, a!), runEnded(w.h, b!)]);
+  const [ra, rb] = await Promise.all([runEnded(h, a!), runEnded(h, b!)]);
   expect([ra.status, rb.status]).toEqual(['passed', 'passed']);
   const upA = (await receivedFor(a!)).find((r) => r.body.action === 'up')!.body;
   const upB = (await receivedFor(b!)).find((r) => r.body.action === 'up')!.body;
@@ -210,8 +211,10 @@ test('two concurrent runs of one scenario get different testRunIds and testRunSh
 }, 120_000);
 
 test('a failed down is recorded without changing a passed result', async () => {
-  const runId = await startRun(await w.importTest({ scenario: { setup_id: w.setupId, recipe: 'bad-down' } }));
-  const run = await runEnded(w.h, runId);
+  const runId = await startRun(
+    await app.importTest({ scenario: { setup_id: app.setupId, recipe: 'bad-down' } }),
+  );
+  const run = await runEnded(h, runId);
   expect(run.status).toBe('passed');
   expect(run.error).toBeUndefined();
   expect(run.metadata.scenario.status).toBe('down_failed');
@@ -219,7 +222,7 @@ test('a failed down is recorded without changing a passed result', async () => {
 }, 60_000);
 
 describe('where the factory is', () => {
-  const envKey = () => ({ orgId: w.h.org.orgId, envKey: keys.environments.envKey(w.repo, 0) });
+  const envKey = () => ({ orgId: h.org.orgId, envKey: keys.environments.envKey(app.repo, 0) });
   let saved: unknown;
   beforeAll(async () => {
     const { Item } = await ddb().send(new GetCommand({ TableName: table('environments'), Key: envKey() }));
@@ -237,8 +240,8 @@ describe('where the factory is', () => {
   });
 
   test('preview.yaml wins over the application setting', async () => {
-    await updateApplication(w.h.org.orgId, w.applicationId, { factoryApp: 'web', factoryPath: '/nowhere' });
-    const run = await runEnded(w.h, await startRun(await w.importTest({})));
+    await updateApplication(h.org.orgId, app.applicationId, { factoryApp: 'web', factoryPath: '/nowhere' });
+    const run = await runEnded(h, await startRun(await app.importTest({})));
     expect(run.status).toBe('passed');
   }, 60_000);
 
@@ -250,11 +253,11 @@ describe('where the factory is', () => {
         UpdateExpression: 'REMOVE factory',
       }),
     );
-    await updateApplication(w.h.org.orgId, w.applicationId, {
+    await updateApplication(h.org.orgId, app.applicationId, {
       factoryApp: 'factory',
       factoryPath: '/_preview/factory',
     });
-    const run = await runEnded(w.h, await startRun(await w.importTest({})));
+    const run = await runEnded(h, await startRun(await app.importTest({})));
     expect(run.error).toBeUndefined();
     expect(run.status).toBe('passed');
   }, 60_000);
@@ -263,12 +266,12 @@ describe('where the factory is', () => {
     await ddb().send(
       new UpdateCommand({
         TableName: table('applications'),
-        Key: { applicationId: w.applicationId },
+        Key: { applicationId: app.applicationId },
         UpdateExpression: 'REMOVE factoryApp, factoryPath',
       }),
     );
-    const runId = await startRun(await w.importTest({}));
-    const run = await runEnded(w.h, runId);
+    const runId = await startRun(await app.importTest({}));
+    const run = await runEnded(h, runId);
     expect(run.status).toBe('failed');
     expect(run.error).toContain('no Environment Factory is configured');
     expect(run.steps.map((s: any) => s.status)).toEqual(['skipped']);
@@ -277,12 +280,12 @@ describe('where the factory is', () => {
 });
 
 test('an application without a factory signing secret fails the run saying how to make one', async () => {
-  const ref = { applicationId: w.applicationId, app: FACTORY_SECRET_APP };
+  const ref = { applicationId: app.applicationId, app: FACTORY_SECRET_APP };
   const saved = (await secretStore().read(ref))!;
   await secretStore().write(ref, {});
   try {
-    const runId = await startRun(await w.importTest({}));
-    const run = await runEnded(w.h, runId);
+    const runId = await startRun(await app.importTest({}));
+    const run = await runEnded(h, runId);
     expect(run.status).toBe('failed');
     expect(run.error).toContain('has no factory signing secret: run `previewctl apps rotate-factory-secret');
     expect(await receivedFor(runId)).toEqual([]);
@@ -292,14 +295,14 @@ test('an application without a factory signing secret fails the run saying how t
 }, 60_000);
 
 test('a run a restart abandons sends down', async () => {
-  const testId = await w.importTest({
+  const testId = await app.importTest({
     step_timeout_seconds: 20,
     steps: [{ interaction: 'wait-for', instruction: 'never', element: { html: '', selector: '#never' } }],
   });
   const runId = await startRun(testId);
   // Wait until up answered and the step is waiting.
   for (let i = 0; i < 100; i++) {
-    const res = await call(w.h, 'GET', `/run/${runId}`, { headers: client(w.h.org) });
+    const res = await call(h, 'GET', `/run/${runId}`, { headers: client(h.org) });
     if (res.body.metadata?.scenario?.status === 'up') break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -309,7 +312,7 @@ test('a run a restart abandons sends down', async () => {
     ['up', true],
     ['down', true],
   ]);
-  const run = await runEnded(w.h, runId);
+  const run = await runEnded(h, runId);
   expect(run.status).toBe('failed');
   expect(run.error).toContain('interrupted');
   expect(run.metadata.scenario.status).toBe('down');
@@ -318,12 +321,12 @@ test('a run a restart abandons sends down', async () => {
 describe('import', () => {
   test('rejects a scenario whose setup is not the organization’s, naming it', async () => {
     await expect(
-      w.importTest({ scenario: { setup_id: 'no-such-setup', recipe: 'signed-in' } }),
+      app.importTest({ scenario: { setup_id: 'no-such-setup', recipe: 'signed-in' } }),
     ).rejects.toThrow('[0].scenario: no setup no-such-setup in this organization');
   });
   test('rejects a recipe the setup does not have, naming it', async () => {
-    await expect(w.importTest({ scenario: { setup_id: w.setupId, recipe: 'nope' } })).rejects.toThrow(
-      `[0].scenario: setup ${w.setupId} version 1 has no recipe "nope"`,
+    await expect(app.importTest({ scenario: { setup_id: app.setupId, recipe: 'nope' } })).rejects.toThrow(
+      `[0].scenario: setup ${app.setupId} version 1 has no recipe "nope"`,
     );
   });
 });
@@ -355,8 +358,8 @@ describe('the factory is called, never followed (issue 23)', () => {
       create: { users: [{ email: 'qa+{{testRunShortId}}@example.com' }], ...create },
       validation: { status: 'validated', method: 'endpoint-up-down', phase: 'ok' },
     });
-    const up = await call(w.h, 'POST', `/v1/setup/setups/${setupId}/scenario-recipe-versions`, {
-      headers: bearer(w.h.org),
+    const up = await call(h, 'POST', `/v1/setup/setups/${setupId}/scenario-recipe-versions`, {
+      headers: bearer(h.org),
       body: {
         version: 1,
         source: { discoverPath: 'd.json', scenariosPath: 's.md' },
@@ -380,12 +383,12 @@ describe('the factory is called, never followed (issue 23)', () => {
   ])(
     'up answering %i fails the run naming the status and Location; nothing reaches the target',
     async (status, recipe, path) => {
-      const runId = await startRun(await w.importTest({ scenario: { setup_id: setupId, recipe } }));
-      const run = await runEnded(w.h, runId);
+      const runId = await startRun(await app.importTest({ scenario: { setup_id: setupId, recipe } }));
+      const run = await runEnded(h, runId);
       expect(run.status).toBe('failed');
       expect(run.error).toBe(
         `scenario "${recipe}" (setup ${setupId}) could not be provisioned: the Environment Factory answered up ` +
-          `(${w.main.urls.factory}/_preview/factory) with a redirect, ${status} to ${otherUrl}${path}, which is ` +
+          `(${app.main.urls.factory}/_preview/factory) with a redirect, ${status} to ${otherUrl}${path}, which is ` +
           'not followed: the factory must answer at its own URL',
       );
       expect(run.steps.map((s: any) => s.status)).toEqual(['skipped']);
@@ -401,9 +404,9 @@ describe('the factory is called, never followed (issue 23)', () => {
 
   test("a cookie of up for a domain that is not the preview's: the auth is refused, no step runs", async () => {
     const runId = await startRun(
-      await w.importTest({ scenario: { setup_id: setupId, recipe: 'foreign-cookie' } }),
+      await app.importTest({ scenario: { setup_id: setupId, recipe: 'foreign-cookie' } }),
     );
-    const run = await runEnded(w.h, runId);
+    const run = await runEnded(h, runId);
     expect(run.status).toBe('failed');
     expect(run.error).toBe(
       `the scenario's auth could not be applied to the browser: the factory's cookie "session" is for ` +

@@ -1,71 +1,61 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { startPreviewRuns } from '../../../functions/core/run-lifecycle.js';
 import { createApplication } from '../../../functions/core/tenancy.js';
 import { importTests } from '../../../functions/core/tests.js';
 import { workflows } from '../../../functions/ports/registry.js';
 import { ValidationError } from '../../../functions/shared/errors.js';
+import { bearer, call, client, linkRepo } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
-import { bearer, call, client, linkRepo } from '../../support/harness.js';
-import {
-  RUNS_APP_JS,
-  RUNS_APP_YAML,
-  type RunsWorld,
-  runEnded,
-  signUpSteps,
-  startRunsWorld,
-} from '../../support/runs-app.js';
+import { localServerForFile } from '../../support/local-server.js';
+import { RUNS_APP_JS, RUNS_APP_YAML, runEnded, signUpSteps } from '../../support/runs-app.js';
+import { runsAppForFile } from '../../support/runs-suite.js';
 
 /*
  * Issue 11, decision 1: what a run runs against, and what happens when it is not there; decision 7:
  * runs started by previews; tenancy of tests and runs.
  */
 
-let w: RunsWorld;
-beforeAll(async () => {
-  w = await startRunsWorld({ repo: 'acme/target' });
-}, 120_000);
-afterAll(async () => {
-  await w?.stop();
-}, 60_000);
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/target' });
 
-const startRun = (testId: string, body?: unknown, org = w.h.org) =>
-  call(w.h, 'POST', `/test/${testId}/run`, { headers: client(org), body });
+const startRun = (testId: string, body?: unknown, org = h.org) =>
+  call(h, 'POST', `/test/${testId}/run`, { headers: client(org), body });
 const runOf = async (testId: string, body?: unknown) => {
   const res = await startRun(testId, body);
   expect(res.status).toBe(201);
-  return runEnded(w.h, res.body.run_id);
+  return runEnded(h, res.body.run_id);
 };
 
 describe('environmentId', () => {
   test('is a CUID in PreviewStatus, and the main-branch environment is the default target', async () => {
-    expect(w.main.environmentId).toMatch(/^[a-z0-9]{20,}$/);
-    const run = await runOf(await w.importTest({}));
+    expect(app.main.environmentId).toMatch(/^[a-z0-9]{20,}$/);
+    const run = await runOf(await app.importTest({}));
     expect(run.status).toBe('passed');
     expect(run.metadata).toEqual({ source: 'api', attempts: 1 });
   }, 60_000);
 
   test('a PR environment: the 202 body names it, and application_version_id runs against it', async () => {
-    const sha = commitFiles(w.gitRoot, w.repo, {
+    const sha = commitFiles(h.gitRoot, app.repo, {
       'server.js': RUNS_APP_JS.replace('Sign up</h1>', 'Sign up (PR 5)</h1>'),
     });
-    const res = await call(w.h, 'POST', '/v1/preview/environments', {
-      headers: bearer(w.h.org),
-      body: { repoFullName: w.repo, prNumber: 5, headSha: sha, headRef: 'pr-5' },
+    const res = await call(h, 'POST', '/v1/preview/environments', {
+      headers: bearer(h.org),
+      body: { repoFullName: app.repo, prNumber: 5, headSha: sha, headRef: 'pr-5' },
     });
     expect(res.status).toBe(202);
     expect(res.body.environmentId).toMatch(/^[a-z0-9]{20,}$/);
-    expect(res.body.environmentId).not.toBe(w.main.environmentId);
+    expect(res.body.environmentId).not.toBe(app.main.environmentId);
     const pr = await pollUntil(
-      w.h,
-      w.h.org,
-      `/v1/preview/environments/${w.repo}/5`,
+      h,
+      h.org,
+      `/v1/preview/environments/${app.repo}/5`,
       (s) => s.status === 'ready',
       60_000,
     );
     expect((pr as any).environmentId).toBe(res.body.environmentId);
 
-    const testId = await w.importTest({
+    const testId = await app.importTest({
       name: 'PR heading',
       step_timeout_seconds: 2,
       steps: [{ interaction: 'assert-text', instruction: 'It says "Sign up (PR 5)"' }],
@@ -106,21 +96,21 @@ describe('a target that is not there: the run is created (201) and ends failed s
       'the main-branch environment (0) of application APP has no app "admin" (its apps: api, web)',
     ],
   ])('%s', async (_label, over, body, error) => {
-    const testId = await w.importTest(over);
+    const testId = await app.importTest(over);
     const res = await startRun(testId, body);
     expect(res.status).toBe(201);
-    const run = await runEnded(w.h, res.body.run_id, 20_000);
+    const run = await runEnded(h, res.body.run_id, 20_000);
     expect(run.status).toBe('failed');
-    expect(run.error).toBe(error.replace('APP', w.applicationId));
+    expect(run.error).toBe(error.replace('APP', app.applicationId));
     expect(run.steps.map((s: any) => s.status)).toEqual(signUpSteps.map(() => 'skipped'));
     expect(run.video_url).toBeNull();
   });
 
   test('an application without a main-branch environment, or not linked to a repository', async () => {
-    const undeployed = await linkRepo(w.h.org, 'acme/undeployed');
-    const unlinked = (await createApplication({ orgId: w.h.org.orgId })).applicationId;
-    const a = await runOf(await w.importTest({ application_id: undeployed }));
-    const b = await runOf(await w.importTest({ application_id: unlinked }));
+    const undeployed = await linkRepo(h.org, 'acme/undeployed');
+    const unlinked = (await createApplication({ orgId: h.org.orgId })).applicationId;
+    const a = await runOf(await app.importTest({ application_id: undeployed }));
+    const b = await runOf(await app.importTest({ application_id: unlinked }));
     expect(a.error).toBe(
       `application ${undeployed} has no main-branch environment (0): deploy it, or name an environment with application_version_id`,
     );
@@ -128,35 +118,29 @@ describe('a target that is not there: the run is created (201) and ends failed s
   });
 
   test('an environment that is not ready', async () => {
-    makeRepo(w.gitRoot, 'acme/slow', {
+    makeRepo(h.gitRoot, 'acme/slow', {
       'preview.yaml': RUNS_APP_YAML.replace(
         'command: node server.js\n',
         'build: sleep 30\n    command: node server.js\n',
       ),
       'server.js': RUNS_APP_JS,
     });
-    const slow = await linkRepo(w.h.org, 'acme/slow');
-    const deploy = await call(w.h, 'POST', `/v1/preview/applications/${slow}/0`, {
-      headers: bearer(w.h.org),
+    const slow = await linkRepo(h.org, 'acme/slow');
+    const deploy = await call(h, 'POST', `/v1/preview/applications/${slow}/0`, {
+      headers: bearer(h.org),
     });
     expect(deploy.status).toBe(202);
-    await pollUntil(
-      w.h,
-      w.h.org,
-      '/v1/preview/environments/acme/slow/0',
-      (s) => s.status === 'building',
-      30_000,
-    );
-    const run = await runOf(await w.importTest({ application_id: slow }));
+    await pollUntil(h, h.org, '/v1/preview/environments/acme/slow/0', (s) => s.status === 'building', 30_000);
+    const run = await runOf(await app.importTest({ application_id: slow }));
     expect(run.error).toBe(
       `the main-branch environment (0) of application ${slow} is not ready (status building)`,
     );
-    await call(w.h, 'DELETE', '/v1/preview/environments/acme/slow/0', { headers: bearer(w.h.org) });
+    await call(h, 'DELETE', '/v1/preview/environments/acme/slow/0', { headers: bearer(h.org) });
   }, 60_000);
 
   test('no run is left pending or running', async () => {
     for (const status of ['pending', 'running']) {
-      const res = await call(w.h, 'GET', `/run?status=${status}`, { headers: client(w.h.org) });
+      const res = await call(h, 'GET', `/run?status=${status}`, { headers: client(h.org) });
       expect([status, res.body]).toEqual([status, []]);
     }
   });
@@ -164,7 +148,7 @@ describe('a target that is not there: the run is created (201) and ends failed s
 
 describe('application_id in the tests file and previewctl tests import --app', () => {
   test('an application_id of no application of the organization is refused, nothing stored', async () => {
-    const other = await w.h.newOrg('other-importer');
+    const other = await h.newOrg('other-importer');
     const theirs = (await createApplication({ orgId: other.orgId, repoFullName: 'other/repo' }))
       .applicationId;
     const file = [
@@ -175,12 +159,12 @@ describe('application_id in the tests file and previewctl tests import --app', (
         steps: [],
       },
     ];
-    await expect(importTests(w.h.org.orgId, [{ ...file[0], application_id: theirs }])).rejects.toThrow(
+    await expect(importTests(h.org.orgId, [{ ...file[0], application_id: theirs }])).rejects.toThrow(
       new ValidationError(
         `invalid tests file: [0].application_id: no application ${theirs} in this organization`,
       ),
     );
-    await expect(importTests(w.h.org.orgId, file, { applicationId: theirs })).rejects.toThrow(
+    await expect(importTests(h.org.orgId, file, { applicationId: theirs })).rejects.toThrow(
       new ValidationError(`--app: no application ${theirs} in this organization`),
     );
   });
@@ -201,26 +185,26 @@ describe('application_id in the tests file and previewctl tests import --app', (
         application_id: 'ignored',
       },
     ];
-    const out = await importTests(w.h.org.orgId, file, { applicationId: w.applicationId });
+    const out = await importTests(h.org.orgId, file, { applicationId: app.applicationId });
     for (const { id } of out.tests) {
-      const res = await call(w.h, 'GET', `/test/${id}`, { headers: client(w.h.org) });
-      expect(res.body.application_id).toBe(w.applicationId);
+      const res = await call(h, 'GET', `/test/${id}`, { headers: client(h.org) });
+      expect(res.body.application_id).toBe(app.applicationId);
     }
   });
 });
 
 describe('run_on_preview', () => {
   test('an environment of the application becoming ready starts its run_on_preview tests (source preview)', async () => {
-    const onPreview = await w.importTest({ name: 'On every preview', run_on_preview: true });
-    await w.importTest({ name: 'Not on previews' });
-    const pr = await call(w.h, 'GET', `/v1/preview/environments/${w.repo}/0`, { headers: bearer(w.h.org) });
+    const onPreview = await app.importTest({ name: 'On every preview', run_on_preview: true });
+    await app.importTest({ name: 'Not on previews' });
+    const pr = await call(h, 'GET', `/v1/preview/environments/${app.repo}/0`, { headers: bearer(h.org) });
     // What mark-ready does once an environment is ready.
     const runIds = await startPreviewRuns(
       { workflows: workflows() },
-      { orgId: w.h.org.orgId, repoFullName: w.repo, prNumber: 0, environmentId: pr.body.environmentId },
+      { orgId: h.org.orgId, repoFullName: app.repo, prNumber: 0, environmentId: pr.body.environmentId },
     );
     expect(runIds).toHaveLength(1);
-    const run = await runEnded(w.h, runIds[0]!);
+    const run = await runEnded(h, runIds[0]!);
     expect(run).toMatchObject({
       test_id: onPreview,
       status: 'passed',
@@ -231,20 +215,18 @@ describe('run_on_preview', () => {
 
 describe('tenancy', () => {
   test("another organization's tests, runs and run media are 404 to it", async () => {
-    const testId = await w.importTest({});
+    const testId = await app.importTest({});
     const started = (await startRun(testId)).body;
-    const run = await runEnded(w.h, started.run_id);
-    const other = await w.h.newOrg('intruder');
+    const run = await runEnded(h, started.run_id);
+    const other = await h.newOrg('intruder');
     const as = client(other);
-    expect((await call(w.h, 'GET', `/test/${testId}`, { headers: as })).status).toBe(404);
+    expect((await call(h, 'GET', `/test/${testId}`, { headers: as })).status).toBe(404);
     expect((await startRun(testId, {}, other)).status).toBe(404);
-    expect((await call(w.h, 'GET', `/run/${run.id}?media=true&steps=true`, { headers: as })).status).toBe(
-      404,
-    );
-    expect((await call(w.h, 'GET', `/run?status=${run.status}`, { headers: as })).body).toEqual([]);
+    expect((await call(h, 'GET', `/run/${run.id}?media=true&steps=true`, { headers: as })).status).toBe(404);
+    expect((await call(h, 'GET', `/run?status=${run.status}`, { headers: as })).body).toEqual([]);
     // A report link signed for one run opens no other.
     const sig = new URL(started.url).search;
-    const otherRun = (await startRun(await w.importTest({}))).body.run_id;
-    expect((await fetch(`${w.h.url}/report/${otherRun}${sig}`)).status).toBe(403);
+    const otherRun = (await startRun(await app.importTest({}))).body.run_id;
+    expect((await fetch(`${h.url}/report/${otherRun}${sig}`)).status).toBe(403);
   }, 60_000);
 });

@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { readZip } from '../../../functions/ports/browser/trace-zip.js';
+import { call, client } from '../../support/api.js';
 import { launchChromium } from '../../support/chromium.js';
-import { call, client } from '../../support/harness.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { runEnded, signUpSteps, step } from '../../support/runs-app.js';
-import { runsWorldForFile, startRun } from '../../support/runs-suite.js';
+import { runsAppForFile, startRun } from '../../support/runs-suite.js';
 
 /*
  * Issue 28 through the local server: each run stores a Playwright trace (a masked zip, `trace_url` with
@@ -15,7 +16,8 @@ import { runsWorldForFile, startRun } from '../../support/runs-suite.js';
  * failed requests are on the step (metadata) and on the report.
  */
 
-const w = runsWorldForFile({ repo: 'acme/trace' });
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/trace' });
 let passed: any;
 let failed: any;
 const shots = process.env.RUN_REPORT_SHOTS ?? tmpdir();
@@ -23,7 +25,7 @@ const TOKEN = 'tok-5e1f-signup-value';
 
 beforeAll(async () => {
   // A variable whose name says it is a secret (issue 26): masked in outputs and in the trace.
-  const ok = await w.importTest({
+  const ok = await app.importTest({
     name: 'Sign up (traced)',
     variables: { EMAIL: 'saved@example.com', SIGNUP_TOKEN: TOKEN },
     steps: [
@@ -33,7 +35,7 @@ beforeAll(async () => {
       step('assert-text', 'The page says "Welcome, {{variable:SIGNUP_TOKEN}}"', { selector: '#greeting' }),
     ],
   });
-  const broken = await w.importTest({
+  const broken = await app.importTest({
     name: 'Save (broken)',
     step_timeout_seconds: 8,
     steps: [
@@ -42,14 +44,11 @@ beforeAll(async () => {
       step('assert-text', 'The page says "Saved"'),
     ],
   });
-  const [a, b] = await Promise.all([startRun(w, ok), startRun(w, broken)]);
+  const [a, b] = await Promise.all([startRun(h, ok), startRun(h, broken)]);
   try {
-    [passed, failed] = await Promise.all([
-      runEnded(w.h, a.run_id, 150_000),
-      runEnded(w.h, b.run_id, 150_000),
-    ]);
+    [passed, failed] = await Promise.all([runEnded(h, a.run_id, 150_000), runEnded(h, b.run_id, 150_000)]);
   } catch (err) {
-    process.stderr.write(`server log:\n${w.h.logs.slice(-40).join('\n')}\n`);
+    process.stderr.write(`server log:\n${h.logs.slice(-40).join('\n')}\n`);
     throw err;
   }
   passed.report = a.url;
@@ -61,7 +60,7 @@ describe('a trace per run', () => {
     expect(passed.status).toBe('passed');
     expect(failed.status).toBe('failed');
     for (const run of [passed, failed]) {
-      expect(run.trace_url).toMatch(new RegExp(`^${w.h.url}/media/runs/.+/trace\\.zip\\?expires=\\d+&sig=`));
+      expect(run.trace_url).toMatch(new RegExp(`^${h.url}/media/runs/.+/trace\\.zip\\?expires=\\d+&sig=`));
       const res = await fetch(run.trace_url);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('application/zip');
@@ -80,7 +79,7 @@ describe('a trace per run', () => {
     expect(all).not.toContain(TOKEN);
     expect(all).toContain('[secret]');
     // Without media=true: no trace_url key.
-    const bare = await call(w.h, 'GET', `/run/${passed.id}`, { headers: client(w.h.org) });
+    const bare = await call(h, 'GET', `/run/${passed.id}`, { headers: client(h.org) });
     expect(bare.body).not.toHaveProperty('trace_url');
   });
 
@@ -110,7 +109,7 @@ describe('a trace per run', () => {
         const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
         await page.goto(run.report, { waitUntil: 'load' });
         const viewer = await page.locator('#trace').getAttribute('href');
-        expect(viewer).toMatch(new RegExp(`^${w.h.url}/trace-viewer/index\\.html\\?trace=`));
+        expect(viewer).toMatch(new RegExp(`^${h.url}/trace-viewer/index\\.html\\?trace=`));
         const stepLinks = await page
           .locator('a.trace')
           .evaluateAll((as) => as.map((a) => a.getAttribute('href')));
@@ -118,7 +117,7 @@ describe('a trace per run', () => {
         expect(new Set(stepLinks)).toEqual(new Set([viewer]));
         // The viewer, from this server's origin, loads the trace through its service worker.
         await page.goto(viewer!, { waitUntil: 'load' });
-        expect(new URL(page.url()).origin).toBe(new URL(w.h.url).origin);
+        expect(new URL(page.url()).origin).toBe(new URL(h.url).origin);
         await page.getByText(last).first().waitFor({ timeout: 30_000 });
         for (let i = 1; i <= run.steps.filter((s: any) => s.status !== 'skipped').length; i++)
           expect(await page.getByText(`step ${i}: `).count()).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { deleteSecret, leaseTiming, upsertSecrets } from '../../../functions/core/secrets.js';
 import { createApplication } from '../../../functions/core/tenancy.js';
 import { LocalSecretStore } from '../../../functions/ports/secret-store/local-files.js';
@@ -9,7 +9,8 @@ import type { BundleRef, SecretStore } from '../../../functions/ports/secret-sto
 import { ddb, table } from '../../../functions/shared/dynamo.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../../functions/shared/errors.js';
 import { REPO_ROOT } from '../../../lib/local/server.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { bearer, call } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 
 /*
  * Concurrent writers of one secret bundle (issue 14, target 5). Writers are serialized by a lease on the
@@ -19,7 +20,7 @@ import { bearer, call, type Harness, startHarness } from '../../support/harness.
  * containers), and that a lease another writer holds is respected.
  */
 
-let h: Harness;
+const h = localServerForFile();
 let auth: Record<string, string>;
 let appId: string;
 let store: LocalSecretStore;
@@ -79,13 +80,9 @@ function track<T>(p: Promise<T>) {
 }
 
 beforeAll(async () => {
-  h = await startHarness();
   auth = bearer(h.org);
   appId = (await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/concurrent' })).applicationId;
   store = new LocalSecretStore(h.dataDir);
-});
-afterAll(async () => {
-  await h.stop();
 });
 
 describe('a writer whose lease ran short', () => {

@@ -4,10 +4,11 @@ import { createApplication } from '../../../functions/core/tenancy.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { LocalSecretStore } from '../../../functions/ports/secret-store/local-files.js';
 import { ddb, table } from '../../../functions/shared/dynamo.js';
-import { bearer, call, type Harness, startHarness } from '../../support/harness.js';
+import { bearer, call } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
 import { closeSnapshots, scanTable, secretFiles } from '../../support/stored-state.js';
 
-let h: Harness;
+const h = localServerForFile();
 let auth: Record<string, string>;
 let appId: string;
 let store: LocalSecretStore;
@@ -17,14 +18,12 @@ const values = (app = 'web', id = appId) => store.read({ applicationId: id, app 
 const keysOf = async (path = base(), headers = auth) => (await call(h, 'GET', path, { headers })).body.keys;
 
 beforeAll(async () => {
-  h = await startHarness();
   auth = bearer(h.org);
   appId = (await createApplication({ orgId: h.org.orgId, repoFullName: 'acme/web' })).applicationId;
   store = new LocalSecretStore(h.dataDir);
 });
 afterAll(async () => {
   closeSnapshots();
-  await h.stop();
 });
 
 /** Everything the secrets routes store: the metadata table and the encrypted value files. */

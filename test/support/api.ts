@@ -1,54 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   createApplication,
-  createOrganization,
   findApplicationByRepo,
   type OrgCredentials,
 } from '../../functions/core/tenancy.js';
-import { setLogSink } from '../../functions/shared/log.js';
-import { type LocalService, startLocal } from '../../lib/local/server.js';
 
-/**
- * Integration harness: the very local server `npm start` runs, on a free port, with a fresh data dir.
- * Log lines are captured (tests assert secrets never reach them). One server per test file.
+/*
+ * Talking to the service as its callers do: real HTTP to a base URL (the local server, the cloud tier's
+ * front), the credentials each route group wants, and an application linked to a repository. No Jest
+ * here: the benchmarks and the cloud tier use it too. Starting the local server: local-server.ts.
  */
-export interface Harness {
-  service: LocalService;
-  url: string;
-  dataDir: string;
-  /** The org created on first start. */
-  org: OrgCredentials;
-  logs: string[];
-  /** A further organization (for cross-organization tests). */
-  newOrg(name?: string): Promise<OrgCredentials>;
-  stop(): Promise<void>;
-}
-
-export async function startHarness(opts: { gitRoot?: string } = {}): Promise<Harness> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'preview-it-'));
-  const logs: string[] = [];
-  setLogSink((line) => logs.push(line));
-  // Working copies inside the (temporary) data dir, so stop() removes them too; restored by stop().
-  const workDirVar = process.env.PREVIEW_WORK_DIR;
-  process.env.PREVIEW_WORK_DIR = join(dataDir, 'work');
-  const service = await startLocal({ dataDir, port: 0, gitRoot: opts.gitRoot });
-  return {
-    service,
-    url: service.url,
-    dataDir,
-    org: service.credentials,
-    logs,
-    newOrg: (name = 'other') => createOrganization(name),
-    stop: async () => {
-      await service.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-      if (workDirVar === undefined) delete process.env.PREVIEW_WORK_DIR;
-      else process.env.PREVIEW_WORK_DIR = workDirVar;
-    },
-  };
-}
 
 /**
  * The application of `org` linked to `repoFullName`, created when there is none (a deploy needs one).
