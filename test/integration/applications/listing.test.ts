@@ -1,23 +1,15 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../../functions/core/tenancy.js';
-import { importTests } from '../../../functions/core/tests.js';
-import { bearer, call, client, linkRepo } from '../../support/api.js';
+import { bearer, call, linkRepo } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
 
-/* The read endpoints users look for (issue 26, item 10): applications, tests, recipe versions. */
+/* The applications an organization has, as users look for them (the listing and its filter). */
 
 const h = localServerForFile();
 let other: OrgCredentials;
 beforeAll(async () => {
   other = await h.newOrg();
 }, 60_000);
-
-const testDef = (name: string, folder: string) => ({
-  name,
-  folder: { id: folder, name: folder.toUpperCase() },
-  application_version: { name: 'v1', path: '/' },
-  steps: [{ instruction: 'Open it', interaction: 'navigate', url: '/' }],
-});
 
 describe('GET /v1/preview/applications', () => {
   test("the org's applications, oldest first; ?repo= the one linking it; never another org's", async () => {
@@ -57,70 +49,5 @@ describe('GET /v1/preview/applications', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatch(/repo/);
     expect((await call(h, 'GET', '/v1/preview/applications')).status).toBe(401);
-  });
-});
-
-describe('GET /test', () => {
-  test("the org's tests, newest first, without steps; ?folder= one folder's; never another org's", async () => {
-    const first = await importTests(h.org.orgId, [testDef('first', 'smoke')]);
-    const second = await importTests(h.org.orgId, [testDef('second', 'deep')]);
-    await importTests(other.orgId, [testDef('theirs', 'smoke')]);
-    const all = await call(h, 'GET', '/test', { headers: client(h.org) });
-    expect(all.status).toBe(200);
-    expect(all.body.map((t: { name: string }) => t.name)).toEqual(['second', 'first']);
-    expect(all.body[0]).toEqual({
-      id: second.tests[0]!.id,
-      name: 'second',
-      created_at: expect.any(String),
-      folder: { id: 'deep', name: 'DEEP' },
-      application_version: { name: 'v1', path: '/' },
-    });
-    const smoke = await call(h, 'GET', '/test?folder=smoke', { headers: client(h.org) });
-    expect(smoke.body.map((t: { id: string }) => t.id)).toEqual([first.tests[0]!.id]);
-    expect((await call(h, 'GET', '/test?folder=a%20b', { headers: client(h.org) })).status).toBe(400);
-    // The API key is not the credential of the test routes.
-    expect((await call(h, 'GET', '/test', { headers: bearer(h.org) })).status).toBe(401);
-  });
-});
-
-describe('GET /v1/setup/setups/{setupId}/scenario-recipe-versions[/{version}]', () => {
-  const file = (name: string) => ({
-    version: 1,
-    source: { discoverPath: 'd.json', scenariosPath: 's.md', extra: 'kept' },
-    validationMode: 'sdk-check',
-    recipes: [
-      {
-        name,
-        description: 'd',
-        create: { users: [{ email: 'a@example.com' }] },
-        validation: { status: 'validated', method: 'checkScenario', phase: 'ok' },
-      },
-    ],
-  });
-  const path = (setup: string) => `/v1/setup/setups/${setup}/scenario-recipe-versions`;
-
-  test('versions newest first, one with its file as uploaded; 404 for another org, 400 for a bad version', async () => {
-    for (const name of ['one', 'two'])
-      expect((await call(h, 'POST', path('shop'), { body: file(name), headers: bearer(h.org) })).status).toBe(
-        201,
-      );
-    const list = await call(h, 'GET', path('shop'), { headers: bearer(h.org) });
-    expect(list.status).toBe(200);
-    expect(list.body.versions).toEqual([
-      { setupId: 'shop', version: 2, recipeCount: 1, createdAt: expect.any(String) },
-      { setupId: 'shop', version: 1, recipeCount: 1, createdAt: expect.any(String) },
-    ]);
-    const one = await call(h, 'GET', `${path('shop')}/1`, { headers: bearer(h.org) });
-    expect(one.status).toBe(200);
-    expect(one.body).toMatchObject({ setupId: 'shop', version: 1, file: file('one') });
-    expect((await call(h, 'GET', `${path('shop')}/3`, { headers: bearer(h.org) })).body).toEqual({
-      error: 'recipe version not found',
-    });
-    expect((await call(h, 'GET', `${path('shop')}/0`, { headers: bearer(h.org) })).status).toBe(400);
-    expect((await call(h, 'GET', `${path('shop')}/x`, { headers: bearer(h.org) })).status).toBe(400);
-    for (const p of [path('shop'), `${path('shop')}/1`, path('nowhere')]) {
-      const res = await call(h, 'GET', p, { headers: bearer(p.includes('nowhere') ? h.org : other) });
-      expect(res).toMatchObject({ status: 404, body: { error: 'setup not found' } });
-    }
   });
 });
