@@ -29,12 +29,12 @@ describe('GET /v1/preview/applications', () => {
       deployDrafts: false,
       allowedOrigins: [],
       createdAt: expect.any(String),
-      // Which pull requests get a preview (issue 27), with the defaults filled in.
+      // Which pull requests get a preview, with the defaults filled in.
       skipLabel: 'no-preview',
       requireLabel: null,
       paths: [],
       skipAuthors: [],
-      // The front door (issue 29), with the local defaults: public on the loopback, asleep after 30 minutes.
+      // The front door, with the local defaults: public on the loopback, asleep after 30 minutes.
       access: 'public',
       sleepAfterMinutes: 30,
     });

@@ -4,9 +4,9 @@ import { attackFindsNothing, isolationSkipReason } from '../../support/isolation
 import { localServerForFile } from '../../support/local-server.js';
 
 /*
- * Issue 8, finding 1, with working copies where `npm start` puts them by default: the work dir under the
- * OS temp dir (`$TMPDIR/preview-work-<hash>`), beside (not inside) the data dir. The same attack as
- * isolation.test.ts finds nothing of organization A or of the server.
+ * The isolation attack (a build reads other environments), with working copies where `npm start` puts them by
+ * default: the work dir under the OS temp dir (`$TMPDIR/preview-work-<hash>`), beside (not inside) the data
+ * dir. The same attack as isolation.test.ts finds nothing of organization A or of the server.
  */
 
 const skip = isolationSkipReason();

@@ -3,9 +3,9 @@ import { attackFindsNothing, isolationSkipReason } from '../../support/isolation
 import { localServerForFile } from '../../support/local-server.js';
 
 /*
- * Issue 8, finding 1 (critical), through the real local server as the integration harness runs it
- * (working copies under PREVIEW_WORK_DIR=<data dir>/work): organization B's build and app read
- * /proc/*\/environ, the data dir and other working copies, and find nothing of organization A or of the
+ * The isolation attack (a build reads other environments), through the real local server as the integration
+ * harness runs it (working copies under PREVIEW_WORK_DIR=<data dir>/work): organization B's build and app
+ * read /proc/*\/environ, the data dir and other working copies, and find nothing of organization A or of the
  * server. See test/support/isolation.ts for the attack.
  */
 

@@ -7,7 +7,7 @@ import { runsAppForFile } from '../../support/runs-suite.js';
 
 /*
  * A host without the browser (or ffmpeg): `npm start` says what to install, and runs end failed with
- * that message instead of hanging (issue 11, decision 3).
+ * that message instead of hanging.
  */
 
 // Read by the configuration when the local server starts (this file's first use of it).
