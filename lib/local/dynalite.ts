@@ -42,8 +42,9 @@ export const localTableName = (name: string): string => `preview-${name}`;
  * patch-package patch, which needs a postinstall script (skipped by `npm ci --ignore-scripts`, and a
  * silent leak then) and a patch re-cut on every dynalite release, and over
  * another engine (dynalite is what Architect's sandbox uses, and the rest of it holds up). It is applied
- * wherever dynalite is started from this module, tests included. test/integration/dynalite-iterators.test.ts
- * proves no iterator stays open, and fails once dynalite closes its iterators itself: then remove this.
+ * wherever dynalite is started from this module, tests included.
+ * test/integration/local-server/dynalite-iterators.test.ts proves no iterator stays open, and fails once
+ * dynalite closes its iterators itself: then remove this.
  */
 for (const Iterator of [AbstractKeyIterator, AbstractValueIterator]) {
   const proto = Iterator.prototype as unknown as { return?: () => Promise<void>; close(): Promise<void> };
@@ -56,8 +57,9 @@ for (const Iterator of [AbstractKeyIterator, AbstractValueIterator]) {
  * dynalite signs every answer with an `x-amz-crc32` header computed by `buffer-crc32`, a byte-at-a-time
  * loop in JavaScript: about 80 µs for the 10 KB answer to the Query of a page of runs, more than the rest of
  * the answer's writing. Node computes the same CRC-32 natively (`zlib.crc32`, Node 20.15+): the header is
- * the same number (test/integration/dynalite-query.test.ts compares them). Only the one-argument form
- * dynalite calls (`unsigned(body)`, a string or a Buffer) is replaced; anything else goes to the original.
+ * the same number (test/integration/local-server/dynalite-query.test.ts compares them). Only the
+ * one-argument form dynalite calls (`unsigned(body)`, a string or a Buffer) is replaced; anything else goes
+ * to the original.
  */
 const bufferCrc32 = createRequire(createRequire(import.meta.url).resolve('dynalite'))('buffer-crc32') as {
   unsigned: ((...args: unknown[]) => number) & { native?: true };
@@ -80,8 +82,8 @@ if (typeof zlibCrc32 === 'function' && !bufferCrc32.unsigned.native) {
  * read the same range of the same iterator in batches instead, and build the answer exactly as
  * `db.queryTable` does (same items, Count, ScannedCount, LastEvaluatedKey, 1 MB and Limit cut-offs,
  * projection). Scans and every other Query take dynalite's own path. Only the engine changes: the request
- * the handlers send is the one they send to DynamoDB. test/integration/dynalite-query.test.ts compares the
- * two paths on the same data.
+ * the handlers send is the one they send to DynamoDB. test/integration/local-server/dynalite-query.test.ts
+ * compares the two paths on the same data.
  */
 /** The request fields `queryTable` reads (dynalite's validated request). */
 interface QueryData {

@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { statusPath } from '../../functions/core/environments.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
+import { bearer, call, linkRepo } from '../support/api.js';
 import { SERVER_JS, type Status } from '../support/apps.js';
 import { commitFiles, makeRepo } from '../support/git.js';
-import { bearer, call, linkRepo } from '../support/harness.js';
 import { median, reportFigure, runBench } from './report.js';
 
 const ROUNDS = 3;

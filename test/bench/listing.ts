@@ -31,7 +31,7 @@ import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { startLocal } from '../../lib/local/server.js';
-import { client } from '../support/harness.js';
+import { client } from '../support/api.js';
 import { median, reportFigure } from './report.js';
 
 const ROUNDS = Number(process.env.BENCH_LISTING_REQUESTS ?? 100);

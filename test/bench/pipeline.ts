@@ -20,9 +20,9 @@ import { keys } from '../../functions/manifest/tables.js';
 import type { ExecutionRecord } from '../../functions/ports/workflows/local-asl.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
+import { bearer, call, linkRepo } from '../support/api.js';
 import { SERVER_JS, type Status } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
-import { bearer, call, linkRepo } from '../support/harness.js';
 import { freePort } from '../support/process.js';
 import { median, runBench } from './report.js';
 

@@ -48,7 +48,7 @@ import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 import { batchedSink, setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
-import { bearer, call, client } from '../support/harness.js';
+import { bearer, call, client } from '../support/api.js';
 import { median, reportFigure } from './report.js';
 
 const SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);

@@ -20,9 +20,9 @@ import type { Browser, BrowserSession } from '../../functions/ports/browser/port
 import { provideLocalAdapters } from '../../functions/ports/registry.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
+import { bearer, call, client, linkRepo } from '../support/api.js';
 import { pollUntil } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
-import { bearer, call, client, linkRepo } from '../support/harness.js';
 import { RUNS_APP_JS, RUNS_APP_YAML, signUpSteps, step } from '../support/runs-app.js';
 import { median } from './report.js';
 

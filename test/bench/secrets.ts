@@ -23,7 +23,7 @@ import { createApplication } from '../../functions/core/tenancy.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
-import { bearer, call } from '../support/harness.js';
+import { bearer, call } from '../support/api.js';
 import { median, reportFigure, runBench } from './report.js';
 
 const CONCURRENT = 100;

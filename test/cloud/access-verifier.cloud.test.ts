@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { ACCESS_PATH, signAccessToken } from '../../functions/shared/access-token.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { type Cloud, startCloud } from './harness.js';
+import { type Cloud, startCloud } from './cloud-tier.js';
 
 /*
  * The front door's access verifier Lambda (functions/api/access/verify.ts, behind a function URL on EKS) in

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
+import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
-import { bearer, call } from '../support/harness.js';
+import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
 
 /*
  * Build identity in the cloud simulation tier (docs/builds.md): the real handlers in AWS mode,

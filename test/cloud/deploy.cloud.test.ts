@@ -2,16 +2,16 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
+import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
-import { bearer, call } from '../support/harness.js';
-import { appKeyPair, FakeGitHub, faults } from './fakes/github.js';
 import {
   BUILD_LOG_GROUP,
   type Cloud,
   GITHUB_APP_SECRET_ARN,
   IMAGE_REPOSITORY,
   startCloud,
-} from './harness.js';
+} from './cloud-tier.js';
+import { appKeyPair, FakeGitHub, faults } from './fakes/github.js';
 
 /*
  * The cloud path, part 1, in the cloud simulation tier: the real handlers and steps in PREVIEW_MODE=aws,

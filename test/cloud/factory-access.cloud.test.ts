@@ -4,7 +4,7 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { checkAccessToken, cookieValue } from '../../functions/shared/access-token.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
-import { type Cloud, startCloud } from './harness.js';
+import { type Cloud, startCloud } from './cloud-tier.js';
 
 /*
  * The front door in the cloud simulation tier: a protected preview's Environment Factory, called at its

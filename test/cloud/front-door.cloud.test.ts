@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { hostOf, namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
+import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
-import { bearer, call } from '../support/harness.js';
+import { type Cloud, INGRESS_DOMAIN } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
-import { type Cloud, INGRESS_DOMAIN } from './harness.js';
 
 /*
  * The front door on EKS in the cloud simulation tier: the real handlers and steps in

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
+import { bearer, call } from '../support/api.js';
 import { pollUntil, settled } from '../support/apps.js';
-import { bearer, call } from '../support/harness.js';
+import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './cloud-tier.js';
 import { appKeyPair, FakeGitHub } from './fakes/github.js';
-import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './harness.js';
 
 /*
  * A GitHub App secret holding the wrong private key (its own container, since credentials are read once

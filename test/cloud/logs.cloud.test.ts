@@ -3,12 +3,12 @@ import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { MASK } from '../../functions/shared/masking/mask.js';
+import { bearer, call } from '../support/api.js';
 import { pollUntil, settled } from '../support/apps.js';
-import { bearer, call } from '../support/harness.js';
+import { BUILD_LOG_GROUP, type Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
-import { BUILD_LOG_GROUP, type Cloud } from './harness.js';
 
 /*
  * GET …/apps/{app}/logs in the cloud simulation tier: the real handler in PREVIEW_MODE=aws reads a failed

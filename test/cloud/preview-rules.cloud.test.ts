@@ -3,10 +3,10 @@ import { findEnvironment } from '../../functions/core/environments.js';
 import { type OrgCredentials, updateApplication } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { deliver, prPayload } from '../support/webhooks.js';
+import type { Cloud } from './cloud-tier.js';
 import { asDelivered, type PutEventsEntry } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
 
 /*
  * An application's `paths` rule in the cloud simulation tier: the webhook handler in

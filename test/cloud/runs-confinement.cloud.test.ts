@@ -6,7 +6,7 @@ import type { PreparedRun } from '../../functions/core/run-lifecycle.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
-import { type Cloud, startCloud } from './harness.js';
+import { type Cloud, startCloud } from './cloud-tier.js';
 
 /*
  * Run confinement in the cloud simulation tier: the test-run executor Lambda's own configuration

@@ -6,7 +6,7 @@ import type { RunItem } from '../../functions/core/run-store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
-import { type Cloud, startCloud } from './harness.js';
+import { type Cloud, startCloud } from './cloud-tier.js';
 
 /*
  * Runs under retries and deadlines in the cloud simulation tier: the test-run step handlers in

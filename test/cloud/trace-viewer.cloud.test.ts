@@ -9,8 +9,8 @@ import type { RunItem } from '../../functions/core/run-store.js';
 import { pages } from '../../functions/manifest/routes.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
+import { type Cloud, startCloud } from './cloud-tier.js';
 import { REGION } from './fakes/aws.js';
-import { type Cloud, startCloud } from './harness.js';
 
 /*
  * The AWS half of the trace viewer, in the cloud simulation tier (PREVIEW_MODE=aws, the S3

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { setLogSink } from '../../functions/shared/log.js';
 import { deliver, prPayload } from '../support/webhooks.js';
+import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
 
 /*
  * Failed webhook deliveries, asked for again, in the cloud simulation tier: a delivery whose events the

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { findEnvironment } from '../../functions/core/environments.js';
 import type { OrgCredentials } from '../../functions/core/tenancy.js';
 import { setLogSink } from '../../functions/shared/log.js';
-import { bearer, call } from '../support/harness.js';
+import { bearer, call } from '../support/api.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
+import type { Cloud } from './cloud-tier.js';
 import { ACCOUNT, asDelivered, type PutEventsEntry, REGION } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
-import type { Cloud } from './harness.js';
 
 /*
  * Previews that follow the pull request, in the cloud simulation tier: the webhook handler in

@@ -23,15 +23,10 @@ import {
   rowId,
 } from '../../functions/shared/validation.js';
 import { compileRoutes, matchRoute } from '../../lib/local/http-bridge.js';
-import { bearer, call, client, type Harness, startHarness } from '../support/harness.js';
-import {
-  closeSnapshots,
-  isErrorBody,
-  type RawResponse,
-  rawRequest,
-  snapshot,
-  stableJson,
-} from './support.js';
+import { bearer, call, client } from '../support/api.js';
+import { localServerForFile } from '../support/local-server.js';
+import { isErrorBody, type RawResponse, rawRequest } from '../support/raw-http.js';
+import { closeSnapshots, snapshot, stableJson } from '../support/stored-state.js';
 
 /*
  * The hardening regression tier: property-based probing of every route of the manifest over
@@ -49,7 +44,7 @@ import {
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
 
-let h: Harness;
+const h = localServerForFile();
 let orgs: { a: OrgCredentials; b: OrgCredentials };
 /** What each organization owns; the other's ids are "foreign" to it. */
 let owned: { a: Owned; b: Owned };
@@ -104,7 +99,6 @@ async function seed(org: OrgCredentials, repoFullName: string, setupId: string):
 }
 
 beforeAll(async () => {
-  h = await startHarness();
   orgs = { a: h.org, b: await h.newOrg('fuzz-b') };
   owned = { a: await seed(orgs.a, 'acme/fuzz', 'setup-a'), b: await seed(orgs.b, 'other/fuzz', 'setup-b') };
   const bundle = await call(h, 'PUT', `/v1/preview/secrets/${owned.a.applicationId}/web`, {
@@ -133,7 +127,6 @@ afterAll(async () => {
   console.log(`fuzz: answers by status per route\n${JSON.stringify(report, null, 2)}`);
   if (process.env.FUZZ_REPORT) writeFileSync(process.env.FUZZ_REPORT, `${JSON.stringify(report, null, 2)}\n`);
   closeSnapshots();
-  await h?.stop();
 });
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Harness } from './harness.js';
-import { bearer, call } from './harness.js';
+import { bearer, call } from './api.js';
 
 /**
  * A tiny app for preview.yaml fixtures: listens on $PORT, answers /healthz, and `/` with what a test
@@ -53,7 +52,7 @@ export type Status = {
 
 /** Poll an environment until `done` says so (or fail after `timeoutMs`), like a caller would. */
 export async function pollUntil(
-  h: Harness | { url: string },
+  h: { url: string },
   org: { apiKey: string },
   path: string,
   done: (s: Status) => boolean,

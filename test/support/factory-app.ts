@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ensureFactorySecret } from '../../functions/core/scenarios.js';
 import { importTests } from '../../functions/core/tests.js';
 import { secretStore } from '../../functions/ports/registry.js';
+import { bearer, call, linkRepo } from './api.js';
 import { pollUntil, type Status } from './apps.js';
 import { makeRepo } from './git.js';
-import { bearer, call, type Harness, linkRepo, startHarness } from './harness.js';
+import type { LocalServer } from './local-server.js';
 
 /**
  * The fixtures of scenario data: an Environment Factory app and a web app that needs a signed-in user, both
@@ -144,8 +142,8 @@ export const recipesFile = () => {
   };
 };
 
-export interface FactoryWorld {
-  h: Harness;
+/** The fixture web and factory apps deployed as an application's main-branch environment (0), ready. */
+export interface FactoryApp {
   repo: string;
   applicationId: string;
   setupId: string;
@@ -153,41 +151,45 @@ export interface FactoryWorld {
   /** What the factory app received so far. */
   received(): Promise<{ verified: boolean; signature: string | null; body: any }[]>;
   importTest(over: Record<string, unknown>): Promise<string>;
-  stop(): Promise<void>;
 }
 
-/** A local service with the fixture web and factory apps deployed as the main-branch environment. */
-export async function startFactoryWorld(repo = 'acme/factory'): Promise<FactoryWorld> {
-  const gitRoot = mkdtempSync(join(tmpdir(), 'preview-factory-git-'));
-  const h = await startHarness({ gitRoot });
-  makeRepo(gitRoot, repo, {
+/**
+ * Deploy the fixture web and factory apps on a started local server as the main-branch environment (0)
+ * of an application, with its factory secret and a setup's recipes uploaded (runs-suite.ts's
+ * `factoryAppForFile` does it for a test file).
+ */
+export async function deployFactoryApp(
+  server: Pick<LocalServer, 'url' | 'org' | 'gitRoot'>,
+  repo = 'acme/factory',
+): Promise<FactoryApp> {
+  const { org } = server;
+  makeRepo(server.gitRoot, repo, {
     'preview.yaml': FACTORY_PREVIEW_YAML,
     'web.js': WEB_JS,
     'factory.js': FACTORY_JS,
   });
-  const applicationId = await linkRepo(h.org, repo);
+  const applicationId = await linkRepo(org, repo);
   // What `previewctl apps create` does for every new application.
   await ensureFactorySecret(secretStore(), applicationId);
   const setupId = `setup-${Date.now().toString(36)}`;
-  const up = await call(h, 'POST', `/v1/setup/setups/${setupId}/scenario-recipe-versions`, {
-    headers: bearer(h.org),
+  const up = await call(server, 'POST', `/v1/setup/setups/${setupId}/scenario-recipe-versions`, {
+    headers: bearer(org),
     body: recipesFile(),
   });
   if (up.status !== 201) throw new Error(`recipes: ${up.status} ${up.text}`);
-  const res = await call(h, 'POST', `/v1/preview/applications/${applicationId}/0`, {
-    headers: bearer(h.org),
+  const res = await call(server, 'POST', `/v1/preview/applications/${applicationId}/0`, {
+    headers: bearer(org),
   });
   if (res.status !== 202) throw new Error(`main-branch deploy: ${res.status} ${res.text}`);
   const main = await pollUntil(
-    h,
-    h.org,
+    server,
+    org,
     `/v1/preview/environments/${repo}/0`,
     (s) => s.status === 'ready' || s.status === 'failed',
     60_000,
   );
   if (main.status !== 'ready') throw new Error(`main-branch environment: ${JSON.stringify(main)}`);
   return {
-    h,
     repo,
     applicationId,
     setupId,
@@ -197,7 +199,7 @@ export async function startFactoryWorld(repo = 'acme/factory'): Promise<FactoryW
       return (await r.json()) as any;
     },
     importTest: async (over) => {
-      const out = await importTests(h.org.orgId, [
+      const out = await importTests(org.orgId, [
         {
           name: 'Signed-in user sees the account',
           folder: { id: 'account', name: 'Account' },
@@ -215,10 +217,6 @@ export async function startFactoryWorld(repo = 'acme/factory'): Promise<FactoryW
         },
       ]);
       return out.tests[0]!.id;
-    },
-    stop: async () => {
-      await h.stop();
-      rmSync(gitRoot, { recursive: true, force: true });
     },
   };
 }

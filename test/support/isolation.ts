@@ -5,9 +5,9 @@ import { expect } from '@jest/globals';
 import { createApplication, createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
 import { bubblewrapUsable } from '../../functions/ports/runtime/local/sandbox.js';
 import type { LocalService } from '../../lib/local/server.js';
+import { bearer, call } from './api.js';
 import { hit, pollUntil, SERVER_JS, settled } from './apps.js';
 import { commitFiles, makeRepo } from './git.js';
-import { bearer, call } from './harness.js';
 
 /*
  * The isolation attack, as it was found: organization B deploys a repository whose build and app read every

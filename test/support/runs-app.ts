@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { importTests } from '../../functions/core/tests.js';
+import { bearer, call, client, linkRepo } from './api.js';
 import { pollUntil, type Status } from './apps.js';
 import { makeRepo } from './git.js';
-import { bearer, call, client, type Harness, linkRepo, startHarness } from './harness.js';
+import type { LocalServer } from './local-server.js';
 
 /**
  * The fixture app of the run tests: a form page and a result page (and a few pages that misbehave on
@@ -100,57 +98,55 @@ export const signUpSteps = [
   step('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', { selector: '#greeting' }),
 ];
 
-export interface RunsWorld {
-  h: Harness;
-  gitRoot: string;
+/** The fixture app deployed as an application's main-branch environment (0), ready. */
+export interface RunsApp {
   repo: string;
   applicationId: string;
   /** The main-branch environment (0), ready. */
   main: Status & { environmentId?: string };
   /** Import one test of the fixture's application; returns its id. */
   importTest(over: Record<string, unknown>): Promise<string>;
-  stop(): Promise<void>;
 }
 
 /**
- * A local service with the fixture app deployed through the local pipeline as the main-branch
- * environment (0) of an application, ready.
+ * Deploy the fixture app on a started local server (runs-suite.ts's `runsAppForFile` does it for a test
+ * file): its repository written under the server's git root, an application linked to it (with `secrets`
+ * for its `web` app, if given), the main-branch environment (0) deployed through the local pipeline and
+ * waited for until ready.
  */
-export async function startRunsWorld(
+export async function deployRunsApp(
+  server: Pick<LocalServer, 'url' | 'org' | 'gitRoot'>,
   opts: { repo?: string; secrets?: Record<string, string> } = {},
-): Promise<RunsWorld> {
+): Promise<RunsApp> {
   const repo = opts.repo ?? 'acme/signup';
-  const gitRoot = mkdtempSync(join(tmpdir(), 'preview-runs-git-'));
-  const h = await startHarness({ gitRoot });
-  makeRepo(gitRoot, repo, { 'preview.yaml': RUNS_APP_YAML, 'server.js': RUNS_APP_JS });
-  const applicationId = await linkRepo(h.org, repo);
+  const { org } = server;
+  makeRepo(server.gitRoot, repo, { 'preview.yaml': RUNS_APP_YAML, 'server.js': RUNS_APP_JS });
+  const applicationId = await linkRepo(org, repo);
   if (opts.secrets) {
-    const put = await call(h, 'PUT', `/v1/preview/secrets/${applicationId}/web`, {
-      headers: bearer(h.org),
+    const put = await call(server, 'PUT', `/v1/preview/secrets/${applicationId}/web`, {
+      headers: bearer(org),
       body: { items: Object.entries(opts.secrets).map(([key, value]) => ({ key, value })) },
     });
     if (put.status !== 200) throw new Error(`secrets: ${put.status} ${put.text}`);
   }
-  const res = await call(h, 'POST', `/v1/preview/applications/${applicationId}/0`, {
-    headers: bearer(h.org),
+  const res = await call(server, 'POST', `/v1/preview/applications/${applicationId}/0`, {
+    headers: bearer(org),
   });
   if (res.status !== 202) throw new Error(`main-branch deploy: ${res.status} ${res.text}`);
   const main = await pollUntil(
-    h,
-    h.org,
+    server,
+    org,
     `/v1/preview/environments/${repo}/0`,
     (s) => s.status === 'ready' || s.status === 'failed',
     60_000,
   );
   if (main.status !== 'ready') throw new Error(`main-branch environment: ${JSON.stringify(main)}`);
   return {
-    h,
-    gitRoot,
     repo,
     applicationId,
     main,
     importTest: async (over) => {
-      const out = await importTests(h.org.orgId, [
+      const out = await importTests(org.orgId, [
         {
           name: 'Sign up works',
           folder: { id: 'signup', name: 'Sign up' },
@@ -163,15 +159,15 @@ export async function startRunsWorld(
       ]);
       return out.tests[0]!.id;
     },
-    stop: async () => {
-      await h.stop();
-      rmSync(gitRoot, { recursive: true, force: true });
-    },
   };
 }
 
 /** Poll a run until it ends (passed or failed). */
-export async function runEnded(h: Harness, runId: string, timeoutMs = 90_000): Promise<any> {
+export async function runEnded(
+  h: Pick<LocalServer, 'url' | 'org'>,
+  runId: string,
+  timeoutMs = 90_000,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   let last: any;
   while (Date.now() < deadline) {

@@ -1,35 +1,45 @@
-import { afterAll, beforeAll, expect } from '@jest/globals';
-import { call, client } from './harness.js';
-import { type RunsWorld, startRunsWorld } from './runs-app.js';
+import { beforeAll, expect } from '@jest/globals';
+import { call, client } from './api.js';
+import { deployFactoryApp, type FactoryApp } from './factory-app.js';
+import type { LocalServer } from './local-server.js';
+import { deployRunsApp, type RunsApp } from './runs-app.js';
 
 /*
- * The run tests' shared setup that needs Jest (its hooks and expect); test/support/runs-app.ts stays
- * importable outside Jest (the benches use its fixture app).
+ * The run tests' fixtures, layered on the file's one local server (`localServerForFile`): the fixture
+ * apps deployed on it before the file's tests, and a run started. The deploys themselves live in
+ * runs-app.ts and factory-app.ts, importable outside Jest (the benchmarks use the runs fixture app).
  */
 
 /**
- * A RunsWorld for a test file: started before its tests (and before the hooks the file registers after
- * this call), stopped after them. The object is filled in when the file's tests start: read it in hooks
+ * What `setUp` returns, for a test file: set up before its tests (after the server's start, and before
+ * the hooks the file registers after this call). Filled in when the file's tests start: read it in hooks
  * and tests, not while the file loads.
  */
-export function runsWorldForFile(opts: Parameters<typeof startRunsWorld>[0] = {}): RunsWorld {
-  const w = {} as RunsWorld;
+function setUpForFile<T extends object>(setUp: () => Promise<T>, timeoutMs: number): T {
+  const fixture = {} as T;
   beforeAll(async () => {
-    Object.assign(w, await startRunsWorld(opts));
-  }, 120_000);
-  afterAll(async () => {
-    await w.stop?.();
-  }, 60_000);
-  return w;
+    Object.assign(fixture, await setUp());
+  }, timeoutMs);
+  return fixture;
 }
 
-/** Start a run of `testId` as the world's organization (`body`: the run's options); 201 expected. */
+/** The runs fixture app (runs-app.ts) deployed on `server` as an application's main branch, ready. */
+export function runsAppForFile(server: LocalServer, opts: Parameters<typeof deployRunsApp>[1] = {}): RunsApp {
+  return setUpForFile(() => deployRunsApp(server, opts), 120_000);
+}
+
+/** The fixture web and factory apps (factory-app.ts) deployed on `server` as a main branch, ready. */
+export function factoryAppForFile(server: LocalServer, repo?: string): FactoryApp {
+  return setUpForFile(() => deployFactoryApp(server, repo), 180_000);
+}
+
+/** Start a run of `testId` as the server's first organization (`body`: the run's options); 201 expected. */
 export async function startRun(
-  w: RunsWorld,
+  server: Pick<LocalServer, 'url' | 'org'>,
   testId: string,
   body?: unknown,
 ): Promise<{ run_id: string; url: string }> {
-  const res = await call(w.h, 'POST', `/test/${testId}/run`, { headers: client(w.h.org), body });
+  const res = await call(server, 'POST', `/test/${testId}/run`, { headers: client(server.org), body });
   expect(res.status).toBe(201);
   return res.body;
 }

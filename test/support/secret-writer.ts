@@ -1,7 +1,7 @@
 /**
  * A second writer of secret bundles in its own process, as another Lambda container would be: it joins a
  * running local server's dynalite (server.json, as previewctl does) and its secret files, and upserts keys
- * through the same use case the PUT route calls. Used by test/integration/secrets-concurrency.test.ts.
+ * through the same use case the PUT route calls. Used by test/integration/secrets/concurrency.test.ts.
  *
  *   node --import tsx test/support/secret-writer.ts <dataDir> <orgId> <applicationId> <app> <prefix> <count>
  *

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ApiResponse, call } from './harness.js';
+import { type ApiResponse, call } from './api.js';
 
 /* Helpers for the webhook tests: GitHub's payloads (the fields the service reads), signed deliveries. */
 
