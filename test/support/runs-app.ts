@@ -14,8 +14,8 @@ import type { LocalServer } from './local-server.js';
  * - `/leak`: redirects to `/landing?token=<API_TOKEN>` (its secret), so the page URL carries a secret
  * - `/exit`: answers, then the app exits (the target going down mid-run)
  * - `/broken`: a button `#boom`; 2.5 s after a click the page logs a console error and its fetch of
- *   `/api/fail` is answered 500 (the planted failure of issue 28's console and network per step)
- * - `/flaky?key=K`: "Not yet" the first time a key is asked for, "Ready" after (issue 28's retries)
+ *   `/api/fail` is answered 500 (the planted failure behind each step's console and network lines)
+ * - `/flaky?key=K`: "Not yet" the first time a key is asked for, "Ready" after (for retries that name flakes)
  */
 export const RUNS_APP_JS = `
 const http = require('node:http');
@@ -90,7 +90,7 @@ export const step = (
   ...(extra.selector !== undefined ? { element: { html: '', selector: extra.selector } } : {}),
 });
 
-/** The passing test of issue 11: navigate, input-text with a variable, click, assert-text. */
+/** The passing test: navigate, input-text with a variable, click, assert-text. */
 export const signUpSteps = [
   step('navigate', 'Open the sign-up page', { url: '/' }),
   step('input-text', 'Type {{variable:EMAIL}} into the email field', { selector: '#email' }),

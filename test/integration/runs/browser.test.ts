@@ -354,7 +354,7 @@ describe('the other interactions', () => {
     expect(JSON.stringify(run)).not.toContain(API_TOKEN);
   }, 90_000);
 
-  test('a variable the tests file marks secret is masked though its name says nothing (issue 26)', async () => {
+  test('a variable the tests file marks secret is masked though its name says nothing', async () => {
     const testId = await app.importTest({
       name: 'Marked secret',
       variables: { EMAIL: 'marked@example.com' },

@@ -24,7 +24,7 @@ const shots = process.env.RUN_REPORT_SHOTS ?? tmpdir();
 const TOKEN = 'tok-5e1f-signup-value';
 
 beforeAll(async () => {
-  // A variable whose name says it is a secret (issue 26): masked in outputs and in the trace.
+  // A variable whose name says it is a secret: masked in outputs and in the trace.
   const ok = await app.importTest({
     name: 'Sign up (traced)',
     variables: { EMAIL: 'saved@example.com', SIGNUP_TOKEN: TOKEN },
