@@ -1,7 +1,7 @@
-import { effectiveAccess, effectiveSleepMinutes } from '../core/access.js';
-import { beginAppStep, type CallbackEvent, transition } from '../core/pipeline.js';
-import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
-import { findApplicationByRepo } from '../core/tenancy.js';
+import { effectiveAccess, effectiveSleepMinutes } from '../core/applications/access.js';
+import { findApplicationByRepo } from '../core/applications/applications.js';
+import { beginAppStep, type CallbackEvent, transition } from '../core/environments/pipeline.js';
+import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios/factory.js';
 import { clusterRuntime } from '../ports/registry/runtime.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import type { AppLaunch, AppSpec, FrontDoorSettings } from '../ports/runtime/port.js';

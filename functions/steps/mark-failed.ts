@@ -1,5 +1,11 @@
-import { failureMessage, type StepInput, Superseded, stopFailedApps, transition } from '../core/pipeline.js';
-import { reportStatus } from '../core/pr-status.js';
+import {
+  failureMessage,
+  type StepInput,
+  Superseded,
+  stopFailedApps,
+  transition,
+} from '../core/environments/pipeline.js';
+import { reportStatus } from '../core/environments/pr-status.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { stopRuntime } from '../ports/registry/runtime.js';
 

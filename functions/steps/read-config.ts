@@ -1,11 +1,11 @@
-import { buildInputs } from '../core/build-inputs.js';
-import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
+import { buildInputs } from '../core/environments/build-inputs.js';
+import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/environments/pipeline.js';
 import {
   PREVIEW_CONFIG_PATH,
   type PreviewConfig,
   PreviewConfigError,
   parsePreviewConfig,
-} from '../core/preview-config.js';
+} from '../core/environments/preview-config.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 
 /**

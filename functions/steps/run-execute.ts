@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
-import { executeRun } from '../core/run-executor.js';
-import { RunNotOwned } from '../core/run-lifecycle.js';
-import type { RunTarget } from '../core/run-store.js';
+import { executeRun } from '../core/runs/execution/executor.js';
+import { RunNotOwned } from '../core/runs/lifecycle.js';
+import type { RunTarget } from '../core/runs/store.js';
 import { browser } from '../ports/registry/browser.js';
 import { mediaWriter } from '../ports/registry/media-writer.js';
 import { secretStore } from '../ports/registry/secret-store.js';

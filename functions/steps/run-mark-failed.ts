@@ -1,6 +1,6 @@
-import { failRun, runFailureMessage } from '../core/run-lifecycle.js';
-import { loadRun } from '../core/run-store.js';
-import { sendOwedDown } from '../core/scenarios.js';
+import { failRun, runFailureMessage } from '../core/runs/lifecycle.js';
+import { loadRun } from '../core/runs/store.js';
+import { sendOwedDown } from '../core/scenarios/factory.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { log } from '../shared/log.js';
 

@@ -1,5 +1,5 @@
-import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
-import { reportStatus } from '../core/pr-status.js';
+import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/environments/pipeline.js';
+import { reportStatus } from '../core/environments/pr-status.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { teardownRuntime } from '../ports/registry/runtime.js';
 

@@ -7,9 +7,7 @@ import {
   parseAccessMode,
   parseSleepMinutes,
   rotateAccessKey,
-} from '../../functions/core/access.js';
-import { parsePreviewRuleSettings, previewRulesOf } from '../../functions/core/preview-rules.js';
-import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
+} from '../../functions/core/applications/access.js';
 import {
   type ApplicationSettings,
   createApplication,
@@ -19,8 +17,10 @@ import {
   organizationExists,
   parseAllowedOrigins,
   updateApplication,
-} from '../../functions/core/tenancy.js';
-import { importTests } from '../../functions/core/tests.js';
+} from '../../functions/core/applications/applications.js';
+import { parsePreviewRuleSettings, previewRulesOf } from '../../functions/core/applications/preview-rules.js';
+import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios/factory.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { eventBus, secretStore } from '../../functions/ports/registry.js';
 import { config } from '../../functions/shared/config.js';
 import { AlreadyExistsError, ValidationError } from '../../functions/shared/errors.js';

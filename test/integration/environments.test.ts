@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createApplication } from '../../functions/core/tenancy.js';
+import { createApplication } from '../../functions/core/applications/applications.js';
 import { ddb, table } from '../../functions/shared/dynamo.js';
 import { SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';

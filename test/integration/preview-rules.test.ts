@@ -3,9 +3,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { accessKey } from '../../functions/core/access.js';
-import { findEnvironment } from '../../functions/core/environments.js';
-import { createApplication, getApplication, updateApplication } from '../../functions/core/tenancy.js';
+import { accessKey } from '../../functions/core/applications/access.js';
+import {
+  createApplication,
+  getApplication,
+  updateApplication,
+} from '../../functions/core/applications/applications.js';
+import { findEnvironment } from '../../functions/core/environments/lifecycle.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { pollUntil, SERVER_JS, type Status, settled } from '../support/apps.js';

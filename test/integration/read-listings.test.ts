@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
-import { importTests } from '../../functions/core/tests.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { bearer, call, client, type Harness, linkRepo, startHarness } from '../support/harness.js';
 
 /* The read endpoints users look for (issue 26, item 10): applications, tests, recipe versions. */

@@ -4,8 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { getApplication, type OrgCredentials, updateApplication } from '../../functions/core/tenancy.js';
-import { importTests } from '../../functions/core/tests.js';
+import {
+  getApplication,
+  type OrgCredentials,
+  updateApplication,
+} from '../../functions/core/applications/applications.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { pollUntil, type Status } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, client, type Harness, linkRepo, startHarness } from '../support/harness.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { finishRun } from '../../functions/core/run-lifecycle.js';
-import { loadRun, type RunItem, type RunStatus } from '../../functions/core/run-store.js';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { finishRun } from '../../functions/core/runs/lifecycle.js';
+import { loadRun, type RunItem, type RunStatus } from '../../functions/core/runs/store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { call, client, type Harness, startHarness } from '../support/harness.js';
 import { seedRuns, storedRun } from '../support/run-items.js';

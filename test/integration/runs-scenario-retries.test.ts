@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { testRunShortId } from '../../functions/core/recipes.js';
+import { testRunShortId } from '../../functions/core/recipes/versions.js';
 import { type FactoryWorld, startFactoryWorld } from '../support/factory-app.js';
 import { call, client } from '../support/harness.js';
 import { runEnded } from '../support/runs-app.js';
@@ -46,7 +46,7 @@ test('a scenario run with retries: 1 that fails once then passes: each attempt i
   // The run: passed on its second attempt, flaky.
   expect(run.status).toBe('passed');
   expect(run.metadata).toMatchObject({ attempts: 2, flaky: true });
-  const { loadRun } = await import('../../functions/core/run-store.js');
+  const { loadRun } = await import('../../functions/core/runs/store.js');
   const item = await loadRun(runId);
   expect(item?.attempts?.map((a) => [a.number, a.status, a.steps])).toEqual([
     [1, 'failed', ['passed', 'failed']],

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createApplication } from '../../functions/core/tenancy.js';
+import { createApplication } from '../../functions/core/applications/applications.js';
 import { pollUntil, SERVER_JS } from '../support/apps.js';
 import { makeRepo } from '../support/git.js';
 import { bearer, call, type Harness, startHarness } from '../support/harness.js';

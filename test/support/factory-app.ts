@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureFactorySecret } from '../../functions/core/scenarios.js';
-import { importTests } from '../../functions/core/tests.js';
+import { ensureFactorySecret } from '../../functions/core/scenarios/factory.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { pollUntil, type Status } from './apps.js';
 import { makeRepo } from './git.js';

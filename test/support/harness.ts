@@ -6,7 +6,7 @@ import {
   createOrganization,
   findApplicationByRepo,
   type OrgCredentials,
-} from '../../functions/core/tenancy.js';
+} from '../../functions/core/applications/applications.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { importTests } from '../../functions/core/tests.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { pollUntil, type Status } from './apps.js';
 import { makeRepo } from './git.js';
 import { bearer, call, client, type Harness, linkRepo, startHarness } from './harness.js';

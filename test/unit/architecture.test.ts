@@ -55,7 +55,7 @@ describe('import direction', () => {
     expect(product.length).toBeGreaterThan(50);
     expect(edges.length).toBeGreaterThan(150);
     expect(edges).toContainEqual({
-      from: 'functions/core/environments.ts',
+      from: 'functions/core/environments/lifecycle.ts',
       to: 'functions/manifest/tables.ts',
     });
   });

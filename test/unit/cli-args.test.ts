@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { MAX_TAIL_LINES as CORE_MAX_TAIL_LINES } from '../../functions/core/logs.js';
+import { MAX_TAIL_LINES as CORE_MAX_TAIL_LINES } from '../../functions/core/environments/logs.js';
 import { localCredentials } from '../../lib/local/cli/api.js';
 import { COMMANDS, helpFor, parseCommandLine, USAGE, UsageError } from '../../lib/local/cli/args.js';
 import {

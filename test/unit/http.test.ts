@@ -2,7 +2,7 @@ import { afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, route } from '../../functions/api/route.js';
-import { MAX_RECIPES_FILE_BYTES } from '../../functions/core/recipes.js';
+import { MAX_RECIPES_FILE_BYTES } from '../../functions/core/recipes/versions.js';
 import { routes } from '../../functions/manifest/routes.js';
 import { ConflictError, ValidationError } from '../../functions/shared/errors.js';
 import { lambdaContext } from '../../functions/shared/lambda-context.js';

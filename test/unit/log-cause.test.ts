@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../functions/core/logs.js';
+import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../functions/core/environments/logs.js';
 import {
   CAUSE_WINDOW_LINES,
   failureMessage,

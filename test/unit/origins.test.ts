@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
-import { previewCookies } from '../../functions/core/run-scenario.js';
-import { navigateTarget, StepFailure, targetOrigins } from '../../functions/core/run-steps.js';
-import { parseAllowedOrigins } from '../../functions/core/tenancy.js';
+import { parseAllowedOrigins } from '../../functions/core/applications/applications.js';
+import { previewCookies } from '../../functions/core/runs/execution/provision.js';
+import { navigateTarget, StepFailure, targetOrigins } from '../../functions/core/runs/execution/steps.js';
 import { ValidationError } from '../../functions/shared/errors.js';
 import {
   isLocalHost,

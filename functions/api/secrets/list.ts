@@ -1,4 +1,4 @@
-import { listSecrets } from '../../core/secrets.js';
+import { listSecrets } from '../../core/secrets/bundles.js';
 import { route } from '../route.js';
 import { bundlePath } from './schemas.js';
 

@@ -1,0 +1,238 @@
+import { describe, expect, test } from '@jest/globals';
+import type { Environment } from '../environments/lifecycle.js';
+import { buildReport, renderComment } from '../environments/pr-status.js';
+import { normalizeDelivery } from '../github/webhooks.js';
+import {
+  decide,
+  labelMatters,
+  MAX_PATH_GLOBS,
+  matchesPaths,
+  type PreviewRules,
+  parsePreviewRuleSettings,
+  previewRulesOf,
+} from './preview-rules.js';
+
+/* Which pull requests get a preview (issue 27 item 3): the rules' pure parts. */
+
+const rules = (over: Partial<PreviewRules> = {}): PreviewRules => ({ ...previewRulesOf({}), ...over });
+const facts = (labels: string[] = [], author = 'octocat', files?: string[]) => {
+  let asked = 0;
+  return {
+    pr: {
+      labels,
+      author,
+      changedFiles: async () => {
+        asked++;
+        return files;
+      },
+    },
+    asked: () => asked,
+  };
+};
+
+describe('settings', () => {
+  test('defaults: opt-out label no-preview, nothing required, no paths, no authors', () => {
+    expect(previewRulesOf({})).toEqual({
+      skipLabel: 'no-preview',
+      requireLabel: null,
+      paths: [],
+      skipAuthors: [],
+    });
+    expect(previewRulesOf({ skipLabel: '', requireLabel: '' })).toMatchObject({
+      skipLabel: null,
+      requireLabel: null,
+    });
+  });
+
+  test('normalized: labels trimmed, globs deduplicated and sorted (web/ means web/**), authors by login', () => {
+    expect(
+      parsePreviewRuleSettings({
+        skipLabel: ' skip me ',
+        requireLabel: 'preview',
+        paths: ['web/', 'api/**', ' ', 'api/**', '*.md'],
+        skipAuthors: ['dependabot[bot]', 'Renovate[bot]', 'DEPENDABOT[bot]'],
+      }),
+    ).toEqual({
+      skipLabel: 'skip me',
+      requireLabel: 'preview',
+      paths: ['*.md', 'api/**', 'web/**'],
+      skipAuthors: ['DEPENDABOT[bot]', 'Renovate[bot]'],
+    });
+    // Only what is given; "" and [] turn a rule off.
+    expect(parsePreviewRuleSettings({ paths: [''] })).toEqual({ paths: [] });
+    expect(parsePreviewRuleSettings({ skipLabel: '' })).toEqual({ skipLabel: '' });
+  });
+
+  test.each([
+    [{ paths: ['/web/**'] }, 'paths: "/web/**" must be relative to the repository root'],
+    [{ paths: ['../x'] }, 'paths: "../x" must not hold . or .. segments'],
+    [{ paths: ['!docs/**'] }, 'is a negation, which is not supported'],
+    [{ paths: ['a\u0000b'] }, 'holds a control character'],
+    [{ paths: ['x'.repeat(201)] }, 'is longer than 200 characters'],
+    [
+      { paths: Array.from({ length: MAX_PATH_GLOBS + 1 }, (_, i) => `d${i}/**`) },
+      'paths: at most 50 (51 given)',
+    ],
+    [{ skipAuthors: ['not a login'] }, 'skipAuthors: "not a login" is not a GitHub login'],
+    [{ skipAuthors: ['-dash'] }, 'is not a GitHub login'],
+    [{ skipLabel: 'x'.repeat(51) }, 'skipLabel: a label name of at most 50 characters'],
+    [{ requireLabel: 'a\nb' }, 'requireLabel: a label name'],
+  ])('refused: %j', (given, message) => {
+    expect(() => parsePreviewRuleSettings(given)).toThrow(message);
+  });
+});
+
+describe('decide', () => {
+  test('by default every pull request gets a preview but one labelled no-preview (any case)', async () => {
+    expect(await decide(rules(), facts().pr)).toEqual({ preview: true });
+    expect(await decide(rules(), facts(['bug', 'No-Preview']).pr)).toEqual({
+      preview: false,
+      reason: 'the pull request has the label "no-preview"',
+    });
+    // The opt-out turned off: the label means nothing.
+    expect(await decide(rules({ skipLabel: null }), facts(['no-preview']).pr)).toEqual({ preview: true });
+  });
+
+  test('a required label: only pull requests carrying it', async () => {
+    const r = rules({ requireLabel: 'preview' });
+    expect(await decide(r, facts(['bug']).pr)).toEqual({
+      preview: false,
+      reason: 'the pull request lacks the label "preview"',
+    });
+    expect(await decide(r, facts(['preview']).pr)).toEqual({ preview: true });
+    // The opt-out wins over the opt-in.
+    expect((await decide(r, facts(['preview', 'no-preview']).pr)).preview).toBe(false);
+  });
+
+  test('skipped authors, whatever the case of the login', async () => {
+    const r = rules({ skipAuthors: ['dependabot[bot]'] });
+    expect(await decide(r, facts([], 'Dependabot[bot]').pr)).toEqual({
+      preview: false,
+      reason: 'pull request by Dependabot[bot], an author this application skips',
+    });
+    expect(await decide(r, facts([], 'octocat').pr)).toEqual({ preview: true });
+  });
+
+  test('paths: a changed file must match a glob; the files are asked only then, and once', async () => {
+    const r = rules({ paths: ['web/**', '*.md'] });
+    const docs = facts([], 'octocat', ['api/main.go', 'docs/guide.txt']);
+    expect(await decide(r, docs.pr)).toEqual({
+      preview: false,
+      reason: 'the pull request changes no file matching web/**, *.md',
+    });
+    expect(docs.asked()).toBe(1);
+    expect(await decide(r, facts([], 'octocat', ['api/main.go', 'web/src/a.ts']).pr)).toEqual({
+      preview: true,
+    });
+    expect(await decide(r, facts([], 'octocat', ['README.md']).pr)).toEqual({ preview: true });
+    // The source host cannot say: no skip.
+    expect(await decide(r, facts([], 'octocat', undefined).pr)).toEqual({ preview: true });
+    // A label skip decides before any file is asked for.
+    const labelled = facts(['no-preview'], 'octocat', ['web/a']);
+    expect((await decide(r, labelled.pr)).preview).toBe(false);
+    expect(labelled.asked()).toBe(0);
+    // No paths rule: never asked.
+    const plain = facts([], 'octocat', []);
+    await decide(rules(), plain.pr);
+    expect(plain.asked()).toBe(0);
+  });
+
+  test('glob semantics: ** crosses folders, * does not, braces', () => {
+    expect(matchesPaths(['web/**'], 'web/src/deep/a.ts')).toBe(true);
+    expect(matchesPaths(['web/**'], 'webapp/a.ts')).toBe(false);
+    expect(matchesPaths(['*.md'], 'README.md')).toBe(true);
+    expect(matchesPaths(['*.md'], 'docs/a.md')).toBe(false);
+    expect(matchesPaths(['**/*.md'], 'docs/a.md')).toBe(true);
+    expect(matchesPaths(['{api,web}/**'], 'api/x')).toBe(true);
+  });
+
+  test('a label matters only when it is the opt-out or the required one', () => {
+    expect(labelMatters(rules(), 'NO-PREVIEW')).toBe(true);
+    expect(labelMatters(rules(), 'bug')).toBe(false);
+    expect(labelMatters(rules({ requireLabel: 'preview' }), 'preview')).toBe(true);
+    expect(labelMatters(rules({ skipLabel: null }), 'no-preview')).toBe(false);
+  });
+});
+
+describe('what a webhook carries for the rules', () => {
+  const payload = (action: string, extra: Record<string, unknown> = {}) => ({
+    action,
+    number: 7,
+    ...extra,
+    pull_request: {
+      updated_at: '2030-01-01T10:00:00Z',
+      labels: [{ name: 'bug' }, { name: 'no-preview' }],
+      user: { login: 'dependabot[bot]' },
+      head: { sha: 'a'.repeat(40), ref: 'f', repo: { full_name: 'acme/shop' } },
+      base: { sha: 'b'.repeat(40), ref: 'main', repo: { full_name: 'acme/shop' } },
+    },
+    repository: { full_name: 'acme/shop' },
+  });
+
+  test('labels, author, and for labeled / unlabeled the label', () => {
+    expect(normalizeDelivery('pull_request', payload('synchronize'))).toMatchObject({
+      kind: 'pullRequestUpdated',
+      labels: ['bug', 'no-preview'],
+      author: 'dependabot[bot]',
+    });
+    expect(
+      normalizeDelivery('pull_request', payload('labeled', { label: { name: 'no-preview' } })),
+    ).toMatchObject({
+      action: 'labeled',
+      label: 'no-preview',
+    });
+    expect(normalizeDelivery('pull_request', payload('unlabeled', { label: { name: 'bug' } }))).toMatchObject(
+      {
+        action: 'unlabeled',
+        label: 'bug',
+      },
+    );
+    // Other actions are still ignored.
+    expect(normalizeDelivery('pull_request', payload('assigned'))).toEqual({
+      ignored: 'pull_request action "assigned" changes no preview',
+    });
+  });
+
+  test('labeled without the label it added: a 400 saying so', () => {
+    expect(() => normalizeDelivery('pull_request', payload('labeled'))).toThrow(
+      'pull_request payload: label is required for the labeled action',
+    );
+  });
+
+  test('a malformed label list is a 400 naming the field', () => {
+    const bad = payload('opened');
+    (bad.pull_request as Record<string, unknown>).labels = [{ name: 3 }];
+    expect(() => normalizeDelivery('pull_request', bad)).toThrow(/pull_request\.labels\[0\]\.name/);
+  });
+});
+
+describe('the PR comment says why a preview was torn down', () => {
+  const env: Environment = {
+    orgId: 'o',
+    envKey: 'acme/shop#7',
+    repoFullName: 'acme/shop',
+    prNumber: 7,
+    status: 'torn_down',
+    createdAt: '2030-01-01T00:00:00Z',
+    updatedAt: '2030-01-01T00:01:00Z',
+    lastDeployedSha: 'a'.repeat(40),
+    urls: {},
+    generation: 3,
+    teardownReason: 'the pull request has the label "no-preview"',
+  };
+
+  test('the reason in the comment and the deployment status; none without one', () => {
+    expect(renderComment(env, 'inactive')).toContain(
+      '**Why**: the pull request has the label "no-preview" (the application\'s preview rules).',
+    );
+    const built = buildReport(env);
+    expect('report' in built && built.report.description).toBe(
+      'Preview torn down: the pull request has the label "no-preview"',
+    );
+    const plain = { ...env, teardownReason: undefined };
+    expect(renderComment(plain, 'inactive')).not.toContain('**Why**');
+    expect('report' in buildReport(plain) && (buildReport(plain) as any).report.description).toBe(
+      'Preview torn down',
+    );
+  });
+});
