@@ -3,8 +3,8 @@ import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { takeRequest } from '../core/applications/fair-share.js';
-import { authenticate, type Principal } from '../core/auth/authenticate.js';
+import { takeRequest } from '../core/applications/index.js';
+import { authenticate, type Principal } from '../core/auth/index.js';
 import { DEFAULT_MAX_BODY_BYTES, type RouteDef, type RouteId, routes } from '../manifest/routes.js';
 import {
   AlreadyExistsError,

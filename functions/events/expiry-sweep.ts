@@ -1,4 +1,4 @@
-import { sweepExpired, sweepFences } from '../core/environments/expiry.js';
+import { sweepExpired, sweepFences } from '../core/environments/index.js';
 import { fenceRuntime } from '../ports/registry/runtime.js';
 import { workflows } from '../ports/registry/workflows.js';
 import { log } from '../shared/log.js';

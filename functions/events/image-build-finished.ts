@@ -1,6 +1,6 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { isCurrent } from '../core/environments/pipeline.js';
+import { isCurrent } from '../core/environments/index.js';
 import { imageBuilds } from '../ports/registry/image-builds.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';

@@ -4,7 +4,7 @@
  * destination, since EventBridge invokes a Lambda asynchronously) and, for rules on the service's own bus,
  * by the local in-process bus. Plain data, like the route manifest.
  */
-import type { RouteAccess } from './routes.js';
+import type { RouteAccess } from './access.js';
 
 export interface EventTargetDef {
   /** Handler module, relative to the repository root; it exports `handler` (an EventBridge event). */

@@ -1,4 +1,4 @@
-import { beginAppStep, type CallbackEvent, isCurrent } from '../core/environments/pipeline.js';
+import { beginAppStep, type CallbackEvent, isCurrent } from '../core/environments/index.js';
 import { buildRuntime } from '../ports/registry/image-builds.js';
 
 /**

@@ -4,7 +4,7 @@ import {
   type StepInput,
   stageSource,
   transition,
-} from '../core/environments/pipeline.js';
+} from '../core/environments/index.js';
 import { artifacts } from '../ports/registry/artifacts.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 

@@ -1,11 +1,11 @@
 import {
   failureMessage,
+  reportStatus,
   type StepInput,
   Superseded,
   stopFailedApps,
   transition,
-} from '../core/environments/pipeline.js';
-import { reportStatus } from '../core/environments/pr-status.js';
+} from '../core/environments/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { stopRuntime } from '../ports/registry/runtime.js';
 

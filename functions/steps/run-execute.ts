@@ -1,7 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { executeRun } from '../core/runs/execution/executor.js';
-import { RunNotOwned } from '../core/runs/lifecycle.js';
-import type { RunTarget } from '../core/runs/store.js';
+import { executeRun, RunNotOwned, type RunTarget } from '../core/runs/index.js';
 import { browser } from '../ports/registry/browser.js';
 import { mediaWriter } from '../ports/registry/media-writer.js';
 import { secretStore } from '../ports/registry/secret-store.js';

@@ -1,6 +1,5 @@
-import { failRun, runFailureMessage } from '../core/runs/lifecycle.js';
-import { loadRun } from '../core/runs/store.js';
-import { sendOwedDown } from '../core/scenarios/factory.js';
+import { failRun, loadRun, runFailureMessage } from '../core/runs/index.js';
+import { sendOwedDown } from '../core/scenarios/index.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { log } from '../shared/log.js';
 

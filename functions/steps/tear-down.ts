@@ -1,5 +1,10 @@
-import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/environments/pipeline.js';
-import { reportStatus } from '../core/environments/pr-status.js';
+import {
+  loadCurrent,
+  reportStatus,
+  runtimeTarget,
+  type StepInput,
+  transition,
+} from '../core/environments/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { teardownRuntime } from '../ports/registry/runtime.js';
 

@@ -3,24 +3,23 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
-  ensureAccessKey,
-  parseAccessMode,
-  parseSleepMinutes,
-  rotateAccessKey,
-} from '../../functions/core/applications/access.js';
-import {
   type ApplicationSettings,
   createApplication,
   createOrganization,
+  ensureAccessKey,
   getApplication,
   MAX_TTL_HOURS,
   organizationExists,
+  parseAccessMode,
   parseAllowedOrigins,
+  parsePreviewRuleSettings,
+  parseSleepMinutes,
+  previewRulesOf,
+  rotateAccessKey,
   updateApplication,
-} from '../../functions/core/applications/applications.js';
-import { parsePreviewRuleSettings, previewRulesOf } from '../../functions/core/applications/preview-rules.js';
-import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios/factory.js';
-import { importTests } from '../../functions/core/test-definitions/definitions.js';
+} from '../../functions/core/applications/index.js';
+import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios/index.js';
+import { importTests } from '../../functions/core/test-definitions/index.js';
 import { eventBus, secretStore } from '../../functions/ports/registry.js';
 import { config } from '../../functions/shared/config.js';
 import { AlreadyExistsError, ValidationError } from '../../functions/shared/errors.js';

@@ -1,7 +1,6 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { TRACE_VIEWER_PATH } from '../../functions/core/runs/report.js';
-import { traceViewerFile, traceViewerType } from '../../functions/core/runs/trace-viewer.js';
+import { TRACE_VIEWER_PATH, traceViewerFile, traceViewerType } from '../../functions/core/runs/index.js';
 
 /*
  * The Playwright trace viewer, served by the local server from its own origin (issue 28): the static app

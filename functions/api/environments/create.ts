@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
-import { assertDeploySlot } from '../../core/applications/fair-share.js';
-import { requestPrDeploy, statusPath } from '../../core/environments/lifecycle.js';
+import { assertDeploySlot } from '../../core/applications/index.js';
+import { requestPrDeploy, statusPath } from '../../core/environments/index.js';
 import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { jsonInteger } from '../../shared/json-literal.js';

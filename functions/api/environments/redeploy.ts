@@ -1,5 +1,5 @@
-import { assertDeploySlot } from '../../core/applications/fair-share.js';
-import { requestRedeploy } from '../../core/environments/lifecycle.js';
+import { assertDeploySlot } from '../../core/applications/index.js';
+import { requestRedeploy } from '../../core/environments/index.js';
 import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { route } from '../route.js';

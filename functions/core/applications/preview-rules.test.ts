@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import type { Environment } from '../environments/lifecycle.js';
 import { buildReport, renderComment } from '../environments/pr-status.js';
+import type { Environment } from '../environments/types.js';
 import { normalizeDelivery } from '../github/webhooks.js';
 import {
   decide,

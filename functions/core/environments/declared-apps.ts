@@ -1,6 +1,6 @@
 import { keys } from '../../manifest/tables.js';
 import { queryItems, table } from '../../shared/dynamo.js';
-import { getApplication } from '../applications/applications.js';
+import { getApplication } from '../applications/index.js';
 
 /**
  * The apps the environments of a repository declare: the union of the `apps` each recorded from its

@@ -1,15 +1,9 @@
 import type { Runtime } from '../../ports/runtime/port.js';
 import type { Workflows } from '../../ports/workflows/port.js';
 import { log } from '../../shared/log.js';
-import { type Application, DEFAULT_TTL_HOURS, findApplicationByRepo } from '../applications/applications.js';
-import {
-  type Environment,
-  type EnvRef,
-  findEnvironment,
-  liveEnvironments,
-  requestTeardown,
-  resumeEnvironment,
-} from './lifecycle.js';
+import { type Application, DEFAULT_TTL_HOURS, findApplicationByRepo } from '../applications/index.js';
+import { findEnvironment, liveEnvironments, requestTeardown, resumeEnvironment } from './lifecycle.js';
+import type { Environment, EnvRef } from './types.js';
 
 const HOUR = 3600_000;
 const MINUTE = 60_000;

@@ -1,6 +1,5 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../manifest/tables.js';
-import type { AppSpec, BuildInputs, BuildResult } from '../../ports/runtime/port.js';
 import type { SecretStore } from '../../ports/secret-store/port.js';
 import type { SourceHost } from '../../ports/source-host/port.js';
 import type { Workflows } from '../../ports/workflows/port.js';
@@ -8,109 +7,18 @@ import { config } from '../../shared/config.js';
 import { newId } from '../../shared/crypto.js';
 import { ddb, isConditionFailure, queryItems, table } from '../../shared/dynamo.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
-import { type AccessMode, accessKey, accessUrls, effectiveAccess } from '../applications/access.js';
-import { findApplicationByRepo, getApplication } from '../applications/applications.js';
+import {
+  accessKey,
+  accessUrls,
+  effectiveAccess,
+  findApplicationByRepo,
+  getApplication,
+} from '../applications/index.js';
 import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order.js';
+import type { DeployInputs, Environment, EnvironmentStatus, EnvRef, PreviewStatus } from './types.js';
 
 export { type SourceOrder, StaleEvent } from './source-order.js';
-
-export type EnvironmentStatus = 'pending' | 'building' | 'deploying' | 'ready' | 'failed' | 'torn_down';
-
-/** What a redeploy needs to run the pipeline again. Records written before redeploy support lack it. */
-export interface DeployInputs {
-  headSha: string;
-  headRef: string;
-  baseSha?: string;
-  /** The head is a fork's (a pull request from another repository): deployed without secret bundles. */
-  fork?: boolean;
-}
-
-/** An environment as stored (table `environments`, key (orgId, envKey)). */
-export interface Environment {
-  orgId: string;
-  envKey: string;
-  repoFullName: string;
-  prNumber: number;
-  status: EnvironmentStatus;
-  phase?: string;
-  createdAt: string;
-  updatedAt: string;
-  lastDeployedSha?: string;
-  urls: Record<string, string>;
-  error?: string;
-  /** Bumped by every whole-environment request; steps of an older generation change nothing. */
-  generation: number;
-  inputs?: DeployInputs;
-  /** App names declared in the environment's preview config, once read. */
-  apps?: string[];
-  /** The apps as the preview config declares them (what restarts and rebuilds run). */
-  appSpecs?: Record<string, AppSpec>;
-  /** preview.yaml `factory`: the Environment Factory of scenario runs (issue 12). */
-  factory?: { app: string; path: string };
-  /**
-   * The access its apps were last deployed with (issue 29; DeployApps): its links follow it, so a preview
-   * deployed before its application was protected offers none until redeployed. Absent (older records):
-   * the application's setting.
-   */
-  access?: AccessMode;
-  /** The image each app runs from (app → `uri@digest`), in runtimes that run images. */
-  images?: Record<string, string>;
-  /**
-   * Set by MarkFailed: the apps a failed environment stopped (a failed environment keeps nothing
-   * running), each with why it is not running (`exited (exit code 1): <cause>`, `stopped: <reason>`).
-   */
-  stoppedApps?: Record<string, string>;
-  /** What each app's build reads at the head commit (git object ids: core/build-inputs.ts). */
-  buildInputs?: Record<string, BuildInputs>;
-  /** How each app got what it runs: built, or reused from an earlier build of the same identity. */
-  builds?: Record<string, BuildResult>;
-  /** Set when a teardown was requested: nothing but a new deploy may run after it. */
-  tornDownRequested?: boolean;
-  /** A CUID naming this environment (given on its first deploy, kept after): a run's application_version_id. */
-  environmentId?: string;
-  /** When the last whole-environment deploy was requested (expiry counts from it). */
-  lastDeployAt?: string;
-  /** Ordering key of the last source-host event acted on (core/source-order.ts): older ones are stale. */
-  sourceEventAt?: string;
-  /** When the runtime scaled the environment to zero (phase `asleep`, issue 29); gone once it wakes. */
-  asleepAt?: string;
-  /** Why the preview was torn down when its pull request stopped matching the application's rules. */
-  teardownReason?: string;
-}
-
-/** What callers see (PreviewStatus): the stored environment less its internal bookkeeping. */
-export type PreviewStatus = Pick<
-  Environment,
-  | 'repoFullName'
-  | 'prNumber'
-  | 'status'
-  | 'phase'
-  | 'createdAt'
-  | 'updatedAt'
-  | 'lastDeployedSha'
-  | 'urls'
-  | 'error'
-  | 'environmentId'
-  | 'asleepAt'
-  | 'stoppedApps'
-  | 'builds'
-> & {
-  /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
-  fork?: true;
-  /**
-   * A protected environment's way in (issue 29): app → signed, expiring link that sets its access cookie.
-   * Only in GET of one environment, only when its application is `protected`.
-   */
-  accessUrls?: Record<string, string>;
-  /** Additive: the app names its preview config declares, once read (also when no URL is up). */
-  apps?: string[];
-};
-
-export interface EnvRef {
-  orgId: string;
-  repoFullName: string;
-  prNumber: number;
-}
+export type { DeployInputs, Environment, EnvironmentStatus, EnvRef, PreviewStatus } from './types.js';
 
 export const statusPath = (repoFullName: string, prNumber: number): string =>
   `/v1/preview/environments/${repoFullName}/${prNumber}`;

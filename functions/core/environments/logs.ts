@@ -3,9 +3,10 @@ import type { LogSource, Runtime } from '../../ports/runtime/port.js';
 import type { SecretStore } from '../../ports/secret-store/port.js';
 import { NotFoundError } from '../../shared/errors.js';
 import { maskSecrets } from '../../shared/mask.js';
-import { findApplicationByRepo } from '../applications/applications.js';
-import { factorySecret } from '../scenarios/factory.js';
-import { type EnvRef, findEnvironment } from './lifecycle.js';
+import { findApplicationByRepo } from '../applications/index.js';
+import { factorySecret } from '../scenarios/index.js';
+import { findEnvironment } from './lifecycle.js';
+import type { EnvRef } from './types.js';
 
 /** Lines a log read answers when the caller names no `tail`. */
 export const DEFAULT_TAIL_LINES = 200;

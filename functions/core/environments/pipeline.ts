@@ -5,7 +5,8 @@ import type { AppSpec, BuildInputs, BuildResult, Runtime, RuntimeTarget } from '
 import type { SourceHost } from '../../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
 import { DeployFailed, Superseded } from '../../shared/step-errors.js';
-import { type Environment, type EnvironmentStatus, findEnvironment } from './lifecycle.js';
+import { findEnvironment } from './lifecycle.js';
+import type { Environment, EnvironmentStatus } from './types.js';
 
 export { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { sampleEnvironment } from '../../../test/support/environments.js';
-import type { Environment } from './lifecycle.js';
 import { buildReport, renderComment } from './pr-status.js';
+import type { Environment } from './types.js';
 
 /* Issue 29: a protected preview's PR comment carries each app's signed access link (never the key). */
 

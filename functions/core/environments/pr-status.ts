@@ -3,7 +3,8 @@ import type { DeploymentState, PrReport, PrStatus } from '../../ports/pr-status/
 import { sha256Hex } from '../../shared/crypto.js';
 import { ddb, table } from '../../shared/dynamo.js';
 import { log } from '../../shared/log.js';
-import { type Environment, findEnvironment } from './lifecycle.js';
+import { findEnvironment } from './lifecycle.js';
+import type { Environment } from './types.js';
 
 /** A test run as the PR comment lists it. */
 export interface TestRunLine {

@@ -1,4 +1,4 @@
-import type { DeployInputs } from './lifecycle.js';
+import type { DeployInputs } from './types.js';
 
 /*
  * The order of source-host events per environment (docs/cloud-path.md, "The order of pull request

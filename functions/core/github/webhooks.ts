@@ -10,25 +10,28 @@ import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
 import { ValidationError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
 import { appName, describeIssues, MAX_PR, repoFullName, rowId } from '../../shared/validation.js';
-import { type Application, findApplicationByRepo, orgsLinkingRepo } from '../applications/applications.js';
 import {
+  type Application,
   decide,
+  findApplicationByRepo,
   labelMatters,
+  orgsLinkingRepo,
   type PullRequestFacts,
   previewRulesOf,
   type Verdict,
-} from '../applications/preview-rules.js';
+} from '../applications/index.js';
 import {
   type Environment,
   findEnvironment,
+  orderKey,
+  reportStatus,
   requestAppRedeploy,
   requestMainBranchDeploy,
   requestPrDeploy,
   requestRedeploy,
   requestTeardown,
-} from '../environments/lifecycle.js';
-import { reportStatus } from '../environments/pr-status.js';
-import { orderKey, StaleEvent } from '../environments/source-order.js';
+  StaleEvent,
+} from '../environments/index.js';
 
 /*
  * Previews that follow the pull request. A GitHub webhook delivery is verified (its signature), read

@@ -1,5 +1,5 @@
 import { expect, test } from '@jest/globals';
-import type { Environment } from '../environments/lifecycle.js';
+import type { Environment } from '../environments/types.js';
 import { environmentLine, runEnvironmentOf } from './environment.js';
 import { renderRunReport } from './report.js';
 import type { RunItem } from './store.js';

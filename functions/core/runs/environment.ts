@@ -1,4 +1,4 @@
-import type { Environment } from '../environments/lifecycle.js';
+import type { Environment } from '../environments/index.js';
 
 /*
  * Which environment a test run ran against, named the way people name it: the repository, the pull

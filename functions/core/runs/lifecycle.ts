@@ -4,8 +4,8 @@ import type { Workflows } from '../../ports/workflows/port.js';
 import { newId } from '../../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
 import { log } from '../../shared/log.js';
-import type { Environment } from '../environments/lifecycle.js';
-import { copyStep, findTest } from '../test-definitions/definitions.js';
+import type { Environment } from '../environments/index.js';
+import { copyStep, findTest } from '../test-definitions/index.js';
 import {
   loadRun,
   type RunAttemptItem,

@@ -1,5 +1,5 @@
 import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../../ports/media/port.js';
-import { readScenarioState } from '../scenarios/factory.js';
+import { readScenarioState } from '../scenarios/index.js';
 import { environmentLine } from './environment.js';
 import { loadRun, type RunItem } from './store.js';
 import { TRACE_VIEWER_PATH } from './trace-viewer.js';

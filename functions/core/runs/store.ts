@@ -1,9 +1,9 @@
 import { GetCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../manifest/tables.js';
 import { ddb, table, updateIf } from '../../shared/dynamo.js';
-import type { AccessMode } from '../applications/access.js';
-import type { FactoryLocation, ScenarioRef } from '../scenarios/factory.js';
-import type { ApplicationVersion, Folder, StepElement } from '../test-definitions/definitions.js';
+import type { AccessMode } from '../applications/index.js';
+import type { FactoryLocation, ScenarioRef } from '../scenarios/index.js';
+import type { ApplicationVersion, Folder, StepElement } from '../test-definitions/index.js';
 import type { RunEnvironment } from './environment.js';
 
 /*

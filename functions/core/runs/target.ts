@@ -3,8 +3,8 @@ import { keys, repoKey } from '../../manifest/tables.js';
 import { config } from '../../shared/config.js';
 import { ddb, queryItems, table } from '../../shared/dynamo.js';
 import { runOrigins } from '../../shared/origins.js';
-import { type AccessSettings, effectiveAccess } from '../applications/access.js';
-import type { Environment } from '../environments/lifecycle.js';
+import { type AccessSettings, effectiveAccess } from '../applications/index.js';
+import type { Environment } from '../environments/index.js';
 import { runEnvironmentOf } from './environment.js';
 import type { RunItem, RunTarget } from './store.js';
 

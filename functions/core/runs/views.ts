@@ -1,6 +1,6 @@
 import { NotFoundError } from '../../shared/errors.js';
-import { readScenarioState, scenarioMetadata } from '../scenarios/factory.js';
-import type { Folder, StepElement } from '../test-definitions/definitions.js';
+import { readScenarioState, scenarioMetadata } from '../scenarios/index.js';
+import type { Folder, StepElement } from '../test-definitions/index.js';
 import { environmentView, type RunEnvironmentView } from './environment.js';
 import {
   type ConsoleEvent,

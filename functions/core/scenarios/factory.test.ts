@@ -7,16 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FACTORY_JS } from '../../../test/support/factory-app.js';
+import { testRunShortId } from '../recipes/versions.js';
 import {
   callFactory,
   FactoryError,
   factoryUrl,
   parseUpAnswer,
-  scenarioMetadata,
   signBody,
   substituteTokens,
-  testRunShortId,
 } from './factory.js';
+import { scenarioMetadata } from './state.js';
 
 const tokens = { testRunId: 'run-abc', testRunShortId: 'deadbeef' };
 

@@ -1,27 +1,18 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretStore } from '../../ports/secret-store/port.js';
-import { ACCESS_COOKIE, type AccessScope, signAccessToken } from '../../shared/access-token.js';
-import { ddb, table } from '../../shared/dynamo.js';
+import { ACCESS_COOKIE, signAccessToken } from '../../shared/access-token.js';
 import { log } from '../../shared/log.js';
 import { maskSecrets } from '../../shared/mask.js';
-import { accessKey } from '../applications/access.js';
-import { testRunShortId } from '../recipes/versions.js';
-import { updateRunIf } from '../runs/store.js';
+import { accessKey } from '../applications/index.js';
+import { claimDown, readScenarioState, type ScenarioState, saveScenarioState } from './state.js';
 
 /*
- * Scenario data for a run (issue 12, README "Scenario data"): a test names a scenario recipe; before its
- * steps the run sends the application's Environment Factory a signed `up` with the recipe's graph, tokens
- * substituted; applies the auth it answers to the browser; and sends `down` once the steps ended.
+ * The application's Environment Factory (README "Scenario data"): a test names a scenario recipe; before
+ * its steps the run sends the factory a signed `up` with the recipe's graph, tokens substituted; applies
+ * the auth it answers to the browser; and sends `down` once the steps ended. Here: where the factory is,
+ * its signing secret, the tokens, the signed client, the payloads of `up` and `down`, and the `down` a
+ * run owes when it ended without sending it.
  */
-
-/** What a test names (tests file `scenario`). */
-export interface ScenarioRef {
-  setupId: string;
-  recipe: string;
-  /** Pinned version; the setup's latest when absent. */
-  version?: number;
-}
 
 /** Where the factory is, per application or per preview.yaml (`factory: {app, path}`). */
 export interface FactoryLocation {
@@ -36,8 +27,6 @@ export const FACTORY_SECRET_VAR = 'PREVIEW_FACTORY_SECRET';
  * an app of preview.yaml, and never mounted as an app's own bundle).
  */
 export const FACTORY_SECRET_APP = '_factory';
-
-export { testRunShortId };
 
 // ---------------------------------------------------------------------------------------------------
 // Tokens
@@ -101,78 +90,6 @@ export async function rotateFactorySecret(secrets: SecretStore, applicationId: s
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Recipes
-// ---------------------------------------------------------------------------------------------------
-
-interface SetupHeader {
-  orgId: string;
-  latestVersion?: number;
-}
-
-/** The setup's header when it is the org's, else undefined. */
-async function setupOf(orgId: string, setupId: string): Promise<SetupHeader | undefined> {
-  const { Item } = await ddb().send(
-    new GetCommand({ TableName: table('recipes'), Key: { setupId, version: 0 }, ConsistentRead: true }),
-  );
-  const header = Item as SetupHeader | undefined;
-  return header && header.orgId === orgId ? header : undefined;
-}
-
-/** A recipe as loaded for a run. */
-export interface LoadedRecipe {
-  setupId: string;
-  version: number;
-  name: string;
-  create: Record<string, unknown>;
-}
-
-/**
- * The recipe a scenario names: its setup must be the org's, the version (latest unless pinned) must exist
- * and hold a recipe of that name; otherwise a message saying which is missing.
- */
-export async function loadScenarioRecipe(
-  orgId: string,
-  ref: ScenarioRef,
-): Promise<{ recipe: LoadedRecipe } | { error: string }> {
-  const header = await setupOf(orgId, ref.setupId);
-  if (!header) return { error: `no setup ${ref.setupId} in this organization` };
-  const version = ref.version ?? header.latestVersion ?? 0;
-  const { Item } = await ddb().send(
-    new GetCommand({
-      TableName: table('recipes'),
-      Key: { setupId: ref.setupId, version },
-      ConsistentRead: true,
-    }),
-  );
-  if (!Item || version < 1) return { error: `setup ${ref.setupId} has no version ${version}` };
-  let file: { recipes?: { name?: string; create?: Record<string, unknown> }[] };
-  try {
-    file = JSON.parse(String(Item.fileJson));
-  } catch {
-    return { error: `setup ${ref.setupId} version ${version} is not readable` };
-  }
-  const recipe = file.recipes?.find((r) => r.name === ref.recipe);
-  if (!recipe) return { error: `setup ${ref.setupId} version ${version} has no recipe "${ref.recipe}"` };
-  return { recipe: { setupId: ref.setupId, version, name: ref.recipe, create: recipe.create ?? {} } };
-}
-
-/**
- * Import check (issue 12, decision 1): a problem `[i].scenario: …` for each test whose scenario names
- * nothing of the organization (the caller answers them all in one 400).
- */
-export async function scenarioRefProblems(
-  orgId: string,
-  scenarios: { index: number; ref: ScenarioRef }[],
-): Promise<string[]> {
-  const problems: string[] = [];
-  for (const { index, ref } of scenarios) {
-    const loaded = await loadScenarioRecipe(orgId, ref);
-    if ('error' in loaded) problems.push(`[${index}].scenario: ${loaded.error}`);
-  }
-  return problems;
-}
-
-// ---------------------------------------------------------------------------------------------------
 // The factory client
 // ---------------------------------------------------------------------------------------------------
 
@@ -194,7 +111,7 @@ export interface FactoryClientOptions {
   backoffMs?: number;
   fetch?: typeof fetch;
   now?: () => number;
-  /** Extra request headers: a protected preview's access cookie (issue 29), never quoted in an error. */
+  /** Extra request headers: a protected preview's access cookie (the front door), never quoted in an error. */
   headers?: Record<string, string>;
 }
 
@@ -238,7 +155,7 @@ export async function callFactory(
         method: 'POST',
         headers,
         body,
-        // Never followed (issue 23): a 303 would have the service fetch and quote whatever it names, a
+        // Never followed (a run stays inside its preview): a 303 would have the service fetch and quote whatever it names, a
         // 307/308 would forward the signed body and its x-signature there.
         redirect: 'manual',
         signal: AbortSignal.timeout(Math.max(1, Math.min(timeoutMs, started + retryMs + timeoutMs - now()))),
@@ -319,85 +236,6 @@ export function parseUpAnswer(answer: unknown): UpAnswer {
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------------
-// A run's provisioning record
-// ---------------------------------------------------------------------------------------------------
-
-/** What a run records of its scenario (attribute `scenarioState` of the run item). */
-export interface ScenarioState {
-  setupId: string;
-  name: string;
-  version?: number;
-  testRunId: string;
-  testRunShortId: string;
-  factoryUrl?: string;
-  /**
-   * The protected environment whose access cookie the factory calls carry (issue 29: its public URL,
-   * in AWS): an owed `down` sent later signs a fresh one. Never the token itself.
-   */
-  factoryAccess?: AccessScope;
-  /** `up` answered: `down` is owed. */
-  status: 'provisioning' | 'up' | 'up_failed' | 'down' | 'down_failed';
-  upMs?: number;
-  downMs?: number;
-  error?: string;
-  downError?: string;
-  refs?: unknown;
-}
-
-/** Write the run's scenario record (any status of the run: it is metadata, not the outcome). */
-export async function saveScenarioState(runId: string, state: ScenarioState): Promise<void> {
-  const stored = Object.fromEntries(
-    Object.entries({
-      ...state,
-      refs: state.refs === undefined ? undefined : JSON.stringify(state.refs),
-    }).filter(([, v]) => v !== undefined),
-  );
-  await ddb().send(
-    new UpdateCommand({
-      TableName: table('runs'),
-      Key: { runId },
-      UpdateExpression: 'SET scenarioState = :s',
-      ConditionExpression: 'attribute_exists(runId)',
-      // refs may be anything JSON; store it as text so any shape survives DynamoDB.
-      ExpressionAttributeValues: { ':s': stored },
-    }),
-  );
-}
-
-/** The stored record, refs parsed back. */
-export function readScenarioState(raw: unknown): ScenarioState | undefined {
-  if (!raw || typeof raw !== 'object') return undefined;
-  const s = { ...(raw as ScenarioState) };
-  if (typeof s.refs === 'string') {
-    try {
-      s.refs = JSON.parse(s.refs);
-    } catch {
-      // left as text
-    }
-  }
-  return s;
-}
-
-/** The run's `metadata` fields of its scenario (issue 12, decision 5). */
-export function scenarioMetadata(state: ScenarioState | undefined): Record<string, unknown> {
-  if (!state) return {};
-  return {
-    scenario: {
-      setup_id: state.setupId,
-      recipe: state.name,
-      version: state.version ?? null,
-      status: state.status,
-    },
-    test_run_id: state.testRunId,
-    test_run_short_id: state.testRunShortId,
-    ...(state.upMs !== undefined ? { scenario_up_ms: state.upMs } : {}),
-    ...(state.downMs !== undefined ? { scenario_down_ms: state.downMs } : {}),
-    ...(state.error ? { scenario_error: state.error } : {}),
-    ...(state.downError ? { scenario_down_error: state.downError } : {}),
-  };
-}
-
 /** The factory URL: the app's URL in the environment plus the path. */
 export function factoryUrl(
   urls: Record<string, string>,
@@ -412,35 +250,6 @@ export function factoryUrl(
     };
   const path = factory.path || '/';
   return `${base.replace(/\/+$/, '')}${path.startsWith('/') ? '' : '/'}${path}`;
-}
-
-/**
- * Take the right to send a run's `down` (issue 24, item 4): a conditional write of `downClaim` while its
- * scenario is `up` and nobody claimed it. The executor, MarkFailed, the local recovery after a restart
- * and the AWS sweep each claim before sending, so the factory gets one `down` whoever races; a sender
- * that dies after claiming leaves the record `up` with the claim (at most once, never twice).
- * @returns whether this caller claimed it
- */
-export async function claimDown(runId: string, by: string): Promise<boolean> {
-  return updateRunIf(runId, {
-    UpdateExpression: 'SET downClaim = :by',
-    ConditionExpression: 'attribute_not_exists(downClaim) AND scenarioState.#status = :up',
-    ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: { ':by': `${by}@${new Date().toISOString()}`, ':up': 'up' },
-  });
-}
-
-/**
- * Give back the `down` claim of a run whose attempt sent its `down` (issue 28): its retry provisions a
- * fresh scenario whose `down` is claimed anew. Only while the run is still `running` under `attempt`.
- */
-export async function releaseDownClaim(runId: string, attempt: string): Promise<boolean> {
-  return updateRunIf(runId, {
-    UpdateExpression: 'REMOVE downClaim',
-    ConditionExpression: '#status = :running AND attempt = :attempt',
-    ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: { ':running': 'running', ':attempt': attempt },
-  });
 }
 
 /**

@@ -5,7 +5,7 @@ import { newId } from '../../shared/crypto.js';
 import { ddb, isConditionFailure, table } from '../../shared/dynamo.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../shared/errors.js';
 import { isReservedKey, RESERVED_KEY } from '../../shared/validation.js';
-import { getApplication } from '../applications/applications.js';
+import { getApplication } from '../applications/index.js';
 
 /** Secrets Manager's SecretString limit, which a bundle (a JSON object of env vars) must fit. */
 export const MAX_BUNDLE_BYTES = 65_536;

@@ -11,7 +11,7 @@ import {
   reservedMemberPaths,
   rowId,
 } from '../../shared/validation.js';
-import { type ScenarioRef, scenarioRefProblems } from '../scenarios/factory.js';
+import { type ScenarioRef, scenarioRefProblems } from '../scenarios/index.js';
 
 /** A folder that groups tests (and so runs); its id comes from the imported file. */
 export interface Folder {

@@ -1,7 +1,7 @@
 import type { BrowserSession, PageEvent, Recording } from '../../../ports/browser/port.js';
 import { log } from '../../../shared/log.js';
 import { maskSecrets } from '../../../shared/mask.js';
-import type { RunAccessCookie } from '../../applications/access.js';
+import type { RunAccessCookie } from '../../applications/index.js';
 import {
   callFactory,
   claimDown,
@@ -9,7 +9,7 @@ import {
   type ScenarioState,
   saveScenarioState,
   type UpAnswer,
-} from '../../scenarios/factory.js';
+} from '../../scenarios/index.js';
 import { RunNotOwned, saveRunStep } from '../lifecycle.js';
 import { mediaKeys, type RunItem, type RunStepItem, type RunTarget } from '../store.js';
 import {
@@ -21,10 +21,10 @@ import {
   stoppedDuringStep,
   UPLOAD_TIMEOUT_MS,
 } from './deadline.js';
-import type { ExecuteDeps } from './executor.js';
 import { attemptMediaKey, type StepEvents, stepEvents } from './media.js';
 import { previewCookies, provision } from './provision.js';
 import { browserError, performStep, StepFailure, targetOrigins, VIEWPORT } from './steps.js';
+import type { ExecuteDeps } from './types.js';
 
 /*
  * One attempt of a run (issue 28: a test may be retried): its scenario `up`, a browser session (a fresh

@@ -1,6 +1,6 @@
 import type { SecretStore } from '../../../ports/secret-store/port.js';
 import { log } from '../../../shared/log.js';
-import { sendOwedDown } from '../../scenarios/factory.js';
+import { sendOwedDown } from '../../scenarios/index.js';
 import { failRun, RunNotOwned } from '../lifecycle.js';
 import { loadRun, updateRunIf } from '../store.js';
 

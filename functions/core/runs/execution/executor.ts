@@ -1,51 +1,16 @@
-import type { Browser } from '../../../ports/browser/port.js';
-import type { MediaWriter } from '../../../ports/media/port.js';
-import type { SecretStore } from '../../../ports/secret-store/port.js';
 import { newId } from '../../../shared/crypto.js';
 import { log } from '../../../shared/log.js';
 import { maskSecrets } from '../../../shared/mask.js';
-import { prepareRunAccess, type RunAccessCookie } from '../../applications/access.js';
-import { type FactoryClientOptions, releaseDownClaim } from '../../scenarios/factory.js';
+import { prepareRunAccess, type RunAccessCookie } from '../../applications/index.js';
+import { releaseDownClaim } from '../../scenarios/index.js';
 import { finishRun, RunNotOwned } from '../lifecycle.js';
 import { loadRun, type RunAttemptItem, type RunItem, type RunStepItem, type RunTarget } from '../store.js';
 import { type AttemptOutcome, runAttempt } from './attempt.js';
 import { awaitOtherExecutor, claimExecutor } from './claims.js';
 import { executorReserveMs, runDeadline } from './deadline.js';
+import type { ExecuteDeps, ExecuteInput } from './types.js';
 
-export interface ExecuteDeps {
-  browser: Browser;
-  media: MediaWriter;
-  secrets: SecretStore;
-  /** Defaults when the test sets none (config: 15 s and 600 s unless changed). */
-  stepTimeoutSeconds: number;
-  runTimeoutSeconds: number;
-  now?: () => number;
-  /** Retry and timeout limits of Environment Factory requests (30 s each unless changed: tests). */
-  factory?: FactoryClientOptions;
-  /**
-   * The executor Lambda's remaining time (its context's getRemainingTimeInMillis): the steps stop early
-   * enough to leave the reserve for the video, its upload and `down` (core/run-deadline.ts). Absent
-   * locally, where the run's own limit alone applies.
-   */
-  remainingMs?: () => number;
-  /** This invocation's id (the Lambda request id): its claim on the run's attempt (core/run-claims.ts). */
-  invocationId?: string;
-  /** How often a retried executor looks whether the first one ended the run (2 s unless changed: tests). */
-  claimPollMs?: number;
-  /** Wake the run's environment if it sleeps (issue 29; local: the runtime's `wake`; AWS: absent). */
-  wake?: (ref: { orgId: string; envKey: string }) => Promise<void>;
-  /**
-   * Where the service's own calls (the factory's `up`/`down`) reach each app of the run's environment
-   * (issue 29; local: the runtime's `serviceUrls`, the apps' own ports; AWS: absent, the public URLs).
-   */
-  serviceUrls?: (ref: { orgId: string; envKey: string }) => Promise<Record<string, string> | undefined>;
-}
-
-export interface ExecuteInput {
-  runId: string;
-  attempt: string;
-  target: RunTarget;
-}
+export type { ExecuteDeps, ExecuteInput } from './types.js';
 
 /**
  * Words that make a variable's name say it holds a secret (issue 26): `PASSWORD`, `DB_PASS`, `API_TOKEN`,

@@ -1,4 +1,5 @@
-import type { RunAccessCookie } from '../../applications/access.js';
+import type { RunAccessCookie } from '../../applications/index.js';
+import { testRunShortId } from '../../recipes/index.js';
 import {
   callFactory,
   factorySecret,
@@ -9,12 +10,11 @@ import {
   type ScenarioState,
   saveScenarioState,
   substituteTokens,
-  testRunShortId,
   type UpAnswer,
   upPayload,
-} from '../../scenarios/factory.js';
+} from '../../scenarios/index.js';
 import type { RunItem, RunTarget } from '../store.js';
-import type { ExecuteDeps } from './executor.js';
+import type { ExecuteDeps } from './types.js';
 
 /**
  * The cookies of a scenario's `up` answer, each for a host of the run's preview: one without a domain is

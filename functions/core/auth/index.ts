@@ -1,0 +1,1 @@
+export { authenticate, type Principal } from './authenticate.js';

@@ -1,0 +1,1 @@
+export { createRecipeVersion, getRecipeVersion, listRecipeVersions, testRunShortId } from './versions.js';

@@ -1,0 +1,1 @@
+export { deleteSecret, listSecrets, upsertSecrets } from './bundles.js';
