@@ -1,3 +1,10 @@
+/*
+ * Applications, the front of the domain: organizations and their applications (applications.ts); who may
+ * open a preview, the front door's settings, access keys and a run's access cookie (access.ts), and the
+ * verifier the front door asks (access-verify.ts); which pull requests get a preview (preview-rules.ts);
+ * each organization's fair share of requests, deploys and runs (fair-share.ts).
+ */
+
 export {
   type AccessMode,
   type AccessSettings,

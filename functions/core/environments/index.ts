@@ -1,3 +1,12 @@
+/*
+ * Preview environments, the front of the domain: the record and what callers see of it (types.ts); every
+ * request that moves an environment, deploy, redeploy, teardown, resume, and its reads (lifecycle.ts); the
+ * order of source-host events (source-order.ts); what the pipeline's steps share (pipeline.ts), what an
+ * app's build reads (build-inputs.ts), preview.yaml (preview-config.ts), how the apps start (launch.ts);
+ * expiry and stranded work (expiry.ts); the status on the pull request (pr-status.ts); app and build logs
+ * (logs.ts); the apps the environments of a repository declare (declared-apps.ts).
+ */
+
 export { buildInputs } from './build-inputs.js';
 export { undeclaredAppWarning } from './declared-apps.js';
 export { sweepExpired, sweepFences } from './expiry.js';

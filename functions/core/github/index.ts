@@ -1,3 +1,9 @@
+/*
+ * GitHub, the front of the domain: a webhook delivery normalized and published as events, and the
+ * consumers of those events that deploy, redeploy and tear down (webhooks.ts); failed deliveries asked
+ * again (redelivery.ts).
+ */
+
 export { type RedeliveryOutcome, redeliverFailedDeliveries } from './redelivery.js';
 export {
   defaultBranchPushedDetail,

@@ -1,3 +1,9 @@
+/*
+ * Scenario data, the front of the domain: the application's Environment Factory, its signing secret and
+ * the signed client that sends it `up` and `down` (factory.ts); the recipe a test's scenario names
+ * (recipe.ts); what a run records of its scenario, and the one right to send its `down` (state.ts).
+ */
+
 export {
   callFactory,
   downPayload,
