@@ -44,7 +44,7 @@ const GITHUB_WEBHOOK_BODY_BYTES = 10 * 1024 * 1024;
 
 /**
  * What both secret upserts (PUT many, PUT one) are: bundles written, environments read (the apps they
- * declare, for the answer's `warning`: core/declared-apps.ts), and room for a full bundle.
+ * declare, for the answer's `warning`: core/environments/declared-apps.ts), and room for a full bundle.
  */
 const SECRET_UPSERT = {
   auth: 'apiKey',
@@ -164,7 +164,8 @@ export const routes = {
     entry: 'functions/api/recipes/create-version.ts',
     auth: 'apiKey',
     access: { tables: { recipes: 'RW' } },
-    maxBodyBytes: 350 * 1024, // = MAX_RECIPES_FILE_BYTES of core/recipes.ts (a unit test holds them equal)
+    // = MAX_RECIPES_FILE_BYTES of core/recipes/versions.ts (a unit test holds them equal)
+    maxBodyBytes: 350 * 1024,
   },
   listRecipeVersions: {
     method: 'GET',
@@ -263,7 +264,7 @@ export const pages = {
   /**
    * The Playwright trace viewer (issue 28): the static app of playwright-core, which opens a run's trace
    * from its signed media URL in the browser. No data, no credentials, no grant: it reads its own files
-   * (functions/core/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).
+   * (functions/core/runs/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).
    */
   traceViewer: {
     method: 'GET',

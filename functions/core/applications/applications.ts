@@ -52,8 +52,8 @@ export async function organizationExists(orgId: string): Promise<boolean> {
 
 /**
  * An Application: a repository linked to an organization, with its source-host installation. Its access
- * settings (`access`, `sleepAfterMinutes`: core/access.ts) and the rules of which pull requests get a
- * preview (core/preview-rules.ts) are optional fields.
+ * settings (`access`, `sleepAfterMinutes`: core/applications/access.ts) and the rules of which pull requests
+ * get a preview (core/applications/preview-rules.ts) are optional fields.
  */
 export interface Application extends AccessSettings, PreviewRuleSettings {
   applicationId: string;
@@ -267,7 +267,10 @@ export interface ApplicationView extends PreviewRules {
   /** Origins a test run's browser may load besides the preview's app URLs (`apps update --allowed-origins`). */
   allowedOrigins: string[];
   createdAt: string;
-  /** Who may open its previews (core/access.ts `effectiveAccess`: its setting or the mode's default). */
+  /**
+   * Who may open its previews (core/applications/access.ts `effectiveAccess`: its setting or the mode's
+   * default).
+   */
   access: AccessMode;
   /** Idle minutes before a PR preview sleeps (0 = never; main-branch previews never sleep). */
   sleepAfterMinutes: number;

@@ -60,7 +60,8 @@ async function getEnvironment(ref: EnvRef): Promise<Environment> {
 
 /**
  * Status of an environment of the caller's organization (404 otherwise). With `secrets`, a protected
- * environment's status carries `accessUrls`, signed with its application's access key (core/access.ts).
+ * environment's status carries `accessUrls`, signed with its application's access key
+ * (core/applications/access.ts).
  */
 export async function environmentStatus(ref: EnvRef, secrets?: SecretStore): Promise<PreviewStatus> {
   const env = await getEnvironment(ref);
@@ -71,9 +72,9 @@ export async function environmentStatus(ref: EnvRef, secrets?: SecretStore): Pro
 }
 
 /**
- * The signed links into a protected environment's apps (app → link; core/access.ts `accessUrls`), or
- * undefined when it is public, has no URLs, or its application has no access key. The status, the PR
- * comment and the dashboard show these, never the key.
+ * The signed links into a protected environment's apps (app → link; core/applications/access.ts
+ * `accessUrls`), or undefined when it is public, has no URLs, or its application has no access key. The
+ * status, the PR comment and the dashboard show these, never the key.
  */
 export async function environmentAccessUrls(
   env: Pick<Environment, 'orgId' | 'envKey' | 'repoFullName' | 'access'>,

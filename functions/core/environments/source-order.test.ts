@@ -1,7 +1,10 @@
 import { describe, expect, test } from '@jest/globals';
 import { breaksTie, NEWER_SOURCE_EVENT, ordered, orderKey, SAME_KEY_OTHER_HEAD } from './source-order.js';
 
-/* The order of pull request events (core/source-order.ts): keys, the tie rule, the conditions written. */
+/*
+ * The order of pull request events (core/environments/source-order.ts): keys, the tie rule, the conditions
+ * written.
+ */
 
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);

@@ -6,7 +6,7 @@ import { setLogSink } from '../../shared/log.js';
 import { MAX_REDELIVERIES, redeliverFailedDeliveries } from './redelivery.js';
 
 /*
- * The redelivery of failed webhook deliveries (core/webhook-redelivery.ts), with a fake of the
+ * The redelivery of failed webhook deliveries (core/github/redelivery.ts), with a fake of the
  * WebhookDeliveries port and the claim lookup injected (the unit tier has no DynamoDB; the cloud tier
  * runs it against the real table).
  */

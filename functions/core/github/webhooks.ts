@@ -206,8 +206,8 @@ export const pullRequestUpdatedDetail = z.object({
   fork: z.boolean(),
   eventAt: nonEmpty,
   deliveryId: z.optional(z.string()),
-  // What the application's preview rules read (core/preview-rules.ts); an event put by hand may leave
-  // them out (no labels, no author known).
+  // What the application's preview rules read (core/applications/preview-rules.ts); an event put by hand may
+  // leave them out (no labels, no author known).
   labels: z.optional(z.array(labelName).check(z.maxLength(1000))),
   author: z.optional(z.string().check(z.maxLength(255))),
   // The webhook's verdict under the rules; absent (an event put by hand), the consumer decides.
@@ -342,12 +342,12 @@ async function hasPreview(orgId: string, repoFullName: string, prNumber: number)
 }
 
 /**
- * A pull request update under each acting application's preview rules (core/preview-rules.ts): the
- * applications it acts through, each with its verdict, and the reasons of those it leaves out. An
- * application is left out when the rules skip the pull request and it has no preview (nothing to tear
- * down), and, for a label added or removed, when that label is none of its rule labels or the verdict
- * is to keep the preview it already has. The changed files are asked of the source host once, and only
- * when an application has `paths`.
+ * A pull request update under each acting application's preview rules (core/applications/preview-rules.ts):
+ * the applications it acts through, each with its verdict, and the reasons of those it leaves out. An
+ * application is left out when the rules skip the pull request and it has no preview (nothing to tear down),
+ * and, for a label added or removed, when that label is none of its rule labels or the verdict is to keep the
+ * preview it already has. The changed files are asked of the source host once, and only when an application
+ * has `paths`.
  */
 async function judgeUpdate(
   n: Extract<Normalized, { kind: 'pullRequestUpdated' }>,
@@ -399,7 +399,7 @@ async function judgeUpdate(
  * claim the delivery id (a redelivery is ignored: it changes nothing); put one event per organization on
  * the bus (on failure the claim is released and the answer is a 5xx: GitHub does not redeliver by itself,
  * but the `webhookRedelivery` schedule asks it to, and the redelivery, same GUID, can then do it;
- * core/webhook-redelivery.ts).
+ * core/github/redelivery.ts).
  */
 export async function receiveWebhook(deps: WebhookDeps, delivery: WebhookDelivery): Promise<WebhookOutcome> {
   if (!delivery.event) throw new ValidationError('X-GitHub-Event header is required');
@@ -491,15 +491,14 @@ async function verdictOf(
 }
 
 /**
- * Pull Request Updated: deploy the head (the API's `requestPrDeploy`: a new generation supersedes any
- * deploy in flight; a fork's head is marked so its apps get no secret bundles), then show it on the PR.
- * When the application's preview rules skip the pull request (the webhook's verdict, or for an event put
- * by hand the rules read here: `verdictOf`), its preview, if it has one, is torn down instead, with the
- * reason, which the PR comment then shows; without one nothing happens.
- * Events are acted on in the order of their `updated_at` (core/source-order.ts): an older one, or the
- * same one again, is `stale`; of two in the same second, the one whose head the source host gives as the
- * pull request's head now (asked only then) wins, whichever arrives first; a teardown for the rules wins
- * a tie, as a close does.
+ * Pull Request Updated: deploy the head (the API's `requestPrDeploy`: a new generation supersedes any deploy
+ * in flight; a fork's head is marked so its apps get no secret bundles), then show it on the PR. When the
+ * application's preview rules skip the pull request (the webhook's verdict, or for an event put by hand the
+ * rules read here: `verdictOf`), its preview, if it has one, is torn down instead, with the reason, which the
+ * PR comment then shows; without one nothing happens. Events are acted on in the order of their `updated_at`
+ * (core/environments/source-order.ts): an older one, or the same one again, is `stale`; of two in the same
+ * second, the one whose head the source host gives as the pull request's head now (asked only then) wins,
+ * whichever arrives first; a teardown for the rules wins a tie, as a close does.
  */
 export async function onPullRequestUpdated(
   deps: ConsumerDeps & { sourceHost: Pick<SourceHost, 'pullRequestHead' | 'changedFiles'> },

@@ -1,10 +1,10 @@
 import type { Environment } from '../environments/index.js';
 
 /*
- * Which environment a test run ran against, named the way people name it: the repository, the pull
- * request (0: the main-branch environment) and the commit its apps were deployed from. Resolved with the
- * run's target (core/runs.ts `resolveTarget`), stored with it, and shown in the TestRun (`environment`,
- * additive) and in the run's report header.
+ * Which environment a test run ran against, named the way people name it: the repository, the pull request
+ * (0: the main-branch environment) and the commit its apps were deployed from. Resolved with the run's target
+ * (core/runs/target.ts `resolveTarget`), stored with it, and shown in the TestRun (`environment`, additive)
+ * and in the run's report header.
  */
 
 /** Stored with a run's target (`RunTarget.environment`). */

@@ -26,7 +26,7 @@ function updateRun(runId: string, update: Omit<UpdateCommandInput, 'TableName' |
 /*
  * A run's lifecycle, every write of it: start (POST /test/{test_id}/run, and a ready environment's preview
  * runs), prepare (the first state of `testRun`), each step's outcome, finish, and fail (from any state
- * that ends a run early). Claims and recovery build on these: run-claims.ts, run-recovery.ts.
+ * that ends a run early). Claims and recovery build on these: execution/claims.ts, recovery.ts.
  */
 
 /**

@@ -11,10 +11,10 @@ import { loadRun, type RunItem } from './store.js';
 /*
  * Runs nobody will end (issue 24, item 3): after the local server restarted (`recoverRuns`, every run left
  * `pending` or `running`), and in AWS (`sweepStaleRuns`, the `runSweep` schedule: runs left so past their
- * time limit that no execution can still be running them: a MarkFailed that never ran, an execution
- * that ended while its run stayed `running`). Both end each such run `failed` with the reason and send the
- * scenario `down` it owes, claimed first (core/scenarios.ts, claimDown), so the executor, MarkFailed, the
- * recovery and the sweep never send it twice.
+ * time limit that no execution can still be running them: a MarkFailed that never ran, an execution that
+ * ended while its run stayed `running`). Both end each such run `failed` with the reason and send the
+ * scenario `down` it owes, claimed first (core/scenarios/state.ts, claimDown), so the executor, MarkFailed,
+ * the recovery and the sweep never send it twice.
  */
 
 type Status = 'running' | 'pending';

@@ -8,8 +8,8 @@ import type { RunEnvironment } from './environment.js';
 
 /*
  * A run as stored (table `runs`): its statuses, its shape, its key and status keys, where its media go,
- * and the read every other run module starts from. What writes it: run-lifecycle.ts; what callers see of
- * it: run-views.ts; how GET /run pages through it: run-listing.ts; where it goes: run-target.ts.
+ * and the read every other run module starts from. What writes it: lifecycle.ts; what callers see of
+ * it: views.ts; how GET /run pages through it: listing.ts; where it goes: target.ts.
  */
 
 export const RUN_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
@@ -186,7 +186,10 @@ export async function loadRun(runId: string): Promise<RunItem | undefined> {
   return run;
 }
 
-/** Media keys of a run: one screenshot per step, one video, one trace (a retry's: core/run-media.ts). */
+/**
+ * Media keys of a run: one screenshot per step, one video, one trace (a retry's:
+ * core/runs/execution/media.ts).
+ */
 export const mediaKeys = {
   step: (run: Pick<RunItem, 'orgId' | 'runId'>, index: number, stepId: string) =>
     `runs/${run.orgId}/${run.runId}/step-${String(index + 1).padStart(3, '0')}-${stepId}.png`,

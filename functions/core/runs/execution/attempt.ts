@@ -29,7 +29,7 @@ import type { ExecuteDeps } from './types.js';
 /*
  * One attempt of a run (issue 28: a test may be retried): its scenario `up`, a browser session (a fresh
  * context: a video and a trace of its own), the first page, the steps, the media, and `down`. The
- * executor (run-executor.ts) runs attempts until one passes or the retries are spent.
+ * executor (executor.ts) runs attempts until one passes or the retries are spent.
  */
 
 /** What an attempt needs from its run's execution. */
@@ -330,7 +330,7 @@ function stepLabel(step: RunStepItem): string {
   return selector ? ` ${selector}` : '';
 }
 
-/** Close the session and store its video and trace (each upload bounded: core/run-deadline.ts). */
+/** Close the session and store its video and trace (each upload bounded: core/runs/execution/deadline.ts). */
 async function storeRecording(
   a: AttemptInput,
   session: BrowserSession,

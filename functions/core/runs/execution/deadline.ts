@@ -18,8 +18,8 @@ export const UPLOAD_TIMEOUT_MS = 60_000;
 
 /**
  * What the scenario's `down` may take: the factory client retries 502/503/504 and connection errors for
- * `retryMs` (30 s) and waits at most `timeoutMs` (30 s) for an answer (core/scenarios.ts, callFactory),
- * so a `down` ends within their sum.
+ * `retryMs` (30 s) and waits at most `timeoutMs` (30 s) for an answer (core/scenarios/factory.ts,
+ * callFactory), so a `down` ends within their sum.
  */
 export const DOWN_TIMEOUT_MS = 60_000;
 
