@@ -1,7 +1,4 @@
 import { describe, expect, test } from '@jest/globals';
-import { buildReport, renderComment } from '../environments/pr-status.js';
-import type { Environment } from '../environments/types.js';
-import { normalizeDelivery } from '../github/webhooks.js';
 import {
   decide,
   labelMatters,
@@ -151,88 +148,5 @@ describe('decide', () => {
     expect(labelMatters(rules(), 'bug')).toBe(false);
     expect(labelMatters(rules({ requireLabel: 'preview' }), 'preview')).toBe(true);
     expect(labelMatters(rules({ skipLabel: null }), 'no-preview')).toBe(false);
-  });
-});
-
-describe('what a webhook carries for the rules', () => {
-  const payload = (action: string, extra: Record<string, unknown> = {}) => ({
-    action,
-    number: 7,
-    ...extra,
-    pull_request: {
-      updated_at: '2030-01-01T10:00:00Z',
-      labels: [{ name: 'bug' }, { name: 'no-preview' }],
-      user: { login: 'dependabot[bot]' },
-      head: { sha: 'a'.repeat(40), ref: 'f', repo: { full_name: 'acme/shop' } },
-      base: { sha: 'b'.repeat(40), ref: 'main', repo: { full_name: 'acme/shop' } },
-    },
-    repository: { full_name: 'acme/shop' },
-  });
-
-  test('labels, author, and for labeled / unlabeled the label', () => {
-    expect(normalizeDelivery('pull_request', payload('synchronize'))).toMatchObject({
-      kind: 'pullRequestUpdated',
-      labels: ['bug', 'no-preview'],
-      author: 'dependabot[bot]',
-    });
-    expect(
-      normalizeDelivery('pull_request', payload('labeled', { label: { name: 'no-preview' } })),
-    ).toMatchObject({
-      action: 'labeled',
-      label: 'no-preview',
-    });
-    expect(normalizeDelivery('pull_request', payload('unlabeled', { label: { name: 'bug' } }))).toMatchObject(
-      {
-        action: 'unlabeled',
-        label: 'bug',
-      },
-    );
-    // Other actions are still ignored.
-    expect(normalizeDelivery('pull_request', payload('assigned'))).toEqual({
-      ignored: 'pull_request action "assigned" changes no preview',
-    });
-  });
-
-  test('labeled without the label it added: a 400 saying so', () => {
-    expect(() => normalizeDelivery('pull_request', payload('labeled'))).toThrow(
-      'pull_request payload: label is required for the labeled action',
-    );
-  });
-
-  test('a malformed label list is a 400 naming the field', () => {
-    const bad = payload('opened');
-    (bad.pull_request as Record<string, unknown>).labels = [{ name: 3 }];
-    expect(() => normalizeDelivery('pull_request', bad)).toThrow(/pull_request\.labels\[0\]\.name/);
-  });
-});
-
-describe('the PR comment says why a preview was torn down', () => {
-  const env: Environment = {
-    orgId: 'o',
-    envKey: 'acme/shop#7',
-    repoFullName: 'acme/shop',
-    prNumber: 7,
-    status: 'torn_down',
-    createdAt: '2030-01-01T00:00:00Z',
-    updatedAt: '2030-01-01T00:01:00Z',
-    lastDeployedSha: 'a'.repeat(40),
-    urls: {},
-    generation: 3,
-    teardownReason: 'the pull request has the label "no-preview"',
-  };
-
-  test('the reason in the comment and the deployment status; none without one', () => {
-    expect(renderComment(env, 'inactive')).toContain(
-      '**Why**: the pull request has the label "no-preview" (the application\'s preview rules).',
-    );
-    const built = buildReport(env);
-    expect('report' in built && built.report.description).toBe(
-      'Preview torn down: the pull request has the label "no-preview"',
-    );
-    const plain = { ...env, teardownReason: undefined };
-    expect(renderComment(plain, 'inactive')).not.toContain('**Why**');
-    expect('report' in buildReport(plain) && (buildReport(plain) as any).report.description).toBe(
-      'Preview torn down',
-    );
   });
 });

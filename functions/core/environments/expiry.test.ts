@@ -1,14 +1,35 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from '@jest/globals';
+import { sampleEnvironment } from '../../../test/support/environments.js';
 import { setLogSink } from '../../shared/log.js';
 import {
+  expiryOf,
   FENCE_RETENTION_MS,
   STRANDED_DEPLOY_MS,
   STRANDED_TEARDOWN_MS,
   strandedWork,
   sweepFences,
 } from './expiry.js';
+
+describe('expiry', () => {
+  const at = (iso: string) => new Date(iso);
+  test('72 hours after the last deploy, for a settled PR environment', () => {
+    expect(expiryOf(sampleEnvironment(), 72)).toEqual(at('2030-01-04T00:00:00.000Z'));
+    expect(expiryOf(sampleEnvironment({ status: 'failed' }), 1)).toEqual(at('2030-01-01T01:00:00.000Z'));
+    // Records from before lastDeployAt: their last change.
+    expect(expiryOf(sampleEnvironment({ lastDeployAt: undefined }), 1)).toEqual(
+      at('2030-01-01T01:01:00.000Z'),
+    );
+  });
+  test('never: ttl 0, the main-branch environment, a deploy in flight, a teardown requested', () => {
+    expect(expiryOf(sampleEnvironment(), 0)).toBeUndefined();
+    expect(expiryOf(sampleEnvironment({ prNumber: 0 }), 72)).toBeUndefined();
+    for (const status of ['pending', 'building', 'deploying', 'torn_down'] as const)
+      expect(expiryOf(sampleEnvironment({ status }), 72)).toBeUndefined();
+    expect(expiryOf(sampleEnvironment({ tornDownRequested: true }), 72)).toBeUndefined();
+  });
+});
 
 const NOW = Date.parse('2026-11-22T12:00:00.000Z');
 const at = (msAgo: number) => new Date(NOW - msAgo).toISOString();

@@ -1,18 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { parseEventFile } from '../../../lib/local/bus.js';
-import { sampleEnvironment } from '../../../test/support/environments.js';
 import { eventRules } from '../../manifest/events.js';
 import { matchesPattern, serviceBusRules } from '../../ports/events/local-bus.js';
 import type { DeliveredEvent } from '../../ports/events/port.js';
-import { commentMarker, publishToGitHub, versionOf } from '../../ports/pr-status/github-rest.js';
-import { githubOutboxPath, OutboxRest } from '../../ports/pr-status/local-outbox.js';
-import type { PrReport } from '../../ports/pr-status/port.js';
 import { ValidationError } from '../../shared/errors.js';
-import { expiryOf } from '../environments/expiry.js';
-import { buildReport, ownerTag, renderComment } from '../environments/pr-status.js';
 import { normalizeDelivery, redeployRequestedDetail } from './webhooks.js';
 
 /* The pure parts of previews that follow the pull request (issue 13). */
@@ -251,156 +242,54 @@ describe('EVENT.json', () => {
   });
 });
 
-const env = sampleEnvironment;
-
-describe('the report on the pull request', () => {
-  test('ready: success with the web URL; the comment lists every app', () => {
-    const built = buildReport(env());
-    if (!('report' in built)) throw new Error('no report');
-    expect(built.report).toMatchObject({
-      repoFullName: 'acme/shop',
-      prNumber: 7,
-      sha: SHA,
-      environment: 'preview/pr-7',
-      state: 'success',
-      environmentUrl: 'http://127.0.0.1:4001',
-      ownerTag: ownerTag('org-1'),
-      version: { generation: 3, at: '2030-01-01T00:01:00.000Z' },
-    });
-    expect(built.report.comment).toContain('| web | http://127.0.0.1:4001 |');
-    expect(built.report.comment).toContain('| api | http://127.0.0.1:4002 |');
-    expect(built.report.comment).toContain('`ready`');
-    // The tag is a hash: the organization's id never shows on GitHub.
-    expect(JSON.stringify(built.report)).not.toContain('org-1');
+describe('what a webhook carries for the rules', () => {
+  const payload = (action: string, extra: Record<string, unknown> = {}) => ({
+    action,
+    number: 7,
+    ...extra,
+    pull_request: {
+      updated_at: '2030-01-01T10:00:00Z',
+      labels: [{ name: 'bug' }, { name: 'no-preview' }],
+      user: { login: 'dependabot[bot]' },
+      head: { sha: 'a'.repeat(40), ref: 'f', repo: { full_name: 'acme/shop' } },
+      base: { sha: 'b'.repeat(40), ref: 'main', repo: { full_name: 'acme/shop' } },
+    },
+    repository: { full_name: 'acme/shop' },
   });
 
-  test('deploying, failed (with the cause), torn down; a teardown under way reports nothing yet', () => {
-    const states = [
-      [env({ status: 'building', phase: 'building-images' }), 'in_progress'],
-      [env({ status: 'failed', error: 'app web exited (exit code 1)' }), 'failure'],
-      [env({ status: 'torn_down', urls: {} }), 'inactive'],
-    ] as const;
-    for (const [e, state] of states) {
-      const built = buildReport(e);
-      expect('report' in built && built.report.state).toBe(state);
-    }
-    const failed = buildReport(env({ status: 'failed', error: 'app web exited (exit code 1)' }));
-    expect('report' in failed && failed.report.comment).toContain('app web exited (exit code 1)');
-    expect('report' in failed && failed.report.description).toBe(
-      'Preview failed: app web exited (exit code 1)',
+  test('labels, author, and for labeled / unlabeled the label', () => {
+    expect(normalizeDelivery('pull_request', payload('synchronize'))).toMatchObject({
+      kind: 'pullRequestUpdated',
+      labels: ['bug', 'no-preview'],
+      author: 'dependabot[bot]',
+    });
+    expect(
+      normalizeDelivery('pull_request', payload('labeled', { label: { name: 'no-preview' } })),
+    ).toMatchObject({
+      action: 'labeled',
+      label: 'no-preview',
+    });
+    expect(normalizeDelivery('pull_request', payload('unlabeled', { label: { name: 'bug' } }))).toMatchObject(
+      {
+        action: 'unlabeled',
+        label: 'bug',
+      },
     );
-    expect(buildReport(env({ tornDownRequested: true }))).toEqual({ skip: 'a teardown is in progress' });
-    expect(buildReport(env({ inputs: undefined, lastDeployedSha: undefined }))).toEqual({
-      skip: 'the environment has no commit yet',
+    // Other actions are still ignored.
+    expect(normalizeDelivery('pull_request', payload('assigned'))).toEqual({
+      ignored: 'pull_request action "assigned" changes no preview',
     });
   });
 
-  test('a fork says its preview runs without secret bundles; env 0 gets a deployment but no comment', () => {
-    const fork = buildReport(env({ inputs: { headSha: SHA, headRef: 'feature', fork: true } }));
-    expect('report' in fork && fork.report.comment).toContain("without the application's secret bundles");
-    expect('report' in fork && fork.report.description).toContain('fork: no secret bundles');
-    const main = buildReport(
-      env({ prNumber: 0, envKey: 'acme/shop#0', inputs: { headSha: SHA, headRef: 'main' } }),
+  test('labeled without the label it added: a 400 saying so', () => {
+    expect(() => normalizeDelivery('pull_request', payload('labeled'))).toThrow(
+      'pull_request payload: label is required for the labeled action',
     );
-    expect('report' in main && main.report.environment).toBe('preview/main');
-    expect('report' in main && main.report.comment).toBeUndefined();
   });
 
-  test('the latest test runs of the environment, when there are any', () => {
-    const text = renderComment(env(), 'success', [
-      { name: 'checkout | pay', status: 'passed', runId: 'run1', createdAt: '2030-01-01T00:02:00.000Z' },
-    ]);
-    expect(text).toContain('**Latest test runs**');
-    expect(text).toContain('| checkout \\| pay | `passed` | `run1` |');
-    expect(renderComment(env(), 'success')).not.toContain('Latest test runs');
-  });
-});
-
-describe('publishing: a superseded report never overwrites a newer one', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'preview-outbox-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const report = (generation: number, at: string, state: PrReport['state'], sha = SHA): PrReport => ({
-    repoFullName: 'acme/shop',
-    prNumber: 7,
-    sha,
-    environment: 'preview/pr-7',
-    state,
-    description: state,
-    ownerTag: 'tag',
-    comment: `state ${state}, generation ${generation}`,
-    version: { generation, at },
-  });
-
-  test('one deployment per commit, one comment updated in place, and older reports refused', async () => {
-    const rest = new OutboxRest(githubOutboxPath(dir));
-    const first = await publishToGitHub(rest, report(1, '2030-01-01T00:00:01Z', 'in_progress'));
-    expect(first).toMatchObject({ published: true });
-    const second = await publishToGitHub(rest, report(1, '2030-01-01T00:00:02Z', 'success'));
-    expect(second).toMatchObject({ published: true });
-    if (!first.published || !second.published) throw new Error('not published');
-    expect(second.deploymentId).toBe(first.deploymentId);
-    expect(second.commentId).toBe(first.commentId);
-    // Generation 1's late failure after generation 2's report: refused.
-    const newer = await publishToGitHub(rest, report(2, '2030-01-01T00:00:03Z', 'in_progress', BASE));
-    expect(newer).toMatchObject({ published: true });
-    expect(await publishToGitHub(rest, report(1, '2030-01-01T00:00:04Z', 'failure'))).toEqual({
-      published: false,
-      reason: 'the pull request already shows a newer status',
-    });
-    const lines = readFileSync(githubOutboxPath(dir), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { method: string; path: string; body: Record<string, unknown> });
-    expect(lines.map((l) => `${l.method} ${l.path}`)).toEqual([
-      'POST /repos/acme/shop/deployments',
-      `POST /repos/acme/shop/deployments/${first.deploymentId}/statuses`,
-      'POST /repos/acme/shop/issues/7/comments',
-      `POST /repos/acme/shop/deployments/${first.deploymentId}/statuses`,
-      `PATCH /repos/acme/shop/issues/comments/${first.commentId}`,
-      'POST /repos/acme/shop/deployments',
-      expect.stringMatching(/^POST \/repos\/acme\/shop\/deployments\/\d+\/statuses$/),
-      `PATCH /repos/acme/shop/issues/comments/${first.commentId}`,
-    ]);
-    expect(lines[0]!.body).toMatchObject({
-      ref: SHA,
-      environment: 'preview/pr-7',
-      transient_environment: true,
-    });
-    const last = lines.at(-1)!.body.body as string;
-    expect(last).toContain(commentMarker({ ownerTag: 'tag', repoFullName: 'acme/shop', prNumber: 7 }));
-    expect(versionOf(last)).toEqual({ generation: 2, at: '2030-01-01T00:00:03Z' });
-
-    // Read back on a restart: the same comment is updated, not a second one created.
-    const again = await publishToGitHub(
-      new OutboxRest(githubOutboxPath(dir)),
-      report(2, '2030-01-01T00:00:05Z', 'success', BASE),
-    );
-    expect(again).toMatchObject({ published: true, commentId: first.commentId });
-  });
-
-  test('a teardown of a commit that never got a deployment creates none', async () => {
-    const rest = new OutboxRest(join(dir, 'other.jsonl'));
-    const out = await publishToGitHub(rest, {
-      ...report(1, '2030-01-01T00:00:01Z', 'inactive'),
-      prNumber: 8,
-    });
-    expect(out).toEqual({ published: true, deploymentId: undefined, commentId: expect.any(Number) });
-  });
-});
-
-describe('expiry', () => {
-  const at = (iso: string) => new Date(iso);
-  test('72 hours after the last deploy, for a settled PR environment', () => {
-    expect(expiryOf(env(), 72)).toEqual(at('2030-01-04T00:00:00.000Z'));
-    expect(expiryOf(env({ status: 'failed' }), 1)).toEqual(at('2030-01-01T01:00:00.000Z'));
-    // Records from before lastDeployAt: their last change.
-    expect(expiryOf(env({ lastDeployAt: undefined }), 1)).toEqual(at('2030-01-01T01:01:00.000Z'));
-  });
-  test('never: ttl 0, the main-branch environment, a deploy in flight, a teardown requested', () => {
-    expect(expiryOf(env(), 0)).toBeUndefined();
-    expect(expiryOf(env({ prNumber: 0 }), 72)).toBeUndefined();
-    for (const status of ['pending', 'building', 'deploying', 'torn_down'] as const)
-      expect(expiryOf(env({ status }), 72)).toBeUndefined();
-    expect(expiryOf(env({ tornDownRequested: true }), 72)).toBeUndefined();
+  test('a malformed label list is a 400 naming the field', () => {
+    const bad = payload('opened');
+    (bad.pull_request as Record<string, unknown>).labels = [{ name: 3 }];
+    expect(() => normalizeDelivery('pull_request', bad)).toThrow(/pull_request\.labels\[0\]\.name/);
   });
 });

@@ -1,9 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { tables } from '../../manifest/tables.js';
 import { ValidationError } from '../../shared/errors.js';
-import { issuePath, queryBoolean, queryInteger } from '../../shared/validation.js';
-import { parseTestsFile, toTestItem } from '../test-definitions/definitions.js';
-import { resolveVariables } from './lifecycle.js';
+import { queryBoolean, queryInteger } from '../../shared/validation.js';
 import {
   decodeRunCursor,
   encodeRunCursor,
@@ -12,7 +10,6 @@ import {
   type RunFilters,
 } from './listing.js';
 import type { RunItem } from './store.js';
-import { toTestRunView } from './views.js';
 
 const run = (over: Partial<RunItem> = {}): RunItem => ({
   runId: 'run1',
@@ -177,64 +174,6 @@ describe('matchesFilters', () => {
   });
 });
 
-describe('resolveVariables', () => {
-  test('overrides saved names and ignores the rest', () => {
-    expect(resolveVariables({ A: '1', B: '2' }, { B: 'x', C: 'y' })).toEqual({ A: '1', B: 'x' });
-  });
-  test('inherited names are neither overrides nor saved variables', () => {
-    const saved = { toString: 'saved', A: '1' };
-    expect(resolveVariables(saved, {})).toEqual({ toString: 'saved', A: '1' });
-    expect(resolveVariables({ A: '1' }, JSON.parse('{"__proto__":"x","constructor":"y"}'))).toEqual({
-      A: '1',
-    });
-  });
-  test('an empty string is a real override', () => {
-    expect(resolveVariables({ A: '1' }, { A: '' })).toEqual({ A: '' });
-  });
-});
-
-describe('toTestRunView', () => {
-  const sign = (key: string) => `https://media.example/${key}?expires=3600`;
-
-  test('no media URLs unless media=true, even when the run has media', () => {
-    const view = toTestRunView(run(), { media: false, steps: true }, sign);
-    expect(view.video_url).toBeNull();
-    expect(view.steps?.[0]?.image).toBeNull();
-  });
-  test('media=true signs the stored keys (the seam for a media port)', () => {
-    const view = toTestRunView(run(), { media: true, steps: true }, sign);
-    expect(view.video_url).toBe('https://media.example/runs/run1/video.mp4?expires=3600');
-    expect(view.steps?.[0]?.image).toBe('https://media.example/runs/run1/step1.png?expires=3600');
-  });
-  test('media=true without stored media, or without a signer, is null', () => {
-    expect(
-      toTestRunView(run({ videoKey: undefined }), { media: true, steps: false }, sign).video_url,
-    ).toBeNull();
-    expect(toTestRunView(run(), { media: true, steps: false }).video_url).toBeNull();
-  });
-  test('the TestRun shape: variables never leak; steps only when asked', () => {
-    const view = toTestRunView(run({ endedAt: '2026-01-02T03:05:00.000Z', applicationVersionId: 'av1' }), {
-      media: false,
-      steps: false,
-    });
-    expect(view).toEqual({
-      id: 'run1',
-      name: 'Checkout works',
-      test_id: 'test1',
-      status: 'pending',
-      created_at: '2026-01-02T03:04:05.000Z',
-      ended_at: '2026-01-02T03:05:00.000Z',
-      folder_run_id: null,
-      job_run_id: null,
-      job_id: null,
-      folder: { id: 'f1', name: 'Folder one' },
-      video_url: null,
-      metadata: { source: 'api', application_version_id: 'av1' },
-    });
-    expect(JSON.stringify(toTestRunView(run(), { media: true, steps: true }))).not.toContain('secret@');
-  });
-});
-
 describe('query fields', () => {
   test('queryBoolean: only true and false; absent is false', () => {
     expect(queryBoolean.parse('true')).toBe(true);
@@ -256,45 +195,5 @@ describe('query fields', () => {
     }
     expect(queryInteger(0).parse('0')).toBe(0);
     expect(queryInteger(0).safeParse('-1').error?.issues[0]?.message).toBe('must be an integer >= 0');
-  });
-});
-
-describe('tests file', () => {
-  const good = {
-    name: 'T',
-    folder: { id: 'f1', name: 'F' },
-    application_version: { name: 'v1', path: '/v1' },
-    steps: [{ instruction: 'Click', interaction: 'click', url: 'u', element: { html: 'h', selector: 's' } }],
-  };
-
-  test('issuePath writes array indexes in brackets', () => {
-    expect(issuePath([0, 'steps', 2, 'element', 'html'])).toBe('[0].steps[2].element.html');
-    expect(issuePath([])).toBe('');
-    expect(issuePath(['recipes', 0, 'create', 'users', 1])).toBe('recipes[0].create.users[1]');
-    expect(issuePath(['env', 'my key'])).toBe('env["my key"]');
-  });
-  test('toTestItem gives fresh test and step ids and defaults variables', () => {
-    const [parsed] = parseTestsFile([good]);
-    const a = toTestItem('org1', parsed!, '2026-01-01T00:00:00.000Z');
-    const b = toTestItem('org1', parsed!, '2026-01-01T00:00:00.000Z');
-    expect(a.testId).not.toBe(b.testId);
-    expect(a.steps[0]!.id).not.toBe(b.steps[0]!.id);
-    expect(a).toEqual({
-      testId: a.testId,
-      orgId: 'org1',
-      name: 'T',
-      createdAt: '2026-01-01T00:00:00.000Z',
-      folder: { id: 'f1', name: 'F' },
-      applicationVersion: { name: 'v1', path: '/v1' },
-      variables: {},
-      steps: [{ id: a.steps[0]!.id, ...good.steps[0] }],
-    });
-  });
-  test('an invalid file is a ValidationError naming each path', () => {
-    const bad = [good, { ...good, name: '', steps: [{ ...good.steps[0], interaction: 3 }] }];
-    expect(() => parseTestsFile(bad)).toThrow(ValidationError);
-    expect(() => parseTestsFile(bad)).toThrow(
-      'invalid tests file: [1].name: must not be empty; [1].steps[0].interaction: Invalid input: expected string, received number',
-    );
   });
 });

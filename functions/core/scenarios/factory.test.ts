@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -286,5 +286,35 @@ describe('preview.yaml factory and the signing secret', () => {
     const rotated = await rotateFactorySecret(store, 'app1');
     expect(rotated).not.toBe(first);
     expect(await factorySecret(store, 'app1')).toBe(rotated);
+  });
+});
+
+describe('callFactory with extra headers', () => {
+  let server: Server;
+  let url: string;
+  const seen: IncomingHttpHeaders[] = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push(req.headers);
+      req.resume();
+      req.on('end', () => res.writeHead(401, { 'content-type': 'text/plain' }).end('protected'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/f`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  test('sends the cookie; the signature and content type stay its own; the error never quotes the cookie', async () => {
+    const err = await callFactory(url, 's', { action: 'up' }, (t) => t, {
+      headers: { cookie: 'preview_access=v1.9.secret-token', 'x-signature': 'forged' },
+    }).catch((e: Error) => e);
+    expect(seen[0]!.cookie).toBe('preview_access=v1.9.secret-token');
+    expect(seen[0]!['x-signature']).toMatch(/^[0-9a-f]{64}$/);
+    expect(seen[0]!['content-type']).toBe('application/json');
+    expect(String(err)).toContain('refused up');
+    expect(String(err)).not.toContain('secret-token');
   });
 });

@@ -1,6 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
 import { ENCODE_TIMEOUT_MS } from '../../../ports/browser/port.js';
-import { abandonedAt, EXECUTE_STATE_MS, PENDING_STALE_MS, SWEEP_MARGIN_MS } from '../recovery.js';
 import {
   CLOSE_RESERVE_MS,
   DOWN_TIMEOUT_MS,
@@ -79,25 +78,5 @@ describe("the run's deadline (issue 24, item 2)", () => {
   test('a default run (600 s) in the 890 s executor keeps its whole reserve', () => {
     const d = runDeadline({ now: 0, runMs: 600_000, remainingMs: 890_000, scenario: true });
     expect(890_000 - d.at).toBeGreaterThanOrEqual(executorReserveMs({ scenario: true }));
-  });
-});
-
-describe('when the sweep counts a run abandoned (issue 24, item 3)', () => {
-  const t0 = Date.parse('2026-01-01T00:00:00.000Z');
-  test('a running run: past the Execute state limit or its own limit plus the reserve, plus the margin', () => {
-    const run = {
-      status: 'running' as const,
-      createdAt: '2026-01-01T00:00:00.000Z',
-      startedAt: '2026-01-01T00:00:00.000Z',
-    };
-    expect(abandonedAt({ ...run, runTimeoutSeconds: 60 }, 600)).toBe(t0 + EXECUTE_STATE_MS + SWEEP_MARGIN_MS);
-    expect(abandonedAt({ ...run, runTimeoutSeconds: 840 }, 600)).toBe(
-      t0 + 840_000 + executorReserveMs({ scenario: true }) + SWEEP_MARGIN_MS,
-    );
-  });
-  test('a pending run: 20 minutes after it was created', () => {
-    expect(abandonedAt({ status: 'pending', createdAt: '2026-01-01T00:00:00.000Z' }, 600)).toBe(
-      t0 + PENDING_STALE_MS,
-    );
   });
 });

@@ -4,7 +4,6 @@ import { renderRunReport } from '../report.js';
 import type { RunItem } from '../store.js';
 import { joinAppUrl } from '../target.js';
 import { toTestRunView } from '../views.js';
-import { isSecretVariable } from './executor.js';
 import {
   browserError,
   inputValue,
@@ -150,29 +149,4 @@ test('the report escapes what the test and the page wrote', () => {
   expect(html).toContain('src="https://m/v?a=1&amp;b=2"');
   expect(html).not.toContain('http-equiv="refresh"');
   expect(renderRunReport({ ...run, status: 'running' }, new Map())).toContain('http-equiv="refresh"');
-});
-
-describe('which variable values are masked (issue 26)', () => {
-  test('a name that says secret is masked; an e-mail or a user name is not', () => {
-    for (const name of [
-      'PASSWORD',
-      'db_pass',
-      'API_TOKEN',
-      'ClientSecret',
-      'PRIVATE_KEY',
-      'AWS_CREDENTIALS',
-      'AUTH',
-      'SESSION_COOKIE',
-    ])
-      expect([name, isSecretVariable(name)]).toEqual([name, true]);
-    for (const name of ['EMAIL', 'USERNAME', 'FIRST_NAME', 'URL', 'COUNT'])
-      expect([name, isSecretVariable(name)]).toEqual([name, false]);
-  });
-
-  test('a name the tests file marks secret is masked whatever it says; only that name', () => {
-    expect(isSecretVariable('EMAIL', ['EMAIL'])).toBe(true);
-    expect(isSecretVariable('USERNAME', ['EMAIL'])).toBe(false);
-    expect(isSecretVariable('email', ['EMAIL'])).toBe(false);
-    expect(isSecretVariable('PASSWORD', [])).toBe(true);
-  });
 });
