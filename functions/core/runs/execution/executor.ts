@@ -10,8 +10,6 @@ import { awaitOtherExecutor, claimExecutor } from './claims.js';
 import { executorReserveMs, runDeadline } from './deadline.js';
 import type { ExecuteDeps, ExecuteInput } from './types.js';
 
-export type { ExecuteDeps, ExecuteInput } from './types.js';
-
 /**
  * Words that make a variable's name say it holds a secret (issue 26): `PASSWORD`, `DB_PASS`, `API_TOKEN`,
  * `CLIENT_SECRET`, `PRIVATE_KEY`, `AWS_CREDENTIALS`, `AUTH_HEADER`, `SESSION_COOKIE`… (any case, anywhere
