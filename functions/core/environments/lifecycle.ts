@@ -18,6 +18,7 @@ import { breaksTie, ordered, type SourceOrder, StaleEvent } from './source-order
 import type { DeployInputs, Environment, EnvironmentStatus, EnvRef, PreviewStatus } from './types.js';
 
 export { type SourceOrder, StaleEvent } from './source-order.js';
+/** The record these requests read and write (types.ts), for callers that import it from here. */
 export type { DeployInputs, Environment, EnvironmentStatus, EnvRef, PreviewStatus } from './types.js';
 
 export const statusPath = (repoFullName: string, prNumber: number): string =>
