@@ -1,4 +1,4 @@
-import { defaultBranchPushedDetail, onDefaultBranchPushed } from '../core/webhooks.js';
+import { defaultBranchPushedDetail, onDefaultBranchPushed } from '../core/github/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 import { workflows } from '../ports/registry/workflows.js';

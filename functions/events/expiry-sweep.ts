@@ -1,4 +1,4 @@
-import { sweepExpired, sweepFences } from '../core/expiry.js';
+import { sweepExpired, sweepFences } from '../core/environments/index.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 import { workflows } from '../ports/registry/workflows.js';
 import { log } from '../shared/log.js';

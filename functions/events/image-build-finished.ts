@@ -1,6 +1,6 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { isCurrent } from '../core/pipeline.js';
+import { isCurrent } from '../core/environments/index.js';
 import { imageBuilds } from '../ports/registry/runtime/image-builder.js';
 import { MalformedEvent } from '../shared/errors.js';
 import { log } from '../shared/log.js';

@@ -1,4 +1,4 @@
-import { onPullRequestClosed, pullRequestClosedDetail } from '../core/webhooks.js';
+import { onPullRequestClosed, pullRequestClosedDetail } from '../core/github/index.js';
 import { workflows } from '../ports/registry/workflows.js';
 import { consumer } from './consume.js';
 

@@ -1,4 +1,4 @@
-import { onRedeployRequested, redeployRequestedDetail } from '../core/webhooks.js';
+import { onRedeployRequested, redeployRequestedDetail } from '../core/github/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { workflows } from '../ports/registry/workflows.js';
 import { consumer } from './consume.js';

@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { sweepStaleRuns } from '../core/run-recovery.js';
+import { sweepStaleRuns } from '../core/runs/index.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { config } from '../shared/config.js';
 import { log } from '../shared/log.js';

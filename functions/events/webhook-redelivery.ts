@@ -1,4 +1,4 @@
-import { type RedeliveryOutcome, redeliverFailedDeliveries } from '../core/webhook-redelivery.js';
+import { type RedeliveryOutcome, redeliverFailedDeliveries } from '../core/github/index.js';
 import { webhookDeliveries } from '../ports/registry/webhook-deliveries.js';
 import { log } from '../shared/log.js';
 

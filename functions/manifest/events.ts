@@ -4,7 +4,7 @@
  * destination, since EventBridge invokes a Lambda asynchronously) and, for rules on the service's own bus,
  * by the local in-process bus. Plain data, like the route manifest.
  */
-import type { RouteAccess } from './routes.js';
+import type { RouteAccess } from './access.js';
 
 export interface EventTargetDef {
   /** Handler module, relative to the repository root; it exports `handler` (an EventBridge event). */
@@ -15,7 +15,7 @@ export interface EventTargetDef {
 /**
  * The access of a source change that deploys (a pull request updated, the default branch pushed): the
  * application and environment read, the environment written, `deploy` started, the source host asked for
- * the head when two updates share a second (core/source-order.ts), the PR status reported.
+ * the head when two updates share a second (core/environments/source-order.ts), the PR status reported.
  */
 const DEPLOYS_A_SOURCE_CHANGE: EventTargetDef['access'] = {
   tables: { applications: 'R', environments: 'RW', runs: 'R' },
@@ -81,9 +81,9 @@ const rules = {
     pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.pullRequestUpdated] },
     target: {
       entry: 'functions/events/pull-request-updated.ts',
-      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost:
-      // the pull request's head, read when two updates share a second (core/source-order.ts), and its
-      // files for an event put by hand (the `paths` rule). teardown: a pull request the application's
+      // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost: the
+      // pull request's head, read when two updates share a second (core/environments/source-order.ts), and
+      // its files for an event put by hand (the `paths` rule). teardown: a pull request the application's
       // preview rules now skip has its preview torn down.
       access: {
         tables: { applications: 'R', environments: 'RW', runs: 'R' },
@@ -178,7 +178,7 @@ export const schedules = {
       'without ending its run), sending the scenario down each owes, once',
     schedule: 'rate(10 minutes)',
     // Not run by the local server: it fails every run left pending or running when it starts
-    // (core/run-recovery.ts, recoverRuns), and nothing else outlives its process there.
+    // (core/runs/recovery.ts, recoverRuns), and nothing else outlives its process there.
     localEverySeconds: 600,
     target: {
       entry: 'functions/events/run-sweep.ts',

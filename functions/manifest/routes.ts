@@ -4,8 +4,9 @@
  * A route that exists locally exists in the cloud, and the other way round. Plain data: importing it
  * pulls in no handler code.
  */
-import type { TableName } from './tables.js';
-import type { WorkflowName } from './workflows.js';
+import type { RouteAccess } from './access.js';
+
+export type { RouteAccess } from './access.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /**
@@ -14,69 +15,6 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * secret (the sender is GitHub, acting for no one organization).
  */
 export type AuthKind = 'apiKey' | 'client' | 'githubWebhook';
-
-export interface RouteAccess {
-  /** Tables the handler reads (`R`) or reads and writes (`RW`). Tenancy is always readable (auth). */
-  tables: Partial<Record<TableName, 'R' | 'RW'>>;
-  /** State machines the handler starts. */
-  starts?: WorkflowName[];
-  /** Access to secret-bundle values (Secrets Manager in AWS): read them, or read and write. */
-  secrets?: 'R' | 'RW';
-  /** The handler talks to the source host (in AWS: reads the GitHub App secret; GITHUB_* env vars). */
-  sourceHost?: true;
-  /** Staged source archives (in AWS: the artifacts S3 bucket, ARTIFACTS_BUCKET): read, or read and write. */
-  artifacts?: 'R' | 'RW';
-  /**
-   * The handler starts image builds and reads their outcome (in AWS: StartBuild on the image-build
-   * project, BatchGetImage on the image repository, GetLogEvents on the build log; IMAGE_* env vars).
-   */
-  imageBuilds?: true;
-  /**
-   * The handler reads apps' and builds' output through the runtime (in AWS: the image-build settings and
-   * logs:GetLogEvents on its log group, the cluster's settings and its API: its endpoint and CA, which the
-   * stack resolves at deploy time, and an access entry in the group deploy/rbac.yaml gives pods list,
-   * pods/log get and secrets get). Starts,
-   * changes and ends nothing.
-   */
-  logs?: true;
-  /**
-   * The handler calls the cluster the apps run on (EKS in AWS): its settings (EKS_* env vars). Grants
-   * nothing by itself: getting into the cluster's API is `bindClusterAccess` of
-   * lib/cdk/constructs/service-function.ts.
-   */
-  runtime?: true;
-  /**
-   * The handler starts the rollout watcher (in AWS: lambda:InvokeFunction on the watcher Lambda;
-   * ROLLOUT_WATCHER_FUNCTION, except on the watcher itself, which invokes itself by its own name).
-   */
-  invokesWatcher?: true;
-  /**
-   * The handler ends or heartbeats callback tasks of the state machines with the token it was given (in
-   * AWS: states:SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat on them).
-   */
-  completesTasks?: true;
-  /**
-   * The handler puts events on the service's own event bus (in AWS: events:PutEvents on that bus;
-   * EVENT_BUS_NAME).
-   */
-  publishes?: true;
-  /**
-   * The handler reports an environment's status on its pull request (in AWS: reads the GitHub App
-   * secret; GITHUB_* env vars; the App needs Deployments and Pull requests write).
-   */
-  prStatus?: true;
-  /**
-   * Test-run media (screenshots, videos) and run-report links: `R` mints URLs and links (in AWS: presigned
-   * GETs of the media bucket, MEDIA_BUCKET, and the link-signing secret, RUN_LINK_SECRET_ARN), `W` only
-   * stores media (PutObject into MEDIA_BUCKET; no link secret), `RW` both.
-   */
-  media?: 'R' | 'W' | 'RW';
-  /**
-   * The function drives a headless browser (in AWS: x86_64, at least 2 GB, a 15-minute timeout,
-   * @sparticuz/chromium and an ffmpeg binary at PREVIEW_FFMPEG_PATH, by default /opt/bin/ffmpeg).
-   */
-  browser?: true;
-}
 
 export interface RouteDef {
   method: HttpMethod;
@@ -106,7 +44,7 @@ const GITHUB_WEBHOOK_BODY_BYTES = 10 * 1024 * 1024;
 
 /**
  * What both secret upserts (PUT many, PUT one) are: bundles written, environments read (the apps they
- * declare, for the answer's `warning`: core/declared-apps.ts), and room for a full bundle.
+ * declare, for the answer's `warning`: core/environments/declared-apps.ts), and room for a full bundle.
  */
 const SECRET_UPSERT = {
   auth: 'apiKey',
@@ -226,7 +164,8 @@ export const routes = {
     entry: 'functions/api/recipes/create-version.ts',
     auth: 'apiKey',
     access: { tables: { recipes: 'RW' } },
-    maxBodyBytes: 350 * 1024, // = MAX_RECIPES_FILE_BYTES of core/recipes.ts (a unit test holds them equal)
+    // = MAX_RECIPES_FILE_BYTES of core/recipes/versions.ts (a unit test holds them equal)
+    maxBodyBytes: 350 * 1024,
   },
   listRecipeVersions: {
     method: 'GET',
@@ -325,7 +264,7 @@ export const pages = {
   /**
    * The Playwright trace viewer: the static app of playwright-core, which opens a run's trace
    * from its signed media URL in the browser. No data, no credentials, no grant: it reads its own files
-   * (functions/core/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).
+   * (functions/core/runs/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).
    */
   traceViewer: {
     method: 'GET',

@@ -117,8 +117,9 @@ export const tables = {
     indexes: [{ name: 'byOrg', partitionKey: S('orgId'), sortKey: S('createdAt') }],
   },
   /**
-   * Each organization's request budget (core/fair-share.ts): one counter per organization and window
-   * (`RATE#org#window`), expired by TTL a window after it ends. Nothing else: small, write-heavy, no index.
+   * Each organization's request budget (core/applications/fair-share.ts): one counter per organization and
+   * window (`RATE#org#window`), expired by TTL a window after it ends. Nothing else: small, write-heavy, no
+   * index.
    */
   quotas: { envVar: 'TABLE_QUOTAS', partitionKey: S('pk'), indexes: [], ttlAttribute: 'expiresAt' },
   /**

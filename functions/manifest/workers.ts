@@ -3,7 +3,7 @@
  * invoked by the service itself. CDK builds one function per entry (with an on-failure destination, since
  * they are invoked asynchronously) and grants its `access`. Plain data, like the other manifests.
  */
-import type { RouteAccess } from './routes.js';
+import type { RouteAccess } from './access.js';
 
 export interface WorkerDef {
   /** Handler module, relative to the repository root; it exports `handler`. */

@@ -3,10 +3,9 @@
  * entry that runs that task. CDK builds one function per entry and substitutes its ARN; the local workflow
  * adapter substitutes a local ARN and runs the same entry in-process. Plain data, like the route manifest.
  */
-import type { RouteAccess } from './routes.js';
+import type { RouteAccess, WorkflowName } from './access.js';
 
-/** The state machines of the service. */
-export type WorkflowName = 'deploy' | 'teardown' | 'redeployApp' | 'testRun';
+export type { WorkflowName } from './access.js';
 
 export interface TaskDef {
   /** Step handler module, relative to the repository root; it exports `handler`. */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
-import { previewCookies } from '../../functions/core/run-scenario.js';
-import { navigateTarget, StepFailure, targetOrigins } from '../../functions/core/run-steps.js';
-import { parseAllowedOrigins } from '../../functions/core/tenancy.js';
+import { parseAllowedOrigins } from '../core/applications/applications.js';
+import { previewCookies } from '../core/runs/execution/provision.js';
+import { navigateTarget, StepFailure, targetOrigins } from '../core/runs/execution/steps.js';
 import { ValidationError } from './errors.js';
 import { isLocalHost, originAllowed, originLabel, parseAllowedOrigin, runOrigins } from './origins.js';
 

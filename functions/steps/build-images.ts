@@ -1,4 +1,4 @@
-import { beginAppStep, type CallbackEvent, isCurrent } from '../core/pipeline.js';
+import { beginAppStep, type CallbackEvent, isCurrent } from '../core/environments/index.js';
 import { imageBuilder } from '../ports/registry/runtime/image-builder.js';
 
 /**

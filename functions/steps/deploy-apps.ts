@@ -1,19 +1,15 @@
-import { effectiveAccess, effectiveSleepMinutes } from '../core/access.js';
-import { beginAppStep, type CallbackEvent, transition } from '../core/pipeline.js';
-import { FACTORY_SECRET_VAR, factorySecret } from '../core/scenarios.js';
-import { findApplicationByRepo } from '../core/tenancy.js';
+import { beginAppStep, type CallbackEvent, planLaunch, transition } from '../core/environments/index.js';
 import { appRunner } from '../ports/registry/runtime/app-runner.js';
 import { secretStore } from '../ports/registry/secret-store.js';
-import type { AppLaunch, AppSpec, FrontDoorSettings } from '../ports/runtime/port.js';
-import { config } from '../shared/config.js';
+import type { AppSpec } from '../ports/runtime/port.js';
 
 /**
- * Deploy step (deploying / applying → waiting-ready), a callback task: start every app in scope from its
- * latest build with its environment (preview.yaml `env`, then its secret bundle, which wins on a clash),
- * then hand the runtime the token to end once every app of the environment answers its readiness check,
- * with their URLs. A whole deploy also removes apps the preview config no longer declares. Runtimes
- * that run images get each app's image: the one BuildImages just reported, else the one it runs now
- * (a restart builds nothing); the environment remembers them.
+ * Deploy step (deploying / applying → waiting-ready), a callback task: start every app in scope as the
+ * environment's launch plan says (`planLaunch`: each app's variables, its secret bundle and the factory
+ * secret, its image, the front door), then hand the runtime the token to end once every app of the
+ * environment answers its readiness check, with their URLs. A whole deploy also removes apps the preview
+ * config no longer declares. Runtimes that run images get each app's image: the one BuildImages just
+ * reported, else the one it runs now (a restart builds nothing); the environment remembers them.
  */
 export async function handler(event: CallbackEvent): Promise<void> {
   const { input, taskToken } = event;
@@ -24,38 +20,8 @@ export async function handler(event: CallbackEvent): Promise<void> {
     { status: 'deploying', phase: 'applying' },
     { withStopped: true },
   );
-  // A pull request from a fork runs without the application's secret bundles (the trust boundary).
-  const application = env.inputs?.fork ? undefined : await findApplicationByRepo(env.orgId, env.repoFullName);
   const images: Record<string, string> = { ...env.images, ...input.built?.images };
-  // The Environment Factory app gets the application's factory signing secret (issue 12).
-  const factoryApp = env.factory?.app ?? application?.factoryApp;
-  const secret =
-    application && factoryApp && apps[factoryApp]
-      ? await factorySecret(secretStore(), application.applicationId)
-      : undefined;
-  const factory = secret ? { [FACTORY_SECRET_VAR]: secret } : undefined;
-  const launches: AppLaunch[] = await Promise.all(
-    Object.entries(apps).map(async ([name, spec]) => {
-      const secrets = application
-        ? await secretStore().read({ applicationId: application.applicationId, app: name })
-        : undefined;
-      const mounted = name === factoryApp ? { ...secrets, ...factory } : secrets;
-      return {
-        name,
-        spec,
-        vars: { ...spec.env, ...mounted },
-        secretKeys: Object.keys(mounted ?? {}),
-        ...(images[name] ? { image: images[name] } : {}),
-      };
-    }),
-  );
-  // Who may open the apps and when they sleep (issue 29): a fork's preview is protected like any other.
-  const owner = application ?? (await findApplicationByRepo(env.orgId, env.repoFullName));
-  const frontDoor: FrontDoorSettings = {
-    access: effectiveAccess(owner ?? {}, config().mode),
-    sleepAfterMs: effectiveSleepMinutes(owner ?? {}, env.prNumber) * 60_000,
-    ...(owner ? { applicationId: owner.applicationId } : {}),
-  };
+  const { launches, frontDoor } = await planLaunch({ secrets: secretStore() }, env, apps, images);
   await appRunner().deploy(target, launches, {
     prune: input.mode === undefined,
     restart: input.mode === 'restart',
@@ -64,7 +30,7 @@ export async function handler(event: CallbackEvent): Promise<void> {
   });
   await transition(input, {
     phase: 'waiting-ready',
-    // The access the apps now run with: the environment's links follow it (core/environments.ts).
+    // The access the apps now run with: the environment's links follow it (core/environments/).
     access: frontDoor.access,
     ...(Object.keys(images).length ? { images: { ...env.images, ...images } } : {}),
     // How each app got what it now runs (a restart builds nothing: it keeps what it had; a whole deploy

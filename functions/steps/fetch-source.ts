@@ -1,4 +1,10 @@
-import { DeployFailed, loadCurrent, type StepInput, stageSource, transition } from '../core/pipeline.js';
+import {
+  DeployFailed,
+  loadCurrent,
+  type StepInput,
+  stageSource,
+  transition,
+} from '../core/environments/index.js';
 import { artifacts } from '../ports/registry/artifacts.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 

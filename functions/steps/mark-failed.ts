@@ -1,5 +1,11 @@
-import { failureMessage, type StepInput, Superseded, stopFailedApps, transition } from '../core/pipeline.js';
-import { reportStatus } from '../core/pr-status.js';
+import {
+  failureMessage,
+  reportStatus,
+  type StepInput,
+  Superseded,
+  stopFailedApps,
+  transition,
+} from '../core/environments/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 

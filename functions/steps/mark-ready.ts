@@ -1,7 +1,11 @@
-import { environmentAccessUrls } from '../core/environments.js';
-import { loadCurrent, type StepInput, transition } from '../core/pipeline.js';
-import { reportStatus } from '../core/pr-status.js';
-import { startPreviewRuns } from '../core/run-lifecycle.js';
+import {
+  environmentAccessUrls,
+  loadCurrent,
+  reportStatus,
+  type StepInput,
+  transition,
+} from '../core/environments/index.js';
+import { startPreviewRuns } from '../core/runs/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { workflows } from '../ports/registry/workflows.js';

@@ -1,11 +1,14 @@
-import { buildInputs } from '../core/build-inputs.js';
-import { DeployFailed, loadCurrent, type StepInput, transition } from '../core/pipeline.js';
 import {
+  buildInputs,
+  DeployFailed,
+  loadCurrent,
   PREVIEW_CONFIG_PATH,
   type PreviewConfig,
   PreviewConfigError,
   parsePreviewConfig,
-} from '../core/preview-config.js';
+  type StepInput,
+  transition,
+} from '../core/environments/index.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 
 /**

@@ -1,7 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { executeRun } from '../core/run-executor.js';
-import { RunNotOwned } from '../core/run-lifecycle.js';
-import type { RunTarget } from '../core/run-store.js';
+import { executeRun, RunNotOwned, type RunTarget } from '../core/runs/index.js';
 import { browser } from '../ports/registry/browser.js';
 import { mediaWriter } from '../ports/registry/media-writer.js';
 import { frontDoor } from '../ports/registry/runtime/front-door.js';

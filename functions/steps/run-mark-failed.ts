@@ -1,6 +1,5 @@
-import { failRun, runFailureMessage } from '../core/run-lifecycle.js';
-import { loadRun } from '../core/run-store.js';
-import { sendOwedDown } from '../core/scenarios.js';
+import { failRun, loadRun, runFailureMessage } from '../core/runs/index.js';
+import { sendOwedDown } from '../core/scenarios/index.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { log } from '../shared/log.js';
 

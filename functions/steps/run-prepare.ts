@@ -1,4 +1,4 @@
-import { type PreparedRun, prepareRun } from '../core/run-lifecycle.js';
+import { type PreparedRun, prepareRun } from '../core/runs/index.js';
 
 /**
  * First state of `testRun`: resolve the run's target and mark it `running`, or end it `failed` saying

@@ -1,5 +1,10 @@
-import { loadCurrent, runtimeTarget, type StepInput, transition } from '../core/pipeline.js';
-import { reportStatus } from '../core/pr-status.js';
+import {
+  loadCurrent,
+  reportStatus,
+  runtimeTarget,
+  type StepInput,
+  transition,
+} from '../core/environments/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 

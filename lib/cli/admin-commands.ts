@@ -2,24 +2,23 @@ import '../../functions/shared/polyfills.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
-  ensureAccessKey,
-  parseAccessMode,
-  parseSleepMinutes,
-  rotateAccessKey,
-} from '../../functions/core/access.js';
-import { parsePreviewRuleSettings, previewRulesOf } from '../../functions/core/preview-rules.js';
-import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios.js';
-import {
   type ApplicationSettings,
   createApplication,
   createOrganization,
+  ensureAccessKey,
   getApplication,
   MAX_TTL_HOURS,
   organizationExists,
+  parseAccessMode,
   parseAllowedOrigins,
+  parsePreviewRuleSettings,
+  parseSleepMinutes,
+  previewRulesOf,
+  rotateAccessKey,
   updateApplication,
-} from '../../functions/core/tenancy.js';
-import { importTests } from '../../functions/core/tests.js';
+} from '../../functions/core/applications/index.js';
+import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios/index.js';
+import { importTests } from '../../functions/core/test-definitions/index.js';
 import { eventBus, secretStore } from '../../functions/ports/registry.js';
 import { config } from '../../functions/shared/config.js';
 import { AlreadyExistsError, ValidationError } from '../../functions/shared/errors.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { MAX_TAIL_LINES as CORE_MAX_TAIL_LINES } from '../../functions/core/logs.js';
+import { MAX_TAIL_LINES as CORE_MAX_TAIL_LINES } from '../../functions/core/environments/logs.js';
 import { checkArgs, MAX_TAIL_LINES, secretItems } from './api-commands.js';
 import { parseCommandLine } from './args.js';
 

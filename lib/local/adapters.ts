@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { accessKey } from '../../functions/core/access.js';
-import { recordAsleep } from '../../functions/core/environments.js';
-import { executionsSettled } from '../../functions/core/run-executor.js';
+import { accessKey } from '../../functions/core/applications/index.js';
+import { recordAsleep } from '../../functions/core/environments/index.js';
+import { executionsSettled } from '../../functions/core/runs/index.js';
 import { LocalArtifacts } from '../../functions/ports/artifacts/local-files.js';
 import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
 import { LocalBus } from '../../functions/ports/events/local-bus.js';

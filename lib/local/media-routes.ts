@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { serveRunReport } from '../../functions/core/run-report.js';
+import { serveRunReport } from '../../functions/core/runs/index.js';
 import { LOCAL_MEDIA_PREFIX, LocalMediaStore } from '../../functions/ports/media/local-files.js';
 import { mediaReader } from '../../functions/ports/registry.js';
 

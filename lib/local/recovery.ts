@@ -1,5 +1,9 @@
-import { liveEnvironments, type Resumption, resumeEnvironment } from '../../functions/core/environments.js';
-import { recoverRuns } from '../../functions/core/run-recovery.js';
+import {
+  liveEnvironments,
+  type Resumption,
+  resumeEnvironment,
+} from '../../functions/core/environments/index.js';
+import { recoverRuns } from '../../functions/core/runs/index.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import type { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
+import { createOrganization, type OrgCredentials } from '../../functions/core/applications/index.js';
 import { schedules } from '../../functions/manifest/events.js';
 import { type RouteId, routes } from '../../functions/manifest/routes.js';
 import {

@@ -1,7 +1,6 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { TRACE_VIEWER_PATH } from '../../functions/core/run-report.js';
-import { traceViewerFile, traceViewerType } from '../../functions/core/trace-viewer.js';
+import { TRACE_VIEWER_PATH, traceViewerFile, traceViewerType } from '../../functions/core/runs/index.js';
 
 /*
  * The Playwright trace viewer, served by the local server from its own origin: the static app

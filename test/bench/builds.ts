@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { statusPath } from '../../functions/core/environments.js';
+import { statusPath } from '../../functions/core/environments/lifecycle.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { bearer, call, linkRepo } from '../support/api.js';

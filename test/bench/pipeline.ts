@@ -15,7 +15,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { statusPath } from '../../functions/core/environments.js';
+import { statusPath } from '../../functions/core/environments/lifecycle.js';
 import { keys } from '../../functions/manifest/tables.js';
 import type { ExecutionRecord } from '../../functions/ports/workflows/local-asl.js';
 import { setLogSink } from '../../functions/shared/log.js';

@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { importTests } from '../../functions/core/tests.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { LocalChromium } from '../../functions/ports/browser/local-chromium.js';
 import type { Browser, BrowserSession } from '../../functions/ports/browser/port.js';
 import { provideLocalAdapters } from '../../functions/ports/registry.js';

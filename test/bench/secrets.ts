@@ -19,7 +19,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApplication } from '../../functions/core/tenancy.js';
+import { createApplication } from '../../functions/core/applications/applications.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';

@@ -19,7 +19,7 @@ const HOST = 'web-pv-acme-shop-7-0123456789.previews.example.test';
 
 let cloud: Cloud;
 let key: string;
-let access: typeof import('../../functions/core/access.js');
+let access: typeof import('../../functions/core/applications/access.js');
 let store: ReturnType<typeof import('../../functions/ports/registry/secret-store.js').secretStore>;
 let forget: () => void;
 const logs: string[] = [];
@@ -28,9 +28,9 @@ const keys: string[] = [];
 beforeAll(async () => {
   setLogSink((line) => logs.push(line));
   cloud = await startCloud();
-  access = await import('../../functions/core/access.js');
+  access = await import('../../functions/core/applications/access.js');
   store = (await import('../../functions/ports/registry/secret-store.js')).secretStore();
-  forget = (await import('../../functions/core/access-verify.js')).forgetAccessKeys;
+  forget = (await import('../../functions/core/applications/access-verify.js')).forgetAccessKeys;
   key = await access.ensureAccessKey(store, APP);
   keys.push(key);
 }, 60_000);

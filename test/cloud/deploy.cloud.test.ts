@@ -1,6 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
@@ -38,7 +38,7 @@ let cloud: Cloud;
 let github: FakeGitHub;
 let org: OrgCredentials;
 let sha: string;
-let tenancy: typeof import('../../functions/core/tenancy.js');
+let tenancy: typeof import('../../functions/core/applications/applications.js');
 
 const logs: string[] = [];
 beforeAll(async () => {
@@ -60,7 +60,7 @@ beforeAll(async () => {
     GITHUB_APP_SECRET_ARN,
     JSON.stringify({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: 'hook-secret' }),
   );
-  tenancy = await import('../../functions/core/tenancy.js');
+  tenancy = await import('../../functions/core/applications/applications.js');
   org = await tenancy.createOrganization('cloud');
   for (const repoFullName of ['acme/shop', 'acme/uninstalled', 'acme/vanished'])
     await tenancy.createApplication({ orgId: org.orgId, repoFullName });

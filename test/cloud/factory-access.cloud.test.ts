@@ -22,15 +22,15 @@ let cloud: Cloud;
 let factory: Server;
 let factoryUrl: string;
 let key: string;
-let scenarios: typeof import('../../functions/core/scenarios.js');
+let scenarios: typeof import('../../functions/core/scenarios/factory.js');
 let store: ReturnType<typeof import('../../functions/ports/registry/secret-store.js').secretStore>;
 /** What reached the factory: the action, and whether the request carried a valid access cookie. */
 const seen: { action: string; cookie: 'ok' | string }[] = [];
 
 beforeAll(async () => {
   cloud = await startCloud();
-  const access = await import('../../functions/core/access.js');
-  scenarios = await import('../../functions/core/scenarios.js');
+  const access = await import('../../functions/core/applications/access.js');
+  scenarios = await import('../../functions/core/scenarios/factory.js');
   store = (await import('../../functions/ports/registry/secret-store.js')).secretStore();
   key = await access.ensureAccessKey(store, applicationId);
   await scenarios.ensureFactorySecret(store, applicationId);

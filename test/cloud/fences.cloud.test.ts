@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { FENCE_RETENTION_MS } from '../../functions/core/expiry.js';
+import { FENCE_RETENTION_MS } from '../../functions/core/environments/expiry.js';
 import { type Cloud, startCloud } from './cloud-tier.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
 

@@ -1,4 +1,4 @@
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './cloud-tier.js';
 import { appKeyPair, FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes.js';
@@ -54,7 +54,7 @@ export async function startGitHubApp(
     GITHUB_APP_SECRET_ARN,
     JSON.stringify({ appId, privateKey: keys.privateKey, webhookSecret: opts.webhookSecret ?? 'x' }),
   );
-  const tenancy = await import('../../functions/core/tenancy.js');
+  const tenancy = await import('../../functions/core/applications/applications.js');
   const org = await tenancy.createOrganization(orgName);
   const { applicationId } = await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' });
   return { cloud, github, org, applicationId, sha };

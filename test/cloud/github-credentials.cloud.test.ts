@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
 import { pollUntil, settled } from '../support/apps.js';
@@ -32,7 +32,7 @@ beforeAll(async () => {
     GITHUB_APP_SECRET_ARN,
     JSON.stringify({ appId: '99', privateKey: wrongKey, webhookSecret: 'x' }),
   );
-  const tenancy = await import('../../functions/core/tenancy.js');
+  const tenancy = await import('../../functions/core/applications/applications.js');
   org = await tenancy.createOrganization('creds');
   await tenancy.createApplication({ orgId: org.orgId, repoFullName: 'acme/shop' });
 }, 60_000);
@@ -59,7 +59,7 @@ describe('a wrong private key in the GitHub App secret', () => {
   }, 30_000);
 
   test('the main-branch deploy answers 503 saying so', async () => {
-    const tenancy = await import('../../functions/core/tenancy.js');
+    const tenancy = await import('../../functions/core/applications/applications.js');
     const app = (await tenancy.findApplicationByRepo(org.orgId, 'acme/shop'))!;
     const res = await call(cloud, 'POST', `/v1/preview/applications/${app.applicationId}/0`, {
       headers: bearer(org),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';

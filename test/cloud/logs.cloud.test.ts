@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { MASK } from '../../functions/shared/masking/mask.js';
@@ -139,7 +139,7 @@ describe('logs in AWS mode', () => {
     expect(build.text).toBe('Successfully built\n');
 
     // Another organization: the same 404 as for no environment; bad input: a JSON 400.
-    const tenancy = await import('../../functions/core/tenancy.js');
+    const tenancy = await import('../../functions/core/applications/applications.js');
     const other = await tenancy.createOrganization('other');
     const foreign = await call(cloud, 'GET', `${path(2)}/apps/web/logs`, { headers: bearer(other) });
     expect(foreign.status).toBe(404);

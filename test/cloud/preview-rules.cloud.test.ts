@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { findEnvironment } from '../../functions/core/environments.js';
-import { type OrgCredentials, updateApplication } from '../../functions/core/tenancy.js';
+import { type OrgCredentials, updateApplication } from '../../functions/core/applications/applications.js';
+import { findEnvironment } from '../../functions/core/environments/lifecycle.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { deliver, prPayload } from '../support/webhooks.js';
 import type { Cloud } from './cloud-tier.js';

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { PreparedRun } from '../../functions/core/run-lifecycle.js';
+import type { PreparedRun } from '../../functions/core/runs/lifecycle.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
@@ -103,9 +103,9 @@ afterAll(async () => {
 
 /** A run of one test through the executor Lambda's step handlers; the run as stored at its end. */
 async function runThroughLambda(steps: unknown[]) {
-  const { importTests } = await import('../../functions/core/tests.js');
-  const { startRun } = await import('../../functions/core/run-lifecycle.js');
-  const { loadRun } = await import('../../functions/core/run-store.js');
+  const { importTests } = await import('../../functions/core/test-definitions/definitions.js');
+  const { startRun } = await import('../../functions/core/runs/lifecycle.js');
+  const { loadRun } = await import('../../functions/core/runs/store.js');
   const { tests } = await importTests(orgId, [
     {
       name: 'Confined',

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { RunItem } from '../../functions/core/run-store.js';
+import type { RunItem } from '../../functions/core/runs/store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
@@ -102,10 +102,10 @@ beforeAll(async () => {
   });
   // The organization, so the sweep lists its runs (the tenancy table lists organizations).
   await put(table('tenancy'), { pk: keys.tenancy.org(orgId), orgId, name: orgId, createdAt: now });
-  const { ensureFactorySecret } = await import('../../functions/core/scenarios.js');
+  const { ensureFactorySecret } = await import('../../functions/core/scenarios/factory.js');
   const { secretStore } = await import('../../functions/ports/registry/secret-store.js');
   await ensureFactorySecret(secretStore(), applicationId);
-  const { createRecipeVersion } = await import('../../functions/core/recipes.js');
+  const { createRecipeVersion } = await import('../../functions/core/recipes/versions.js');
   const doc = {
     version: 1,
     source: { discoverPath: 'd.json', scenariosPath: 's.md' },
@@ -128,8 +128,8 @@ afterAll(async () => {
 
 /** A pending run of a new test (started with no execution: each test drives the states itself). */
 async function newRun(steps: unknown[], opts: { scenario?: boolean } = {}): Promise<string> {
-  const { importTests } = await import('../../functions/core/tests.js');
-  const { startRun } = await import('../../functions/core/run-lifecycle.js');
+  const { importTests } = await import('../../functions/core/test-definitions/definitions.js');
+  const { startRun } = await import('../../functions/core/runs/lifecycle.js');
   const { tests } = await importTests(orgId, [
     {
       name: `Retried ${Date.now()}`,
@@ -144,7 +144,7 @@ async function newRun(steps: unknown[], opts: { scenario?: boolean } = {}): Prom
 }
 
 const load = async (runId: string) => {
-  const { loadRun } = await import('../../functions/core/run-store.js');
+  const { loadRun } = await import('../../functions/core/runs/store.js');
   return (await loadRun(runId))!;
 };
 const callsOf = (runId: string, action: string) =>
@@ -190,7 +190,7 @@ test('a retried Prepare whose first write landed carries on with the same attemp
   }, 240_000);
 
   test('an executor whose Lambda time runs out mid-steps stops them with that cause, keeping its media', async () => {
-    const { executorReserveMs } = await import('../../functions/core/run-deadline.js');
+    const { executorReserveMs } = await import('../../functions/core/runs/execution/deadline.js');
     const runId = await newRun([slow, slow, slow, slow, slow, slow, slow, slow]);
     const prepared = await cloud.invoke<Prepared>('functions/steps/run-prepare.ts', { runId });
     // The Lambda has 20 s for its steps beyond the reserve; the steps would take 24 s and more.
@@ -268,7 +268,7 @@ test('MarkFailed after an executor that died after up sends the down, once acros
 
 test("a retried Execute that finds a dead executor's lease passed ends the run once, sending no up and one down", async () => {
   const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
-  const { EXECUTOR_DIED } = await import('../../functions/core/run-claims.js');
+  const { EXECUTOR_DIED } = await import('../../functions/core/runs/execution/claims.js');
   const runId = await abandonedRun({ startedMinutesAgo: 16 });
   // The first invocation claimed the attempt and died after `up` (its lease, its Lambda's deadline, passed).
   await ddb().send(

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import type { RunItem } from '../../functions/core/run-store.js';
+import type { RunItem } from '../../functions/core/runs/store.js';
 import { pages } from '../../functions/manifest/routes.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
@@ -80,7 +80,7 @@ const apiEvent = (
 
 test("the report's trace link is a path of the API whose page serves the viewer", async () => {
   // Prepare: the run's signed report link, as GET /run answers it.
-  const { reportLink } = await import('../../functions/core/run-report.js');
+  const { reportLink } = await import('../../functions/core/runs/report.js');
   const { mediaReader } = await import('../../functions/ports/registry/media.js');
   const link = new URL(await reportLink(mediaReader(), `https://${HOST}/${STAGE}`, runId));
   const report = await cloud.invoke<{ statusCode: number; body: string }>(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { findEnvironment } from '../../functions/core/environments.js';
-import type { OrgCredentials } from '../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { findEnvironment } from '../../functions/core/environments/lifecycle.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import type * as z from 'zod/mini';
-import { createApplication, type OrgCredentials } from '../../functions/core/tenancy.js';
-import { importTests } from '../../functions/core/tests.js';
+import { createApplication, type OrgCredentials } from '../../functions/core/applications/applications.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   type RouteDef,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { mediaKeys } from '../../functions/core/run-store.js';
+import { mediaKeys } from '../../functions/core/runs/store.js';
 import { workflows } from '../../functions/manifest/workflows.js';
 import { LAMBDA_FFMPEG_PATH } from '../../functions/ports/browser/lambda-chromium.js';
 import { parseConfig } from '../../functions/shared/config.js';

@@ -2,7 +2,7 @@ import {
   createApplication,
   findApplicationByRepo,
   type OrgCredentials,
-} from '../../functions/core/tenancy.js';
+} from '../../functions/core/applications/applications.js';
 
 /*
  * Talking to the service as its callers do: real HTTP to a base URL (the local server, the cloud tier's

@@ -1,4 +1,4 @@
-import type { Environment } from '../../functions/core/environments.js';
+import type { Environment } from '../../functions/core/environments/lifecycle.js';
 
 /** A ready PR preview (acme/shop #7, two apps) as the environments table holds it; `over` replaces fields. */
 export const sampleEnvironment = (over: Partial<Environment> = {}): Environment => ({

@@ -1,5 +1,5 @@
-import { ensureFactorySecret } from '../../functions/core/scenarios.js';
-import { importTests } from '../../functions/core/tests.js';
+import { ensureFactorySecret } from '../../functions/core/scenarios/factory.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { bearer, call, linkRepo } from './api.js';
 import { pollUntil, type Status } from './apps.js';

@@ -2,7 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from '@jest/globals';
-import { createApplication, createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
+import {
+  createApplication,
+  createOrganization,
+  type OrgCredentials,
+} from '../../functions/core/applications/applications.js';
 import { bubblewrapUsable } from '../../functions/ports/runtime/local/sandbox.js';
 import type { LocalService } from '../../lib/local/server.js';
 import { bearer, call } from './api.js';

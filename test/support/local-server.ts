@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from '@jest/globals';
-import { createOrganization, type OrgCredentials } from '../../functions/core/tenancy.js';
+import { createOrganization, type OrgCredentials } from '../../functions/core/applications/applications.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { defaultWorkDir } from '../../lib/local/adapters.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';

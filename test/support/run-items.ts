@@ -1,5 +1,5 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { RunItem, RunStatus } from '../../functions/core/run-store.js';
+import type { RunItem, RunStatus } from '../../functions/core/runs/store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
 

@@ -1,4 +1,4 @@
-import { importTests } from '../../functions/core/tests.js';
+import { importTests } from '../../functions/core/test-definitions/definitions.js';
 import { bearer, call, client, linkRepo } from './api.js';
 import { pollUntil, type Status } from './apps.js';
 import { makeRepo } from './git.js';

@@ -10,7 +10,7 @@
  * prints one JSON line: `{"saved": n, "failed": ["<error name>: <message>", …]}`.
  */
 import { readFileSync } from 'node:fs';
-import { upsertSecrets } from '../../functions/core/secrets.js';
+import { upsertSecrets } from '../../functions/core/secrets/bundles.js';
 import { secretStore } from '../../functions/ports/registry.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bootLocalRuntime, serverInfoPath } from '../../lib/local/server.js';

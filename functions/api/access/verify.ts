@@ -1,5 +1,5 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
-import { openedLink, verifyAccess } from '../../core/access-verify.js';
+import { openedLink, verifyAccess } from '../../core/applications/index.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { ACCESS_PATH } from '../../shared/access-token.js';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { listApplications } from '../../core/tenancy.js';
+import { listApplications } from '../../core/applications/index.js';
 import { repoFullName } from '../../shared/validation.js';
 import { route } from '../route.js';
 

@@ -1,6 +1,11 @@
 import * as z from 'zod/mini';
-import { ensureAccessKey, parseAccessMode, parseSleepMinutes } from '../../core/access.js';
-import { toApplicationView, updateApplication } from '../../core/tenancy.js';
+import {
+  ensureAccessKey,
+  parseAccessMode,
+  parseSleepMinutes,
+  toApplicationView,
+  updateApplication,
+} from '../../core/applications/index.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';

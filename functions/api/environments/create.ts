@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
-import { requestPrDeploy, statusPath } from '../../core/environments.js';
-import { assertDeploySlot } from '../../core/fair-share.js';
+import { assertDeploySlot } from '../../core/applications/index.js';
+import { requestPrDeploy, statusPath } from '../../core/environments/index.js';
 import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { jsonInteger } from '../../shared/json-literal.js';

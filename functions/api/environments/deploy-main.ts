@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
-import { requestMainBranchDeploy, statusPath } from '../../core/environments.js';
-import { assertDeploySlot } from '../../core/fair-share.js';
+import { assertDeploySlot } from '../../core/applications/index.js';
+import { requestMainBranchDeploy, statusPath } from '../../core/environments/index.js';
 import { sourceHost } from '../../ports/registry/source-host.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { rowId } from '../../shared/validation.js';

@@ -1,4 +1,4 @@
-import { environmentStatus } from '../../core/environments.js';
+import { environmentStatus } from '../../core/environments/index.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';

@@ -1,4 +1,4 @@
-import { listEnvironments } from '../../core/environments.js';
+import { listEnvironments } from '../../core/environments/index.js';
 import { route } from '../route.js';
 
 /**

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { appLogs, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from '../../core/logs.js';
+import { appLogs, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from '../../core/environments/index.js';
 import { appLogReader } from '../../ports/registry/runtime/app-logs.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { appName } from '../../shared/validation.js';

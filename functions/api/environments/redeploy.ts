@@ -1,5 +1,5 @@
-import { requestRedeploy } from '../../core/environments.js';
-import { assertDeploySlot } from '../../core/fair-share.js';
+import { assertDeploySlot } from '../../core/applications/index.js';
+import { requestRedeploy } from '../../core/environments/index.js';
 import { keys } from '../../manifest/tables.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { route } from '../route.js';

@@ -1,4 +1,4 @@
-import { requestTeardown } from '../../core/environments.js';
+import { requestTeardown } from '../../core/environments/index.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { receiveWebhook } from '../../core/webhooks.js';
+import { receiveWebhook } from '../../core/github/index.js';
 import { eventBus } from '../../ports/registry/events.js';
 import { sourceHost } from '../../ports/registry/source-host.js';
 import { webhookSecret } from '../../ports/registry/webhook-secret.js';

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { authenticate } from '../../core/auth.js';
+import { authenticate } from '../../core/auth/index.js';
 import type { RouteDef } from '../../manifest/routes.js';
 import { headersOf, type Middleware } from './request.js';
 

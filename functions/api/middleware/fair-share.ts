@@ -1,4 +1,4 @@
-import { takeRequest } from '../../core/fair-share.js';
+import { takeRequest } from '../../core/applications/index.js';
 import type { Middleware } from './request.js';
 
 export interface FairShareOptions {

@@ -1,6 +1,6 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { Principal } from '../../core/auth.js';
+import type { Principal } from '../../core/auth/index.js';
 
 /** What the middlewares of the chain hand down to the next ones, on middy's `request.internal`. */
 export interface State extends Record<string, unknown> {

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import type { Principal } from '../../core/auth.js';
+import type { Principal } from '../../core/auth/index.js';
 import { ValidationError } from '../../shared/errors.js';
 import { describeIssues, HOST_RE, isReservedKey } from '../../shared/validation.js';
 import { stagePath } from '../stage.js';

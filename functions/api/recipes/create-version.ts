@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { createRecipeVersion } from '../../core/recipes.js';
+import { createRecipeVersion } from '../../core/recipes/index.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { getRecipeVersion } from '../../core/recipes.js';
+import { getRecipeVersion } from '../../core/recipes/index.js';
 import { queryInteger, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

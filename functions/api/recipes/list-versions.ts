@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { listRecipeVersions } from '../../core/recipes.js';
+import { listRecipeVersions } from '../../core/recipes/index.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

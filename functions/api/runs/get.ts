@@ -1,6 +1,5 @@
 import * as z from 'zod/mini';
-import { reportLink } from '../../core/run-report.js';
-import { getRun } from '../../core/run-views.js';
+import { getRun, reportLink } from '../../core/runs/index.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';

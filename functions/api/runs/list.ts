@@ -1,7 +1,5 @@
 import * as z from 'zod/mini';
-import { listRunPage } from '../../core/run-listing.js';
-import { reportLink } from '../../core/run-report.js';
-import { RUN_STATUSES } from '../../core/run-store.js';
+import { listRunPage, RUN_STATUSES, reportLink } from '../../core/runs/index.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { ValidationError } from '../../shared/errors.js';
 import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';

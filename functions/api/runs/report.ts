@@ -1,6 +1,6 @@
 import '../../shared/polyfills.js';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { serveRunReport } from '../../core/run-report.js';
+import { serveRunReport } from '../../core/runs/index.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { log } from '../../shared/log.js';
 import { stagePath } from '../stage.js';

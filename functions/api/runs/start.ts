@@ -1,7 +1,6 @@
 import * as z from 'zod/mini';
-import { assertRunSlot } from '../../core/fair-share.js';
-import { startRun } from '../../core/run-lifecycle.js';
-import { reportLink } from '../../core/run-report.js';
+import { assertRunSlot } from '../../core/applications/index.js';
+import { reportLink, startRun } from '../../core/runs/index.js';
 import { mediaReader } from '../../ports/registry/media.js';
 import { workflows } from '../../ports/registry/workflows.js';
 import { rowId } from '../../shared/validation.js';

@@ -7,7 +7,7 @@ import {
   TRACE_VIEWER_PATH,
   traceViewerFile,
   traceViewerType,
-} from '../../core/trace-viewer.js';
+} from '../../core/runs/index.js';
 import { log } from '../../shared/log.js';
 import { stagePath } from '../stage.js';
 

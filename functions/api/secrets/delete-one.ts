@@ -1,4 +1,4 @@
-import { deleteSecret } from '../../core/secrets.js';
+import { deleteSecret } from '../../core/secrets/index.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { route } from '../route.js';
 import { keyPath } from './schemas.js';

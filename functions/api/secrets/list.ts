@@ -1,4 +1,4 @@
-import { listSecrets } from '../../core/secrets.js';
+import { listSecrets } from '../../core/secrets/index.js';
 import { route } from '../route.js';
 import { bundlePath } from './schemas.js';
 

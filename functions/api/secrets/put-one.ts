@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
-import { undeclaredAppWarning } from '../../core/declared-apps.js';
-import { upsertSecrets } from '../../core/secrets.js';
+import { undeclaredAppWarning } from '../../core/environments/index.js';
+import { upsertSecrets } from '../../core/secrets/index.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
 import { route } from '../route.js';
 import { keyPath, secretValue } from './schemas.js';

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { getTest } from '../../core/tests.js';
+import { getTest } from '../../core/test-definitions/index.js';
 import { queryBoolean, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

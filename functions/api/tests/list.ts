@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { listTests } from '../../core/tests.js';
+import { listTests } from '../../core/test-definitions/index.js';
 import { rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 

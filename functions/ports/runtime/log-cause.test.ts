@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../core/logs.js';
+import { capLog, MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../core/environments/logs.js';
 import { CAUSE_WINDOW_LINES, failureMessage, leadingCause, logsCommand } from './log-cause.js';
 
 /** What Node 20 prints for `require('./missing-config.json')` (a newcomer's first failed start). */

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from '@jest/globals';
-import { WINDOW_SECONDS } from '../../../functions/core/fair-share.js';
-import type { OrgCredentials } from '../../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../../functions/core/applications/applications.js';
+import { WINDOW_SECONDS } from '../../../functions/core/applications/fair-share.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';
 import { bearer, call, client, linkRepo } from '../../support/api.js';

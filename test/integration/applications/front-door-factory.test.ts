@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { ensureAccessKey } from '../../../functions/core/access.js';
-import { updateApplication } from '../../../functions/core/tenancy.js';
+import { ensureAccessKey } from '../../../functions/core/applications/access.js';
+import { updateApplication } from '../../../functions/core/applications/applications.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { setLogSink } from '../../../functions/shared/log.js';
 import { bearer, call, client } from '../../support/api.js';

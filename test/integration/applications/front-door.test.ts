@@ -5,8 +5,8 @@ import {
   ensureAccessKey,
   prepareRunAccess,
   rotateAccessKey,
-} from '../../../functions/core/access.js';
-import { updateApplication } from '../../../functions/core/tenancy.js';
+} from '../../../functions/core/applications/access.js';
+import { updateApplication } from '../../../functions/core/applications/applications.js';
 import { LocalChromium } from '../../../functions/ports/browser/local-chromium.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { bearer, call } from '../../support/api.js';

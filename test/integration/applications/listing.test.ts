@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../../functions/core/applications/applications.js';
 import { bearer, call, linkRepo } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { findEnvironment } from '../../../functions/core/environments.js';
-import { type StepInput, transition } from '../../../functions/core/pipeline.js';
+import { findEnvironment } from '../../../functions/core/environments/lifecycle.js';
+import { type StepInput, transition } from '../../../functions/core/environments/pipeline.js';
 import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
 import { handler as buildImages } from '../../../functions/steps/build-images.js';
 import { handler as deployApps } from '../../../functions/steps/deploy-apps.js';

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../../functions/core/logs.js';
+import { MAX_LOG_BYTES, TRUNCATED_NOTICE } from '../../../functions/core/environments/logs.js';
 import { bearer, call, linkRepo } from '../../support/api.js';
 import { pollUntil, settled } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { createApplication } from '../../../functions/core/tenancy.js';
+import { createApplication } from '../../../functions/core/applications/applications.js';
 import { call } from '../../support/api.js';
 import {
   alive,

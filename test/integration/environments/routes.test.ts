@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { createApplication } from '../../../functions/core/tenancy.js';
+import { createApplication } from '../../../functions/core/applications/applications.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';
 import { bearer, call, linkRepo } from '../../support/api.js';
 import { SERVER_JS } from '../../support/apps.js';

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { createApplication } from '../../../functions/core/tenancy.js';
+import { createApplication } from '../../../functions/core/applications/applications.js';
 import { bearer, call } from '../../support/api.js';
 import { pollUntil, SERVER_JS } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';

@@ -2,8 +2,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { STRANDED_DEPLOY_MS, STRANDED_TEARDOWN_MS } from '../../../functions/core/expiry.js';
-import { createApplication, getApplication, updateApplication } from '../../../functions/core/tenancy.js';
+import {
+  createApplication,
+  getApplication,
+  updateApplication,
+} from '../../../functions/core/applications/applications.js';
+import { STRANDED_DEPLOY_MS, STRANDED_TEARDOWN_MS } from '../../../functions/core/environments/expiry.js';
 import { DETAIL_TYPES, REDEPLOY_EVENT_SOURCE } from '../../../functions/manifest/events.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';

@@ -2,9 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { accessKey } from '../../../functions/core/access.js';
-import { findEnvironment } from '../../../functions/core/environments.js';
-import { createApplication, getApplication, updateApplication } from '../../../functions/core/tenancy.js';
+import { accessKey } from '../../../functions/core/applications/access.js';
+import {
+  createApplication,
+  getApplication,
+  updateApplication,
+} from '../../../functions/core/applications/applications.js';
+import { findEnvironment } from '../../../functions/core/environments/lifecycle.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { bearer, call } from '../../support/api.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
-import { importTests } from '../../../functions/core/tests.js';
+import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { routes } from '../../../functions/manifest/routes.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { DEFAULT_CHROMIUM_PATH } from '../../../functions/ports/browser/local-chromium.js';

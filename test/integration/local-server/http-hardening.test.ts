@@ -4,7 +4,7 @@ import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MAX_JSON_DEPTH } from '../../../functions/api/route.js';
 import { handler as listRuns } from '../../../functions/api/runs/list.js';
 import { handler as startRun } from '../../../functions/api/runs/start.js';
-import { createApplication } from '../../../functions/core/tenancy.js';
+import { createApplication } from '../../../functions/core/applications/applications.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../../../functions/manifest/routes.js';
 import { lambdaContext } from '../../../functions/shared/aws/lambda-context.js';
 import { bearer, client } from '../../support/api.js';

@@ -3,8 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { getApplication, type OrgCredentials, updateApplication } from '../../../functions/core/tenancy.js';
-import { importTests } from '../../../functions/core/tests.js';
+import {
+  getApplication,
+  type OrgCredentials,
+  updateApplication,
+} from '../../../functions/core/applications/applications.js';
+import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { bearer, call, client, linkRepo } from '../../support/api.js';
 import { pollUntil, type Status } from '../../support/apps.js';
 import { makeRepo } from '../../support/git.js';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, jest, test } from '@jest/globals';
-import { recoverRuns } from '../../../functions/core/run-recovery.js';
+import { recoverRuns } from '../../../functions/core/runs/recovery.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { secretStore } from '../../../functions/ports/registry.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';

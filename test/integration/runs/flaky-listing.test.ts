@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { finishRun } from '../../../functions/core/run-lifecycle.js';
-import { loadRun, type RunItem, type RunStatus } from '../../../functions/core/run-store.js';
-import type { OrgCredentials } from '../../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../../functions/core/applications/applications.js';
+import { finishRun } from '../../../functions/core/runs/lifecycle.js';
+import { loadRun, type RunItem, type RunStatus } from '../../../functions/core/runs/store.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { call, client } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';

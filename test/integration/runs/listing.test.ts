@@ -12,10 +12,10 @@ import {
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, jest, test } from '@jest/globals';
 import fc from 'fast-check';
-import { failRun, finishRun } from '../../../functions/core/run-lifecycle.js';
-import type { RunFilters } from '../../../functions/core/run-listing.js';
-import { loadRun, type RunItem, type RunStatus } from '../../../functions/core/run-store.js';
-import type { OrgCredentials } from '../../../functions/core/tenancy.js';
+import type { OrgCredentials } from '../../../functions/core/applications/applications.js';
+import { failRun, finishRun } from '../../../functions/core/runs/lifecycle.js';
+import type { RunFilters } from '../../../functions/core/runs/listing.js';
+import { loadRun, type RunItem, type RunStatus } from '../../../functions/core/runs/store.js';
 import { keys, tables } from '../../../functions/manifest/tables.js';
 import { ddb, localDynamoClientConfig, table } from '../../../functions/shared/aws/dynamo.js';
 import { ensureTables, localTableName, startDynalite } from '../../../lib/local/dynalite.js';

@@ -1,5 +1,5 @@
 import { expect, test } from '@jest/globals';
-import { importTests } from '../../../functions/core/tests.js';
+import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { ValidationError } from '../../../functions/shared/errors.js';
 import { call, client } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
@@ -46,7 +46,7 @@ test('a test with retries: 1 that fails once then passes ends passed, flaky, wit
   expect(run.metadata).toMatchObject({ attempts: 2, flaky: true });
   expect(run.steps.map((s: any) => s.status)).toEqual(['passed', 'passed']);
   expect(run.video_url).toEqual(expect.any(String));
-  const { loadRun } = await import('../../../functions/core/run-store.js');
+  const { loadRun } = await import('../../../functions/core/runs/store.js');
   const item = await loadRun(runId);
   expect(item?.flaky).toBe(true);
   expect(item?.attempts?.map((a) => [a.number, a.status, a.steps])).toEqual([

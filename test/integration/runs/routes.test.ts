@@ -1,8 +1,8 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
-import type { RunStatus } from '../../../functions/core/run-store.js';
-import type { OrgCredentials } from '../../../functions/core/tenancy.js';
-import { importTests } from '../../../functions/core/tests.js';
+import type { OrgCredentials } from '../../../functions/core/applications/applications.js';
+import type { RunStatus } from '../../../functions/core/runs/store.js';
+import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';
 import { ValidationError } from '../../../functions/shared/errors.js';

@@ -1,5 +1,5 @@
 import { expect, test } from '@jest/globals';
-import { testRunShortId } from '../../../functions/core/recipes.js';
+import { testRunShortId } from '../../../functions/core/recipes/versions.js';
 import { call, client } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
 import { runEnded } from '../../support/runs-app.js';
@@ -42,7 +42,7 @@ test('a scenario run with retries: 1 that fails once then passes: each attempt i
   // The run: passed on its second attempt, flaky.
   expect(run.status).toBe('passed');
   expect(run.metadata).toMatchObject({ attempts: 2, flaky: true });
-  const { loadRun } = await import('../../../functions/core/run-store.js');
+  const { loadRun } = await import('../../../functions/core/runs/store.js');
   const item = await loadRun(runId);
   expect(item?.attempts?.map((a) => [a.number, a.status, a.steps])).toEqual([
     [1, 'failed', ['passed', 'failed']],

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
-import { startPreviewRuns } from '../../../functions/core/run-lifecycle.js';
-import { createApplication } from '../../../functions/core/tenancy.js';
-import { importTests } from '../../../functions/core/tests.js';
+import { createApplication } from '../../../functions/core/applications/applications.js';
+import { startPreviewRuns } from '../../../functions/core/runs/lifecycle.js';
+import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { workflows } from '../../../functions/ports/registry.js';
 import { ValidationError } from '../../../functions/shared/errors.js';
 import { bearer, call, client, linkRepo } from '../../support/api.js';

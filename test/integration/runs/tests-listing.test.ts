@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../../functions/core/tenancy.js';
-import { importTests } from '../../../functions/core/tests.js';
+import type { OrgCredentials } from '../../../functions/core/applications/applications.js';
+import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { bearer, call, client } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
 

@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createApplication } from '../../../functions/core/tenancy.js';
+import { createApplication } from '../../../functions/core/applications/applications.js';
 import { keys } from '../../../functions/manifest/tables.js';
 import { LocalSecretStore } from '../../../functions/ports/secret-store/local-files.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';

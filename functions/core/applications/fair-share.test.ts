@@ -1,0 +1,117 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
+import { tableNames, tables } from '../../manifest/tables.js';
+import { setLogSink } from '../../shared/log.js';
+import { assertDeploySlot, MAX_LEASE, resetLeases, takeRequest, WINDOW_SECONDS } from './fair-share.js';
+
+/*
+ * The fair share's request limiter at the SDK boundary: how many writes it makes (leases that grow 1, 2,
+ * 4 … MAX_LEASE), what each write says (a conditional ADD that never passes the window's budget), and
+ * what it answers once the budget is spent; the deploy slot's paging. Budget here: 30/s → 300 a window.
+ */
+const saved = { ...process.env };
+Object.assign(process.env, {
+  PREVIEW_MODE: 'aws',
+  AWS_REGION: 'eu-west-1',
+  PREVIEW_ORG_REQUESTS_PER_SECOND: '30',
+  PREVIEW_ORG_CONCURRENT_DEPLOYS: '2',
+  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
+});
+afterAll(() => {
+  process.env = saved;
+});
+const logs: string[] = [];
+setLogSink((line) => logs.push(line));
+
+const dynamo = mockClient(DynamoDBDocumentClient);
+const T0 = Date.UTC(2030, 0, 1, 0, 0, 0);
+beforeEach(() => {
+  dynamo.reset();
+  resetLeases();
+  logs.length = 0;
+});
+
+const refused = () =>
+  new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+
+describe('takeRequest', () => {
+  test(`leases grow 1, 2, 4 … ${MAX_LEASE}: 100 requests of one organization make 10 writes`, async () => {
+    dynamo.on(UpdateCommand).resolves({});
+    for (let i = 0; i < 100; i++) await takeRequest('org1', T0 + i);
+    const leases = dynamo
+      .commandCalls(UpdateCommand)
+      .map((c) => c.args[0].input.ExpressionAttributeValues![':n']);
+    expect(leases).toEqual([1, 2, 4, 8, 16, 16, 16, 16, 16, 16]);
+    const first = dynamo.commandCalls(UpdateCommand)[0]!.args[0].input;
+    expect(first).toMatchObject({
+      TableName: 't-quotas',
+      Key: { pk: `RATE#org1#${T0 / 1000}` },
+      UpdateExpression: 'ADD #taken :n SET #exp = if_not_exists(#exp, :exp)',
+      ConditionExpression: 'attribute_not_exists(#taken) OR #taken <= :room',
+      ExpressionAttributeValues: { ':n': 1, ':room': 299, ':exp': T0 / 1000 + 2 * WINDOW_SECONDS },
+    });
+  });
+
+  test('a new window starts again at a lease of 1, on its own counter', async () => {
+    dynamo.on(UpdateCommand).resolves({});
+    for (let i = 0; i < 3; i++) await takeRequest('org1', T0 + i);
+    await takeRequest('org1', T0 + WINDOW_SECONDS * 1000);
+    const calls = dynamo.commandCalls(UpdateCommand).map((c) => c.args[0].input);
+    expect(calls.map((c) => c.ExpressionAttributeValues![':n'])).toEqual([1, 2, 1]);
+    expect(calls[2]!.Key).toEqual({ pk: `RATE#org1#${T0 / 1000 + WINDOW_SECONDS}` });
+  });
+
+  test('when a lease would pass the budget, one token is tried; when none is left, 429 with the seconds to the next window', async () => {
+    dynamo.on(UpdateCommand).resolves({});
+    for (let i = 0; i < 3; i++) await takeRequest('org1', T0);
+    // The counter is now near the budget: a lease of 4 fails its condition, a lease of 1 goes through.
+    dynamo.on(UpdateCommand, { ExpressionAttributeValues: { ':n': 4 } }).rejects(refused());
+    await takeRequest('org1', T0);
+    // Then nothing is left.
+    dynamo.on(UpdateCommand).rejects(refused());
+    await expect(takeRequest('org1', T0 + 2_500)).rejects.toMatchObject({
+      statusCode: 429,
+      retryAfterSeconds: 8,
+      message:
+        'too many requests: this organization may make 300 requests per 10 seconds (30/s); retry after 8 s',
+    });
+    expect(
+      dynamo.commandCalls(UpdateCommand).map((c) => c.args[0].input.ExpressionAttributeValues![':n']),
+    ).toEqual([1, 2, 4, 1, 8, 1]);
+  });
+
+  test('organizations have their own counters', async () => {
+    dynamo.on(UpdateCommand).resolves({});
+    await takeRequest('a', T0);
+    await takeRequest('b', T0);
+    expect(dynamo.commandCalls(UpdateCommand).map((c) => c.args[0].input.Key)).toEqual([
+      { pk: `RATE#a#${T0 / 1000}` },
+      { pk: `RATE#b#${T0 / 1000}` },
+    ]);
+  });
+
+  test('fails open: a table that cannot be written admits the request and logs a warning', async () => {
+    dynamo.on(UpdateCommand).rejects(Object.assign(new Error('throttled'), { name: 'ThrottlingException' }));
+    await expect(takeRequest('org1', T0)).resolves.toBeUndefined();
+    expect(logs.join('\n')).toMatch(/request limiter unavailable: request admitted.*ThrottlingException/);
+  });
+});
+
+describe('assertDeploySlot', () => {
+  test('counts in-flight environments across pages; the environment asked for takes no new slot', async () => {
+    dynamo
+      .on(QueryCommand)
+      .resolvesOnce({ Items: [{ envKey: 'acme/a#1' }], LastEvaluatedKey: { orgId: 'o', envKey: 'acme/a#1' } })
+      .resolves({ Items: [{ envKey: 'acme/a#2' }] });
+    await expect(assertDeploySlot('o', 'acme/a#3')).rejects.toMatchObject({ statusCode: 429 });
+    expect(dynamo.commandCalls(QueryCommand)[1]!.args[0].input.ExclusiveStartKey).toEqual({
+      orgId: 'o',
+      envKey: 'acme/a#1',
+    });
+    dynamo.reset();
+    dynamo.on(QueryCommand).resolves({ Items: [{ envKey: 'acme/a#1' }, { envKey: 'acme/a#2' }] });
+    await expect(assertDeploySlot('o', 'acme/a#2')).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,160 @@
+import { keys, tables } from '../../manifest/tables.js';
+import { countItems, queryItems, table, updateIf } from '../../shared/aws/dynamo.js';
+import { config } from '../../shared/config.js';
+import { TooManyRequestsError } from '../../shared/errors.js';
+import { log } from '../../shared/log.js';
+
+/*
+ * Each organization's fair share of the service, so that one tenant's storm of polls, deploys or runs
+ * cannot use every other tenant's share (API Gateway's own throttle is per stage, for everyone at once).
+ * Three limits, each answering 429 with `Retry-After` and a message that names it (docs/scale.md):
+ *
+ * - Requests (`PREVIEW_ORG_REQUESTS_PER_SECOND`, default 20): counted per organization in fixed windows of
+ *   WINDOW_SECONDS in the `quotas` table (one item per organization and window, expired by TTL). A
+ *   container does not write once per request: it leases tokens from the window's counter, 1 at first and
+ *   then twice as many each time it runs out (up to MAX_LEASE), with one conditional ADD that never takes
+ *   the counter past the window's budget. A quiet organization costs a write per request; a busy one a
+ *   write per 16 requests per container. What a container leased and did not use when the window ends
+ *   is lost (at most MAX_LEASE − 1 per container and window), so a burst spread over many containers
+ *   gets somewhat less than the budget, never more. A fixed window admits up to twice the budget across
+ *   a window boundary; that is the price of one write for many requests.
+ * - Deploys in flight (`PREVIEW_ORG_CONCURRENT_DEPLOYS`, default 20): environments pending, building or
+ *   deploying, counted when a caller asks for one more (a redeploy of an environment already in flight
+ *   takes no new slot). Counting reads the organization's environments (one Query; a filter, so it costs
+ *   what the partition holds): paid per deploy request, not per poll.
+ * - Runs in flight (`PREVIEW_ORG_CONCURRENT_RUNS`, default 10): runs pending or running, counted on the
+ *   runs' `listStatus` index (keys only, two small Queries) when a caller starts one.
+ *
+ * The limits apply to callers of the API (API key, client credentials). GitHub webhooks, EventBridge
+ * events and the service's own steps are not limited: they have no caller to retry, and GitHub's own
+ * rate bounds them. A limit set to 0 is off. The request limiter fails open: when its table cannot be
+ * written (an outage, throttling), the request goes on and a warning is logged.
+ */
+
+/** Length of a request-counting window. */
+export const WINDOW_SECONDS = 10;
+/** Most tokens a container leases at once. */
+export const MAX_LEASE = 16;
+/** Retry-After of a concurrency limit: the time a deploy or run typically takes to settle. */
+const SLOT_RETRY_SECONDS = 30;
+/** Leases kept per container (organizations), oldest dropped first. */
+const LEASES_MAX = 10_000;
+
+interface Lease {
+  window: number;
+  left: number;
+  next: number;
+}
+const leases = new Map<string, Lease>();
+
+/** Forget every lease (tests). */
+export function resetLeases(): void {
+  leases.clear();
+}
+
+/** The request budget of one window, for a rate per second. */
+export const windowBudget = (perSecond: number) => Math.max(1, Math.floor(perSecond * WINDOW_SECONDS));
+
+/**
+ * Count one request of `orgId` against its budget; TooManyRequestsError once the window's budget is
+ * spent, with the seconds until the next window.
+ */
+export async function takeRequest(orgId: string, nowMs = Date.now()): Promise<void> {
+  const perSecond = config().fairShare.requestsPerSecond;
+  if (perSecond <= 0 || !orgId) return;
+  const budget = windowBudget(perSecond);
+  const window = Math.floor(nowMs / 1000 / WINDOW_SECONDS) * WINDOW_SECONDS;
+  let lease = leases.get(orgId);
+  if (!lease || lease.window !== window) {
+    if (!lease && leases.size >= LEASES_MAX) leases.delete(leases.keys().next().value as string);
+    lease = { window, left: 0, next: 1 };
+    leases.set(orgId, lease);
+  }
+  if (lease.left > 0) {
+    lease.left--;
+    return;
+  }
+  const want = Math.min(lease.next, MAX_LEASE, budget);
+  let got = 0;
+  try {
+    if (await leaseTokens(orgId, window, want, budget)) got = want;
+    else if (want > 1 && (await leaseTokens(orgId, window, 1, budget))) got = 1;
+  } catch (err) {
+    log.warn('request limiter unavailable: request admitted', { orgId, error: (err as Error).name });
+    return;
+  }
+  if (got === 0) {
+    const retry = Math.max(1, Math.ceil(window + WINDOW_SECONDS - nowMs / 1000));
+    throw new TooManyRequestsError(
+      `too many requests: this organization may make ${budget} requests per ${WINDOW_SECONDS} seconds (${perSecond}/s); retry after ${retry} s`,
+      retry,
+    );
+  }
+  lease.left = got - 1;
+  lease.next = Math.min(MAX_LEASE, lease.next * 2);
+}
+
+/** Add `n` to the window's counter unless that takes it past `budget`; false when it would. */
+async function leaseTokens(orgId: string, window: number, n: number, budget: number): Promise<boolean> {
+  return updateIf({
+    TableName: table('quotas'),
+    Key: { pk: keys.quotas.rate(orgId, window) },
+    UpdateExpression: 'ADD #taken :n SET #exp = if_not_exists(#exp, :exp)',
+    ConditionExpression: 'attribute_not_exists(#taken) OR #taken <= :room',
+    ExpressionAttributeNames: { '#taken': 'taken', '#exp': tables.quotas.ttlAttribute },
+    ExpressionAttributeValues: { ':n': n, ':room': budget - n, ':exp': window + 2 * WINDOW_SECONDS },
+  });
+}
+
+const IN_FLIGHT_ENV = ['pending', 'building', 'deploying'];
+
+/**
+ * Refuse a deploy that would put the organization past its deploys in flight. `envKey`: the environment
+ * the deploy is for; when it is in flight itself, the deploy supersedes it and needs no new slot.
+ */
+export async function assertDeploySlot(orgId: string, envKey?: string): Promise<void> {
+  const max = config().fairShare.concurrentDeploys;
+  if (max <= 0) return;
+  let inFlight = 0;
+  for await (const item of queryItems<{ envKey: string }>({
+    TableName: table('environments'),
+    KeyConditionExpression: 'orgId = :o',
+    FilterExpression: '#s IN (:p, :b, :d)',
+    ProjectionExpression: 'envKey',
+    ExpressionAttributeNames: { '#s': 'status' },
+    ExpressionAttributeValues: { ':o': orgId, ':p': 'pending', ':b': 'building', ':d': 'deploying' },
+  })) {
+    if (item.envKey === envKey) return;
+    inFlight++;
+  }
+  if (inFlight >= max)
+    throw new TooManyRequestsError(
+      `too many deploys in flight: this organization has ${inFlight} (${IN_FLIGHT_ENV.join(', ')}), at most ${max}; retry when one is ready or failed`,
+      SLOT_RETRY_SECONDS,
+    );
+}
+
+/** Refuse a run that would put the organization past its runs in flight (pending or running). */
+export async function assertRunSlot(orgId: string): Promise<void> {
+  const max = config().fairShare.concurrentRuns;
+  if (max <= 0) return;
+  let inFlight = 0;
+  for (const status of ['pending', 'running']) {
+    if (inFlight >= max) break;
+    inFlight += await countItems(
+      {
+        TableName: table('runs'),
+        IndexName: 'listStatus',
+        KeyConditionExpression: 'statusKey = :k',
+        ExpressionAttributeValues: { ':k': keys.runs.byStatus(orgId, status) },
+        Limit: max,
+      },
+      max - inFlight,
+    );
+  }
+  if (inFlight >= max)
+    throw new TooManyRequestsError(
+      `too many runs in flight: this organization has ${inFlight} pending or running, at most ${max}; retry when one ends`,
+      SLOT_RETRY_SECONDS,
+    );
+}
