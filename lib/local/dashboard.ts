@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { escapeHtml } from '../../functions/shared/html.js';
 
 /**
  * The dashboard at `/` of the local server: one static page that acts through the public API only (no
@@ -23,12 +24,6 @@ export interface DashboardOptions {
 
 const CLIENT_JS = join(dirname(fileURLToPath(import.meta.url)), 'dashboard-client.js');
 let script: string | undefined;
-
-const escapeHtml = (text: string): string =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
-  );
 
 /** Where the credentials are, said on the page (locally: the files previewctl reads them from too). */
 function whereCredentials(opts: DashboardOptions): string {

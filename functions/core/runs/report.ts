@@ -1,4 +1,5 @@
 import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../../ports/media/port.js';
+import { escapeHtml } from '../../shared/html.js';
 import { readScenarioState } from '../scenarios/index.js';
 import { environmentLine } from './environment.js';
 import { loadRun, type RunItem } from './store.js';
@@ -27,12 +28,6 @@ export async function reportLink(media: MediaReader, baseUrl: string, runId: str
   const path = reportPath(runId);
   return `${baseUrl}${path}?${await media.signLink(path, REPORT_LINK_TTL_SECONDS)}`;
 }
-
-const escapeHtml = (text: string): string =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
-  );
 
 const STATUS_COLOURS: Record<string, string> = {
   passed: '#1a7f37',

@@ -15,6 +15,7 @@ import {
   checkAccessToken,
   cookieValue,
 } from '../../../shared/access-token.js';
+import { escapeHtml } from '../../../shared/html.js';
 import { log } from '../../../shared/log.js';
 import type { FrontDoorSettings, RuntimeTarget } from '../port.js';
 
@@ -362,9 +363,6 @@ function listen(server: Server, port?: number): Promise<number> {
 }
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function page(title: string, body: string, head = ''): string {
   return `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title>${head}<style>body{font:16px system-ui,sans-serif;max-width:40em;margin:4em auto;padding:0 1em}code{background:#eee;padding:.1em .3em}</style></head><body><h1>${title}</h1>${body}</body></html>`;
