@@ -42,14 +42,18 @@ describe('secrets set', () => {
     ]);
   });
 
-  test('an env file: comments, blanks, export and quotes', () => {
+  test('an env file, read by env-file.ts (its cases are in env-file.test.ts)', () => {
     const file = join(dir, '.env');
-    writeFileSync(file, '# app secrets\n\nexport API_TOKEN="s3 cr3t"\nDB_URL=postgres://x/y?a=b\nQ=\'q\'\n');
+    writeFileSync(
+      file,
+      '# app secrets\n\nexport API_TOKEN="s3 cr3t"\nDB_URL=postgres://x/y?a=b # prod\nQ=\'q\'\n',
+    );
     expect(items(['web', '--from-env-file', file])).toEqual([
       { key: 'API_TOKEN', value: 's3 cr3t' },
       { key: 'DB_URL', value: 'postgres://x/y?a=b' },
       { key: 'Q', value: 'q' },
     ]);
+    expect(() => items(['web', '--from-env-file', join(dir, 'missing.env')])).toThrow(/cannot read .*ENOENT/);
   });
 
   test('mistakes are usage errors that never quote a value', () => {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type ApiTarget, api, path } from './api.js';
 import { type Parsed, UsageError } from './args.js';
+import { parseEnvFile } from './env-file.js';
 import { short, table, when } from './format.js';
 import {
   APP_COLUMNS,
@@ -475,7 +476,7 @@ async function applicationOf(p: Parsed, t: ApiTarget): Promise<string> {
   );
 }
 
-/** `KEY=VALUE` positionals, or the lines of --from-env-file. */
+/** `KEY=VALUE` positionals, or the secrets of --from-env-file (env-file.ts). */
 export function secretItems(p: Parsed): { key: string; value: string }[] {
   const file = str(p, 'from-env-file');
   const pairs = p.positionals.slice(1);
@@ -491,14 +492,7 @@ export function secretItems(p: Parsed): { key: string; value: string }[] {
         `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
       );
     }
-    text.split(/\r?\n/).forEach((raw, i) => {
-      const line = raw.trim().replace(/^export\s+/, '');
-      if (!line || line.startsWith('#')) return;
-      const eq = line.indexOf('=');
-      // The line's number only: its text may hold a value.
-      if (eq < 1) throw new UsageError(`${file}:${i + 1}: not a KEY=VALUE line`);
-      items.push({ key: line.slice(0, eq).trim(), value: unquote(line.slice(eq + 1).trim()) });
-    });
+    items.push(...parseEnvFile(text, file));
   } else {
     for (const [i, pair] of pairs.entries()) {
       const eq = pair.indexOf('=');
@@ -509,10 +503,4 @@ export function secretItems(p: Parsed): { key: string; value: string }[] {
   }
   if (items.length === 0) throw new UsageError('secrets set needs KEY=VALUE… or --from-env-file FILE');
   return items;
-}
-
-function unquote(v: string): string {
-  if (v.length >= 2 && ((v.startsWith('"') && v.endsWith('"')) || (v.startsWith("'") && v.endsWith("'"))))
-    return v.slice(1, -1);
-  return v;
 }

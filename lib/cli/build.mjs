@@ -1,4 +1,5 @@
-// Bundle previewctl's fast path (lib/cli/main.ts and what it imports: node built-ins only) into
+// Bundle previewctl's fast path (lib/cli/main.ts and what it imports: node built-ins, and dotenv's
+// parser for env files, itself built-ins only) into
 // dist/previewctl.mjs with esbuild, so a call compiles no TypeScript. Run by `npm ci` (the `prepare`
 // script) and by bin/previewctl.mjs whenever a source is newer than the bundle. Without esbuild (an
 // install without dev dependencies) it does nothing: bin/previewctl.mjs then loads the sources with tsx.
@@ -29,7 +30,14 @@ export async function buildCli() {
     metafile: true,
     outfile: BUNDLE,
     logLevel: 'silent',
-    banner: { js: '// Built by lib/cli/build.mjs from lib/cli/*.ts; do not edit.' },
+    // dotenv is CommonJS and requires node built-ins: an ES module bundle gives it a `require`.
+    banner: {
+      js: [
+        '// Built by lib/cli/build.mjs from lib/cli/*.ts; do not edit.',
+        "import { createRequire as __cliRequire } from 'node:module';",
+        'const require = __cliRequire(import.meta.url);',
+      ].join('\n'),
+    },
   });
   mkdirSync(`${root}dist`, { recursive: true });
   const tmp = `${BUNDLE}.${process.pid}.tmp`;
