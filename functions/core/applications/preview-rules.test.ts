@@ -141,6 +141,24 @@ describe('decide', () => {
     expect(matchesPaths(['*.md'], 'docs/a.md')).toBe(false);
     expect(matchesPaths(['**/*.md'], 'docs/a.md')).toBe(true);
     expect(matchesPaths(['{api,web}/**'], 'api/x')).toBe(true);
+    expect(matchesPaths(['{api,web}/**'], 'docs/x')).toBe(false);
+  });
+
+  test('glob semantics: ? and classes stay in one name, dot-files only when the glob spells the dot', () => {
+    expect(matchesPaths(['a?c'], 'abc')).toBe(true);
+    expect(matchesPaths(['a?c'], 'a/c')).toBe(false);
+    expect(matchesPaths(['[ab].txt'], 'b.txt')).toBe(true);
+    expect(matchesPaths(['[!a].txt'], 'b.txt')).toBe(true);
+    expect(matchesPaths(['[!a].txt'], 'a.txt')).toBe(false);
+    expect(matchesPaths(['src/**/*.ts'], 'src/a.ts')).toBe(true);
+    expect(matchesPaths(['src/**/*.ts'], 'src/b/c.ts')).toBe(true);
+    expect(matchesPaths(['web/**'], 'web/.env')).toBe(false);
+    expect(matchesPaths(['**'], '.github/workflows/ci.yml')).toBe(false);
+    expect(matchesPaths(['.github/**'], '.github/workflows/ci.yml')).toBe(true);
+    expect(matchesPaths(['docs/*.md'], 'docs/A.MD')).toBe(false);
+    // Wider than path.matchesGlob was: the folder's own path (a submodule's change is listed so).
+    expect(matchesPaths(['web/**'], 'web')).toBe(true);
+    expect(matchesPaths([], 'web/a')).toBe(false);
   });
 
   test('a label matters only when it is the opt-out or the required one', () => {

@@ -1,4 +1,4 @@
-import { posix } from 'node:path';
+import picomatch from 'picomatch/posix';
 import { ValidationError } from '../../shared/errors.js';
 
 /*
@@ -118,9 +118,22 @@ export type Verdict = { preview: true } | { preview: false; reason: string };
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
+/**
+ * A test of repository-relative paths against the rules' globs, compiled once (picomatch, the POSIX build:
+ * `/` separates folders on every platform). `**` crosses folders, `*` and `?` do not, `{a,b}` and
+ * `[abc]`/`[!a]` classes; a name starting with `.` is matched only by a glob that spells the dot
+ * (`.github/**`). These are the semantics `path.matchesGlob` had here, which Node 20 ships as
+ * experimental (it printed an ExperimentalWarning on first use); two differences, both only wider: `web/**`
+ * also matches the path `web` itself (a submodule), and `\` escapes the next character.
+ */
+export function pathMatcher(globs: string[]): (file: string) => boolean {
+  if (globs.length === 0) return () => false;
+  return picomatch(globs, { posix: true });
+}
+
 /** Whether `file` (repository-relative) matches a glob of the rules. */
 export function matchesPaths(globs: string[], file: string): boolean {
-  return globs.some((g) => posix.matchesGlob(file, g));
+  return pathMatcher(globs)(file);
 }
 
 /**
@@ -138,7 +151,8 @@ export async function decide(rules: PreviewRules, pr: PullRequestFacts): Promise
     return { preview: false, reason: `the pull request lacks the label "${rules.requireLabel}"` };
   if (rules.paths.length) {
     const files = await pr.changedFiles();
-    if (files && !files.some((f) => matchesPaths(rules.paths, f))) {
+    const matches = pathMatcher(rules.paths);
+    if (files && !files.some(matches)) {
       const shown = rules.paths.slice(0, 5).join(', ') + (rules.paths.length > 5 ? ', …' : '');
       return { preview: false, reason: `the pull request changes no file matching ${shown}` };
     }
