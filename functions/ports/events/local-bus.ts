@@ -52,13 +52,74 @@ export function serviceBusRules(): Record<string, Rule> {
   );
 }
 
+/*
+ * The matcher implements the part of EventBridge's pattern language the manifest's rules use: a field's
+ * pattern is a list of exact values (strings, numbers, booleans, null; any of them matches, and a list in
+ * the event matches when one of its values is in the pattern's), a field absent from the event matches
+ * nothing, and objects nest. Every other form (the operators `prefix`, `suffix`, `anything-but`,
+ * `numeric`, `exists`, `wildcard`, `equals-ignore-case`, `cidr`, and `$or`) is refused when the bus is
+ * built, which is when the server starts: a rule using one would work in AWS and silently never match
+ * here. A full EventBridge matcher is not needed (the rules are the service's own); the refusal is.
+ */
+
+/** A form of a rule's pattern that this bus does not match: where, and what. */
+export interface UnsupportedPatternForm {
+  /** The field's path in the pattern (`detail.ref`). */
+  path: string;
+  /** What it uses: `the "prefix" operator`, `a nested list`, … */
+  form: string;
+}
+
+const isExactValue = (v: unknown) =>
+  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+
+/** The first form of `pattern` this bus does not implement, or undefined when it can match it all. */
+export function unsupportedPatternForm(pattern: unknown, path = ''): UnsupportedPatternForm | undefined {
+  const where = path || 'the pattern';
+  if (Array.isArray(pattern)) {
+    if (pattern.length === 0) return { path: where, form: 'an empty list' };
+    for (const value of pattern) {
+      if (isExactValue(value)) continue;
+      if (Array.isArray(value)) return { path: where, form: 'a nested list' };
+      const operator = Object.keys(value as object)[0];
+      return { path: where, form: operator ? `the "${operator}" operator` : 'an empty object' };
+    }
+    return undefined;
+  }
+  if (pattern && typeof pattern === 'object') {
+    const fields = Object.entries(pattern);
+    if (fields.length === 0) return { path: where, form: 'an empty object' };
+    for (const [key, value] of fields) {
+      if (key === '$or') return { path: where, form: 'the "$or" operator' };
+      const bad = unsupportedPatternForm(value, path ? `${path}.${key}` : key);
+      if (bad) return bad;
+    }
+    return undefined;
+  }
+  return { path: where, form: `a bare ${pattern === undefined ? 'undefined' : typeof pattern} (not a list)` };
+}
+
+/** Refuse rules whose patterns this bus cannot match, naming the rule, the field and the operator. */
+export function assertPatternsSupported(rules: Record<string, Pick<Rule, 'pattern'>>): void {
+  for (const [ruleId, rule] of Object.entries(rules)) {
+    const bad = unsupportedPatternForm(rule.pattern);
+    if (bad)
+      throw new Error(
+        `event rule ${ruleId}: ${bad.path} uses ${bad.form}, which the local event bus does not implement ` +
+          '(it matches lists of exact values and nested objects): the rule would match in AWS and never ' +
+          'locally. Write the pattern with exact values, or implement the form in functions/ports/events/local-bus.ts',
+      );
+  }
+}
+
 function matchesValue(pattern: unknown, value: unknown): boolean {
   if (Array.isArray(pattern)) {
+    if (value === undefined) return false;
     const values = Array.isArray(value) ? value : [value];
     return values.some((v) => pattern.some((p) => p === v));
   }
   if (pattern && typeof pattern === 'object') {
-    if (!value || typeof value !== 'object') return false;
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
     return Object.entries(pattern).every(([k, p]) =>
       matchesValue(p, Object.hasOwn(value, k) ? (value as Record<string, unknown>)[k] : undefined),
     );
@@ -67,15 +128,11 @@ function matchesValue(pattern: unknown, value: unknown): boolean {
 }
 
 /**
- * Whether an event matches a rule's pattern, for the subset of EventBridge patterns the manifest uses:
- * lists of exact values (any of them) and nested objects of those.
+ * Whether an event matches a rule's pattern (exact values and nested objects, above), over every field
+ * of the event: `source`, `detail-type`, `detail`, and `account`, `region` or `resources` as well.
  */
-export function matchesPattern(pattern: Rule['pattern'], event: DeliveredEvent): boolean {
-  return (
-    pattern.source.includes(event.source) &&
-    pattern['detail-type'].includes(event['detail-type']) &&
-    (pattern.detail === undefined || matchesValue(pattern.detail, event.detail))
-  );
+export function matchesPattern(pattern: object, event: DeliveredEvent): boolean {
+  return matchesValue(pattern, event);
 }
 
 /** What EventBridge refuses at PutEvents (an entry without source, detail type or an object detail). */
@@ -99,6 +156,7 @@ export class LocalBus implements EventBus {
 
   constructor(private readonly opts: LocalBusOptions) {
     this.rules = opts.rules ?? serviceBusRules();
+    assertPatternsSupported(this.rules);
   }
 
   async put(events: BusEvent[]): Promise<{ eventIds: string[] }> {
