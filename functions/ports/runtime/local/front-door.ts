@@ -1,13 +1,7 @@
 import { createHash } from 'node:crypto';
-import {
-  createServer,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  request,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { connect } from 'node:net';
+import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
 import {
   ACCESS_COOKIE,
   ACCESS_PATH,
@@ -30,6 +24,11 @@ import type { FrontDoorSettings, RuntimeTarget } from '../port.js';
  *   stopped, by the runtime's `sleep` hook); the next request wakes it (`wake`) and is held until the apps
  *   answer, a browser's page load seeing a waiting page that reloads itself if that takes over a second.
  * The apps' own addresses (`internalUrl`, readiness probes, the service's calls) bypass it.
+ *
+ * What it decides (access, the waiting page, wake and sleep) is its own; the forwarding itself, of requests
+ * and of WebSocket upgrades, is http-proxy-3's (hop-by-hop headers, a visitor who leaves mid-response: the
+ * request to the app is destroyed, so a never-ending response such as server-sent events does not keep the
+ * app's connection open, nor the request counted in flight and the preview awake).
  */
 
 /** What the door needs of the runtime. */
@@ -78,10 +77,15 @@ export class FrontDoors {
   private readonly envs = new Map<string, EnvDoor>();
   private readonly keys = new Map<string, { key: string | undefined; at: number }>();
   private readonly timer: NodeJS.Timeout;
+  /** Connections to the apps, kept alive between requests (a visitor's own keep-alive is not broken). */
+  private readonly agent = new Agent({ keepAlive: true });
+  private readonly proxy = createProxyServer({ ws: true, agent: this.agent });
 
   constructor(private readonly hooks: DoorHooks) {
     this.timer = setInterval(() => void this.sweep(), 250);
     this.timer.unref();
+    // Every call passes its own error callback; this only keeps an unexpected one from ending the process.
+    this.proxy.on('error', (err) => log.warn('the front door could not forward', { error: err.message }));
   }
 
   /**
@@ -137,6 +141,7 @@ export class FrontDoors {
   async closeAll(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all([...this.envs.keys()].map((id) => this.close(id)));
+    this.agent.destroy();
   }
 
   /** Count a request to the environment now (a run, a restart): its idle time starts again. */
@@ -261,7 +266,7 @@ export class FrontDoors {
           }
         } else await woken;
       }
-      await proxy(req, res, entry.upstream);
+      await this.forward(req, res, entry.upstream);
     } catch (err) {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`the preview did not answer: ${(err as Error).message}\n`);
@@ -272,17 +277,12 @@ export class FrontDoors {
   }
 
   /**
-   * WebSockets and other upgrades: admitted like a request (a cookie check), the environment woken, then
-   * piped through. An open one counts as a request in flight until it closes, so a preview with a live
-   * connection does not fall asleep under it.
+   * WebSockets: the upgrade admitted like a request (a cookie check), the environment woken, then forwarded
+   * by http-proxy-3 (which takes WebSocket upgrades only: another protocol's is refused). An open one counts
+   * as a request in flight until the visitor's socket closes, so a preview with a live connection does not
+   * fall asleep under it; when it closes, the library ends the connection to the app.
    */
-  private upgrade(
-    id: string,
-    app: string,
-    req: IncomingMessage,
-    socket: import('node:stream').Duplex,
-    head: Buffer,
-  ) {
+  private upgrade(id: string, app: string, req: IncomingMessage, socket: Duplex, head: Buffer) {
     const door = this.envs.get(id);
     const entry = door?.apps.get(app);
     if (!door || !entry) return void socket.destroy();
@@ -299,55 +299,39 @@ export class FrontDoors {
         if (!ok) return void socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\n\r\n');
       }
       await this.wake(id);
-      const upstream = connect(entry.upstream, '127.0.0.1', () => {
-        const lines = [`${req.method} ${req.url} HTTP/1.1`];
-        for (const [k, v] of Object.entries(withoutAccessCookie(req.headers)))
-          for (const one of Array.isArray(v) ? v : [v]) if (one !== undefined) lines.push(`${k}: ${one}`);
-        upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-        if (head.length) upstream.write(head);
-        upstream.pipe(socket).pipe(upstream);
-      });
-      upstream.on('error', () => socket.destroy());
-      socket.on('error', () => upstream.destroy());
+      dropAccessCookie(req);
+      this.proxy.ws(req, socket, head, { target: appTarget(entry.upstream) }, () => socket.destroy());
     })().catch(() => socket.destroy());
   }
-}
 
-/** The request's headers less the access cookie: the app never sees it. */
-function withoutAccessCookie(headers: IncomingMessage['headers']): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = { ...headers };
-  if (typeof headers.cookie === 'string') {
-    const kept = headers.cookie
-      .split(';')
-      .filter((c) => c.split('=')[0]?.trim() !== ACCESS_COOKIE)
-      .join(';')
-      .trim();
-    if (kept) out.cookie = kept;
-    else delete out.cookie;
+  /**
+   * Forward a request to the app on `port`; resolves when the visitor's response is over (sent whole, or
+   * the visitor gone: the library then destroys the request to the app), rejects when the app cannot be
+   * reached or fails mid-answer.
+   */
+  private forward(req: IncomingMessage, res: ServerResponse, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      res.once('close', () => resolve());
+      dropAccessCookie(req);
+      this.proxy.web(req, res, { target: appTarget(port) }, (err) => reject(err));
+    });
   }
-  return out;
 }
 
-function proxy(req: IncomingMessage, res: ServerResponse, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const upstream = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: req.method,
-        path: req.url,
-        headers: withoutAccessCookie(req.headers),
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);
-        answer.pipe(res);
-        answer.on('end', () => resolve());
-        answer.on('error', reject);
-      },
-    );
-    upstream.on('error', reject);
-    req.pipe(upstream);
-  });
+/** The app's own address (its process listens on the loopback). */
+const appTarget = (port: number) => `http://127.0.0.1:${port}`;
+
+/** Take the access cookie out of the request before it is forwarded: the app never sees it. */
+function dropAccessCookie(req: IncomingMessage): void {
+  const { cookie } = req.headers;
+  if (typeof cookie !== 'string') return;
+  const kept = cookie
+    .split(';')
+    .filter((c) => c.split('=')[0]?.trim() !== ACCESS_COOKIE)
+    .join(';')
+    .trim();
+  if (kept) req.headers.cookie = kept;
+  else delete req.headers.cookie;
 }
 
 function listen(server: Server, port?: number): Promise<number> {
