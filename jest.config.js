@@ -30,7 +30,13 @@ export default {
         '<rootDir>/lib/**/*.test.ts',
       ],
     },
-    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      // What this machine lacks, in one line; the packaged Chromium unpacked once for local runs.
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+    },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
     { ...common, displayName: 'fuzz', testMatch: ['<rootDir>/test/fuzz/**/*.test.ts'] },
     {

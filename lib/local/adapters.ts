@@ -94,7 +94,8 @@ export function installLocalAdapters(repoRoot: string): LocalAdapterHandles {
   const bus = new LocalBus({ repoRoot, dataDir: c.dataDir! });
   const prStatus = new LocalOutboxPrStatus(c.dataDir!);
   // Test runs: Debian's chromium driven by playwright-core, ffmpeg for the videos (PREVIEW_BROWSER_PATH,
-  // PREVIEW_FFMPEG_PATH override them); warm browsers, PREVIEW_RUN_CONCURRENCY runs at once.
+  // PREVIEW_FFMPEG_PATH override them), else the packaged ones (ports/browser/local-tools.ts); warm
+  // browsers, PREVIEW_RUN_CONCURRENCY runs at once.
   const browser = new LocalChromium({
     browserPath: c.runs.browserPath,
     ffmpegPath: c.runs.ffmpegPath,

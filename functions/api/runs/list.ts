@@ -5,7 +5,8 @@ import { ValidationError } from '../../shared/errors.js';
 import { queryBoolean, queryInteger, rowId } from '../../shared/validation.js';
 import { route } from '../route.js';
 
-const query = z.object({
+/** GET /run's parameters; any other is refused by name (a misspelt filter would list everything). */
+const parameters = {
   limit: z._default(queryInteger(1, 100), 20),
   offset: z._default(queryInteger(0), 0),
   test: z.optional(rowId),
@@ -33,6 +34,12 @@ const query = z.object({
         'after the previous one and costs O(limit) whatever the offset; runs started since do not shift ' +
         'it. Only valid with the same filters and organization (else 400); not with offset > 0.',
     }),
+};
+const query = z.strictObject(parameters, {
+  error: (issue) =>
+    issue.code === 'unrecognized_keys'
+      ? `unknown parameter ${issue.keys.map((k) => `"${k}"`).join(', ')} (GET /run takes ${Object.keys(parameters).join(', ')})`
+      : undefined,
 });
 
 /**

@@ -4,7 +4,15 @@ import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
 import { tableNames, tables } from '../../manifest/tables.js';
 import { setLogSink } from '../../shared/log.js';
-import { assertDeploySlot, MAX_LEASE, resetLeases, takeRequest, WINDOW_SECONDS } from './fair-share.js';
+import {
+  assertDeploySlot,
+  describeFairShare,
+  MAX_LEASE,
+  raisedBy,
+  resetLeases,
+  takeRequest,
+  WINDOW_SECONDS,
+} from './fair-share.js';
 
 /*
  * The fair share's request limiter at the SDK boundary: how many writes it makes (leases that grow 1, 2,
@@ -75,7 +83,8 @@ describe('takeRequest', () => {
       statusCode: 429,
       retryAfterSeconds: 8,
       message:
-        'too many requests: this organization may make 300 requests per 10 seconds (30/s); retry after 8 s',
+        'too many requests: this organization may make 300 requests per 10 seconds (30/s); retry after 8 s; ' +
+        "the deploy's context key orgRequestsPerSecond raises this limit (cdk deploy -c orgRequestsPerSecond=N; 0 turns it off)",
     });
     expect(
       dynamo.commandCalls(UpdateCommand).map((c) => c.args[0].input.ExpressionAttributeValues![':n']),
@@ -113,5 +122,31 @@ describe('assertDeploySlot', () => {
     dynamo.reset();
     dynamo.on(QueryCommand).resolves({ Items: [{ envKey: 'acme/a#1' }, { envKey: 'acme/a#2' }] });
     await expect(assertDeploySlot('o', 'acme/a#2')).resolves.toBeUndefined();
+  });
+});
+
+describe('what raises a limit, and the limits npm start prints', () => {
+  test('locally the environment variable, in AWS the context key', () => {
+    expect(raisedBy('requestsPerSecond', 'local')).toBe(
+      'PREVIEW_ORG_REQUESTS_PER_SECOND raises this limit (0 turns it off)',
+    );
+    expect(raisedBy('concurrentDeploys', 'local')).toBe(
+      'PREVIEW_ORG_CONCURRENT_DEPLOYS raises this limit (0 turns it off)',
+    );
+    expect(raisedBy('concurrentRuns', 'aws')).toBe(
+      "the deploy's context key orgConcurrentRuns raises this limit (cdk deploy -c orgConcurrentRuns=N; 0 turns it off)",
+    );
+  });
+
+  test('the limits in force, each with its variable; 0 is said as no limit', () => {
+    expect(describeFairShare({ requestsPerSecond: 20, concurrentDeploys: 0, concurrentRuns: 10 })).toBe(
+      'fair share per organization: 20 requests/s (PREVIEW_ORG_REQUESTS_PER_SECOND), no limit of deploys in ' +
+        'flight (PREVIEW_ORG_CONCURRENT_DEPLOYS), 10 runs in flight (PREVIEW_ORG_CONCURRENT_RUNS); past one, ' +
+        '429 (0 turns a limit off)',
+    );
+    // This file's configuration (30/s, 2 deploys; runs as test/support/env.ts sets them for every test).
+    expect(describeFairShare()).toMatch(
+      /^fair share per organization: 30 requests\/s .*, 2 deploys in flight .*, \d+ runs in flight/,
+    );
   });
 });

@@ -55,6 +55,38 @@ export function resetLeases(): void {
 /** The request budget of one window, for a rate per second. */
 export const windowBudget = (perSecond: number) => Math.max(1, Math.floor(perSecond * WINDOW_SECONDS));
 
+/** Each limit's setting: the environment variable, and the CDK context key that sets it in AWS. */
+export const FAIR_SHARE_SETTINGS = {
+  requestsPerSecond: { env: 'PREVIEW_ORG_REQUESTS_PER_SECOND', context: 'orgRequestsPerSecond' },
+  concurrentDeploys: { env: 'PREVIEW_ORG_CONCURRENT_DEPLOYS', context: 'orgConcurrentDeploys' },
+  concurrentRuns: { env: 'PREVIEW_ORG_CONCURRENT_RUNS', context: 'orgConcurrentRuns' },
+} as const;
+
+/**
+ * What raises a limit, as a 429 says it to whoever runs the service: locally the environment variable
+ * of `npm start`, in AWS the stack's context key (the functions' variable is set from it at deploy).
+ */
+export function raisedBy(
+  limit: keyof typeof FAIR_SHARE_SETTINGS,
+  mode: 'aws' | 'local' = config().mode,
+): string {
+  const s = FAIR_SHARE_SETTINGS[limit];
+  return mode === 'local'
+    ? `${s.env} raises this limit (0 turns it off)`
+    : `the deploy's context key ${s.context} raises this limit (cdk deploy -c ${s.context}=N; 0 turns it off)`;
+}
+
+/** The limits in force, as `npm start` prints them. */
+export function describeFairShare(f = config().fairShare): string {
+  const one = (n: number, what: string, limit: keyof typeof FAIR_SHARE_SETTINGS) =>
+    `${n > 0 ? `${n} ${what}` : `no limit of ${what}`} (${FAIR_SHARE_SETTINGS[limit].env})`;
+  return (
+    `fair share per organization: ${one(f.requestsPerSecond, 'requests/s', 'requestsPerSecond')}, ` +
+    `${one(f.concurrentDeploys, 'deploys in flight', 'concurrentDeploys')}, ` +
+    `${one(f.concurrentRuns, 'runs in flight', 'concurrentRuns')}; past one, 429 (0 turns a limit off)`
+  );
+}
+
 /**
  * Count one request of `orgId` against its budget; TooManyRequestsError once the window's budget is
  * spent, with the seconds until the next window.
@@ -86,7 +118,7 @@ export async function takeRequest(orgId: string, nowMs = Date.now()): Promise<vo
   if (got === 0) {
     const retry = Math.max(1, Math.ceil(window + WINDOW_SECONDS - nowMs / 1000));
     throw new TooManyRequestsError(
-      `too many requests: this organization may make ${budget} requests per ${WINDOW_SECONDS} seconds (${perSecond}/s); retry after ${retry} s`,
+      `too many requests: this organization may make ${budget} requests per ${WINDOW_SECONDS} seconds (${perSecond}/s); retry after ${retry} s; ${raisedBy('requestsPerSecond')}`,
       retry,
     );
   }
@@ -129,7 +161,7 @@ export async function assertDeploySlot(orgId: string, envKey?: string): Promise<
   }
   if (inFlight >= max)
     throw new TooManyRequestsError(
-      `too many deploys in flight: this organization has ${inFlight} (${IN_FLIGHT_ENV.join(', ')}), at most ${max}; retry when one is ready or failed`,
+      `too many deploys in flight: this organization has ${inFlight} (${IN_FLIGHT_ENV.join(', ')}), at most ${max}; retry when one is ready or failed; ${raisedBy('concurrentDeploys')}`,
       SLOT_RETRY_SECONDS,
     );
 }
@@ -154,7 +186,7 @@ export async function assertRunSlot(orgId: string): Promise<void> {
   }
   if (inFlight >= max)
     throw new TooManyRequestsError(
-      `too many runs in flight: this organization has ${inFlight} pending or running, at most ${max}; retry when one ends`,
+      `too many runs in flight: this organization has ${inFlight} pending or running, at most ${max}; retry when one ends; ${raisedBy('concurrentRuns')}`,
       SLOT_RETRY_SECONDS,
     );
 }

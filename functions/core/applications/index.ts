@@ -37,7 +37,7 @@ export {
   toApplicationView,
   updateApplication,
 } from './applications.js';
-export { assertDeploySlot, assertRunSlot, takeRequest } from './fair-share.js';
+export { assertDeploySlot, assertRunSlot, describeFairShare, takeRequest } from './fair-share.js';
 export {
   decide,
   labelMatters,

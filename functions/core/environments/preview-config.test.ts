@@ -117,6 +117,46 @@ apps:
     );
   });
 
+  test('sibling references are checked with the rest: an undeclared app beside other mistakes', () => {
+    const ref = (inner: string) => `\${${inner}}`;
+    const text =
+      'apps:\n  web:\n    port: "3000"\n    comand: node web.js\n    env:\n' +
+      '      API_URL: ' +
+      ref('apps.backend.url') +
+      '/v1\n      SELF: ' +
+      ref('apps.web.internalUrl') +
+      '\n' +
+      '      BAD: ' +
+      ref('apps.web.port') +
+      '\n';
+    expect(() => parsePreviewConfig(text)).toThrow(
+      new PreviewConfigError([
+        'apps.web.port: Invalid input: expected number, received string',
+        'apps.web: Unrecognized key: "comand"',
+        'apps.web.env.API_URL: references app backend, which preview.yaml does not declare',
+        'apps.web.env.BAD: ' +
+          ref('apps.web.port') +
+          ' is not a reference; use ' +
+          ref('apps.<name>.url') +
+          ' or ' +
+          ref('apps.<name>.internalUrl') +
+          '',
+      ]),
+    );
+    // Alone, the reference is still told, in the one-line form.
+    expect(() =>
+      parsePreviewConfig('apps:\n  web:\n    port: 3000\n    env: { U: "' + ref('apps.api.url') + '" }\n'),
+    ).toThrow('preview.yaml: apps.web.env.U: references app api, which preview.yaml does not declare');
+    // Declared references pass.
+    expect(
+      parsePreviewConfig(
+        'apps:\n  web:\n    port: 3000\n    env: { U: "' +
+          ref('apps.api.url') +
+          '" }\n  api:\n    port: 3001\n',
+      ).apps.web!.env,
+    ).toEqual({ U: ref('apps.api.url') + '' });
+  });
+
   test('one problem keeps the one-line form; many stay within a status error', () => {
     expect(new PreviewConfigError(['apps.web: x']).describe('a/b@1')).toBe(
       'preview.yaml: apps.web: x (in a/b@1)',

@@ -39,6 +39,43 @@ const appSchema = z.strictObject({
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** `${apps.<name>.url}` and `${apps.<name>.internalUrl}` in an env value (sibling references). */
+const APP_REF_RE = /\$\{apps\.([^}]*)\}/g;
+const APP_REF_FIELD_RE = /^([a-z0-9-]+)\.(url|internalUrl)$/;
+
+/**
+ * Every sibling reference of every app's env, checked against the apps the file declares (as the runtime
+ * would when it starts them), so a reference to an undeclared app is told with the file's other problems
+ * rather than at deploy, alone. Reads the values as given (a field beside may have failed).
+ */
+function checkAppRefs(
+  apps: Record<string, unknown>,
+  ctx: { addIssue(issue: { code: 'custom'; path: PropertyKey[]; message: string }): void },
+): void {
+  for (const [app, spec] of Object.entries(apps)) {
+    if (!isObject(spec) || !isObject(spec.env)) continue;
+    for (const [key, value] of Object.entries(spec.env)) {
+      if (typeof value !== 'string') continue;
+      for (const m of value.matchAll(APP_REF_RE)) {
+        const field = APP_REF_FIELD_RE.exec(m[1]!);
+        const path = ['apps', app, 'env', key];
+        if (!field)
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message: `${m[0]} is not a reference; use \${apps.<name>.url} or \${apps.<name>.internalUrl}`,
+          });
+        else if (!Object.hasOwn(apps, field[1]!))
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message: `references app ${field[1]}, which preview.yaml does not declare`,
+          });
+      }
+    }
+  }
+}
+
 /*
  * The cross-field checks run even when a field inside already failed (`when`), so one answer lists every
  * problem of the file: by default zod skips a refinement once anything below it has an issue. They read
@@ -76,6 +113,7 @@ const configSchema = z
   .check(
     z.superRefine(
       (config, ctx) => {
+        if (isObject(config) && isObject(config.apps)) checkAppRefs(config.apps, ctx);
         const factoryApp: unknown =
           isObject(config) && isObject(config.factory) ? config.factory.app : undefined;
         if (

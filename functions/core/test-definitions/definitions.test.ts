@@ -41,4 +41,27 @@ describe('tests file', () => {
       'invalid tests file: [1].name: must not be empty; [1].steps[0].interaction: Invalid input: expected string, received number',
     );
   });
+  test("an unknown key is refused by name, at every level, with the file's other problems", () => {
+    const misspelt = [
+      good,
+      good,
+      { ...good, run_on_preveiw: true, retires: 2 },
+      {
+        ...good,
+        name: '',
+        folder: { ...good.folder, colour: 'red' },
+        steps: [{ ...good.steps[0], selector: '#x', element: { ...good.steps[0]!.element, css: 'a' } }],
+      },
+    ];
+    expect(() => parseTestsFile(misspelt)).toThrow(
+      new ValidationError(
+        'invalid tests file: [2].run_on_preveiw: unknown key; [2].retires: unknown key; ' +
+          '[3].name: must not be empty; [3].folder.colour: unknown key; [3].steps[0].element.css: unknown key; ' +
+          '[3].steps[0].selector: unknown key',
+      ),
+    );
+    // Spelt right, the same keys are taken.
+    const [, , fixed] = parseTestsFile([good, good, { ...good, run_on_preview: true, retries: 2 }]);
+    expect(fixed).toMatchObject({ run_on_preview: true, retries: 2 });
+  });
 });

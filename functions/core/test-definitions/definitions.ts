@@ -89,18 +89,24 @@ export interface TestView {
 const text = (max: number) => z.string().check(z.maxLength(max, `must be at most ${max} characters`));
 const nonEmpty = (max: number) => text(max).check(z.minLength(1, 'must not be empty'));
 
-const stepSchema = z.object({
+const stepSchema = z.strictObject({
   instruction: nonEmpty(10_000),
   interaction: nonEmpty(256),
   url: z._default(text(4096), ''),
   // Optional where a step needs none (navigate, press on the page, assert-text of the page).
-  element: z._default(z.object({ html: text(100_000), selector: text(4096) }), { html: '', selector: '' }),
+  element: z._default(z.strictObject({ html: text(100_000), selector: text(4096) }), {
+    html: '',
+    selector: '',
+  }),
 });
 
-/** One test of an import file (ids are generated on import, so the file carries none). */
-const testSchema = z.object({
+/**
+ * One test of an import file (ids are generated on import, so the file carries none). Every object is
+ * strict: a misspelt key (`run_on_preveiw`, `retires`) is refused by name, never dropped in silence.
+ */
+const testSchema = z.strictObject({
   name: nonEmpty(512),
-  folder: z.object({ id: rowId, name: nonEmpty(512) }),
+  folder: z.strictObject({ id: rowId, name: nonEmpty(512) }),
   application_id: z.optional(rowId),
   run_on_preview: z._default(z.boolean(), false),
   step_timeout_seconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(600, 'must be at most 600'))),
@@ -110,7 +116,7 @@ const testSchema = z.object({
       .number()
       .check(z.int('must be a whole number'), z.gte(0, 'must be at least 0'), z.lte(3, 'must be at most 3')),
   ),
-  application_version: z.object({ name: nonEmpty(512), path: text(4096) }),
+  application_version: z.strictObject({ name: nonEmpty(512), path: text(4096) }),
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z._default(z.record(nonEmpty(256), text(10_000)), {}),
   // Names of `variables` whose values are masked in outputs whatever the name says.
@@ -138,7 +144,13 @@ export type TestsFile = z.infer<typeof testsFileSchema>;
 function fileProblems(file: unknown): string[] {
   const problems = reservedMemberPaths(file).map((p) => `${issuePath(p)}: must not be ${RESERVED_KEY}`);
   const result = testsFileSchema.safeParse(file);
-  if (!result.success) problems.push(...issueMessages(result.error, Number.POSITIVE_INFINITY));
+  if (!result.success)
+    for (const issue of result.error.issues) {
+      // One problem per unknown key, at its own path (`[2].run_on_preveiw: unknown key`).
+      if (issue.code === 'unrecognized_keys')
+        problems.push(...issue.keys.map((key) => `${issuePath([...issue.path, key])}: unknown key`));
+      else problems.push(...issueMessages(new z.core.$ZodError([issue]), 1));
+    }
   // A name marked secret must be one of the test's variables (a typo would leave the value shown).
   for (const [index, raw] of (Array.isArray(file) ? file : []).entries()) {
     const one = testSchema.safeParse(raw);

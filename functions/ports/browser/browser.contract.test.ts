@@ -1,17 +1,13 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { probeVideo } from '../../../test/support/video.js';
 import { LambdaChromium, lambdaChromiumFlags } from './lambda-chromium.js';
-import {
-  describeMissingBrowser,
-  findExecutable,
-  LOCAL_CHROMIUM_FLAGS,
-  LocalChromium,
-} from './local-chromium.js';
+import { findExecutable, LOCAL_CHROMIUM_FLAGS, LocalChromium } from './local-chromium.js';
+import { describeMissingTools } from './local-tools.js';
 import type { Browser } from './port.js';
 
 /*
@@ -80,15 +76,7 @@ function browserContract(name: string, make: () => Browser) {
         expect(video!.durationMs).toBeGreaterThan(0);
         const file = join(dir, 'v.mp4');
         writeFileSync(file, video!.body);
-        const duration = Number(
-          execFileSync(
-            'ffprobe',
-            ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file],
-            {
-              encoding: 'utf8',
-            },
-          ).trim(),
-        );
+        const duration = probeVideo(file).durationSeconds;
         expect(duration).toBeGreaterThan(0);
         expect(Math.abs(duration * 1000 - video!.durationMs)).toBeLessThan(1_000);
         // As long as the browser session: from its opening to its close, within a frame or so.
@@ -289,6 +277,13 @@ browserContract('LocalChromium', () => track(new LocalChromium()));
 confinementContract('LocalChromium', () => track(new LocalChromium()));
 // The Lambda adapter's Chromium (@sparticuz/chromium, built for Amazon Linux x86_64) runs here too.
 if (process.platform === 'linux' && process.arch === 'x64') {
+  // A machine without Debian's chromium and ffmpeg: the local adapter takes the packaged ones.
+  const packagedOnly = () =>
+    track(
+      new LocalChromium({ systemChromium: '/nonexistent/chromium', systemFfmpeg: '/nonexistent/ffmpeg' }),
+    );
+  browserContract('LocalChromium (packaged Chromium and ffmpeg)', packagedOnly);
+  confinementContract('LocalChromium (packaged Chromium and ffmpeg)', packagedOnly);
   browserContract('LambdaChromium', () => track(new LambdaChromium(findExecutable('ffmpeg'))));
   confinementContract('LambdaChromium', () => track(new LambdaChromium(findExecutable('ffmpeg'))));
 }
@@ -318,12 +313,12 @@ describe('specifics', () => {
   });
 
   test('what is missing is said with what to install', () => {
-    expect(describeMissingBrowser('/nope/chromium', 'no-such-ffmpeg')).toBe(
+    expect(describeMissingTools({ browserPath: '/nope/chromium', ffmpegPath: 'no-such-ffmpeg' })).toBe(
       'test runs need chromium (/nope/chromium) and ffmpeg (no-such-ffmpeg), which are not installed: install ' +
         'with `apt-get install -y chromium ffmpeg` (Debian/Ubuntu), or point PREVIEW_BROWSER_PATH / ' +
         'PREVIEW_FFMPEG_PATH at them',
     );
-    expect(describeMissingBrowser('/usr/bin/chromium', 'no-such-ffmpeg')).toMatch(
+    expect(describeMissingTools({ browserPath: process.execPath, ffmpegPath: 'no-such-ffmpeg' })).toMatch(
       /^test runs need ffmpeg \(no-such-ffmpeg\), which is not installed: install with `apt-get install -y ffmpeg`/,
     );
     expect(new LocalChromium({ browserPath: '/nope/chromium' }).missing()).toMatch(

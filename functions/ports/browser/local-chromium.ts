@@ -1,11 +1,15 @@
-import { accessSync, constants, existsSync } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { lambdaChromiumFlags } from './lambda-chromium.js';
+import {
+  chooseBrowser,
+  chooseFfmpeg,
+  DEFAULT_CHROMIUM_PATH,
+  describeMissingTools,
+  type ToolLookup,
+} from './local-tools.js';
 import { openPlaywrightSession } from './playwright.js';
 import type { Browser, BrowserSession, SessionOptions } from './port.js';
 import { BrowserPool, type LaunchSpec, RunQueue } from './warm-browser.js';
 
-/** Debian's `chromium` package. */
-export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 /**
  * Flags that let chromium run headless and offline as any user in a container: no sandbox (no user
  * namespaces needed), no GPU, no first-run UI, and nothing that phones home (background networking,
@@ -21,91 +25,77 @@ export const LOCAL_CHROMIUM_FLAGS = [
   '--disable-sync',
 ];
 
-/** An executable by path, or looked up on PATH by name; undefined when there is none. */
-export function findExecutable(nameOrPath: string): string | undefined {
-  const runnable = (p: string) => {
-    try {
-      accessSync(p, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (isAbsolute(nameOrPath) || nameOrPath.includes('/'))
-    return existsSync(nameOrPath) && runnable(nameOrPath) ? nameOrPath : undefined;
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, nameOrPath);
-    if (runnable(candidate)) return candidate;
-  }
-  return undefined;
-}
-
 /**
- * What a host lacks to run test runs locally, as the line `npm start` prints and failed runs carry;
- * undefined when chromium and ffmpeg are both there.
+ * The packaged Chromium's flags: @sparticuz/chromium's own (its headless shell, software GL) without those
+ * the Lambda adapter leaves out, and the local ones that keep it offline (not `--headless` nor
+ * `--disable-gpu`: its own headless mode and GL stand).
  */
-export function describeMissingBrowser(
-  browserPath = DEFAULT_CHROMIUM_PATH,
-  ffmpegPath = 'ffmpeg',
-): string | undefined {
-  const missing: string[] = [];
-  const packages: string[] = [];
-  if (!findExecutable(browserPath)) {
-    missing.push(`chromium (${browserPath})`);
-    packages.push('chromium');
-  }
-  if (!findExecutable(ffmpegPath)) {
-    missing.push(`ffmpeg (${ffmpegPath})`);
-    packages.push('ffmpeg');
-  }
-  if (missing.length === 0) return undefined;
-  return (
-    `test runs need ${missing.join(' and ')}, which ${missing.length > 1 ? 'are' : 'is'} not installed: ` +
-    `install with \`apt-get install -y ${packages.join(' ')}\` (Debian/Ubuntu), or point ` +
-    'PREVIEW_BROWSER_PATH / PREVIEW_FFMPEG_PATH at them'
+export const packagedChromiumFlags = (args: string[]) => {
+  const own = lambdaChromiumFlags(args);
+  const local = LOCAL_CHROMIUM_FLAGS.filter(
+    (f) => f !== '--headless' && f !== '--disable-gpu' && !own.includes(f),
   );
-}
+  return [...own, ...local];
+};
 
 /** How many runs the local server runs at once unless PREVIEW_RUN_CONCURRENCY says otherwise. */
 export const DEFAULT_RUN_CONCURRENCY = 2;
 
+export { DEFAULT_CHROMIUM_PATH, findExecutable } from './local-tools.js';
+
 /**
- * Local browser: playwright-core driving the chromium binary of the host (Debian's package by default).
+ * Local browser: playwright-core driving the chromium binary of the host (Debian's package by default,
+ * else the packaged @sparticuz/chromium with the Lambda adapter's flags and these; local-tools.ts says
+ * which, and which ffmpeg).
  * Browsers stay warm between runs (warm-browser.ts: one per parallel run, a fresh context per run,
  * relaunched once dead); up to `concurrency` runs at once, the others wait their turn in order.
  */
 export class LocalChromium implements Browser {
-  private readonly browserPath: string;
-  private readonly ffmpegPath: string;
+  private readonly lookup: ToolLookup;
   private readonly pool: BrowserPool;
   private readonly queue: RunQueue;
   private readonly sessions = new Set<{ abort(): Promise<void> }>();
   private stopping = false;
 
-  constructor(opts: { browserPath?: string; ffmpegPath?: string; concurrency?: number } = {}) {
-    this.browserPath = opts.browserPath ?? DEFAULT_CHROMIUM_PATH;
-    this.ffmpegPath = opts.ffmpegPath ?? 'ffmpeg';
-    const concurrency = opts.concurrency ?? DEFAULT_RUN_CONCURRENCY;
-    this.pool = new BrowserPool(async () => this.spec(), concurrency);
+  constructor(opts: ToolLookup & { concurrency?: number } = {}) {
+    const { concurrency = DEFAULT_RUN_CONCURRENCY, ...lookup } = opts;
+    this.lookup = lookup;
+    this.pool = new BrowserPool(() => this.spec(), concurrency);
     this.queue = new RunQueue(concurrency);
   }
 
-  private spec(): LaunchSpec {
+  private async spec(): Promise<LaunchSpec> {
+    const ffmpeg = chooseFfmpeg(this.lookup);
+    const ffmpegPath = ffmpeg?.path ?? this.lookup.ffmpegPath ?? 'ffmpeg';
+    const browser = chooseBrowser(this.lookup);
+    if (browser?.origin === 'packaged') {
+      const { default: chromium } = await import('@sparticuz/chromium');
+      return {
+        executablePath: await chromium.executablePath(),
+        // Its own flags (headless shell, software GL) without the loosening ones, then the offline ones.
+        args: packagedChromiumFlags(chromium.args),
+        ffmpegPath,
+      };
+    }
     return {
-      executablePath: this.browserPath,
+      executablePath: browser?.path ?? this.lookup.browserPath ?? DEFAULT_CHROMIUM_PATH,
       args: LOCAL_CHROMIUM_FLAGS,
-      ffmpegPath: findExecutable(this.ffmpegPath) ?? this.ffmpegPath,
+      ffmpegPath,
     };
   }
 
   missing(): string | undefined {
-    return describeMissingBrowser(this.browserPath, this.ffmpegPath);
+    return describeMissingTools(this.lookup);
+  }
+
+  /** What a launch would run (tests: which binary, which flags). */
+  launchSpec(): Promise<LaunchSpec> {
+    return this.spec();
   }
 
   async open(opts: SessionOptions): Promise<BrowserSession> {
     if (this.stopping) throw new Error('the service is stopping');
-    return openPlaywrightSession(this.pool, this.spec(), opts, this.sessions);
+    return openPlaywrightSession(this.pool, await this.spec(), opts, this.sessions);
   }
 
   turn(): Promise<{ release(): void }> {

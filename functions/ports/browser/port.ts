@@ -1,7 +1,8 @@
 /**
  * The Browser port: a headless browser a test run drives, one session (a fresh context of a warm browser)
  * per run, recording a video and a trace of it.
- * Adapters: `local-chromium.ts` (playwright-core driving Debian's chromium, ffmpeg from PATH) and
+ * Adapters: `local-chromium.ts` (playwright-core driving Debian's chromium and ffmpeg from PATH, else the
+ * packaged ones: local-tools.ts) and
  * `lambda-chromium.ts` (playwright-core driving @sparticuz/chromium in a Lambda, ffmpeg from a layer);
  * both run `playwright.ts`. Selectors are Playwright's: CSS, or `text=…`, `xpath=…`, `role=…`.
  */

@@ -61,7 +61,7 @@ describe('requests', () => {
     expect(refused.length).toBeGreaterThanOrEqual(BUDGET);
     expect(refused[0]!.body).toEqual({
       error: expect.stringMatching(
-        /^too many requests: this organization may make 50 requests per 10 seconds \(5\/s\); retry after \d+ s$/,
+        /^too many requests: this organization may make 50 requests per 10 seconds \(5\/s\); retry after \d+ s; PREVIEW_ORG_REQUESTS_PER_SECOND raises this limit \(0 turns it off\)$/,
       ),
     });
     const retryAfter = Number(refused[0]!.headers.get('retry-after'));
@@ -114,7 +114,8 @@ describe('deploys in flight', () => {
     expect(another.status).toBe(429);
     expect(another.headers.get('retry-after')).toBe('30');
     expect(another.body.error).toBe(
-      'too many deploys in flight: this organization has 1 (pending, building, deploying), at most 1; retry when one is ready or failed',
+      'too many deploys in flight: this organization has 1 (pending, building, deploying), at most 1; retry when one is ready or failed; ' +
+        'PREVIEW_ORG_CONCURRENT_DEPLOYS raises this limit (0 turns it off)',
     );
     expect(same.status).toBe(202);
   });
@@ -159,7 +160,8 @@ describe('runs in flight', () => {
     // Assess
     expect(refused.status).toBe(429);
     expect(refused.body.error).toBe(
-      'too many runs in flight: this organization has 1 pending or running, at most 1; retry when one ends',
+      'too many runs in flight: this organization has 1 pending or running, at most 1; retry when one ends; ' +
+        'PREVIEW_ORG_CONCURRENT_RUNS raises this limit (0 turns it off)',
     );
     // The other organization gets past the limit to the test lookup (which finds nothing).
     expect(counted.status).toBe(404);

@@ -88,7 +88,22 @@ describe('sibling references in preview.yaml env', () => {
     const status = await deploy('acme/typo', sha);
     expect(status.status).toBe('failed');
     expect(status.error).toBe(
-      'app web: env PEER_URL references app backend, which preview.yaml does not declare',
+      `preview.yaml: apps.web.env.PEER_URL: references app backend, which preview.yaml does not declare (in acme/typo@${sha.slice(0, 12)})`,
+    );
+  }, 120_000);
+
+  test('beside other mistakes, the reference is one of the problems the failed status lists', async () => {
+    const yaml = YAML.replace('${apps.api.internalUrl}', '${apps.backend.internalUrl}')
+      .replace('port: 8000', 'port: "8000"')
+      .replace('command: node peer.js api', 'comand: node peer.js api');
+    const sha = makeRepo(h.gitRoot, 'acme/three', { 'preview.yaml': yaml, 'peer.js': PEER_JS });
+    const status = await deploy('acme/three', sha);
+    expect(status.status).toBe('failed');
+    expect(status.error).toBe(
+      `preview.yaml has 3 problems (in acme/three@${sha.slice(0, 12)}): ` +
+        'apps.api.port: Invalid input: expected number, received string; ' +
+        'apps.api: Unrecognized key: "comand"; ' +
+        'apps.web.env.PEER_URL: references app backend, which preview.yaml does not declare',
     );
   }, 120_000);
 });

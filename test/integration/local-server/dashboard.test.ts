@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -7,12 +7,11 @@ import type { Browser, Page } from 'playwright-core';
 import { importTests } from '../../../functions/core/test-definitions/definitions.js';
 import { routes } from '../../../functions/manifest/routes.js';
 import { keys } from '../../../functions/manifest/tables.js';
-import { DEFAULT_CHROMIUM_PATH } from '../../../functions/ports/browser/local-chromium.js';
 import { ddb, table } from '../../../functions/shared/aws/dynamo.js';
 import { compileRoutes, matchRoute } from '../../../lib/local/http-bridge.js';
 import { bearer, call, client, linkRepo } from '../../support/api.js';
 import { BUILD_JS, hit, pollUntil, SERVER_JS, type Status, settled, twoApps } from '../../support/apps.js';
-import { launchChromium } from '../../support/chromium.js';
+import { haveChromium as chromiumHere, launchChromium } from '../../support/chromium.js';
 import { makeRepo } from '../../support/git.js';
 import { localServerForFile } from '../../support/local-server.js';
 import { decodePng } from '../../support/png.js';
@@ -28,7 +27,7 @@ import { runEnded, step } from '../../support/runs-app.js';
  */
 
 const SHOTS = process.env.DASHBOARD_SHOTS ?? mkdtempSync(join(tmpdir(), 'preview-dash-shots-'));
-const haveChromium = existsSync(DEFAULT_CHROMIUM_PATH);
+const haveChromium = chromiumHere();
 const chromiumTest = haveChromium ? test : test.skip;
 
 // The fixture apps say when they start and when they are built: their logs have something to show.

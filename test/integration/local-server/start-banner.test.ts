@@ -5,7 +5,8 @@ import { afterAll, describe, expect, test } from '@jest/globals';
 import { defaultWorkDir, startProcess, startToExit, stopProcess } from '../../support/process.js';
 
 /*
- * `npm start` for a newcomer: its banner names the dashboard and the first commands;
+ * `npm start` for a newcomer: its banner names the dashboard and the first commands, the fair share it
+ * applies and the browser test runs use;
  * working copies no environment owns (the data dir was deleted) are removed at start; a bad
  * PREVIEW_APP_PORTS stops it at once, saying what is wrong.
  */
@@ -27,6 +28,9 @@ describe('npm start', () => {
     const server = await startProcess(dataDir, {
       PREVIEW_GIT_ROOT: gitRoot,
       PREVIEW_APP_PORTS: '40000-40999',
+      PREVIEW_ORG_REQUESTS_PER_SECOND: '7',
+      PREVIEW_ORG_CONCURRENT_DEPLOYS: '0',
+      PREVIEW_ORG_CONCURRENT_RUNS: '3',
     });
     try {
       const until = Date.now() + 20_000;
@@ -41,6 +45,16 @@ describe('npm start', () => {
       );
       expect(banner).toContain('npx previewctl apps create --repo OWNER/REPO\n');
       expect(banner).toContain('npx previewctl envs deploy --repo OWNER/REPO --pr 1 --wait\n');
+      // The fair share it applies, each limit with the variable that sets it.
+      expect(banner).toContain(
+        '  fair share per organization: 7 requests/s (PREVIEW_ORG_REQUESTS_PER_SECOND), no limit of deploys ' +
+          'in flight (PREVIEW_ORG_CONCURRENT_DEPLOYS), 3 runs in flight (PREVIEW_ORG_CONCURRENT_RUNS); past ' +
+          'one, 429 (0 turns a limit off)\n',
+      );
+      // The browser and encoder test runs use (Debian's, or the packaged ones npm ci installed).
+      expect(banner).toMatch(
+        /\n {2}test runs: browser (Debian's chromium \/\S+|packaged Chromium \(@sparticuz\/chromium, unpacked on first run\)), video with (packaged )?ffmpeg \/\S+/,
+      );
       // Recovery runs at start, before the banner's server answers its first deploy.
       const gone = Date.now() + 10_000;
       while (existsSync(stale) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));

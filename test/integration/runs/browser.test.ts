@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { localServerForFile } from '../../support/local-server.js';
 import { decodePng } from '../../support/png.js';
 import { runEnded, signUpSteps, step } from '../../support/runs-app.js';
 import { runsAppForFile } from '../../support/runs-suite.js';
+import { probeVideo } from '../../support/video.js';
 
 /*
  * Test runs, end to end: the fixture app (a form page and a result page) deployed through the local
@@ -97,28 +97,12 @@ describe('a passing run', () => {
     expect(video.type).toBe('video/mp4');
     const file = join(h.dataDir, 'video-under-test.mp4');
     writeFileSync(file, video.body);
-    const probed = JSON.parse(
-      execFileSync(
-        'ffprobe',
-        [
-          '-v',
-          'error',
-          '-show_entries',
-          'format=duration:stream=codec_name,width,height',
-          '-of',
-          'json',
-          file,
-        ],
-        {
-          encoding: 'utf8',
-        },
-      ),
-    );
-    const duration = Number(probed.format.duration);
+    const probed = probeVideo(file);
+    const duration = probed.durationSeconds;
     expect(duration).toBeGreaterThan(0);
     // No longer than the run took from POST to its end (it starts with the browser, after the POST).
     expect(duration).toBeLessThanOrEqual((endedAt - startedAt) / 1000 + 1);
-    expect(probed.streams[0]).toMatchObject({ codec_name: 'h264', width: 1280, height: 720 });
+    expect(probed).toMatchObject({ codec: 'h264', width: 1280, height: 720 });
   });
 
   test('media URLs: 200 as signed, 403 when tampered with, 410 once expired (the clock moved)', async () => {

@@ -180,7 +180,7 @@ describe('importTests (previewctl tests import)', () => {
     expect(Object.keys(Item?.variables).sort()).toEqual(Object.keys(variables).sort());
   });
 
-  test('every problem of a file in one answer: the schema, an unknown application, a scenario, a size', async () => {
+  test('every problem of a file in one answer: the schema, an unknown key or application, a scenario, a size', async () => {
     const before = await scanTable('tests');
     const big = { ...clickStep, element: { html: 'x'.repeat(90_000), selector: 'b' } };
     const file = [
@@ -189,6 +189,8 @@ describe('importTests (previewctl tests import)', () => {
       testDef({ scenario: { setup_id: 'no-such-setup', recipe: 'r' } }),
       testDef({ steps: [big, big, big, big] }),
       testDef({ folder: { id: 'a b', name: 'x' }, variables: JSON.parse('{"__proto__":"x"}') }),
+      // A misspelt key is refused by name, not dropped (it would silently lose the setting).
+      testDef({ run_on_preveiw: true }),
     ];
     const result = importTests(h.org.orgId, file);
     await expect(result).rejects.toThrow(ValidationError);
@@ -205,6 +207,7 @@ describe('importTests (previewctl tests import)', () => {
       '[3]: test is larger than 300000 bytes',
       '[4].variables.__proto__: must not be __proto__',
       '[4].folder.id: must be an id of letters, digits, - or _',
+      '[5].run_on_preveiw: unknown key',
     ]);
     expect(await scanTable('tests')).toEqual(before);
   });
@@ -735,8 +738,26 @@ describe('GET /run', () => {
     );
   });
 
-  test('unknown query parameters are ignored', async () => {
-    expect(await ids('?limit=3&colour=blue')).toEqual(newestFirst(created).slice(0, 3));
+  test('an unknown query parameter is a 400 naming it (a misspelt filter never lists everything)', async () => {
+    const before = await scanTable('runs');
+    const takes = 'limit, offset, test, folder, status, media, steps, flaky, cursor';
+    for (const [q, named] of [
+      [`?limit=3&stauts=passed`, '"stauts"'],
+      [`?tset=${testA}&colour=blue`, '"tset", "colour"'],
+      ['?constructor=1', '"constructor"'],
+    ] as const) {
+      const res = await call(h, 'GET', `/run${q}`, { headers: client(org) });
+      expect([q, res.status, res.body]).toEqual([
+        q,
+        400,
+        { error: `invalid query: unknown parameter ${named} (GET /run takes ${takes})` },
+      ]);
+    }
+    expect(await scanTable('runs')).toEqual(before);
+    // Spelt right, the same filter lists only its runs.
+    expect(await ids('?limit=3&status=passed')).toEqual(
+      newestFirst([runsOf[testB]![0]!, runsOf[testC]![0]!]),
+    );
   });
 
   test('queries the index of exactly the filtered runs backwards and never scans', async () => {
