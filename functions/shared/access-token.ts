@@ -14,6 +14,44 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export const ACCESS_COOKIE = 'preview_access';
 /** The path of an app's origin where a link is opened: it sets the cookie and redirects to `/`. */
 export const ACCESS_PATH = '/__preview/access';
+/**
+ * Where a Gateway's external auth asks the verifier (eks/door/gateway.ts): the environment in the path
+ * (`<prefix>/<org>/<env>/<application>`, each URI-encoded), the visitor's own path and query appended by
+ * the gateway, the visitor's `Host` kept. So the verifier reads whose preview from the path alone and the
+ * URL asked for from `Host` and the rest of the path; it never routes by `Host`.
+ */
+export const VERIFY_PREFIX = '/__preview/verify';
+
+/** The external auth's path prefix for one environment (see VERIFY_PREFIX). */
+export function verifyPath(scope: AccessScope & { applicationId?: string }): string {
+  return [VERIFY_PREFIX, scope.orgId, scope.envKey, scope.applicationId ?? '-']
+    .map((part, i) => (i ? encodeURIComponent(part) : part))
+    .join('/');
+}
+
+/**
+ * A request to VERIFY_PREFIX read back: whose preview, and the URL the visitor asked for (`https` unless
+ * the gateway says otherwise). Undefined when the path is not one.
+ */
+export function readVerifyPath(
+  rawPath: string,
+  rawQuery: string,
+  host: string | undefined,
+  proto = 'https',
+): { query: { org: string; env: string; app: string }; originalUrl: string } | undefined {
+  if (!rawPath.startsWith(`${VERIFY_PREFIX}/`) || !host) return undefined;
+  const [org, env, app, ...rest] = rawPath.slice(VERIFY_PREFIX.length + 1).split('/');
+  try {
+    const [o, e, a] = [org, env, app].map((p) => decodeURIComponent(p ?? ''));
+    if (!o || !e || !a || a === '-') return undefined;
+    const path = `/${rest.join('/')}`;
+    const originalUrl = `${proto === 'http' ? 'http' : 'https'}://${host}${path}${rawQuery ? `?${rawQuery}` : ''}`;
+    return { query: { org: o, env: e, app: a }, originalUrl: new URL(originalUrl).toString() };
+  } catch {
+    return undefined;
+  }
+}
+
 /** How long a link (and the cookie it sets) is good for: 7 days. */
 export const ACCESS_TTL_SECONDS = 7 * 24 * 3600;
 

@@ -56,10 +56,13 @@ describe('parseConfig', () => {
       EKS_INGRESS_DOMAIN: 'previews.example.com',
       EKS_INGRESS_ANNOTATIONS: '{"alb.ingress.kubernetes.io/scheme":"internet-facing"}',
       EKS_ALLOW_FROM_CIDRS: '203.0.113.0/24,2001:db8::/32',
+      EKS_ROUTING: 'ingress',
     });
-    expect(c.eks).toEqual({
+    expect(JSON.parse(JSON.stringify(c.eks))).toEqual({
       clusterName: 'previews',
       api: { endpoint: 'https://ABC.gr7.eu-west-1.eks.amazonaws.com', caData: 'Y2E=' },
+      routing: 'ingress',
+      protection: 'none',
       ingressClassName: 'alb',
       domain: 'previews.example.com',
       ingressAnnotations: { 'alb.ingress.kubernetes.io/scheme': 'internet-facing' },

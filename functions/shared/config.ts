@@ -28,8 +28,9 @@ const CIDR_RE = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)\/\d{1,3}$
 
 /**
  * The EKS cluster previews run on (AWS mode; the stack sets them on the functions that call it). Only the
- * cluster's name decides whether there is a cluster; the ingress class and domain are required when one is
- * used (`eksClusterOptions`), the endpoint and CA come together or not at all.
+ * cluster's name decides whether there is a cluster; the domain and the way in (the Gateway, or the ingress
+ * class) are required when one is used (`eksClusterOptions`), the endpoint and CA come together or not at
+ * all, and a default access of `protected` where protection cannot be enforced is refused.
  */
 const eksVariables = {
   EKS_CLUSTER_NAME: z.optional(nonEmpty),
@@ -38,6 +39,15 @@ const eksVariables = {
     z.string().check(z.regex(/^https?:\/\/\S+$/, 'must be the URL of the cluster API (https://…)')),
   ),
   EKS_CLUSTER_CA_DATA: z.optional(nonEmpty),
+  /** How visitors reach the apps: an HTTPRoute on the operator's Gateway (the default), or an Ingress. */
+  EKS_ROUTING: z._default(z.enum(['gateway', 'ingress']), 'gateway'),
+  EKS_GATEWAY_NAME: z.optional(nonEmpty),
+  EKS_GATEWAY_NAMESPACE: z.optional(nonEmpty),
+  EKS_GATEWAY_SECTION: z.optional(nonEmpty),
+  /** Who enforces protected previews (docs/deploy-to-aws.md "Protection"). */
+  EKS_PROTECTION: z._default(z.enum(['envoy-security-policy', 'gateway-external-auth', 'none']), 'none'),
+  /** The access of an application that set none (AWS: `protected` unless the stack chose otherwise). */
+  PREVIEW_DEFAULT_ACCESS: z.optional(z.enum(['protected', 'public'])),
   EKS_INGRESS_CLASS: z.optional(nonEmpty),
   EKS_INGRESS_DOMAIN: z.optional(nonEmpty),
   EKS_INGRESS_NAMESPACE: z.optional(nonEmpty),
@@ -58,9 +68,19 @@ const eksVariables = {
   EKS_SYSTEM_NAMESPACE: z.optional(nonEmpty),
   ACCESS_VERIFIER_URL: z.optional(nonEmpty),
 };
-type EksVariables = { [K in keyof typeof eksVariables]?: string };
+type EksVariables = { [K in keyof typeof eksVariables]?: string } & {
+  EKS_ROUTING?: 'gateway' | 'ingress';
+  EKS_PROTECTION?: EksConfig['protection'];
+  PREVIEW_DEFAULT_ACCESS?: 'protected' | 'public';
+};
 type RefineContext = Parameters<Parameters<typeof z.superRefine>[0]>[1];
 function checkEks(env: EksVariables, ctx: RefineContext): void {
+  if (env.EKS_CLUSTER_NAME && env.PREVIEW_DEFAULT_ACCESS === 'protected' && protectionRefusal(eksOf(env)))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['PREVIEW_DEFAULT_ACCESS'],
+      message: `cannot be protected: ${protectionRefusal(eksOf(env))}`,
+    });
   if (Boolean(env.EKS_CLUSTER_ENDPOINT) !== Boolean(env.EKS_CLUSTER_CA_DATA)) {
     ctx.addIssue({
       code: 'custom',
@@ -194,6 +214,16 @@ export interface EksConfig {
   watcherFunction?: string;
   /** The cluster API and its CA (base64), resolved by the stack at deploy time; both or neither. */
   api?: { endpoint: string; caData: string };
+  /** How visitors reach the apps (EKS_ROUTING). */
+  routing: 'gateway' | 'ingress';
+  /** The Gateway the apps' HTTPRoutes attach to (EKS_GATEWAY_NAME, _NAMESPACE, _SECTION). */
+  gatewayName?: string;
+  gatewayNamespace?: string;
+  gatewaySection?: string;
+  /** Who enforces protected previews (EKS_PROTECTION). */
+  protection: 'envoy-security-policy' | 'gateway-external-auth' | 'none';
+  /** The access of an application that set none (PREVIEW_DEFAULT_ACCESS). */
+  defaultAccess?: 'protected' | 'public';
   ingressClassName?: string;
   /** Apps are served at `<app>-<namespace>.<domain>`. */
   domain?: string;
@@ -202,8 +232,24 @@ export interface EksConfig {
   tlsSecretName?: string;
   allowFromCidrs?: string[];
   systemNamespace?: string;
-  /** The access verifier a protected app's Ingress asks (the front door: eks/front-door.ts). */
+  /** The access verifier a protected app's way in asks (the front door: eks/door/front-door.ts). */
   verifierUrl?: string;
+}
+
+/**
+ * Why this stack's previews on EKS cannot be protected, naming the setting; undefined when they can (or
+ * when there is no cluster). The API refuses `access: protected` with it, and a deploy of a preview still
+ * protected fails with it (eks/door/front-door.ts).
+ */
+export function protectionRefusal(
+  eks: Pick<EksConfig, 'clusterName' | 'routing' | 'protection'>,
+): string | undefined {
+  if (!eks.clusterName) return undefined;
+  if (eks.routing === 'ingress')
+    return "protection needs Gateway routing: the stack's routing setting is ingress (context keys routing=gateway and protection)";
+  if (eks.protection === 'none')
+    return "protection cannot be enforced on this cluster: the stack's protection setting is none (context key protection: envoy-security-policy or gateway-external-auth)";
+  return undefined;
 }
 
 function eksOf(e: EksVariables): EksConfig {
@@ -214,6 +260,12 @@ function eksOf(e: EksVariables): EksConfig {
       e.EKS_CLUSTER_ENDPOINT && e.EKS_CLUSTER_CA_DATA
         ? { endpoint: e.EKS_CLUSTER_ENDPOINT, caData: e.EKS_CLUSTER_CA_DATA }
         : undefined,
+    routing: e.EKS_ROUTING ?? 'gateway',
+    gatewayName: e.EKS_GATEWAY_NAME,
+    gatewayNamespace: e.EKS_GATEWAY_NAMESPACE,
+    gatewaySection: e.EKS_GATEWAY_SECTION,
+    protection: e.EKS_PROTECTION ?? 'none',
+    defaultAccess: e.PREVIEW_DEFAULT_ACCESS,
     ingressClassName: e.EKS_INGRESS_CLASS,
     domain: e.EKS_INGRESS_DOMAIN,
     ingressNamespace: e.EKS_INGRESS_NAMESPACE,

@@ -157,12 +157,22 @@ export interface ClusterSettings {
   name: string;
   /** Create an EKS access entry for each role that calls the cluster (else: the aws-auth ConfigMap). */
   accessEntries: boolean;
-  /** EKS_INGRESS_CLASS */
-  ingressClassName: string;
+  /** EKS_ROUTING */
+  routing: 'gateway' | 'ingress';
+  /** EKS_GATEWAY_NAME, EKS_GATEWAY_NAMESPACE, EKS_GATEWAY_SECTION */
+  gatewayName?: string;
+  gatewayNamespace?: string;
+  gatewaySection?: string;
+  /** EKS_PROTECTION */
+  protection: 'envoy-security-policy' | 'gateway-external-auth' | 'none';
+  /** PREVIEW_DEFAULT_ACCESS */
+  defaultAccess?: 'protected' | 'public';
+  /** EKS_INGRESS_CLASS (Ingress routing) */
+  ingressClassName?: string;
   /** EKS_INGRESS_DOMAIN: app hosts are `<app>-<namespace>.<domain>`. */
   ingressDomain: string;
-  /** EKS_INGRESS_NAMESPACE: the ingress controller's namespace, admitted by every NetworkPolicy. */
-  ingressNamespace: string;
+  /** EKS_INGRESS_NAMESPACE: the proxies' namespace, admitted by every NetworkPolicy. */
+  ingressNamespace?: string;
   /** EKS_INGRESS_ANNOTATIONS (as JSON) */
   ingressAnnotations?: Record<string, string>;
   /** EKS_TLS_SECRET_NAME */

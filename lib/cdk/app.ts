@@ -1,4 +1,5 @@
 import { type App, Tags } from 'aws-cdk-lib';
+import type { ClusterOptions } from './cluster.js';
 import { type ImageBuildArchitecture, imageBuildArchitectures } from './constructs/image-build-project.js';
 import { StatefulStack } from './stateful-stack.js';
 import { StatelessStack } from './stateless-stack.js';
@@ -26,7 +27,11 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  *   saying no cluster is configured): the EKS cluster previews run on, in the stack's account and region;
  * - `eksAccessEntries` (default true): false when the cluster maps IAM roles in aws-auth instead;
  * - `ingressDomain` (required with a cluster): the wildcard domain apps answer under, without `*.`;
- * - `ingressClassName` (default `nginx`), `ingressNamespace` (default `ingress-nginx`);
+ * - `routing` (default `gateway`, or `ingress`); `gatewayName`, `gatewayNamespace` (required with
+ *   `gateway`), `gatewaySection` (default: every listener); `protection` (default
+ *   `envoy-security-policy`, or `gateway-external-auth`, or `none`); `defaultAccess` (required, and only
+ *   `public`, with `protection=none`: never silently public);
+ * - `ingressClassName` (required with `routing=ingress`), `ingressNamespace` (default: the Gateway's);
  * - `ingressAnnotations` (default none): a JSON object of strings, put on every Ingress;
  * - `tlsSecretName` (default none: the controller's default certificate);
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
@@ -87,6 +92,12 @@ export function addPreviewStacks(app: App): PreviewStacks {
     imageBuildArchitecture: architecture as ImageBuildArchitecture | undefined,
     eksClusterName: optional('eksClusterName'),
     eksAccessEntries: accessEntries === undefined ? undefined : accessEntries === 'true',
+    routing: optional('routing') as ClusterOptions['routing'],
+    gatewayName: optional('gatewayName'),
+    gatewayNamespace: optional('gatewayNamespace'),
+    gatewaySection: optional('gatewaySection'),
+    protection: optional('protection') as ClusterOptions['protection'],
+    defaultAccess: optional('defaultAccess') as ClusterOptions['defaultAccess'],
     ingressClassName: optional('ingressClassName'),
     ingressDomain: optional('ingressDomain'),
     ingressNamespace: optional('ingressNamespace'),

@@ -26,7 +26,32 @@ export interface ClusterOptions {
    * @default true
    */
   eksAccessEntries?: boolean;
-  /** `spec.ingressClassName` of every app's Ingress (EKS_INGRESS_CLASS). @default 'nginx' */
+  /**
+   * How visitors reach the apps (EKS_ROUTING): `gateway`, an HTTPRoute per app on the Gateway named by
+   * `gatewayName`/`gatewayNamespace`; or `ingress`, an Ingress of `ingressClassName` (never protected).
+   * @default 'gateway'
+   */
+  routing?: 'gateway' | 'ingress';
+  /** The Gateway the HTTPRoutes attach to (EKS_GATEWAY_NAME). Required with Gateway routing. */
+  gatewayName?: string;
+  /** Its namespace (EKS_GATEWAY_NAMESPACE). Required with Gateway routing. */
+  gatewayNamespace?: string;
+  /** Its listener (EKS_GATEWAY_SECTION), when it has more than one. @default - none: every listener */
+  gatewaySection?: string;
+  /**
+   * Who enforces protected previews (EKS_PROTECTION): `envoy-security-policy` (Envoy Gateway),
+   * `gateway-external-auth` (the experimental ExternalAuth filter), or `none`: then `defaultAccess` must be
+   * chosen, and protection is refused where asked for. Ingress routing allows `none` only.
+   * @default 'envoy-security-policy' with Gateway routing; required to be none with Ingress routing
+   */
+  protection?: 'envoy-security-policy' | 'gateway-external-auth' | 'none';
+  /**
+   * The access of an application that set none (PREVIEW_DEFAULT_ACCESS). Required when `protection` is
+   * `none`, and then only `public`: never silently public.
+   * @default - protected (where protection is enforced)
+   */
+  defaultAccess?: 'protected' | 'public';
+  /** `spec.ingressClassName` of every app's Ingress (EKS_INGRESS_CLASS). Required with Ingress routing. */
   ingressClassName?: string;
   /**
    * The wildcard domain apps answer under (EKS_INGRESS_DOMAIN), without `*.`: an app's URL is
@@ -36,9 +61,10 @@ export interface ClusterOptions {
    */
   ingressDomain?: string;
   /**
-   * The ingress controller's namespace (EKS_INGRESS_NAMESPACE): each preview namespace's NetworkPolicy
-   * admits traffic from it (and from the namespace's own pods, and `allowFromCidrs`), nothing else.
-   * @default 'ingress-nginx'
+   * The namespace of the proxies that forward to the apps (EKS_INGRESS_NAMESPACE): each preview
+   * namespace's NetworkPolicy admits traffic from it (and from the namespace's own pods, KEDA's when
+   * asleep, and `allowFromCidrs`), nothing else.
+   * @default - the Gateway's namespace (Gateway routing); none (Ingress routing)
    */
   ingressNamespace?: string;
   /**
@@ -100,6 +126,12 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
     const set = (
       [
         'eksAccessEntries',
+        'routing',
+        'gatewayName',
+        'gatewayNamespace',
+        'gatewaySection',
+        'protection',
+        'defaultAccess',
         'ingressClassName',
         'ingressDomain',
         'ingressNamespace',
@@ -117,9 +149,42 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
   if (!Token.isUnresolved(domain) && domain.startsWith('*.'))
     throw new Error(`ingressDomain is the domain under the wildcard, without "*." (got "${domain}")`);
   check('ingressDomain', domain, domainPattern, 'a lower-case DNS name (previews.example.com)');
-  const ingressClassName = props.ingressClassName ?? 'nginx';
+  const routing = props.routing ?? 'gateway';
+  if (routing !== 'gateway' && routing !== 'ingress')
+    throw new Error(`routing must be gateway or ingress (got "${routing}")`);
+  const ingressClassName = props.ingressClassName;
+  if (routing === 'ingress' && ingressClassName === undefined)
+    throw new Error('ingressClassName is required with routing=ingress (the ALB Ingress: alb)');
   check('ingressClassName', ingressClassName, subdomainPattern, 'a Kubernetes object name');
-  const ingressNamespace = props.ingressNamespace ?? 'ingress-nginx';
+  if (routing === 'gateway' && (props.gatewayName === undefined || props.gatewayNamespace === undefined))
+    throw new Error(
+      'gatewayName and gatewayNamespace are required with routing=gateway (the Gateway the previews attach to)',
+    );
+  check('gatewayName', props.gatewayName, subdomainPattern, 'a Kubernetes object name');
+  check('gatewayNamespace', props.gatewayNamespace, labelPattern, 'a Kubernetes namespace name');
+  check('gatewaySection', props.gatewaySection, labelPattern, "a listener's name");
+  const protection = props.protection ?? (routing === 'gateway' ? 'envoy-security-policy' : undefined);
+  if (protection === undefined)
+    throw new Error(
+      'protection must be set to none with routing=ingress (no maintained Ingress controller asks the verifier): then choose defaultAccess=public',
+    );
+  if (!['envoy-security-policy', 'gateway-external-auth', 'none'].includes(protection))
+    throw new Error(
+      `protection must be envoy-security-policy, gateway-external-auth or none (got "${protection}")`,
+    );
+  if (routing === 'ingress' && protection !== 'none')
+    throw new Error(`protection ${protection} needs routing=gateway: with routing=ingress it must be none`);
+  const defaultAccess = props.defaultAccess;
+  if (defaultAccess !== undefined && defaultAccess !== 'protected' && defaultAccess !== 'public')
+    throw new Error(`defaultAccess must be protected or public (got "${defaultAccess}")`);
+  if (protection === 'none' && defaultAccess !== 'public')
+    throw new Error(
+      defaultAccess === 'protected'
+        ? 'defaultAccess=protected cannot be enforced with protection=none: choose defaultAccess=public, or a protection'
+        : "protection=none: choose the previews' default access explicitly (defaultAccess=public); previews are never made public silently",
+    );
+  const ingressNamespace =
+    props.ingressNamespace ?? (routing === 'gateway' ? props.gatewayNamespace : undefined);
   check('ingressNamespace', ingressNamespace, labelPattern, 'a Kubernetes namespace name');
   check('tlsSecretName', props.tlsSecretName, subdomainPattern, 'a Kubernetes object name');
   for (const [key, value] of Object.entries(props.ingressAnnotations ?? {})) {
@@ -138,6 +203,12 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
   return {
     name,
     accessEntries: props.eksAccessEntries ?? true,
+    routing,
+    gatewayName: props.gatewayName,
+    gatewayNamespace: props.gatewayNamespace,
+    gatewaySection: props.gatewaySection,
+    protection,
+    defaultAccess,
     ingressClassName,
     ingressDomain: domain,
     ingressNamespace,

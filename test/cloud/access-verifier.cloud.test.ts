@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
-import { ACCESS_PATH, signAccessToken } from '../../functions/shared/access-token.js';
+import { ACCESS_PATH, signAccessToken, verifyPath } from '../../functions/shared/access-token.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type Cloud, startCloud } from './cloud-tier.js';
 
@@ -9,8 +9,9 @@ import { type Cloud, startCloud } from './cloud-tier.js';
  * the cloud simulation tier: the real handler in PREVIEW_MODE=aws, its Secrets Manager client pointed at
  * the loopback AWS fake, invoked with function-URL events as ingress-nginx's external auth sends them. It
  * lets a valid cookie through and refuses a missing, expired, forged or other environment's one, and a
- * rotated key's; an opened link gets its cookie; the link's own path redirects to `/`. No answer and no
- * log line holds the key or a token.
+ * rotated key's; an opened link gets its cookie; the link's own path redirects to `/`. Asked by a Gateway
+ * (the scope in the path, the visitor's Host), it answers the same, and a link with its redirect and
+ * cookie at once. No answer and no log line holds the key or a token.
  */
 
 const APP = 'app-verify';
@@ -136,6 +137,56 @@ describe('the access verifier in AWS mode', () => {
     expect(back.statusCode).toBe(302);
     expect(back.headers.location).toBe('/');
     expect(back.cookies).toBeUndefined();
+  });
+
+  test("asked by a Gateway (SecurityPolicy extAuth, ExternalAuth filter): the visitor's Host, the scope in the path", async () => {
+    // As Envoy sends it: the filter's path prefix, then the visitor's own path and query; `Host` is the
+    // visitor's preview host, never the verifier's, and the verifier reads nothing from it but the URL.
+    const gatewayEvent = (visitorPath: string, query: string, cookie?: string) => {
+      const event = authEvent({ ...(cookie ? { cookie } : {}) });
+      event.rawPath = `${verifyPath({ ...scope, applicationId: APP })}${visitorPath}`;
+      event.rawQueryString = query;
+      event.queryStringParameters = Object.fromEntries(new URLSearchParams(query));
+      event.requestContext.http.path = event.rawPath;
+      event.headers = { host: HOST, 'x-forwarded-proto': 'https' };
+      return event;
+    };
+    const now = Date.now();
+    const ok = await verify(gatewayEvent('/orders/7', 'tab=2', cookieOf(signAccessToken(key, scope, now))));
+    expect([ok.statusCode, ok.cookies]).toEqual([200, undefined]);
+    for (const [why, event] of Object.entries({
+      'no cookie': gatewayEvent('/', ''),
+      'other env': gatewayEvent(
+        '/',
+        '',
+        cookieOf(signAccessToken(key, { ...scope, envKey: 'acme/shop#8' }, now)),
+      ),
+      'other scope in the path': (() => {
+        const e = gatewayEvent('/', '', cookieOf(signAccessToken(key, scope, now)));
+        e.rawPath = `${verifyPath({ ...scope, envKey: 'acme/shop#8', applicationId: APP })}/`;
+        return e;
+      })(),
+      'no scope': (() => {
+        const e = gatewayEvent('/', '', cookieOf(signAccessToken(key, scope, now)));
+        e.rawPath = '/__preview/verify/only-org';
+        return e;
+      })(),
+    })) {
+      const a = await verify(event);
+      expect([why, a.statusCode]).toEqual([why, 401]);
+    }
+    // An opened link: the verifier answers it itself, a redirect to / with the host-only cookie, which the
+    // gateway hands to the visitor (the link's request never reaches the app).
+    const token = signAccessToken(key, scope, now);
+    const link = await verify(gatewayEvent(ACCESS_PATH, `token=${encodeURIComponent(token)}`));
+    expect([link.statusCode, link.headers.location]).toEqual([302, '/']);
+    expect(link.cookies).toEqual([
+      expect.stringMatching(/^preview_access=v1\.[^;]+; Path=\/; .*HttpOnly.*; Secure$/),
+    ]);
+    expect(link.cookies![0]).not.toMatch(/domain=/i);
+    expect(JSON.stringify(link)).not.toContain(key);
+    const forged = await verify(gatewayEvent(ACCESS_PATH, 'token=v1.9999999999.x'));
+    expect(forged.statusCode).toBe(401);
   });
 
   test('a rotated key refuses the old cookie (once its 5 s cache has passed: forgotten here)', async () => {

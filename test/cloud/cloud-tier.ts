@@ -84,7 +84,12 @@ export async function startCloud(
           // What the stack resolves at deploy time (its eks:DescribeCluster): the fake cluster's API.
           EKS_CLUSTER_ENDPOINT: kube.url,
           EKS_CLUSTER_CA_DATA: kube.caData,
-          EKS_INGRESS_CLASS: 'nginx',
+          // Gateway routing (the default) on Envoy Gateway, which enforces protection (SecurityPolicy).
+          EKS_GATEWAY_NAME: 'previews',
+          EKS_GATEWAY_NAMESPACE: 'envoy-gateway-system',
+          EKS_PROTECTION: 'envoy-security-policy',
+          // The stack's verifier (its function URL), as the stack sets it on every function calling the cluster.
+          ACCESS_VERIFIER_URL: 'https://verify123.lambda-url.eu-west-1.on.aws/',
           EKS_INGRESS_DOMAIN: INGRESS_DOMAIN,
           ROLLOUT_WATCHER_FUNCTION: 'rollout-watcher',
         }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { hostOf, namespaceName } from '../../functions/ports/runtime/eks/objects.js';
+import { verifyPath } from '../../functions/shared/access-token.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
@@ -13,10 +14,11 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
  * The front door on EKS in the cloud simulation tier: the real handlers and steps in
  * PREVIEW_MODE=aws, a preview deployed through the real pipeline (fake CodeBuild, the deploy state machine,
  * the rollout watcher), the objects applied to the fake Kubernetes API by the real @kubernetes/client-node.
- * A protected application that sleeps gets, per app, KEDA's HTTPScaledObject (its scaledown period from the
- * setting, 0..1 replicas), an Ingress routed to the interceptor with ingress-nginx's external auth asking
- * the verifier (cached), and an `<app>.access` Ingress for the link's path; its status carries `accessUrls`.
- * Public and never sleeping, the next deploy takes all of that away.
+ * A protected application that sleeps gets, per app, KEDA's InterceptorRoute and ScaledObject (its cooldown
+ * from the setting, 0..1 replicas), an HTTPRoute on the Gateway routed to the interceptor (a ReferenceGrant
+ * in KEDA's namespace), with a rule of its own for the link's path, and Envoy Gateway's SecurityPolicy
+ * asking the verifier; its status carries `accessUrls`. Public and never sleeping, the next deploy takes
+ * all of that away, nothing left behind.
  */
 
 const PREVIEW_YAML = `apps:
@@ -26,7 +28,6 @@ const PREVIEW_YAML = `apps:
 `;
 /** The verifier's function URL, as the stack passes it (ACCESS_VERIFIER_URL). */
 const VERIFIER = 'https://verify123.lambda-url.eu-west-1.on.aws/';
-const AUTH = 'nginx.ingress.kubernetes.io/';
 const PR = 5;
 
 let cloud: Cloud;
@@ -51,11 +52,6 @@ afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 const path = `/v1/preview/environments/acme/shop/${PR}`;
 const ns = () => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: PR });
 const ready = () => pollUntil(cloud, org, path, settled, 60_000) as Promise<Status & Record<string, any>>;
-const authKeys = (o: Record<string, any>) =>
-  Object.keys((o.metadata?.annotations as Record<string, string> | undefined) ?? {}).filter((k) =>
-    k.startsWith(`${AUTH}auth-`),
-  );
-
 /** The application's access settings, through the API as a user sets them (PATCH answers the application). */
 async function settings(s: { access: 'protected' | 'public'; sleepAfterMinutes: number }) {
   const res = await call(cloud, 'PATCH', `/v1/preview/applications/${applicationId}`, {
@@ -68,7 +64,7 @@ async function settings(s: { access: 'protected' | 'public'; sleepAfterMinutes: 
 }
 
 describe('the front door of a preview on EKS', () => {
-  test('protected and asleep after 1.5 minutes: HTTPScaledObject, Ingress to the interceptor with external auth, the access Ingress', async () => {
+  test('protected and asleep after 1.5 minutes: HTTPRoute to the interceptor, InterceptorRoute, ScaledObject, SecurityPolicy', async () => {
     await settings({ access: 'protected', sleepAfterMinutes: 1.5 });
     const res = await call(cloud, 'POST', '/v1/preview/environments', {
       body: { repoFullName: 'acme/shop', prNumber: PR, headSha: sha, headRef: 'feature' },
@@ -89,70 +85,49 @@ describe('the front door of a preview on EKS', () => {
     const host = hostOf(ns(), 'web', INGRESS_DOMAIN);
     expect(status.urls).toEqual({ web: `https://${host}` });
 
-    // KEDA's HTTP add-on: one scaler for the app, idle time from the setting, 0..1 replicas.
-    const hso = kube.get('httpscaledobjects', ns(), 'web')!;
-    expect(hso.apiVersion).toBe('http.keda.sh/v1alpha1');
-    expect(hso.kind).toBe('HTTPScaledObject');
-    expect(hso.spec).toEqual({
-      hosts: [host],
-      scaleTargetRef: { name: 'web', kind: 'Deployment', apiVersion: 'apps/v1', service: 'web', port: 80 },
-      replicas: { min: 0, max: 1 },
-      scaledownPeriod: 90,
+    // KEDA's current API: an InterceptorRoute and a ScaledObject (idle time from the setting, 0..1).
+    const ir = kube.get('interceptorroutes', ns(), 'web')!;
+    expect([ir.apiVersion, ir.kind]).toEqual(['http.keda.sh/v1beta1', 'InterceptorRoute']);
+    expect(ir.spec).toMatchObject({ target: { service: 'web', port: 80 }, rules: [{ hosts: [host] }] });
+    const so = kube.get('scaledobjects', ns(), 'web')!;
+    expect([so.apiVersion, so.kind]).toEqual(['keda.sh/v1alpha1', 'ScaledObject']);
+    expect(so.spec).toMatchObject({
+      scaleTargetRef: { name: 'web' },
+      minReplicaCount: 0,
+      maxReplicaCount: 1,
+      cooldownPeriod: 90,
+      triggers: [{ type: 'external-push', metadata: { interceptorRoute: 'web' } }],
     });
-    expect(kube.get('services', ns(), 'preview-interceptor')?.spec).toMatchObject({
-      type: 'ExternalName',
-      externalName: 'keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local',
-    });
+    expect(kube.list('httpscaledobjects', ns())).toEqual([]);
 
-    // The app's Ingress: to the interceptor, behind ingress-nginx's external auth asking the verifier.
-    const ingress = kube.get('ingresses', ns(), 'web')!;
-    expect(ingress.spec.rules).toEqual([
-      {
-        host,
-        http: {
-          paths: [
-            expect.objectContaining({
-              path: '/',
-              backend: { service: { name: 'preview-interceptor', port: { number: 8080 } } },
-            }),
-          ],
-        },
-      },
+    // The app's HTTPRoute on the operator's Gateway, to the interceptor (granted in KEDA's namespace).
+    const route = kube.get('httproutes', ns(), 'web')!;
+    expect(route.spec.parentRefs).toEqual([
+      expect.objectContaining({ kind: 'Gateway', name: 'previews', namespace: 'envoy-gateway-system' }),
     ]);
-    const a = ingress.metadata.annotations as Record<string, string>;
-    const authUrl = new URL(a[`${AUTH}auth-url`]!);
-    expect(`${authUrl.origin}${authUrl.pathname}`).toBe(VERIFIER);
-    expect(Object.fromEntries(authUrl.searchParams)).toEqual({
-      org: org.orgId,
-      env: `acme/shop#${PR}`,
-      app: applicationId,
-    });
-    expect(a[`${AUTH}auth-cache-key`]).toBe('$host$cookie_preview_access$arg_token');
-    expect(a[`${AUTH}auth-cache-duration`]).toBe('200 202 60s');
-    expect(a[`${AUTH}auth-always-set-cookie`]).toBe('true');
+    expect(route.spec.hostnames).toEqual([host]);
+    expect(route.spec.rules.map((r: any) => [r.matches[0].path, r.backendRefs[0].name])).toEqual([
+      [{ type: 'Exact', value: '/__preview/access' }, 'keda-add-ons-http-interceptor-proxy'],
+      [{ type: 'PathPrefix', value: '/' }, 'keda-add-ons-http-interceptor-proxy'],
+    ]);
+    expect(kube.get('referencegrants', 'keda', `from-${ns()}`)).toBeDefined();
 
-    // The link's path: an Ingress of its own to the verifier, with the same auth.
-    const link = kube.get('ingresses', ns(), 'web.access')!;
-    expect(link.spec.rules).toEqual([
-      {
-        host,
-        http: {
-          paths: [
-            {
-              path: '/__preview/access',
-              pathType: 'Exact',
-              backend: { service: { name: 'preview-access-verifier', port: { number: 443 } } },
-            },
-          ],
-        },
-      },
+    // Protection: Envoy Gateway's SecurityPolicy asks the verifier, whose path names the environment.
+    const policy = kube.get('securitypolicies', ns(), 'web')!;
+    expect(policy.spec.targetRefs).toEqual([
+      { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' },
     ]);
-    for (const k of ['auth-url', 'auth-cache-key', 'auth-cache-duration'])
-      expect(link.metadata.annotations[`${AUTH}${k}`]).toBe(a[`${AUTH}${k}`]);
-    expect(kube.get('services', ns(), 'preview-access-verifier')?.spec).toMatchObject({
-      type: 'ExternalName',
-      externalName: 'verify123.lambda-url.eu-west-1.on.aws',
-    });
+    expect(policy.spec.extAuth.http.path).toBe(
+      verifyPath({ orgId: org.orgId, envKey: `acme/shop#${PR}`, applicationId }),
+    );
+    expect(policy.spec.extAuth.headersToExtAuth).toContain('cookie');
+    expect(kube.get('backends', ns(), 'preview-access-verifier')?.spec.endpoints).toEqual([
+      { fqdn: { hostname: 'verify123.lambda-url.eu-west-1.on.aws', port: 443 } },
+    ]);
+    // No Ingress and no annotation of a retired controller anywhere in the namespace.
+    expect(kube.list('ingresses', ns())).toEqual([]);
+    for (const kind of ['httproutes', 'securitypolicies', 'services'])
+      expect(JSON.stringify(kube.list(kind, ns()))).not.toContain('nginx.ingress.kubernetes.io');
 
     // The status carries the signed link per app; no log line holds it.
     expect(status.accessUrls).toEqual({
@@ -162,7 +137,7 @@ describe('the front door of a preview on EKS', () => {
     expect(logs.join('\n')).not.toContain(token);
   }, 90_000);
 
-  test('public and never asleep, redeployed: no scaler, no auth annotations, no access Ingress, no accessUrls', async () => {
+  test('public and never asleep, redeployed: no scaler, no policy, nothing left behind, no accessUrls', async () => {
     await settings({ access: 'public', sleepAfterMinutes: 0 });
     const res = await call(cloud, 'PATCH', path, { headers: bearer(org) });
     expect(res.status).toBe(202);
@@ -171,16 +146,14 @@ describe('the front door of a preview on EKS', () => {
     expect(status.status).toBe('ready');
     expect(cloud.aws.builds).toHaveLength(1);
 
-    expect(kube.get('httpscaledobjects', ns(), 'web')).toBeUndefined();
-    expect(kube.list('httpscaledobjects', ns())).toEqual([]);
-    const ingress = kube.get('ingresses', ns(), 'web')!;
-    expect(ingress.spec.rules[0].http.paths[0].backend.service).toEqual({
-      name: 'web',
-      port: expect.anything(),
-    });
-    expect(authKeys(ingress)).toEqual([]);
-    expect(kube.get('ingresses', ns(), 'web.access')).toBeUndefined();
-    expect(kube.list('ingresses', ns()).map((i) => i.metadata.name)).toEqual(['web']);
+    for (const kind of ['scaledobjects', 'interceptorroutes', 'securitypolicies', 'backends', 'ingresses'])
+      expect([kind, kube.list(kind, ns())]).toEqual([kind, []]);
+    expect(kube.get('referencegrants', 'keda', `from-${ns()}`)).toBeUndefined();
+    const route = kube.get('httproutes', ns(), 'web')!;
+    expect(route.spec.rules).toEqual([
+      expect.objectContaining({ backendRefs: [expect.objectContaining({ kind: 'Service', name: 'web' })] }),
+    ]);
+    expect(kube.list('services', ns()).map((i) => i.metadata.name)).toEqual(['web']);
     expect(status.accessUrls).toBeUndefined();
   }, 90_000);
 });

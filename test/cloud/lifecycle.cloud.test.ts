@@ -93,7 +93,9 @@ describe('the two-app lifecycle on EKS', () => {
         /^000000000000\.dkr\.ecr\.eu-west-1\.amazonaws\.com\/preview-apps@sha256:[0-9a-f]{64}$/,
       );
       expect(kube.get('services', ns(1), app)).toBeDefined();
-      expect(kube.get('ingresses', ns(1), app)?.spec.rules[0].host).toBe(`${app}-${ns(1)}.${INGRESS_DOMAIN}`);
+      expect(kube.get('httproutes', ns(1), app)?.spec.hostnames).toEqual([
+        `${app}-${ns(1)}.${INGRESS_DOMAIN}`,
+      ]);
     }
     expect(Buffer.from(secretOf(1, 'web').TOKEN!, 'base64').toString()).toBe('first-secret-value');
     expect(kube.list('resourcequotas', ns(1))).toHaveLength(1);

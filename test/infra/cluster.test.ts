@@ -30,11 +30,13 @@ import {
 // ones, and with the roles mapped in aws-auth rather than by access entries.
 const none = synthesize();
 const full = synthesize(clusterContext);
-const minimal = synthesize({ eksClusterName: 'previews', ingressDomain: 'previews.example.com' });
+const gateway = { gatewayName: 'previews', gatewayNamespace: 'envoy-gateway-system' };
+const minimal = synthesize({ eksClusterName: 'previews', ingressDomain: 'previews.example.com', ...gateway });
 const awsAuth = synthesize({
   eksClusterName: 'previews',
   ingressDomain: 'previews.example.com',
   eksAccessEntries: 'false',
+  ...gateway,
 });
 
 const workflowNames = Object.keys(workflows) as WorkflowName[];
@@ -135,6 +137,12 @@ const clusterArn = {
 };
 const eksVars = [
   'EKS_CLUSTER_NAME',
+  'EKS_ROUTING',
+  'EKS_GATEWAY_NAME',
+  'EKS_GATEWAY_NAMESPACE',
+  'EKS_GATEWAY_SECTION',
+  'EKS_PROTECTION',
+  'PREVIEW_DEFAULT_ACCESS',
   'EKS_INGRESS_CLASS',
   'EKS_INGRESS_DOMAIN',
   'EKS_INGRESS_NAMESPACE',
@@ -153,6 +161,9 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
         fn.runtime || fn.callsCluster
           ? {
               EKS_CLUSTER_NAME: 'previews',
+              EKS_ROUTING: 'ingress',
+              EKS_PROTECTION: 'none',
+              PREVIEW_DEFAULT_ACCESS: 'public',
               EKS_INGRESS_CLASS: 'alb',
               EKS_INGRESS_DOMAIN: 'previews.example.com',
               EKS_INGRESS_NAMESPACE: 'kube-system',
@@ -165,17 +176,70 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
     },
   );
 
-  test.each(built(minimal))('%s: the defaults (nginx, ingress-nginx), nothing optional', (_, fn) => {
-    expect(eksEnvOf(minimal, fn.id)).toEqual(
-      fn.runtime || fn.callsCluster
-        ? {
-            EKS_CLUSTER_NAME: 'previews',
-            EKS_INGRESS_CLASS: 'nginx',
-            EKS_INGRESS_DOMAIN: 'previews.example.com',
-            EKS_INGRESS_NAMESPACE: 'ingress-nginx',
-          }
-        : {},
+  test.each(built(minimal))(
+    '%s: the defaults (Gateway routing, Envoy Gateway protection), nothing of ingress-nginx',
+    (_, fn) => {
+      expect(eksEnvOf(minimal, fn.id)).toEqual(
+        fn.runtime || fn.callsCluster
+          ? {
+              EKS_CLUSTER_NAME: 'previews',
+              EKS_ROUTING: 'gateway',
+              EKS_GATEWAY_NAME: 'previews',
+              EKS_GATEWAY_NAMESPACE: 'envoy-gateway-system',
+              EKS_PROTECTION: 'envoy-security-policy',
+              EKS_INGRESS_DOMAIN: 'previews.example.com',
+              EKS_INGRESS_NAMESPACE: 'envoy-gateway-system',
+            }
+          : {},
+      );
+    },
+  );
+
+  test('each routing and protection key reaches the functions as the configuration reads it', () => {
+    const s = synthesize({
+      eksClusterName: 'previews',
+      ingressDomain: 'previews.example.com',
+      ...gateway,
+      gatewaySection: 'https',
+      protection: 'gateway-external-auth',
+      defaultAccess: 'protected',
+    });
+    const env = envOf(s, watcherId(s));
+    expect(eksEnvOf(s, watcherId(s))).toMatchObject({
+      EKS_GATEWAY_SECTION: 'https',
+      EKS_PROTECTION: 'gateway-external-auth',
+      PREVIEW_DEFAULT_ACCESS: 'protected',
+    });
+    const strings = Object.fromEntries(
+      Object.entries(env).map(([k, v]) => [
+        k,
+        typeof v === 'string'
+          ? v
+          : k === 'EKS_CLUSTER_ENDPOINT'
+            ? 'https://resolved.eks.example'
+            : `resolved:${k}`,
+      ]),
     );
+    expect(parseConfig({ ...strings, AWS_REGION: 'eu-west-1' }).eks).toMatchObject({
+      routing: 'gateway',
+      gatewayName: 'previews',
+      gatewayNamespace: 'envoy-gateway-system',
+      gatewaySection: 'https',
+      protection: 'gateway-external-auth',
+      defaultAccess: 'protected',
+    });
+    // With protection none, the choice made explicitly reaches the functions.
+    const open = synthesize({
+      eksClusterName: 'previews',
+      ingressDomain: 'previews.example.com',
+      ...gateway,
+      protection: 'none',
+      defaultAccess: 'public',
+    });
+    expect(eksEnvOf(open, watcherId(open))).toMatchObject({
+      EKS_PROTECTION: 'none',
+      PREVIEW_DEFAULT_ACCESS: 'public',
+    });
   });
 
   test.each(built(none))('%s: none without a cluster (a deploy then fails saying so)', (_, fn) => {
@@ -572,6 +636,40 @@ describe('cluster access', () => {
 
   test.each([
     [{ eksClusterName: 'previews' }, /ingressDomain is required/],
+    [
+      { eksClusterName: 'previews', ingressDomain: 'previews.example.com' },
+      /gatewayName and gatewayNamespace are required with routing=gateway/,
+    ],
+    [{ ...clusterContext, routing: 'nginx' }, /routing must be gateway or ingress/],
+    [{ ...clusterContext, ingressClassName: undefined }, /ingressClassName is required with routing=ingress/],
+    [{ ...clusterContext, protection: undefined }, /protection must be set to none with routing=ingress/],
+    [{ ...clusterContext, protection: 'envoy-security-policy' }, /needs routing=gateway/],
+    [
+      { ...clusterContext, defaultAccess: undefined },
+      /choose the previews' default access explicitly \(defaultAccess=public\)/,
+    ],
+    [
+      { ...clusterContext, defaultAccess: 'protected' },
+      /defaultAccess=protected cannot be enforced with protection=none/,
+    ],
+    [
+      { eksClusterName: 'previews', ingressDomain: 'previews.example.com', ...gateway, protection: 'maybe' },
+      /protection must be envoy-security-policy, gateway-external-auth or none/,
+    ],
+    [
+      { eksClusterName: 'previews', ingressDomain: 'previews.example.com', ...gateway, protection: 'none' },
+      /defaultAccess=public/,
+    ],
+    [
+      {
+        eksClusterName: 'previews',
+        ingressDomain: 'previews.example.com',
+        ...gateway,
+        gatewayNamespace: 'Envoy',
+      },
+      /gatewayNamespace/,
+    ],
+    [{ ...clusterContext, defaultAccess: 'maybe' }, /defaultAccess must be protected or public/],
     [{ eksClusterName: 'previews', ingressDomain: '*.previews.example.com' }, /without "\*\."/],
     [{ eksClusterName: 'previews', ingressDomain: 'Previews.Example.com' }, /lower-case DNS name/],
     [{ eksClusterName: 'previews', ingressDomain: 'localhost' }, /lower-case DNS name/],
@@ -586,6 +684,7 @@ describe('cluster access', () => {
     [{ ...clusterContext, ingressAnnotations: JSON.stringify({ a: 'x'.repeat(1100) }) }, /4 KB/],
     [{ ...clusterContext, eksAccessEntries: 'no' }, /eksAccessEntries/],
     [{ ingressDomain: 'previews.example.com' }, /ingressDomain set without eksClusterName/],
+    [{ gatewayName: 'previews' }, /gatewayName set without eksClusterName/],
   ])('rejects %j', (context, message) => {
     expect(() => synthesize(context)).toThrow(message);
   });

@@ -56,8 +56,15 @@ const clusterRights = rights({
   'apps/deployments': ['get', 'list', 'create', 'update', 'patch', 'delete'],
   'networking.k8s.io/ingresses': ['get', 'list', 'create', 'update', 'patch', 'delete'],
   'networking.k8s.io/networkpolicies': ['get', 'create', 'update', 'patch'],
-  // KEDA's HTTP add-on: a sleeping app's HTTPScaledObject (eks/front-door.ts).
-  'http.keda.sh/httpscaledobjects': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  // The optional engines' kinds (eks/engines.ts): the front door's objects (eks/door/).
+  'gateway.networking.k8s.io/httproutes': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  'gateway.networking.k8s.io/referencegrants': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  'gateway.envoyproxy.io/securitypolicies': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  'gateway.envoyproxy.io/backends': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  'http.keda.sh/interceptorroutes': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  'keda.sh/scaledobjects': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  // What earlier versions wrote, only removed.
+  'http.keda.sh/httpscaledobjects': ['list', 'delete'],
 });
 /** In preview-system only: the teardown fences. */
 const fenceRights = rights({ '/configmaps': ['get', 'list', 'create', 'update', 'delete'] });
@@ -145,7 +152,9 @@ describe('deploy/admission-policy.yaml', () => {
         (e: string) => e.includes('variables.oldManaged') && e.includes('variables.newManaged'),
       ),
     ).toBe(true);
-    expect(expressions).toContain('variables.isNamespace || variables.inManagedNamespace');
+    expect(expressions).toContain(
+      'variables.isNamespace || variables.inManagedNamespace || variables.ownGrant',
+    );
     for (const v of policy.spec.validations) expect(v.message.length).toBeGreaterThan(20);
   });
 });
@@ -181,7 +190,10 @@ describe('what the EKS runtime really calls', () => {
     const c: EksCluster = new EksCluster({
       clusterName: CLUSTER,
       region: REGION,
-      ingressClassName: 'nginx',
+      routing: 'gateway',
+      gateway: { name: 'previews', namespace: 'envoy-gateway-system' },
+      protection: 'envoy-security-policy',
+      verifierUrl: 'https://abc123.lambda-url.eu-west-1.on.aws/',
       domain: 'previews.example.com',
       complete: async (token, outcome) => void outcomes.set(token, outcome),
       api: { endpoint: kube.url, caData: kube.caData },
@@ -260,39 +272,71 @@ describe('what the EKS runtime really calls', () => {
     expect(await awaitReady(c, at(1), { web: WEB, api: API })).toMatchObject({ ok: true });
     await c.deploy(at(2), [launch('web', WEB, 'second-secret-value')], { restart: true });
     expect(await awaitReady(c, at(2), { web: WEB, api: API })).toMatchObject({ ok: true });
-    // Sleep and wake: the HTTPScaledObjects replaced, re-stamped, pruned.
+    // Sleep and wake: the InterceptorRoutes and ScaledObjects replaced, re-stamped, pruned.
     const sleepy = { frontDoor: { access: 'protected' as const, sleepAfterMs: 120_000 } };
     await c.deploy(at(3), [launch('web', WEB, 'second-secret-value', IMAGE2)], sleepy);
     expect(await awaitReady(c, at(3), { web: WEB, api: API })).toMatchObject({ ok: true });
     await c.deploy(at(4), [launch('web', WEB, 'second-secret-value', IMAGE2)], { prune: true, ...sleepy });
+    // The Gateway, the verifier, KEDA's interceptor and the domain moved, another application's key: every
+    // front-door object replaced (update); then public and awake: the verifier's Backend goes (delete).
+    const moved = cluster({
+      gateway: { name: 'previews', namespace: 'envoy-gateway-system', sectionName: 'https' },
+      verifierUrl: 'https://def456.lambda-url.eu-west-1.on.aws/',
+      keda: { interceptorService: 'keda-add-ons-http-interceptor-proxy-2' },
+      domain: 'previews2.example.com',
+    });
+    await moved.deploy(at(5), [launch('web', WEB, 'second-secret-value', IMAGE2)], {
+      prune: true,
+      frontDoor: { ...sleepy.frontDoor, applicationId: 'app-2' },
+    });
+    await moved.deploy(at(6), [launch('web', WEB, 'second-secret-value', IMAGE2)], {
+      prune: true,
+      frontDoor: { access: 'public', sleepAfterMs: 0 },
+    });
+    // The Ingress path (an explicit choice): the Gateway's objects go, an Ingress per app.
     const changed = cluster({
-      ingressAnnotations: { 'nginx.ingress.kubernetes.io/proxy-body-size': '8m' },
+      routing: 'ingress',
+      ingressClassName: 'alb',
+      protection: 'none',
+      ingressAnnotations: { 'alb.ingress.kubernetes.io/scheme': 'internal' },
       allowFromCidrs: ['10.0.0.0/16'],
       quota: { pods: '10' },
     });
-    await changed.deploy(at(5), [launch('web', { port: 8080 }, 'second-secret-value', IMAGE2)], {
+    await changed.deploy(at(7), [launch('web', { port: 8080 }, 'second-secret-value', IMAGE2)], {
       prune: true,
     });
-    expect(await awaitReady(changed, at(5), { web: { port: 8080 } })).toMatchObject({ ok: true });
+    expect(await awaitReady(changed, at(7), { web: { port: 8080 } })).toMatchObject({ ok: true });
+    // Another class's annotations: each Ingress replaced (update).
+    const annotated = cluster({
+      routing: 'ingress',
+      ingressClassName: 'alb',
+      protection: 'none',
+      ingressAnnotations: { 'alb.ingress.kubernetes.io/scheme': 'internet-facing' },
+      allowFromCidrs: ['10.0.0.0/16'],
+      quota: { pods: '10' },
+    });
+    await annotated.deploy(at(8), [launch('web', { port: 8080 }, 'second-secret-value', IMAGE2)], {
+      prune: true,
+    });
     kube.inject(ns, 'web', 'CrashLoopBackOff');
     kube.setLogs(ns, 'web', ['starting', 'token third-secret-value rejected']);
-    await changed.deploy(at(6), [launch('web', { port: 8080 }, 'third-secret-value', IMAGE)], {
+    await annotated.deploy(at(9), [launch('web', { port: 8080 }, 'third-secret-value', IMAGE)], {
       prune: true,
     });
-    const failed = await awaitReady(changed, at(6), { web: { port: 8080 } });
+    const failed = await awaitReady(changed, at(9), { web: { port: 8080 } });
     expect(failed).toMatchObject({ ok: false, error: 'DeployFailed' });
     expect(JSON.stringify(failed)).toContain('last output: starting | token [secret] rejected');
     expect(JSON.stringify(failed)).not.toContain('third-secret-value');
     // The app-logs route reads the same way: pods list, the app's Secret, pods/log.
-    const read = await changed.logs(at(6), 'web', { source: 'app', tailLines: 10, maxBytes: 65_536 });
+    const read = await changed.logs(at(9), 'web', { source: 'app', tailLines: 10, maxBytes: 65_536 });
     expect(read?.text).toContain('token [secret] rejected');
-    await changed.teardown(at(7));
-    await changed.deploy(at(8), [launch('web', { port: 8080 }, 'third-secret-value', IMAGE)], {
+    await changed.teardown(at(10));
+    await changed.deploy(at(11), [launch('web', { port: 8080 }, 'third-secret-value', IMAGE)], {
       prune: true,
     });
-    await changed.teardown(at(9));
+    await changed.teardown(at(12));
     // A teardown with nothing to remove raises the fence (update).
-    await changed.teardown(at(10));
+    await changed.teardown(at(13));
     // The expiry sweep's part: fences whose namespace is gone, past the cutoff, go (list, delete).
     expect(await changed.pruneFences(new Date(Date.now() + 60_000))).toEqual({ removed: 1 });
     await Promise.allSettled(watches);

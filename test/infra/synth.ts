@@ -139,10 +139,16 @@ export function cyclesOf(template: Template): string[] {
   return cycles;
 }
 
-/** Context of a deployment with a cluster, every cluster setting given (test/infra/cluster.test.ts). */
+/**
+ * Context of a deployment with a cluster, every cluster setting given (test/infra/cluster.test.ts): the
+ * Ingress path (the ALB's), so without protection and its default access chosen.
+ */
 export const clusterContext = {
   eksClusterName: 'previews',
   ingressDomain: 'previews.example.com',
+  routing: 'ingress',
+  protection: 'none',
+  defaultAccess: 'public',
   ingressClassName: 'alb',
   ingressNamespace: 'kube-system',
   ingressAnnotations: JSON.stringify({

@@ -1,7 +1,7 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
 import { openedLink, verifyAccess } from '../../core/applications/index.js';
 import { secretStore } from '../../ports/registry/secret-store.js';
-import { ACCESS_PATH } from '../../shared/access-token.js';
+import { ACCESS_PATH, readVerifyPath } from '../../shared/access-token.js';
 
 /**
  * The front door's access verifier, behind a Lambda function URL: ingress-nginx's external auth of protected
@@ -13,9 +13,17 @@ import { ACCESS_PATH } from '../../shared/access-token.js';
 export async function handler(event: LambdaFunctionURLEvent): Promise<LambdaFunctionURLResult> {
   const headers = event.headers ?? {};
   const cookie = event.cookies?.length ? event.cookies.join('; ') : headers.cookie;
+  // A Gateway's external auth: the scope in the path, the visitor's Host and path (VERIFY_PREFIX).
+  const gateway = readVerifyPath(
+    event.rawPath,
+    event.rawQueryString ?? '',
+    headers.host,
+    headers['x-forwarded-proto'],
+  );
   // The link's own request, routed here by the app's access Ingress after the external auth passed it.
-  const answer =
-    event.rawPath === ACCESS_PATH
+  const answer = gateway
+    ? await verifyAccess(secretStore(), { ...gateway, cookie, nowMs: Date.now(), redirectLink: true })
+    : event.rawPath === ACCESS_PATH
       ? openedLink()
       : await verifyAccess(secretStore(), {
           query: event.queryStringParameters ?? {},

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import {
+  assertProtectable,
   ensureAccessKey,
   parseAccessMode,
   parseSleepMinutes,
@@ -52,6 +53,8 @@ export const { main, handler } = route(
       ...(access !== undefined ? { access: parseAccessMode(access) } : {}),
       ...(sleepAfterMinutes !== undefined ? { sleepAfterMinutes: parseSleepMinutes(sleepAfterMinutes) } : {}),
     };
+    // Protection this stack cannot enforce is refused before anything is stored (400, naming the setting).
+    assertProtectable(settings.access);
     const app = await updateApplication(req.principal.orgId, req.params.applicationId, settings);
     if (settings.access) await ensureAccessKey(secretStore(), app.applicationId);
     return { statusCode: 200, body: toApplicationView(app) };

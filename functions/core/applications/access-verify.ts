@@ -32,6 +32,12 @@ export interface VerifyRequest {
   /** `X-Original-URL`: what the visitor asked for. */
   originalUrl?: string;
   nowMs: number;
+  /**
+   * A Gateway's external auth asked (the scope in the path): an opened link is answered with its cookie
+   * and a redirect to `/` itself, which the gateway hands to the visitor as it does every refusal, since
+   * a gateway passes on no header of an answer that lets a request through (eks/door/gateway.ts).
+   */
+  redirectLink?: boolean;
 }
 
 export interface VerifyAnswer {
@@ -109,8 +115,10 @@ export async function verifyAccess(secrets: SecretStore, req: VerifyRequest): Pr
   const cookie = cookieValue(req.cookie);
   if (!link && !cookie) return refuse();
   const key = await keyOf(secrets, app, req.nowMs);
-  if (link && checkAccessToken(key, scope, link, req.nowMs) === 'ok')
-    return allow([accessSetCookie(link, req.nowMs, new URL(req.originalUrl!).protocol === 'https:')]);
+  if (link && checkAccessToken(key, scope, link, req.nowMs) === 'ok') {
+    const set = accessSetCookie(link, req.nowMs, new URL(req.originalUrl!).protocol === 'https:');
+    return req.redirectLink ? { ...openedLink(), cookies: [set] } : allow([set]);
+  }
   if (cookie && checkAccessToken(key, scope, cookie, req.nowMs) === 'ok') return allow();
   return refuse();
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SecretStore } from '../../ports/secret-store/port.js';
 import { ACCESS_COOKIE, accessLink, signAccessToken } from '../../shared/access-token.js';
+import { config, protectionRefusal } from '../../shared/config.js';
 import { ValidationError } from '../../shared/errors.js';
 
 /*
@@ -31,10 +32,26 @@ export interface AccessSettings {
 
 /**
  * The access an application's previews get: its own setting, else `protected` in AWS (previews face the
- * internet) and `public` locally (they answer on the loopback only).
+ * internet) unless the stack chose its default explicitly (PREVIEW_DEFAULT_ACCESS: it must where the
+ * cluster cannot enforce protection, lib/cdk), and `public` locally (they answer on the loopback only).
  */
-export const effectiveAccess = (app: AccessSettings, mode: 'aws' | 'local'): AccessMode =>
-  app.access ?? (mode === 'aws' ? 'protected' : 'public');
+export const effectiveAccess = (
+  app: AccessSettings,
+  mode: 'aws' | 'local',
+  stackDefault?: AccessMode,
+): AccessMode => app.access ?? (mode === 'aws' ? (stackDefault ?? 'protected') : 'public');
+
+/**
+ * Refuse `access: protected` where this stack cannot enforce it (a ValidationError, 400, naming the
+ * setting: shared/config.ts `protectionRefusal`); what PATCH application and `previewctl apps update`
+ * run before anything is stored.
+ */
+export function assertProtectable(access: AccessMode | undefined): void {
+  if (access !== 'protected') return;
+  const settings = config();
+  const refusal = settings.mode === 'aws' ? protectionRefusal(settings.eks) : undefined;
+  if (refusal) throw new ValidationError(`access cannot be protected: ${refusal}`);
+}
 
 /**
  * Idle minutes before an environment sleeps (0 = never): main-branch environments (PR 0) never sleep;

@@ -286,7 +286,7 @@ export const toApplicationView = (app: Application): ApplicationView => ({
   deployDrafts: app.deployDrafts ?? false,
   allowedOrigins: app.allowedOrigins ?? [],
   createdAt: app.createdAt,
-  access: effectiveAccess(app, config().mode),
+  access: effectiveAccess(app, config().mode, config().eks.defaultAccess),
   sleepAfterMinutes: effectiveSleepMinutes(app, 1),
   ...previewRulesOf(app),
 });

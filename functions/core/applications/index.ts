@@ -10,6 +10,7 @@ export {
   type AccessSettings,
   accessKey,
   accessUrls,
+  assertProtectable,
   effectiveAccess,
   effectiveSleepMinutes,
   ensureAccessKey,

@@ -51,7 +51,7 @@ export async function planLaunch(
   );
   const owner = application ?? (await findApplicationByRepo(env.orgId, env.repoFullName));
   const frontDoor: FrontDoorSettings = {
-    access: effectiveAccess(owner ?? {}, config().mode),
+    access: effectiveAccess(owner ?? {}, config().mode, config().eks.defaultAccess),
     sleepAfterMs: effectiveSleepMinutes(owner ?? {}, env.prNumber) * 60_000,
     ...(owner ? { applicationId: owner.applicationId } : {}),
   };

@@ -84,7 +84,8 @@ export async function environmentAccessUrls(
 ): Promise<Record<string, string> | undefined> {
   if (Object.keys(urls).length === 0) return undefined;
   const app = await findApplicationByRepo(env.orgId, env.repoFullName);
-  if (!app || (env.access ?? effectiveAccess(app, config().mode)) !== 'protected') return undefined;
+  if (!app || (env.access ?? effectiveAccess(app, config().mode, config().eks.defaultAccess)) !== 'protected')
+    return undefined;
   return accessUrls(await accessKey(secrets, app.applicationId), env, urls);
 }
 

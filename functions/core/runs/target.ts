@@ -114,7 +114,7 @@ export async function resolveTarget(run: RunItem): Promise<{ target: RunTarget }
       urls: { ...env.urls },
       origins: runOrigins(Object.values(env.urls ?? {}), app.allowedOrigins ?? []),
       envKey: env.envKey,
-      access: effectiveAccess(app, config().mode),
+      access: effectiveAccess(app, config().mode, config().eks.defaultAccess),
       ...(env.factory
         ? { factory: env.factory }
         : app.factoryApp

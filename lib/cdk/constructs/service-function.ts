@@ -425,6 +425,12 @@ export class ServiceFunction extends NodejsFunction {
   bindClusterSettings(cluster: ClusterSettings): this {
     const env: Record<string, string | undefined> = {
       EKS_CLUSTER_NAME: cluster.name,
+      EKS_ROUTING: cluster.routing,
+      EKS_GATEWAY_NAME: cluster.gatewayName,
+      EKS_GATEWAY_NAMESPACE: cluster.gatewayNamespace,
+      EKS_GATEWAY_SECTION: cluster.gatewaySection,
+      EKS_PROTECTION: cluster.protection,
+      PREVIEW_DEFAULT_ACCESS: cluster.defaultAccess,
       EKS_INGRESS_CLASS: cluster.ingressClassName,
       EKS_INGRESS_DOMAIN: cluster.ingressDomain,
       EKS_INGRESS_NAMESPACE: cluster.ingressNamespace,

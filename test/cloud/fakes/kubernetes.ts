@@ -7,9 +7,10 @@
  *
  * What it implements, and only that:
  * - Resources: namespaces (cluster-scoped); configmaps, secrets, services, resourcequotas, pods (core/v1);
- *   deployments (apps/v1); ingresses, networkpolicies (networking.k8s.io/v1); KEDA HTTP add-on's
- *   httpscaledobjects (http.keda.sh/v1alpha1, a CRD: 404 unless `crds` names it, as on a cluster without
- *   the add-on; stored as sent, no schema checks). Verbs: create, get, list
+ *   deployments (apps/v1); ingresses, networkpolicies (networking.k8s.io/v1); the optional engines' custom
+ *   kinds (kubernetes-crds.ts: KEDA's, its HTTP add-on's, the Gateway API's, Envoy Gateway's; each a 404 when
+ *   `crds` or `without` leave its CRD out, as on a cluster without that engine; their CRDs' required fields
+ *   and a few of their rules checked, the HTTPRoute's per channel). Verbs: create, get, list
  *   (equality-based label selectors: `k=v`, `k==v`, `k!=v`, `k`, `!k`), replace, patch, delete; pod logs.
  * - Patches: `application/merge-patch+json` (RFC 7386); `application/json-patch+json` (RFC 6902: add,
  *   remove, replace, test), client-node's default; `application/strategic-merge-patch+json` is applied as a
@@ -55,6 +56,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ALL_CRDS, CRD_RESOURCES, type CrdCheckOptions, crdProblems } from './kubernetes-crds.js';
 
 type Obj = Record<string, any>;
 
@@ -86,15 +88,8 @@ const RESOURCES: Record<string, ResourceDef> = {
   deployments: { group: 'apps', kind: 'Deployment', namespaced: true, generation: true },
   ingresses: { group: 'networking.k8s.io', kind: 'Ingress', namespaced: true, generation: true },
   networkpolicies: { group: 'networking.k8s.io', kind: 'NetworkPolicy', namespaced: true, generation: true },
-  // KEDA's HTTP add-on (its CRD `httpscaledobjects.http.keda.sh`); stored as sent, no schema checks.
-  httpscaledobjects: {
-    group: 'http.keda.sh',
-    version: 'v1alpha1',
-    kind: 'HTTPScaledObject',
-    namespaced: true,
-    generation: true,
-    crd: true,
-  },
+  // The optional engines' kinds (kubernetes-crds.ts): their CRDs' required fields are checked.
+  ...CRD_RESOURCES,
 };
 
 class ApiError extends Error {
@@ -327,9 +322,14 @@ export interface FakeKubernetesOptions {
   autoAdvanceMs?: number;
   /**
    * The CRDs installed (`<plural>.<group>`): their resources answer 404, as on a cluster without them,
-   * unless named here. Default: KEDA's HTTP add-on's `httpscaledobjects.http.keda.sh`.
+   * unless named here. Default: all of kubernetes-crds.ts `ALL_CRDS` (KEDA and its HTTP add-on, the
+   * Gateway API, Envoy Gateway). `without` takes some away from that default instead.
    */
   crds?: string[];
+  /** Engines missing from the default: every CRD whose group ends with one of these (`keda.sh`, …). */
+  without?: string[];
+  /** The HTTPRoute CRD's channel (kubernetes-crds.ts). @default 'standard' */
+  gatewayChannel?: CrdCheckOptions['gatewayChannel'];
 }
 
 interface Fault {
@@ -359,10 +359,15 @@ export class FakeKubernetes {
   private readonly crds: Set<string>;
 
   constructor(private readonly opts: FakeKubernetesOptions = {}) {
-    this.crds = new Set(opts.crds ?? ['httpscaledobjects.http.keda.sh']);
+    this.crds = new Set(
+      (opts.crds ?? ALL_CRDS).filter((c) => !(opts.without ?? []).some((group) => c.endsWith(`.${group}`))),
+    );
   }
 
   async start(): Promise<this> {
+    // KEDA's Helm charts run it and its HTTP add-on in `keda`: that namespace exists where they are installed.
+    if ([...this.crds].some((c) => c.endsWith('.keda.sh')))
+      this.create('namespaces', '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'keda' } });
     const { key, cert } = await loopbackCertificate();
     this.caData = cert.toString('base64');
     this.server = createServer({ key, cert }, (req, res) => {
@@ -766,7 +771,7 @@ export class FakeKubernetes {
   }
 
   private route(method: string, url: URL, raw: string, contentType: string): { code: number; body: unknown } {
-    const m = /^\/(?:api\/v1|apis\/([^/]+)\/(v1|v1alpha1))\/(.*)$/.exec(url.pathname);
+    const m = /^\/(?:api\/v1|apis\/([^/]+)\/(v1|v1alpha1|v1beta1))\/(.*)$/.exec(url.pathname);
     if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     const group = m[1] ?? '';
     const version = m[2] ?? 'v1';
@@ -912,6 +917,8 @@ export class FakeKubernetes {
         if (host && (!DNS_SUBDOMAIN.test(host) || host.split('.').some((l) => l.length > 63)))
           causes.push({ field: 'spec.rules[].host', message: `invalid host "${host}"` });
       }
+    if ((RESOURCES[resource] as { crd?: boolean }).crd)
+      causes.push(...crdProblems(resource, o, { gatewayChannel: this.opts.gatewayChannel }));
     if (causes.length)
       throw new ApiError(
         422,

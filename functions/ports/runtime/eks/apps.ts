@@ -10,7 +10,8 @@ import { Superseded, TransientError } from '../../../shared/step-errors.js';
 import { type AppAddress, resolveAppRefs } from '../app-refs.js';
 import type { AppLaunch, DeployOptions, FrontDoorSettings, RuntimeTarget } from '../port.js';
 import { isCode } from './client.js';
-import { type EksConnection, sleep, terminating } from './connection.js';
+import { type EksConnection, type Kind, sleep, terminating } from './connection.js';
+import { EksFrontDoor } from './door/front-door.js';
 import {
   annotateGeneration,
   applyFenced,
@@ -21,7 +22,6 @@ import {
   removeFence,
   superseded,
 } from './fences.js';
-import { EksFrontDoor } from './front-door.js';
 import {
   ANNOTATIONS,
   appSelector,
@@ -44,6 +44,19 @@ import {
   serviceObject,
   specHashOf,
 } from './objects.js';
+
+/** What a whole-environment deploy prunes of apps no longer declared, the way in first, in this order. */
+const PRUNED_KINDS = [
+  'securityPolicies',
+  'httpRoutes',
+  'ingresses',
+  'scaledObjects',
+  'interceptorRoutes',
+  'httpScaledObjects',
+  'services',
+  'deployments',
+  'secrets',
+] as const satisfies readonly Kind[];
 
 export class EksApps {
   private readonly door: EksFrontDoor;
@@ -71,6 +84,8 @@ export class EksApps {
     const apps = launches.map((a) => resolveAppRefs(a, addresses));
     const secrets = apps.flatMap((a) => Object.values(secretVars(a)));
     try {
+      // Refused before anything is written: protection that can't be enforced, an engine not installed.
+      await this.door.check(ns, opts.frontDoor);
       await this.ensureNamespace(target);
       await applyFenced(conn, 'quotas', ns, QUOTA_NAME, gen, () => quotaObject(ns, gen, conn.opts));
       const door = opts.frontDoor;
@@ -239,11 +254,12 @@ export class EksApps {
     throw new TransientError(`Deployment ${ns}/${name} kept changing under this restart`);
   }
 
-  /** Delete the objects of apps not in `keep` (Ingress, Service, Deployment, Secret, in that order). */
+  /** Delete the objects of apps not in `keep` (PRUNED_KINDS, in that order). */
   private async prune(ns: string, keep: Set<string>, gen: number): Promise<void> {
     const { conn } = this;
-    for (const kind of ['ingresses', 'httpScaledObjects', 'services', 'deployments', 'secrets'] as const) {
-      const items = await conn.call(`list ${kind} in ${ns}`, (k) => k[kind].list(ns, appSelector));
+    for (const kind of PRUNED_KINDS) {
+      // A kind whose engine the cluster lacks lists as none (eks/engines.ts): nothing of it to prune.
+      const items = await conn.listOptional(kind, ns, appSelector);
       for (const item of items) {
         const app = item.metadata?.labels?.[LABELS.app];
         const name = item.metadata?.name;

@@ -26,6 +26,7 @@ import type {
   V1Secret,
   V1Service,
 } from '@kubernetes/client-node';
+import { CUSTOM_KINDS, type CustomKind, type CustomKindDef } from './engines.js';
 
 type ClientModule = typeof k8s;
 let client: Promise<ClientModule> | undefined;
@@ -102,17 +103,10 @@ export interface Resource<T extends KubernetesObject> {
   list(namespace: string, labelSelector?: string): Promise<T[]>;
 }
 
-/** KEDA HTTP add-on's custom resource, as the client addresses it (CustomObjectsApi). */
-export const SCALED_OBJECT = {
-  group: 'http.keda.sh',
-  version: 'v1alpha1',
-  plural: 'httpscaledobjects',
-} as const;
-
-/** An HTTPScaledObject (KEDA HTTP add-on) as plain data (front-door.ts builds one per sleeping app). */
-export interface HttpScaledObject {
+/** A custom resource as plain data (eks/scale-to-zero.ts, eks/gateway.ts build them), as the CRD's schema has it. */
+export interface CustomObject {
   apiVersion: string;
-  kind: 'HTTPScaledObject';
+  kind: string;
   metadata: {
     name: string;
     namespace: string;
@@ -120,18 +114,7 @@ export interface HttpScaledObject {
     annotations?: Record<string, string>;
     resourceVersion?: string;
   };
-  spec: {
-    hosts: string[];
-    scaleTargetRef: {
-      name: string;
-      kind: 'Deployment';
-      apiVersion: 'apps/v1';
-      service: string;
-      port: number;
-    };
-    replicas: { min: number; max: number };
-    scaledownPeriod: number;
-  };
+  spec: Record<string, unknown>;
 }
 
 export interface Kube {
@@ -144,8 +127,14 @@ export interface Kube {
   deployments: Resource<V1Deployment>;
   ingresses: Resource<V1Ingress>;
   networkPolicies: Resource<V1NetworkPolicy>;
-  /** KEDA HTTP add-on's HTTPScaledObjects (a CRD: CustomObjectsApi), one per sleeping app (front-door.ts). */
-  httpScaledObjects: Resource<HttpScaledObject>;
+  /** The custom resources of the optional engines (eks/engines.ts `CUSTOM_KINDS`), through CustomObjectsApi. */
+  httpScaledObjects: Resource<CustomObject>;
+  interceptorRoutes: Resource<CustomObject>;
+  scaledObjects: Resource<CustomObject>;
+  httpRoutes: Resource<CustomObject>;
+  referenceGrants: Resource<CustomObject>;
+  securityPolicies: Resource<CustomObject>;
+  backends: Resource<CustomObject>;
   podLog(
     namespace: string,
     name: string,
@@ -184,7 +173,6 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
   const apps: AppsV1Api = kc.makeApiClient(m.AppsV1Api);
   const net: NetworkingV1Api = kc.makeApiClient(m.NetworkingV1Api);
   const custom: CustomObjectsApi = kc.makeApiClient(m.CustomObjectsApi);
-  const crd = { ...SCALED_OBJECT };
   const merge = m.setHeaderOptions('Content-Type', m.PatchStrategy.MergePatch);
   const del = (opts?: { resourceVersion?: string; propagationPolicy?: string }) => ({
     ...(opts?.propagationPolicy ? { propagationPolicy: opts.propagationPolicy } : {}),
@@ -282,19 +270,9 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
         void (await net.deleteNamespacedNetworkPolicy({ namespace, name, ...del(o) })),
       list: async (namespace, s) => (await net.listNamespacedNetworkPolicy({ namespace, ...sel(s) })).items,
     },
-    httpScaledObjects: {
-      kind: 'HTTPScaledObject',
-      read: (namespace, name) => custom.getNamespacedCustomObject({ ...crd, namespace, name }),
-      create: (namespace, body) => custom.createNamespacedCustomObject({ ...crd, namespace, body }),
-      replace: (namespace, name, body) =>
-        custom.replaceNamespacedCustomObject({ ...crd, namespace, name, body }),
-      patch: (namespace, name, body) =>
-        custom.patchNamespacedCustomObject({ ...crd, namespace, name, body }, merge),
-      remove: async (namespace, name, o) =>
-        void (await custom.deleteNamespacedCustomObject({ ...crd, namespace, name, ...del(o) })),
-      list: async (namespace, s) =>
-        (await custom.listNamespacedCustomObject({ ...crd, namespace, ...sel(s) })).items,
-    },
+    ...(Object.fromEntries(
+      Object.entries(CUSTOM_KINDS).map(([key, crd]) => [key, customResource(custom, merge, del, sel, crd)]),
+    ) as Record<CustomKind, Resource<CustomObject>>),
     podLog: (namespace, name, o) =>
       core.readNamespacedPodLog({
         namespace,
@@ -304,5 +282,29 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
         ...(o.previous ? { previous: true } : {}),
         ...(o.limitBytes ? { limitBytes: o.limitBytes } : {}),
       }),
+  };
+}
+
+/** The six verbs of a custom resource (one of `CUSTOM_KINDS`) over CustomObjectsApi. */
+function customResource(
+  custom: CustomObjectsApi,
+  merge: ReturnType<ClientModule['setHeaderOptions']>,
+  del: (o?: { resourceVersion?: string; propagationPolicy?: string }) => object,
+  sel: (labelSelector?: string) => object,
+  def: CustomKindDef,
+): Resource<CustomObject> {
+  const crd = { group: def.group, version: def.version, plural: def.plural };
+  return {
+    kind: def.kind,
+    read: (namespace, name) => custom.getNamespacedCustomObject({ ...crd, namespace, name }),
+    create: (namespace, body) => custom.createNamespacedCustomObject({ ...crd, namespace, body }),
+    replace: (namespace, name, body) =>
+      custom.replaceNamespacedCustomObject({ ...crd, namespace, name, body }),
+    patch: (namespace, name, body) =>
+      custom.patchNamespacedCustomObject({ ...crd, namespace, name, body }, merge),
+    remove: async (namespace, name, o) =>
+      void (await custom.deleteNamespacedCustomObject({ ...crd, namespace, name, ...del(o) })),
+    list: async (namespace, s) =>
+      (await custom.listNamespacedCustomObject({ ...crd, namespace, ...sel(s) })).items,
   };
 }

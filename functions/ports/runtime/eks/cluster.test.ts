@@ -11,6 +11,7 @@ import type { TaskOutcome } from '../../workflows/port.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from '../port.js';
 import { EksTokens, eksToken } from './auth.js';
 import { EksCluster, type EksClusterOptions, eksClusterOf, type RolloutWatchEvent } from './cluster.js';
+import { connectionOptions } from './connection.js';
 import { describeCluster } from './describe.js';
 import { fitName, hostOf, internalUrl, namespaceName, OBJECT_DEFAULTS, objectName } from './objects.js';
 import { rolloutState } from './rollout.js';
@@ -89,7 +90,11 @@ function cluster(over: Partial<EksClusterOptions> = {}): EksCluster {
   const c: EksCluster = new EksCluster({
     clusterName: CLUSTER,
     region: REGION,
+    // The Ingress path (an explicit choice), as this file's objects are asserted; the Gateway path and the
+    // front door's objects: door/front-door.test.ts.
+    routing: 'ingress',
     ingressClassName: 'nginx',
+    ingressNamespace: 'ingress-nginx',
     domain: DOMAIN,
     complete,
     api: { endpoint: kube.url, caData: kube.caData },
@@ -815,6 +820,7 @@ describe('EksCluster', () => {
   test('the cluster from the configuration: its API both variables or neither, an https URL', () => {
     const env = {
       EKS_CLUSTER_NAME: CLUSTER,
+      EKS_ROUTING: 'ingress',
       EKS_INGRESS_CLASS: 'nginx',
       EKS_INGRESS_DOMAIN: DOMAIN,
     };
@@ -830,8 +836,44 @@ describe('EksCluster', () => {
     ).toBeInstanceOf(EksCluster);
     // Required by whoever uses the cluster, each named.
     expect(() => of({ EKS_CLUSTER_NAME: CLUSTER, EKS_INGRESS_CLASS: 'nginx' })).toThrow(
-      /^EKS_INGRESS_DOMAIN is not set/,
+      /^EKS_GATEWAY_NAME is not set/,
     );
+    expect(() =>
+      of({ EKS_CLUSTER_NAME: CLUSTER, EKS_ROUTING: 'ingress', EKS_INGRESS_CLASS: 'nginx' }),
+    ).toThrow(/^EKS_INGRESS_DOMAIN is not set/);
+    // Gateway routing (the default): the Gateway named, the protection setting passed on.
+    expect(
+      connectionOptions({
+        region: REGION,
+        eks: parseEksConfig({
+          EKS_CLUSTER_NAME: CLUSTER,
+          EKS_GATEWAY_NAME: 'previews',
+          EKS_GATEWAY_NAMESPACE: 'envoy-gateway-system',
+          EKS_GATEWAY_SECTION: 'https',
+          EKS_PROTECTION: 'envoy-security-policy',
+          EKS_INGRESS_DOMAIN: DOMAIN,
+        }),
+      }),
+    ).toMatchObject({
+      routing: 'gateway',
+      gateway: { name: 'previews', namespace: 'envoy-gateway-system', sectionName: 'https' },
+      protection: 'envoy-security-policy',
+    });
+    expect(() => parseEksConfig({ ...env, EKS_ROUTING: 'nginx', EKS_PROTECTION: 'maybe' })).toThrow(
+      /EKS_ROUTING: .*EKS_PROTECTION: /,
+    );
+    // A default access of protected where protection can't be enforced: refused, naming the setting.
+    expect(() =>
+      parseEksConfig({
+        ...env,
+        EKS_ROUTING: 'gateway',
+        EKS_PROTECTION: 'none',
+        PREVIEW_DEFAULT_ACCESS: 'protected',
+      }),
+    ).toThrow(/PREVIEW_DEFAULT_ACCESS: cannot be protected: .*protection setting is none/);
+    expect(parseEksConfig({ ...env, PREVIEW_DEFAULT_ACCESS: 'public' })).toMatchObject({
+      defaultAccess: 'public',
+    });
     // Validated with the rest of the configuration: every bad variable named at once.
     expect(() =>
       parseEksConfig({

@@ -10,8 +10,10 @@ import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { V1Namespace } from '@kubernetes/client-node';
 import { type Config, config } from '../../../shared/config.js';
 import { ConfigError } from '../../../shared/errors.js';
+import { DeployFailed } from '../../../shared/step-errors.js';
 import { type CredentialProvider, EksTokens } from './auth.js';
 import { connect, isCode, type Kube, KubeError, type Resource } from './client.js';
+import { engineOf } from './engines.js';
 import type { ObjectOptions } from './objects.js';
 
 export interface EksTiming {
@@ -97,6 +99,8 @@ export class EksConnection {
   readonly systemNamespace: string;
   private readonly tokens: EksTokens;
   private kube?: Promise<Kube>;
+  /** Custom kinds found installed (`requireKinds`). */
+  private readonly installed = new Set<Kind>();
 
   constructor(readonly opts: EksConnectionOptions) {
     this.timing = { ...TIMING_DEFAULTS, ...opts.timing };
@@ -155,6 +159,44 @@ export class EksConnection {
     }
   }
 
+  /**
+   * The objects of `kind` in `ns` matching `labelSelector`; none when the kind's engine is not installed
+   * (eks/engines.ts: listing a custom kind whose CRD is missing answers 404, so nothing of it can exist).
+   */
+  async listOptional<K extends Kind>(kind: K, ns: string, labelSelector?: string): Promise<ObjOf<K>[]> {
+    try {
+      return await this.call(`list ${kind} in ${ns}`, (k) =>
+        (k[kind] as unknown as Resource<ObjOf<K>>).list(ns, labelSelector),
+      );
+    } catch (err) {
+      if (isCode(err, 404) && engineOf(kind)) return [];
+      throw err;
+    }
+  }
+
+  /**
+   * Refuse a deploy that needs a kind whose engine the cluster lacks, before anything is written: a
+   * DeployFailed naming the engine and how to install it. What was found installed is remembered for the
+   * connection's life (an engine is not uninstalled under a running deploy; a missing one is asked again).
+   */
+  async requireKinds(kinds: Kind[], ns: string, why: string): Promise<void> {
+    for (const kind of kinds) {
+      const engine = engineOf(kind);
+      if (!engine || this.installed.has(kind)) continue;
+      try {
+        await this.call(`list ${kind} in ${ns}`, (k) =>
+          (k[kind] as unknown as Resource<ObjOf<typeof kind>>).list(ns),
+        );
+        this.installed.add(kind);
+      } catch (err) {
+        if (!isCode(err, 404)) throw err;
+        throw new DeployFailed(
+          `${why} needs ${engine.name}, which is not installed on the cluster (its ${kind} kind answers 404). Install it: ${engine.install}`,
+        );
+      }
+    }
+  }
+
   /** Delete one object (at `resourceVersion` when given); already gone is fine. */
   async removeObject(kind: Kind, ns: string, name: string, resourceVersion?: string): Promise<void> {
     try {
@@ -173,8 +215,8 @@ export class EksConnection {
 
 /**
  * The connection's options from the configuration (shared/config.ts, validated once per container:
- * `EKS_*`, `AWS_REGION`). The cluster's name, ingress class and domain are required here, by whoever
- * uses the cluster. Without the cluster's API (`EKS_CLUSTER_ENDPOINT` and `EKS_CLUSTER_CA_DATA`, set by
+ * `EKS_*`, `AWS_REGION`). The cluster's name and domain are required here, by whoever uses the cluster,
+ * and the way in's: the Gateway's name and namespace (Gateway routing, the default) or the ingress class. Without the cluster's API (`EKS_CLUSTER_ENDPOINT` and `EKS_CLUSTER_CA_DATA`, set by
  * the stack on the functions that call it) `api` looks it up, or the first cluster call throws a
  * ConfigError.
  */
@@ -192,7 +234,17 @@ export function connectionOptions(
     api: eks.api ?? api,
     clusterName: need(eks.clusterName, 'EKS_CLUSTER_NAME'),
     region: settings.region,
-    ingressClassName: need(eks.ingressClassName, 'EKS_INGRESS_CLASS'),
+    routing: eks.routing,
+    ...(eks.routing === 'ingress'
+      ? { ingressClassName: need(eks.ingressClassName, 'EKS_INGRESS_CLASS') }
+      : {
+          gateway: {
+            name: need(eks.gatewayName, 'EKS_GATEWAY_NAME'),
+            namespace: need(eks.gatewayNamespace, 'EKS_GATEWAY_NAMESPACE'),
+            sectionName: eks.gatewaySection,
+          },
+        }),
+    protection: eks.protection,
     domain: need(eks.domain, 'EKS_INGRESS_DOMAIN'),
     ingressNamespace: eks.ingressNamespace,
     ingressAnnotations: eks.ingressAnnotations,

@@ -41,6 +41,8 @@ export const LABELS = {
   org: `${PREFIX}org`,
   repo: `${PREFIX}repo`,
   pr: `${PREFIX}pr`,
+  /** On an object a preview owns outside its namespace (a ReferenceGrant): that namespace. */
+  forNamespace: `${PREFIX}namespace`,
   /** On a pod template: changes with every change of the template, so a rollout's own pods can be found. */
   rollout: `${PREFIX}rollout`,
 } as const;
@@ -78,22 +80,45 @@ export const OBJECT_DEFAULTS = {
     'services.loadbalancers': '0',
     'services.nodeports': '0',
   } as Record<string, string>,
-  ingressNamespace: 'ingress-nginx',
   /** How long a rollout may make no progress before the Deployment reports ProgressDeadlineExceeded. */
   progressDeadlineSeconds: 300,
   terminationGracePeriodSeconds: 10,
 };
 
+/** How visitors reach a preview's apps (docs/deploy-to-aws.md "Routing"). */
+export type Routing = 'gateway' | 'ingress';
+/**
+ * Who enforces a protected preview's access (docs/deploy-to-aws.md "Protection"): Envoy Gateway's
+ * SecurityPolicy, the Gateway API's ExternalAuth filter (experimental channel), or nothing (protection is
+ * then refused where it is asked for).
+ */
+export type Protection = 'envoy-security-policy' | 'gateway-external-auth' | 'none';
+export const PROTECTIONS: readonly Protection[] = ['envoy-security-policy', 'gateway-external-auth', 'none'];
+
+/** The Gateway every app's HTTPRoute attaches to (the operator runs it). */
+export interface GatewayRef {
+  name: string;
+  namespace: string;
+  /** The listener (`sectionName`), when the Gateway has more than one. */
+  sectionName?: string;
+}
+
 export interface ObjectOptions {
-  /** `spec.ingressClassName` of every Ingress. */
-  ingressClassName: string;
+  /** How visitors reach the apps. @default 'gateway' */
+  routing?: Routing;
+  /** The Gateway the HTTPRoutes attach to (required with `routing: 'gateway'`). */
+  gateway?: GatewayRef;
+  /** Who enforces protection. @default 'none' */
+  protection?: Protection;
+  /** `spec.ingressClassName` of every Ingress (required with `routing: 'ingress'`). */
+  ingressClassName?: string;
   /** The wildcard domain: app hosts are `<app>-<namespace>.<domain>` (DNS `*.<domain>`, a wildcard cert). */
   domain: string;
   /** Extra annotations on every Ingress (an ALB's scheme, group, certificate …). */
   ingressAnnotations?: Record<string, string>;
   /** TLS Secret named in every Ingress's `tls` entry; unset: the controller's default (wildcard) cert. */
   tlsSecretName?: string;
-  /** The ingress controller's namespace, admitted by the NetworkPolicy. */
+  /** The ingress controller's namespace, admitted by the NetworkPolicy (with Gateway routing: the Gateway's). */
   ingressNamespace?: string;
   /** CIDRs admitted by the NetworkPolicy too (an ALB in IP mode connects from the VPC, not a pod). */
   allowFromCidrs?: string[];
@@ -387,7 +412,7 @@ export function ingressObject(
         annotations: { ...(opts.ingressAnnotations ?? {}) },
       },
       spec: {
-        ingressClassName: opts.ingressClassName,
+        ...(opts.ingressClassName ? { ingressClassName: opts.ingressClassName } : {}),
         tls: [{ hosts: [host], ...(opts.tlsSecretName ? { secretName: opts.tlsSecretName } : {}) }],
         rules: [
           {
@@ -428,7 +453,8 @@ export function networkPolicyObject(
   /** More namespaces admitted: KEDA's, whose interceptor forwards to a sleeping environment's apps. */
   alsoFrom: string[] = [],
 ): V1NetworkPolicy {
-  const ingressNamespace = opts.ingressNamespace ?? OBJECT_DEFAULTS.ingressNamespace;
+  const ingressNamespace =
+    opts.ingressNamespace ?? (opts.routing === 'ingress' ? undefined : opts.gateway?.namespace);
   return stamp(
     {
       apiVersion: 'networking.k8s.io/v1',
@@ -442,9 +468,13 @@ export function networkPolicyObject(
             // `_from`: client-node's name for `from` (a reserved word); it serializes as `from`.
             _from: [
               { podSelector: {} },
-              {
-                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ingressNamespace } },
-              },
+              ...(ingressNamespace
+                ? [
+                    {
+                      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ingressNamespace } },
+                    },
+                  ]
+                : []),
               ...alsoFrom.map((name) => ({
                 namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } },
               })),

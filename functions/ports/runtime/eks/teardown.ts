@@ -9,6 +9,7 @@ import { TransientError } from '../../../shared/step-errors.js';
 import type { AppTeardown, RuntimeTarget } from '../port.js';
 import { isCode } from './client.js';
 import { type EksConnection, sleep, terminating } from './connection.js';
+import { KEDA_DEFAULTS, referenceGrantName } from './door/scale-to-zero.js';
 import { annotateGeneration, explain, refuseForeign, removeFence, superseded, writeFence } from './fences.js';
 import { appSelector, fenceName, generationOf, LABELS, MANAGED_BY, namespaceName } from './objects.js';
 
@@ -52,6 +53,12 @@ export class EksTeardown implements AppTeardown {
         break;
       }
       await this.waitGone(name);
+      // The one object a preview owns outside its namespace: the interceptor's ReferenceGrant (sleeping).
+      await conn.removeObject(
+        'referenceGrants',
+        conn.opts.keda?.namespace ?? KEDA_DEFAULTS.namespace,
+        referenceGrantName(name),
+      );
       log.info('namespace removed', { namespace: name, generation: gen });
     } catch (err) {
       throw await explain(conn, err, target, []);
