@@ -180,7 +180,25 @@ describe('an app is built once per identity, whatever the commit or pull request
     const other = await deploy(6, again);
     expect(other.builds).toEqual([]);
     expect(imageOf(6, 'web')).toBe(shared);
-  }, 90_000);
+
+    // The rebuilding environment's own whole redeploy at the same head keeps its rebuilt image.
+    const whole = cloud.aws.builds.length;
+    const api = imageOf(1, 'api');
+    const redeploy = await call(cloud, 'PATCH', path(1), { headers: bearer(org) });
+    expect(redeploy.status).toBe(202);
+    const kept = await settle(1, whole);
+    expect(kept.status.status).toBe('ready');
+    expect(kept.builds).toEqual([]);
+    expect(imageOf(1, 'web')).toBe(rebuilt);
+    expect(imageOf(1, 'api')).toBe(api);
+    expect(kept.status.builds).toMatchObject({ web: { result: 'reused', commit: sha } });
+    // Another environment at the same identity, redeployed as a whole, keeps the first image.
+    const elsewhere = await call(cloud, 'PATCH', path(3), { headers: bearer(org) });
+    expect(elsewhere.status).toBe(202);
+    const third = await settle(3, cloud.aws.builds.length);
+    expect(third.builds).toEqual([]);
+    expect(imageOf(3, 'web')).toBe(shared);
+  }, 120_000);
 });
 
 describe('the buildspec', () => {

@@ -76,8 +76,21 @@ interface BuildRecord {
   sha?: string;
   /** The reused images' commits (app → commit). */
   reusedFrom?: Record<string, string>;
+  /** A forced build (`rebuild`): app → the identity's own tag, which its forced tag stands in for. */
+  forcedOf?: Record<string, string>;
   codebuildId?: string;
   startedAt: string;
+  expiresAt: number;
+}
+
+/**
+ * What an environment's rebuild of an app pushed (table `builds`, key `keys.builds.rebuilt`): the forced
+ * tag, taken instead of `identityTag` by the environment's later deploys at that identity.
+ */
+interface RebuiltPin {
+  buildId: string;
+  identityTag: string;
+  tag: string;
   expiresAt: number;
 }
 
@@ -99,7 +112,9 @@ export interface BuildStateChange {
  * of its build identity (build-identity.ts: its inputs, not the commit). An image with that tag, pushed by
  * any earlier build of the application (another commit, another pull request), is reused: only apps whose
  * inputs changed are built. `rebuild` builds anyway, under a tag of its own (the identity and a build
- * number) that only the environment asking takes: the identity's tag keeps its image. Each image carries
+ * number) that only the environment asking takes: the identity's tag keeps its image, and that
+ * environment's later deploys at the same identity take its rebuilt image (`keys.builds.rebuilt`), not
+ * the identity's. Each image carries
  * the commit it was built from (a manifest annotation), which `builds` reports for reused ones. BuildKit
  * keeps each app's layer cache in the repository (`buildcache-<scope>`): a built app rebuilds only the
  * layers its change touches.
@@ -161,7 +176,7 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         this.tagOf(target, app, this.identityOf(spec, sha, options.inputs, app), forced),
       ]),
     );
-    const found = options.rebuild ? {} : await this.existing(tags);
+    const found = options.rebuild ? {} : await this.existingFor(target, tags);
     const reused = Object.fromEntries(Object.entries(found).map(([app, f]) => [app, f.image]));
     const reusedFrom = Object.fromEntries(Object.entries(found).map(([app, f]) => [app, f.commit]));
     const toBuild = Object.keys(apps).filter((app) => !(app in reused));
@@ -188,6 +203,16 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
       reused,
       sha: sha.toLowerCase(),
       reusedFrom,
+      ...(forced === undefined
+        ? {}
+        : {
+            forcedOf: Object.fromEntries(
+              toBuild.map((app) => [
+                app,
+                this.tagOf(target, app, this.identityOf(apps[app]!, sha, options.inputs, app)),
+              ]),
+            ),
+          }),
       startedAt: new Date(now).toISOString(),
       expiresAt: Math.floor(now / 1000) + RECORD_TTL_SECONDS,
     };
@@ -341,6 +366,7 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         error: 'DeployFailed',
         cause: `image build ${detail['build-id'] ?? buildId} succeeded but pushed no image for ${missing.join(', ')}`,
       };
+    await this.pinRebuilt(record);
     const images = Object.fromEntries(Object.entries(built).map(([app, f]) => [app, f.image]));
     const builtFrom = Object.fromEntries(
       Object.entries(built).map(([app, f]) => [app, record.sha ?? f.commit]),
@@ -352,6 +378,59 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         builds: buildResults(builtFrom, record.reusedFrom ?? {}, record.sha ?? 'unknown'),
       },
     };
+  }
+
+  /** Keep a forced build's tags as the environment's images of their identities (`RebuiltPin`). */
+  private async pinRebuilt(record: BuildRecord): Promise<void> {
+    const expiresAt = Math.floor(Date.now() / 1000) + LOG_POINTER_TTL_SECONDS;
+    await Promise.all(
+      Object.entries(record.forcedOf ?? {}).map(([app, identityTag]) =>
+        ddb().send(
+          new PutCommand({
+            TableName: table('builds'),
+            Item: {
+              buildId: keys.builds.rebuilt(record.orgId, record.envKey, app),
+              identityTag,
+              tag: record.tags[app]!,
+              expiresAt,
+            } satisfies RebuiltPin,
+          }),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * `existing`, but an app this environment rebuilt at the same identity takes its rebuilt image (when
+   * ECR still has it; else the identity's, as any environment).
+   */
+  private async existingFor(
+    target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+    tags: Record<string, string>,
+  ): Promise<Record<string, { image: string; commit: string }>> {
+    const pins = await Promise.all(
+      Object.entries(tags).map(async ([app, tag]) => {
+        const { Item } = await ddb().send(
+          new GetCommand({
+            TableName: table('builds'),
+            Key: { buildId: keys.builds.rebuilt(target.orgId, target.envKey, app) },
+          }),
+        );
+        const pin = Item as RebuiltPin | undefined;
+        return pin?.identityTag === tag ? ([app, pin.tag] as const) : undefined;
+      }),
+    );
+    const rebuilt = Object.fromEntries(pins.filter((p) => p !== undefined));
+    const found = await this.existing({
+      ...tags,
+      ...Object.fromEntries(Object.entries(rebuilt).map(([app, tag]) => [`${app}\u0000rebuilt`, tag])),
+    });
+    const out: Record<string, { image: string; commit: string }> = {};
+    for (const app of Object.keys(tags)) {
+      const image = found[`${app}\u0000rebuilt`] ?? found[app];
+      if (image) out[app] = image;
+    }
+    return out;
   }
 
   /** A client this instance was given (each handler's getter gives only those its calls use). */
