@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
-import { imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
+import { imageBuildScripts, imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
 import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
@@ -203,7 +203,12 @@ describe('an app is built once per identity, whatever the commit or pull request
 
 describe('the buildspec', () => {
   test('builds with BuildKit and a registry layer cache in the image repository', () => {
-    const script = JSON.stringify(imageBuildSpec());
+    // The buildspec carries the scripts base64; they are what the build runs.
+    const spec = imageBuildSpec() as { env: { variables: Record<string, string> } };
+    expect(Buffer.from(spec.env.variables.PREVIEW_BUILD_SCRIPT!, 'base64').toString('utf8')).toBe(
+      `${imageBuildScripts().build}\n`,
+    );
+    const script = JSON.stringify(imageBuildScripts().build);
     expect(script).toContain('docker buildx build');
     expect(script).toContain('--cache-from \\"type=registry,ref=$cache\\"');
     expect(script).toContain(
