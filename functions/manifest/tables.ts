@@ -223,6 +223,8 @@ export const keys = {
   builds: {
     /** Where an app's latest image build logged (CloudWatch Logs group and stream), per environment. */
     latestLog: (orgId: string, envKey: string, app: string) => `log#${orgId}#${envKey}#${app}`,
+    /** The image an environment's rebuild of an app pushed (its forced tag), kept for its later deploys. */
+    rebuilt: (orgId: string, envKey: string, app: string) => `rebuilt#${orgId}#${envKey}#${app}`,
   },
   deliveries: {
     /** A GitHub webhook delivery (its `X-GitHub-Delivery` GUID). */

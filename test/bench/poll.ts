@@ -27,12 +27,16 @@
  * each event-loop turn in one write: `batchedSink`) to /dev/null, so their cost is measured without
  * flooding this output.
  *
- * `BENCH_POLL_ONLY=<bare|bareQuery|poll|secrets|runs>` runs that one load for BENCH_POLL_SECONDS and exits
+ * `BENCH_POLL_ONLY=<bare|bareQuery|poll|secrets|runs|pollOff|secretsOff|runsOff>` runs that one load for BENCH_POLL_SECONDS and exits
  * without figures: a profiler's view of one path.
  *
- * Targets: status poll ≥ 0.75× and secrets listing ≥ 0.6× of the bare GetItem server, GET /run
- * ≥ 0.8× of the bare page server (a page of 21 items is not held to one GetItem: GET /run against the
- * bare GetItem server is printed for context, not counted). Exit 1 when one is missed.
+ * Each route is measured twice per round: with the fair share's request limiter on (the limit of
+ * test/support/env.ts, far above this load: every request is counted, none refused) and off (`…Off`,
+ * the limit set to 0 for that measurement), so what the limiter costs is in the same run.
+ *
+ * Targets, limiter on: status poll ≥ 0.75×, secrets listing ≥ 0.6× and GET /run ≥ 0.4× of the bare
+ * GetItem server, and GET /run ≥ 0.8× of the bare page server; the limiter-off figures are printed
+ * beside them, not counted. Exit 1 when one is missed.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
@@ -46,6 +50,7 @@ import type { Environment } from '../../functions/core/environments/lifecycle.js
 import type { RunItem } from '../../functions/core/runs/store.js';
 import { keys } from '../../functions/manifest/tables.js';
 import { ddb, table } from '../../functions/shared/aws/dynamo.js';
+import { config } from '../../functions/shared/config.js';
 import { batchedSink, setLogSink } from '../../functions/shared/log.js';
 import { type LocalService, startLocal } from '../../lib/local/server.js';
 import { bearer, call, client } from '../support/api.js';
@@ -56,6 +61,7 @@ const ROUNDS = Number(process.env.BENCH_POLL_ROUNDS ?? 5);
 const CONNECTIONS = 10;
 const AUTOCANNON = resolve(new URL('../../node_modules/autocannon/autocannon.js', import.meta.url).pathname);
 
+type Route = 'poll' | 'secrets' | 'runs';
 interface Load {
   url: string;
   headers: Record<string, string>;
@@ -221,13 +227,24 @@ try {
   await new Promise<void>((ok) => bareQuery!.listen(0, '127.0.0.1', ok));
   const bareQueryUrl = `http://127.0.0.1:${(bareQuery.address() as AddressInfo).port}/`;
 
-  const loads: Record<'bare' | 'poll' | 'secrets' | 'runs' | 'bareQuery', Load> = {
-    bare: { url: bareUrl, headers: {} },
-    bareQuery: { url: bareQueryUrl, headers: {} },
+  const routeLoads = {
     poll: { url: `${service.url}/v1/preview/environments/${repoFullName}/${prNumber}`, headers: bearer(org) },
     secrets: { url: `${service.url}${secretsPath}`, headers: bearer(org) },
     runs: { url: `${service.url}/run`, headers: client(org) },
   };
+  // Each route twice: with the fair share's request limiter on (its limit, test/support/env.ts, far above
+  // what this load reaches: it counts every request and refuses none) and off (limit 0, as `measure` sets
+  // it for the `…Off` loads), so the limiter's cost is measured in the same run.
+  const loads: Record<'bare' | 'bareQuery' | Route | `${Route}Off`, Load> = {
+    bare: { url: bareUrl, headers: {} },
+    bareQuery: { url: bareQueryUrl, headers: {} },
+    ...routeLoads,
+    pollOff: routeLoads.poll,
+    secretsOff: routeLoads.secrets,
+    runsOff: routeLoads.runs,
+  };
+  const limit = config().fairShare.requestsPerSecond;
+  if (limit <= 0) throw new Error('the request limiter is off: set PREVIEW_ORG_REQUESTS_PER_SECOND');
   // Each answers 200 with a real body before it is measured.
   for (const [name, load] of Object.entries(loads)) {
     const res = await fetch(load.url, { headers: load.headers });
@@ -243,6 +260,7 @@ try {
   const only = process.env.BENCH_POLL_ONLY as keyof typeof loads | undefined;
   if (only) {
     if (!loads[only]) throw new Error(`BENCH_POLL_ONLY: one of ${Object.keys(loads).join(', ')}`);
+    config().fairShare.requestsPerSecond = only.endsWith('Off') ? 0 : limit;
     await cannon(loads[only], 2); // warm-up, as below
     const s = await cannon(loads[only], SECONDS);
     console.log(`${only} ${s.rps.toFixed(0)} req/s  p50 ${s.p50} ms  ${s.cpuUs.toFixed(0)} µs CPU/request`);
@@ -250,21 +268,24 @@ try {
     console.log(`warm-up: 2 s each`);
     for (const load of Object.values(loads)) await cannon(load, 2);
 
-    type Route = Exclude<keyof typeof loads, 'bare' | 'bareQuery'>;
-    const routeNames: Route[] = ['poll', 'secrets', 'runs'];
-    const samples: Record<keyof typeof loads, Sample[]> = {
-      bare: [],
-      bareQuery: [],
-      poll: [],
-      secrets: [],
-      runs: [],
-    };
+    type Measured = Exclude<keyof typeof loads, 'bare' | 'bareQuery'>;
+    const routeNames: Measured[] = ['poll', 'pollOff', 'secrets', 'secretsOff', 'runs', 'runsOff'];
+    const samples = Object.fromEntries(Object.keys(loads).map((k) => [k, []])) as unknown as Record<
+      keyof typeof loads,
+      Sample[]
+    >;
     /** Per route, per round: its req/s and CPU per request over the mean of the bare runs either side. */
-    const ratios: Record<Route, { rps: number; cpu: number }[]> = { poll: [], secrets: [], runs: [] };
+    const ratios = Object.fromEntries(routeNames.map((k) => [k, []])) as unknown as Record<
+      Measured,
+      { rps: number; cpu: number }[]
+    >;
     /** Per round: GET /run against the bare page server, measured on either side of it. */
     const pageRatios: { rps: number; cpu: number }[] = [];
     const measure = async (round: number, name: keyof typeof loads) => {
-      const s = await cannon(loads[name], SECONDS);
+      config().fairShare.requestsPerSecond = name.endsWith('Off') ? 0 : limit;
+      const s = await cannon(loads[name], SECONDS).finally(() => {
+        config().fairShare.requestsPerSecond = limit;
+      });
       samples[name].push(s);
       console.log(
         `round ${round} ${name.padEnd(8)} ${s.rps.toFixed(0).padStart(6)} req/s  p50 ${s.p50} ms  ` +
@@ -277,6 +298,7 @@ try {
       let before = await measure(round, 'bare');
       for (const name of routeNames) {
         const query = name === 'runs' ? await measure(round, 'bareQuery') : undefined;
+        // (GET /run with the limiter off is held to the GetItem server only.)
         const s = await measure(round, name);
         const after = await measure(round, 'bare');
         ratios[name].push({
@@ -298,12 +320,16 @@ try {
     const p50 = (name: keyof typeof loads) => median(samples[name].map((s) => s.p50));
     const cpu = (name: keyof typeof loads) => median(samples[name].map((s) => s.cpuUs));
     const failures = (name: keyof typeof loads): number =>
-      samples[name].reduce((n, s) => n + s.non2xx + s.errors, 0) + (name === 'bare' ? 0 : failures('bare'));
-    // [route, label, target, counted]: GET /run is held to the bare page server below, not to one GetItem.
-    const figures: [Route, string, number, boolean][] = [
-      ['poll', 'status poll / bare GetItem server', 0.75, true],
-      ['secrets', 'secrets listing / bare GetItem server', 0.6, true],
-      ['runs', 'GET /run / bare GetItem server (informational)', 0.6, false],
+      (samples[name] ?? []).reduce((n, s) => n + s.non2xx + s.errors, 0) +
+      (name === 'bare' ? 0 : failures('bare'));
+    // [route, label, target, counted]: the limiter on is held to the targets; off, printed beside it.
+    const figures: [Measured, string, number, boolean][] = [
+      ['poll', 'status poll / bare GetItem server, limiter on', 0.75, true],
+      ['pollOff', 'status poll / bare GetItem server, limiter off (informational)', 0.75, false],
+      ['secrets', 'secrets listing / bare GetItem server, limiter on', 0.6, true],
+      ['secretsOff', 'secrets listing / bare GetItem server, limiter off (informational)', 0.6, false],
+      ['runs', 'GET /run / bare GetItem server, limiter on', 0.4, true],
+      ['runsOff', 'GET /run / bare GetItem server, limiter off (informational)', 0.4, false],
     ];
     let allOk = true;
     for (const [name, label, target, counted] of figures) {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
-import { imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
+import { imageBuildScripts, imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
 import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
@@ -180,12 +180,35 @@ describe('an app is built once per identity, whatever the commit or pull request
     const other = await deploy(6, again);
     expect(other.builds).toEqual([]);
     expect(imageOf(6, 'web')).toBe(shared);
-  }, 90_000);
+
+    // The rebuilding environment's own whole redeploy at the same head keeps its rebuilt image.
+    const whole = cloud.aws.builds.length;
+    const api = imageOf(1, 'api');
+    const redeploy = await call(cloud, 'PATCH', path(1), { headers: bearer(org) });
+    expect(redeploy.status).toBe(202);
+    const kept = await settle(1, whole);
+    expect(kept.status.status).toBe('ready');
+    expect(kept.builds).toEqual([]);
+    expect(imageOf(1, 'web')).toBe(rebuilt);
+    expect(imageOf(1, 'api')).toBe(api);
+    expect(kept.status.builds).toMatchObject({ web: { result: 'reused', commit: sha } });
+    // Another environment at the same identity, redeployed as a whole, keeps the first image.
+    const elsewhere = await call(cloud, 'PATCH', path(3), { headers: bearer(org) });
+    expect(elsewhere.status).toBe(202);
+    const third = await settle(3, cloud.aws.builds.length);
+    expect(third.builds).toEqual([]);
+    expect(imageOf(3, 'web')).toBe(shared);
+  }, 120_000);
 });
 
 describe('the buildspec', () => {
   test('builds with BuildKit and a registry layer cache in the image repository', () => {
-    const script = JSON.stringify(imageBuildSpec());
+    // The buildspec carries the scripts base64; they are what the build runs.
+    const spec = imageBuildSpec() as { env: { variables: Record<string, string> } };
+    expect(Buffer.from(spec.env.variables.PREVIEW_BUILD_SCRIPT!, 'base64').toString('utf8')).toBe(
+      `${imageBuildScripts().build}\n`,
+    );
+    const script = JSON.stringify(imageBuildScripts().build);
     expect(script).toContain('docker buildx build');
     expect(script).toContain('--cache-from \\"type=registry,ref=$cache\\"');
     expect(script).toContain(

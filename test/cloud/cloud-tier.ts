@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { RouteId } from '../../functions/manifest/routes.js';
+import { imageBuildSpec } from '../../lib/cdk/constructs/image-build-project.js';
 import { stepTimeouts } from '../../lib/cdk/workflow-definitions.js';
 import { ensureTables, startDynalite } from '../../lib/local/dynalite.js';
 import { compileRoutes, matchRoute, toProxyEvent } from '../../lib/local/http-bridge.js';
@@ -62,6 +63,8 @@ export async function startCloud(
   const aws = await new FakeAws(REPO_ROOT).start();
   // The image-build project logs to a group of its own (lib/cdk/constructs/image-build-project.ts), named to the functions.
   aws.projectLogGroups.set('preview-images', BUILD_LOG_GROUP);
+  // Its buildspec, the template's own: the fake echoes its commands as CodeBuild does.
+  aws.projectBuildSpecs.set('preview-images', imageBuildSpec() as never);
   let kube: FakeKubernetes | undefined;
   if (opts.kubernetes) {
     kube = await new FakeKubernetes({

@@ -180,5 +180,33 @@ describe('failures on the cluster', () => {
     expect(status.error).toMatch(/CrashLoopBackOff/);
     expect(status.error).toMatch(/Error: cannot connect/);
     expect(status.error).not.toContain('crash-secret-value');
+    expect(status.error).toContain('previewctl envs logs web --repo acme/shop --pr 2');
+
+    // The environment failed: its Deployments are deleted, and their pods with them (the fake removes a
+    // deleted Deployment's pods on its next tick) ...
+    const deadline = Date.now() + 10_000;
+    while (
+      kube.get('deployments', ns(2), 'web') ||
+      kube.list('pods', ns(2)).some((p) => p.metadata.labels?.app === 'web')
+    ) {
+      if (Date.now() > deadline) throw new Error('the Deployment and pods of web were not removed');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // ... but the log the error points to still answers: the crashed app's last output, masked.
+    const log = await call(cloud, 'GET', `${path(2)}/apps/web/logs`, { headers: auth() });
+    expect(log.status).toBe(200);
+    expect(log.text).toMatch(
+      /^--- the app's output kept when the environment failed \([^)]+\); no pod of it runs now ---\n--- pod web-[\w-]+ \(.*\) ---\nbooting\nconnecting with \[secret\]\nError: cannot connect\n$/,
+    );
+    expect(log.text).not.toContain('crash-secret-value');
+    const tail = await call(cloud, 'GET', `${path(2)}/apps/web/logs?tail=1`, { headers: auth() });
+    expect(tail.text).toBe('Error: cannot connect\n');
+    // Another organization reads nothing of it.
+    const { createOrganization } = await import('../../functions/core/applications/applications.js');
+    const foreign = await call(cloud, 'GET', `${path(2)}/apps/web/logs`, {
+      headers: bearer(await createOrganization('stranger')),
+    });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toEqual({ error: 'environment not found' });
   }, 60_000);
 });

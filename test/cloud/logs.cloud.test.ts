@@ -65,44 +65,64 @@ async function finishBuild(count: number, outcome: 'SUCCEEDED' | 'FAILED', lines
   return build;
 }
 
-/** What CodeBuild logged for a Docker build whose `RUN node build.js` required a missing file. */
-const FAILED_BUILD_LOG = [
-  '[Container] 2026/11/22 14:00:00.000000 Running command docker build -t web .',
-  'Step 3/4 : RUN node build.js',
-  'node:internal/modules/cjs/loader:1228',
-  '  throw err;',
-  '  ^',
-  "Error: Cannot find module './missing-config.json'",
-  'Require stack:',
-  '- /app/build.js',
-  '    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)',
-  "  code: 'MODULE_NOT_FOUND',",
-  "  requireStack: [ '/app/build.js' ]",
-  '}',
-  'Node.js v20.20.2',
-  "The command '/bin/sh -c node build.js' returned a non-zero code: 1",
-  'PREVIEW-BUILD-FAILED app=web: docker build exited 1',
+/**
+ * What the build script printed for an app whose Dockerfile's `RUN node build.js` required a missing file
+ * (BuildKit's plain progress, then the script's verdict); the fake CodeBuild echoes the template's own
+ * buildspec commands around it, as CodeBuild does.
+ */
+const BUILD_OUTPUT = [
+  'PREVIEW-BUILD app=web: building ./Dockerfile as 000000000000.dkr.ecr.eu-west-1.amazonaws.com/preview-apps:x',
+  '#0 building with "preview" instance using docker-container driver',
+  '#6 [3/4] RUN node build.js',
+  '#6 0.412 node:internal/modules/cjs/loader:1228',
+  '#6 0.412   throw err;',
+  "#6 0.413 Error: Cannot find module './missing-config.json'",
+  '#6 0.413 Require stack:',
+  '#6 0.413 - /app/build.js',
+  '#6 0.415 Node.js v20.20.2',
+  '#6 ERROR: process "/bin/sh -c node build.js" did not complete successfully: exit code: 1',
+  '------',
+  ' > [3/4] RUN node build.js:',
+  '------',
+  'Dockerfile:3',
+  '--------------------',
+  '   3 | >>> RUN node build.js',
+  '--------------------',
+  'ERROR: failed to solve: process "/bin/sh -c node build.js" did not complete successfully: exit code: 1',
+  'PREVIEW-BUILD-FAILED app=web: docker buildx build of ./Dockerfile failed: process "/bin/sh -c node build.js" did not complete successfully: exit code: 1',
 ];
 
 describe('logs in AWS mode', () => {
-  test("a failed build: the error leads with its log's cause; the build log is served from CloudWatch", async () => {
+  test("a failed build: the error names the app, the failing command and the build's own output", async () => {
     await deploy(1);
-    const build = await finishBuild(1, 'FAILED', FAILED_BUILD_LOG);
+    const build = await finishBuild(1, 'FAILED', BUILD_OUTPUT);
     const status = await pollUntil(cloud, org, path(1), settled);
     expect(status).toMatchObject({ status: 'failed', phase: 'building-images' });
     expect(status.error).toMatch(
-      /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web: app web: docker build exited 1\); full log: previewctl envs logs web --repo acme\/shop --pr 1 --source build, or CloudWatch Logs /,
+      /^#6 0\.413 Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web: app web: docker buildx build of \.\/Dockerfile failed: process "\/bin\/sh -c node build\.js" did not complete successfully: exit code: 1\); last output: /,
+    );
+    expect(status.error).toContain(
+      '| ERROR: failed to solve: process "/bin/sh -c node build.js" did not complete successfully: exit code: 1; full log: previewctl envs logs web --repo acme/shop --pr 1 --source build, or CloudWatch Logs ',
     );
     expect(status.error).toContain(build.logs.streamName);
+    // Nothing of the buildspec's script text: CodeBuild echoed one short command per line.
+    for (const script of ['is not set', 'set -euo', 'jq ', 'PREVIEW_BUILD_SCRIPT', 'Running command'])
+      expect(status.error).not.toContain(script);
 
     const log = await call(cloud, 'GET', `${path(1)}/apps/web/logs?source=build`, { headers: auth() });
     expect(log.status).toBe(200);
     expect(log.headers.get('content-type')).toBe('text/plain; charset=utf-8');
-    expect(log.text).toBe(`${FAILED_BUILD_LOG.join('\n')}\n`);
+    expect(log.text).toContain(`${BUILD_OUTPUT.join('\n')}\n`);
+    expect(log.text).toMatch(/Running command bash "\$PREVIEW_WORK_DIR\/build\.sh"\n/);
+    expect(log.text).toMatch(
+      /Phase context status code: COMMAND_EXECUTION_ERROR Message: Error while executing command: bash "\$PREVIEW_WORK_DIR\/build\.sh"\. Reason: exit status 1\n$/,
+    );
+    for (const script of ['set -euo pipefail', 'jq -r', 'docker buildx create'])
+      expect(log.text).not.toContain(script);
     const tail = await call(cloud, 'GET', `${path(1)}/apps/web/logs?source=build&tail=2`, {
       headers: auth(),
     });
-    expect(tail.text).toBe(`${FAILED_BUILD_LOG.slice(-2).join('\n')}\n`);
+    expect(tail.text).toMatch(/Phase complete: BUILD State: FAILED\n.*Phase context status code: /);
     // Nothing ran: no pods, so no app log.
     const app = await call(cloud, 'GET', `${path(1)}/apps/web/logs`, { headers: auth() });
     expect(app.status).toBe(404);
@@ -136,7 +156,7 @@ describe('logs in AWS mode', () => {
     for (const form of [SECRET, JSON.stringify(SECRET).slice(1, -1), Buffer.from(SECRET).toString('base64')])
       expect(log.text).not.toContain(form);
     const build = await call(cloud, 'GET', `${path(2)}/apps/web/logs?source=build`, { headers: auth() });
-    expect(build.text).toBe('Successfully built\n');
+    expect(build.text).toMatch(/Running command bash "\$PREVIEW_WORK_DIR\/build\.sh"\nSuccessfully built\n/);
 
     // Another organization: the same 404 as for no environment; bad input: a JSON 400.
     const tenancy = await import('../../functions/core/applications/applications.js');

@@ -378,6 +378,15 @@ describe('image build project', () => {
     expect(env.IMAGE_BUILD_LOG_GROUP).toEqual({ Ref: buildLogsId });
   });
 
+  test('each phase runs a script file: CodeBuild echoes one short line per command, never a script', () => {
+    for (const phase of Object.values(buildSpec.phases) as { commands: string[] }[])
+      for (const command of phase.commands) {
+        expect(command).not.toContain('\n');
+        expect(command.length).toBeLessThan(200);
+      }
+    expect(buildSpec.phases.build.commands).toEqual(['bash "$PREVIEW_WORK_DIR/build.sh"']);
+  });
+
   describe('buildspec (run with bash, aws and docker stubbed)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'buildspec-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -412,7 +421,12 @@ describe('image build project', () => {
       [
         'if [ "$1" = login ]; then cat >/dev/null; fi',
         // biome-ignore lint/suspicious/noTemplateCurlyInString: bash parameter expansion
-        'if [ "$1 $2" = "buildx build" ] && [ -n "${FAIL_ON:-}" ] && [[ "$*" == *"$FAIL_ON"* ]]; then echo "step 3/5 failed"; exit 1; fi',
+        'if [ "$1 $2" = "buildx build" ] && [ -n "${FAIL_ON:-}" ] && [[ "$*" == *"$FAIL_ON"* ]]; then',
+        '  echo "#6 [3/3] RUN npm ci"; echo "#6 1.20 npm error code E404"',
+        '  echo \'#6 ERROR: process "/bin/sh -c npm ci" did not complete successfully: exit code: 1\'',
+        '  echo \'ERROR: failed to solve: process "/bin/sh -c npm ci" did not complete successfully: exit code: 1\'',
+        '  exit 1',
+        'fi',
       ].join('\n'),
     );
     const uri = '123456789012.dkr.ecr.eu-west-1.amazonaws.com/preview-images';
@@ -421,15 +435,15 @@ describe('image build project', () => {
     function run(builds: unknown, extra: Record<string, string> = {}, run = 'r') {
       const calls = join(dir, `${run}.calls`);
       writeFileSync(calls, '');
-      const sourceDir = join(dir, `${run}-source`);
       let stdout = '';
       for (const phase of ['pre_build', 'build']) {
         const script = (buildSpec.phases[phase].commands as string[]).join('\n');
-        const result = spawnSync('bash', ['-c', script.replaceAll('/tmp/preview-source', sourceDir)], {
+        const result = spawnSync('bash', ['-c', script], {
           encoding: 'utf8',
           env: {
             PATH: `${bin}:${process.env.PATH}`,
             ...buildSpec.env.variables,
+            PREVIEW_WORK_DIR: join(dir, `${run}-work`),
             AWS_REGION: 'eu-west-1',
             SOURCE_BUCKET: 'artifacts-bucket',
             SOURCE_KEY: 'sources/org_1/owner/repo/abc123.tar.gz',
@@ -515,8 +529,10 @@ describe('image build project', () => {
       expect(result.status).not.toBe(0);
       expect(result.phase).toBe('build');
       expect(result.stdout.trim().split('\n').at(-1)).toBe(
-        'PREVIEW-BUILD-FAILED app=api: docker buildx build of api/docker/Dockerfile.dev, or its push, failed (its output is above)',
+        'PREVIEW-BUILD-FAILED app=api: docker buildx build of api/docker/Dockerfile.dev failed: process "/bin/sh -c npm ci" did not complete successfully: exit code: 1',
       );
+      // Its output reached the log as it came, before the verdict.
+      expect(result.stdout).toContain('#6 1.20 npm error code E404\n');
       expect(result.calls.filter((c) => c.startsWith('docker buildx build'))).toEqual([
         buildx('web/Dockerfile', 'aaaa-abc123', 'buildcache-aaaa', 'web'),
         expect.stringContaining('api/docker/Dockerfile.dev'),

@@ -44,14 +44,34 @@ beforeEach(() => {
 const refused = () =>
   new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
 
+/** The window's counter as DynamoDB keeps it: the conditional ADD refused past `budget`. */
+function modelCounter(budget: number) {
+  let taken = 0;
+  dynamo.on(UpdateCommand).callsFake((input: { ExpressionAttributeValues: Record<string, number> }) => {
+    const n = input.ExpressionAttributeValues[':n']!;
+    if (taken > input.ExpressionAttributeValues[':room']! || taken + n > budget) throw refused();
+    taken += n;
+    return {};
+  });
+  return { taken: () => taken };
+}
+/** Let the leases taken ahead (promises on the mock) settle. */
+const settle = () => new Promise((r) => setImmediate(r));
+
 describe('takeRequest', () => {
-  test(`leases grow 1, 2, 4 … ${MAX_LEASE}: 100 requests of one organization make 10 writes`, async () => {
-    dynamo.on(UpdateCommand).resolves({});
+  test(`leases grow 1, 2, 4 … ${MAX_LEASE}, taken ahead: 100 requests make at most 13 writes`, async () => {
+    const counter = modelCounter(300);
     for (let i = 0; i < 100; i++) await takeRequest('org1', T0 + i);
+    await settle();
     const leases = dynamo
       .commandCalls(UpdateCommand)
-      .map((c) => c.args[0].input.ExpressionAttributeValues![':n']);
-    expect(leases).toEqual([1, 2, 4, 8, 16, 16, 16, 16, 16, 16]);
+      .map((c) => c.args[0].input.ExpressionAttributeValues![':n'] as number);
+    expect(leases.slice(0, 3)).toEqual([1, 2, 4]);
+    expect(Math.max(...leases)).toBeLessThanOrEqual(MAX_LEASE);
+    expect(leases.length).toBeLessThanOrEqual(13);
+    // Every request had a token; the container holds fewer than MAX_LEASE unused ones.
+    expect(counter.taken()).toBeGreaterThanOrEqual(100);
+    expect(counter.taken() - 100).toBeLessThan(MAX_LEASE);
     const first = dynamo.commandCalls(UpdateCommand)[0]!.args[0].input;
     expect(first).toMatchObject({
       TableName: 't-quotas',
@@ -62,33 +82,76 @@ describe('takeRequest', () => {
     });
   });
 
+  test('a request with budget left never waits for a write: the next lease is taken ahead', async () => {
+    modelCounter(300);
+    for (let i = 0; i < 3; i++) await takeRequest('org1', T0);
+    await settle();
+    // From now on every write hangs until released: requests with tokens left must still go through.
+    const pending: (() => void)[] = [];
+    let writes = 0;
+    dynamo.on(UpdateCommand).callsFake(() => {
+      writes++;
+      return new Promise((ok) => pending.push(() => ok({})));
+    });
+    let admitted = 0;
+    const waiting: Promise<void>[] = [];
+    for (let i = 0; i < 20; i++)
+      waiting.push(
+        takeRequest('org1', T0).then(() => {
+          admitted++;
+        }),
+      );
+    await settle();
+    // The tokens on hand were admitted at once; one lease is in flight for the rest, not one per request.
+    expect(admitted).toBeGreaterThan(0);
+    expect(admitted).toBeLessThan(20);
+    expect(writes).toBe(1);
+    while (pending.length) {
+      pending.shift()!();
+      await settle();
+    }
+    await Promise.all(waiting);
+    expect(admitted).toBe(20);
+  });
+
   test('a new window starts again at a lease of 1, on its own counter', async () => {
     dynamo.on(UpdateCommand).resolves({});
     for (let i = 0; i < 3; i++) await takeRequest('org1', T0 + i);
     await takeRequest('org1', T0 + WINDOW_SECONDS * 1000);
     const calls = dynamo.commandCalls(UpdateCommand).map((c) => c.args[0].input);
-    expect(calls.map((c) => c.ExpressionAttributeValues![':n'])).toEqual([1, 2, 1]);
-    expect(calls[2]!.Key).toEqual({ pk: `RATE#org1#${T0 / 1000 + WINDOW_SECONDS}` });
+    // 4: taken ahead once the window needed a second lease; the new window's first lease is 1 again.
+    expect(calls.map((c) => c.ExpressionAttributeValues![':n'])).toEqual([1, 2, 4, 1]);
+    expect(calls[3]!.Key).toEqual({ pk: `RATE#org1#${T0 / 1000 + WINDOW_SECONDS}` });
   });
 
   test('when a lease would pass the budget, one token is tried; when none is left, 429 with the seconds to the next window', async () => {
-    dynamo.on(UpdateCommand).resolves({});
-    for (let i = 0; i < 3; i++) await takeRequest('org1', T0);
-    // The counter is now near the budget: a lease of 4 fails its condition, a lease of 1 goes through.
-    dynamo.on(UpdateCommand, { ExpressionAttributeValues: { ':n': 4 } }).rejects(refused());
-    await takeRequest('org1', T0);
-    // Then nothing is left.
-    dynamo.on(UpdateCommand).rejects(refused());
-    await expect(takeRequest('org1', T0 + 2_500)).rejects.toMatchObject({
-      statusCode: 429,
-      retryAfterSeconds: 8,
-      message:
-        'too many requests: this organization may make 300 requests per 10 seconds (30/s); retry after 8 s; ' +
-        "the deploy's context key orgRequestsPerSecond raises this limit (cdk deploy -c orgRequestsPerSecond=N; 0 turns it off)",
-    });
-    expect(
-      dynamo.commandCalls(UpdateCommand).map((c) => c.args[0].input.ExpressionAttributeValues![':n']),
-    ).toEqual([1, 2, 4, 1, 8, 1]);
+    const counter = modelCounter(300);
+    let admitted = 0;
+    let refused429 = 0;
+    for (let i = 0; i < 400; i++) {
+      try {
+        await takeRequest('org1', T0 + 2_500);
+        admitted++;
+      } catch (err) {
+        expect(err).toMatchObject({
+          statusCode: 429,
+          retryAfterSeconds: 8,
+          message:
+            'too many requests: this organization may make 300 requests per 10 seconds (30/s); retry after 8 s; ' +
+            "the deploy's context key orgRequestsPerSecond raises this limit (cdk deploy -c orgRequestsPerSecond=N; 0 turns it off)",
+        });
+        refused429++;
+      }
+      await settle();
+    }
+    // Never past the budget; everything leased was used (one container: the lease ahead shrinks to fit).
+    expect(counter.taken()).toBe(300);
+    expect(admitted).toBe(300);
+    expect(refused429).toBe(100);
+    const leases = dynamo
+      .commandCalls(UpdateCommand)
+      .map((c) => c.args[0].input.ExpressionAttributeValues![':n'] as number);
+    expect(leases).toContain(1);
   });
 
   test('organizations have their own counters', async () => {

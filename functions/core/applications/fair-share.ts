@@ -14,9 +14,12 @@ import { log } from '../../shared/log.js';
  *   container does not write once per request: it leases tokens from the window's counter, 1 at first and
  *   then twice as many each time it runs out (up to MAX_LEASE), with one conditional ADD that never takes
  *   the counter past the window's budget. A quiet organization costs a write per request; a busy one a
- *   write per 16 requests per container. What a container leased and did not use when the window ends
- *   is lost (at most MAX_LEASE − 1 per container and window), so a burst spread over many containers
- *   gets somewhat less than the budget, never more. A fixed window admits up to twice the budget across
+ *   write per dozen requests per container, off the request path: once a window has needed a third
+ *   lease, the next one is taken ahead, in the background, when PREFETCH_AT tokens or fewer are left,
+ *   so a request with budget left never waits for a write (only one that finds none left waits, for the
+ *   lease in flight or its own). A container never holds more than MAX_LEASE − 1 unused tokens: what it
+ *   leased and did not use when the window ends is lost (at most MAX_LEASE − 1 per container and
+ *   window), so a burst spread over many containers gets somewhat less than the budget, never more. A fixed window admits up to twice the budget across
  *   a window boundary; that is the price of one write for many requests.
  * - Deploys in flight (`PREVIEW_ORG_CONCURRENT_DEPLOYS`, default 20): environments pending, building or
  *   deploying, counted when a caller asks for one more (a redeploy of an environment already in flight
@@ -35,6 +38,8 @@ import { log } from '../../shared/log.js';
 export const WINDOW_SECONDS = 10;
 /** Most tokens a container leases at once. */
 export const MAX_LEASE = 16;
+/** A lease is taken ahead, off the request path, when this many tokens or fewer are left. */
+export const PREFETCH_AT = MAX_LEASE / 4;
 /** Retry-After of a concurrency limit: the time a deploy or run typically takes to settle. */
 const SLOT_RETRY_SECONDS = 30;
 /** Leases kept per container (organizations), oldest dropped first. */
@@ -44,6 +49,8 @@ interface Lease {
   window: number;
   left: number;
   next: number;
+  /** The lease being taken ahead (`leaseAhead`), while it is in flight. */
+  ahead?: Promise<void>;
 }
 const leases = new Map<string, Lease>();
 
@@ -102,8 +109,10 @@ export async function takeRequest(orgId: string, nowMs = Date.now()): Promise<vo
     lease = { window, left: 0, next: 1 };
     leases.set(orgId, lease);
   }
+  if (lease.left === 0 && lease.ahead) await lease.ahead;
   if (lease.left > 0) {
     lease.left--;
+    leaseAhead(orgId, lease, budget);
     return;
   }
   const want = Math.min(lease.next, MAX_LEASE, budget);
@@ -122,8 +131,35 @@ export async function takeRequest(orgId: string, nowMs = Date.now()): Promise<vo
       retry,
     );
   }
-  lease.left = got - 1;
+  // Concurrent requests may have waited on the same empty lease: each adds what it got.
+  lease.left += got - 1;
   lease.next = Math.min(MAX_LEASE, lease.next * 2);
+  leaseAhead(orgId, lease, budget);
+}
+
+/**
+ * Take the window's next lease in the background when few tokens are left (`PREFETCH_AT`), the window has
+ * needed a third lease (a busy organization: a quiet one is not leased ahead) and none is in flight; never
+ * more than keeps the container's unused tokens under MAX_LEASE. A lease refused (the budget is nearly
+ * spent) or failing adds nothing: the request that finds no token left leases for itself, one token at
+ * the end, or fails open.
+ */
+function leaseAhead(orgId: string, lease: Lease, budget: number): void {
+  if (lease.ahead || lease.left > PREFETCH_AT || lease.next <= 2) return;
+  const want = Math.min(lease.next, MAX_LEASE - 1 - lease.left, budget);
+  if (want <= 0) return;
+  lease.ahead = leaseTokens(orgId, lease.window, want, budget)
+    .then(
+      (ok) => {
+        if (!ok) return;
+        lease.left += want;
+        lease.next = Math.min(MAX_LEASE, lease.next * 2);
+      },
+      (err) => log.warn('request limiter: a lease taken ahead failed', { orgId, error: (err as Error).name }),
+    )
+    .finally(() => {
+      lease.ahead = undefined;
+    });
 }
 
 /** Add `n` to the window's counter unless that takes it past `budget`; false when it would. */

@@ -56,8 +56,14 @@ export const imageBuildEnv = {
   builds: 'BUILDS',
 } as const;
 
-/** Where the build unpacks the source archive. */
-const sourceDir = '/tmp/preview-source';
+/** The build's work directory (a buildspec variable): its scripts, and the source archive unpacked. */
+const workDir = '/tmp/preview';
+/** Buildspec variables: the work directory, and each phase's script, base64 (no `$` for anyone to expand). */
+export const imageBuildScriptEnv = {
+  workDir: 'PREVIEW_WORK_DIR',
+  fetch: 'PREVIEW_FETCH_SCRIPT',
+  build: 'PREVIEW_BUILD_SCRIPT',
+} as const;
 
 /** The BuildKit builder the buildspec creates (`docker buildx create`, docker-container driver). */
 const builderName = 'preview';
@@ -67,14 +73,53 @@ const builderName = 'preview';
  * then build and push each entry of $BUILDS in order with `docker buildx build`: its build arguments, the
  * commit as the manifest's revision annotation, and the app's layer cache in the image repository
  * (`--cache-from`/`--cache-to type=registry,…,mode=max`: every layer, intermediate stages too, so a
- * changed app rebuilds only the layers its change touches). Every line the build writes about an app starts with `PREVIEW-BUILD`, and a
- * failure is one `PREVIEW-BUILD-FAILED app=<app>: <why>` line, the build's last, so a log tail names the
- * app. Each script runs in a subshell with `set -euo pipefail`, leaving CodeBuild's own shell alone.
+ * changed app rebuilds only the layers its change touches). Every line the build writes about an app
+ * starts with `PREVIEW-BUILD`, and a failure is one `PREVIEW-BUILD-FAILED app=<app>: <why>` line, the
+ * build's last, so a log tail names the app; a failed `docker buildx build` names BuildKit's own verdict
+ * (`process "/bin/sh -c npm ci" did not complete successfully: exit code: 1`), the failing command.
+ *
+ * Each phase runs a script file (`fetch.sh`, `build.sh`, written from base64 buildspec variables), so the
+ * command CodeBuild echoes in `Running command`, `Command did not exit successfully` and `Phase context …
+ * Error while executing command` is one short line (`bash "$PREVIEW_WORK_DIR/build.sh"`), never the
+ * script's text: the log is the build's own output. Each script runs with `set -euo pipefail` in its own
+ * bash, leaving CodeBuild's shell alone.
  */
 export function imageBuildSpec(): Record<string, unknown> {
+  const { workDir: dirVar, fetch: fetchVar, build: buildVar } = imageBuildScriptEnv;
+  const scripts = imageBuildScripts();
+  const b64 = (script: string) => Buffer.from(`${script}\n`).toString('base64');
+  return {
+    version: '0.2',
+    env: {
+      shell: 'bash',
+      variables: {
+        DOCKER_BUILDKIT: '1',
+        BUILDKIT_PROGRESS: 'plain',
+        // One image manifest per push, no attestation index whose untagged children the lifecycle expires.
+        BUILDX_NO_DEFAULT_ATTESTATIONS: '1',
+        [dirVar]: workDir,
+        [fetchVar]: b64(scripts.fetch),
+        [buildVar]: b64(scripts.build),
+      },
+    },
+    phases: {
+      pre_build: {
+        commands: [
+          `mkdir -p "$${dirVar}" && base64 -d <<<"$${fetchVar}" >"$${dirVar}/fetch.sh" && base64 -d <<<"$${buildVar}" >"$${dirVar}/build.sh"`,
+          `bash "$${dirVar}/fetch.sh"`,
+        ],
+      },
+      build: { commands: [`bash "$${dirVar}/build.sh"`] },
+    },
+  };
+}
+
+/** The scripts of the buildspec's phases (`imageBuildSpec`), as text. */
+export function imageBuildScripts(): { fetch: string; build: string } {
   const { bucket, key, repositoryUri, builds } = imageBuildEnv;
+  const sourceDir = `"$${imageBuildScriptEnv.workDir}/source"`;
   const fetch = [
-    '(',
+    '#!/usr/bin/env bash',
     'set -euo pipefail',
     `for name in ${bucket} ${key} ${repositoryUri} ${builds}; do`,
     // biome-ignore lint/suspicious/noTemplateCurlyInString: bash indirect expansion, not a JS placeholder
@@ -92,12 +137,12 @@ export function imageBuildSpec(): Record<string, unknown> {
     `aws ecr get-login-password --region "$AWS_REGION" | docker login --username AWS --password-stdin "\${${repositoryUri}%%/*}"`,
     // The docker driver cannot export a registry cache: a BuildKit container (it reads docker's login).
     `docker buildx create --name ${builderName} --driver docker-container --driver-opt image=${BUILDKIT_IMAGE} --use >/dev/null`,
-    ')',
   ];
   const build = [
-    '(',
+    '#!/usr/bin/env bash',
     'set -euo pipefail',
     `cd ${sourceDir}`,
+    `output="$${imageBuildScriptEnv.workDir}/buildx.log"`,
     `count=$(jq 'length' <<<"$${builds}")`,
     'for i in $(seq 0 $((count - 1))); do',
     `  entry=$(jq -c ".[$i]" <<<"$${builds}")`,
@@ -117,33 +162,19 @@ export function imageBuildSpec(): Record<string, unknown> {
     '    echo "PREVIEW-BUILD-FAILED app=$app: no Dockerfile at $context/$dockerfile"; exit 1',
     '  fi',
     '  echo "PREVIEW-BUILD app=$app: building $context/$dockerfile as $image"',
+    // Its output goes to the log as it comes, and to a file the failure line quotes BuildKit's verdict from.
     `  if ! docker buildx build --builder ${builderName} --progress plain -f "$context/$dockerfile" "\${args[@]}" \\`,
     `      --annotation "manifest:${REVISION_ANNOTATION}=$commit" --provenance=false \\`,
     `      --cache-from "${cacheFrom('$cache')}" \\`,
     `      --cache-to "${cacheTo('$cache')}" \\`,
-    '      --output "type=image,name=$image,push=true,oci-mediatypes=true" "$context"; then',
-    '    echo "PREVIEW-BUILD-FAILED app=$app: docker buildx build of $context/$dockerfile, or its push, failed (its output is above)"; exit 1',
+    '      --output "type=image,name=$image,push=true,oci-mediatypes=true" "$context" 2>&1 | tee "$output"; then',
+    `    why=$(sed -n 's/^\\(#[0-9]* \\)\\{0,1\\}ERROR: \\(failed to solve: \\)\\{0,1\\}//p' "$output" | tail -n 1)`,
+    `    echo "PREVIEW-BUILD-FAILED app=$app: docker buildx build of $context/$dockerfile failed: \${why:-its output is above}"; exit 1`,
     '  fi',
     '  echo "PREVIEW-BUILD app=$app: pushed $image"',
     'done',
-    ')',
   ];
-  return {
-    version: '0.2',
-    env: {
-      shell: 'bash',
-      variables: {
-        DOCKER_BUILDKIT: '1',
-        BUILDKIT_PROGRESS: 'plain',
-        // One image manifest per push, no attestation index whose untagged children the lifecycle expires.
-        BUILDX_NO_DEFAULT_ATTESTATIONS: '1',
-      },
-    },
-    phases: {
-      pre_build: { commands: [fetch.join('\n')] },
-      build: { commands: [build.join('\n')] },
-    },
-  };
+  return { fetch: fetch.join('\n'), build: build.join('\n') };
 }
 
 /** `--cache-from` of an app's build: its layer cache in the image repository. */

@@ -8,7 +8,10 @@
  * - Step Functions (JSON 1.0): StartExecution, SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat — the
  *   state machines are the project's ASL files run in-process by the local ASL runner (LocalWorkflows),
  *   whose tasks invoke the real step handlers, as Lambda would.
- * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event).
+ * - CodeBuild (JSON 1.1): StartBuild (recorded; `finishBuild` plays the build and its terminal event). A
+ *   project's buildspec (`projectBuildSpecs`) is echoed as CodeBuild echoes it: `Running command <command>`
+ *   verbatim, every line of it, then on failure `Command did not exit successfully`, the phase's end and its
+ *   `Phase context … Error while executing command: <command>` (the failing command: the build phase's last).
  * - ECR (JSON 1.1): BatchGetImage (images "pushed" by `finishBuild` or `pushImage`; the manifest carries
  *   the annotations the buildspec's `--annotation manifest:…` would give it: the entry's `commit`).
  * - CloudWatch Logs (JSON 1.1): GetLogEvents (the lines a build "logged": `logBuild` while it runs,
@@ -190,6 +193,42 @@ export class FakeAws {
    */
   readonly projectLogGroups = new Map<string, string>();
 
+  /** A project's buildspec (`{ phases: { <phase>: { commands } } }`), echoed by `finishBuild` as CodeBuild does. */
+  readonly projectBuildSpecs = new Map<string, { phases: Record<string, { commands?: string[] }> }>();
+
+  /**
+   * What CodeBuild logs of a build around its commands' own output (`output`, printed by the failing
+   * command, or by the build phase's last on success): each command echoed verbatim, every line of it.
+   */
+  private echoed(build: StartedBuild, status: StartedBuild['status'], output: string[]): string[] {
+    const spec = this.projectBuildSpecs.get(build.projectName);
+    if (!spec) return output;
+    const at = () => `[Container] ${new Date().toISOString().replace('T', ' ').replace('Z', '')}`;
+    const lines: string[] = [];
+    const phases = ['install', 'pre_build', 'build', 'post_build'].filter((p) => spec.phases[p]);
+    for (const phase of phases) {
+      const name = phase.toUpperCase();
+      lines.push(`${at()} Entering phase ${name}`);
+      const commands = spec.phases[phase]!.commands ?? [];
+      for (const [i, command] of commands.entries()) {
+        lines.push(...`${at()} Running command ${command}`.split('\n'));
+        if (phase !== 'build' || i !== commands.length - 1) continue;
+        lines.push(...output);
+        if (status === 'SUCCEEDED') continue;
+        lines.push(...`${at()} Command did not exit successfully ${command} exit status 1`.split('\n'));
+        lines.push(`${at()} Phase complete: ${name} State: FAILED`);
+        lines.push(
+          ...`${at()} Phase context status code: COMMAND_EXECUTION_ERROR Message: Error while executing command: ${command}. Reason: exit status 1`.split(
+            '\n',
+          ),
+        );
+        return lines;
+      }
+      lines.push(`${at()} Phase complete: ${name} State: SUCCEEDED`);
+    }
+    return lines;
+  }
+
   /** Lines a running build logs, appended to its stream (readable before the build ends). */
   logBuild(id: string, logLines: string[]): void {
     const build = this.builds.find((b) => b.id === id);
@@ -206,7 +245,7 @@ export class FakeAws {
     const build = this.builds.find((b) => b.id === id);
     if (!build) throw new Error(`no build ${id}`);
     build.status = status;
-    this.logBuild(id, logLines);
+    this.logBuild(id, this.echoed(build, status, logLines));
     if (status === 'SUCCEEDED') {
       const repositoryName = build.env.IMAGE_REPOSITORY_URI!.split('/').slice(1).join('/');
       for (const b of JSON.parse(build.env.BUILDS ?? '[]') as { tag: string; commit?: string }[])

@@ -8,7 +8,7 @@
 export const BUILDKIT_IMAGE = 'moby/buildkit:v0.13.2';
 
 /** Bump when the buildspec changes what an image holds: every identity changes, nothing old is reused. */
-export const IMAGE_BUILDER_VERSION = `codebuild-buildx/1 ${BUILDKIT_IMAGE}`;
+export const IMAGE_BUILDER_VERSION = `codebuild-buildx/2 ${BUILDKIT_IMAGE}`;
 
 /**
  * The tag prefix of each app's layer cache in the image repository (`buildcache-<scope>`, one tag per

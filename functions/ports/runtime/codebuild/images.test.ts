@@ -433,9 +433,13 @@ describe('CodeBuildImages.onBuildFinished', () => {
     const rt = images();
     const ref = await started(rt, 'token-4');
     streams.set('/aws/codebuild/preview-images/build-1', [
+      '[Container] 2026/11/28 15:00:00.000000 Running command bash "$PREVIEW_WORK_DIR/build.sh"',
       'Step 3/4 : RUN node build.js',
       "Error: Cannot find module './missing-config.json'",
+      '------',
+      '   3 | >>> RUN node build.js',
       'PREVIEW-BUILD-FAILED app=api: docker build exited 1',
+      '[Container] 2026/11/28 15:00:01.000000 Phase context status code: COMMAND_EXECUTION_ERROR Message: Error while executing command: bash "$PREVIEW_WORK_DIR/build.sh". Reason: exit status 1',
     ]);
     expect(await rt.onBuildFinished(finished('FAILED', ref))).toBe('completed');
     expect(logs.calls()).toHaveLength(1);
@@ -454,7 +458,7 @@ describe('CodeBuildImages.onBuildFinished', () => {
           ok: false,
           error: 'DeployFailed',
           cause: expect.stringMatching(
-            /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web, api: app api: docker build exited 1\); full log: .*, or CloudWatch Logs \/aws\/codebuild\/preview-images \/ build-1$/,
+            /^Error: Cannot find module '\.\/missing-config\.json' \(image build failed for web, api: app api: docker build exited 1\); last output: Step 3\/4 : RUN node build\.js \| Error: Cannot find module '\.\/missing-config\.json'; full log: previewctl envs logs api .*, or CloudWatch Logs \/aws\/codebuild\/preview-images \/ build-1$/,
           ),
         },
       },

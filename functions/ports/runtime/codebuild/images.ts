@@ -11,7 +11,7 @@ import { log } from '../../../shared/log.js';
 import { Superseded } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { buildIdentity } from '../build-identity.js';
-import { failureMessage } from '../log-cause.js';
+import { leadingCause, logsCommand } from '../log-cause.js';
 import type {
   AppLogs,
   AppSpec,
@@ -30,7 +30,6 @@ import { BUILD_CACHE_TAG_PREFIX, IMAGE_BUILDER_VERSION, REVISION_ANNOTATION } fr
 export const BUILD_REF_VAR = 'PREVIEW_BUILD_REF';
 /** How long a build's record is kept if no completion ever arrives (CodeBuild's own limit is 8 h). */
 const RECORD_TTL_SECONDS = 24 * 3600;
-const LOG_TAIL_LINES = 20;
 /** How many of a failed build's last log events are searched for its cause. */
 const CAUSE_SEARCH_LINES = 300;
 /** How long the pointer to an app's latest build log is kept (the log group's retention: a month). */
@@ -76,8 +75,21 @@ interface BuildRecord {
   sha?: string;
   /** The reused images' commits (app → commit). */
   reusedFrom?: Record<string, string>;
+  /** A forced build (`rebuild`): app → the identity's own tag, which its forced tag stands in for. */
+  forcedOf?: Record<string, string>;
   codebuildId?: string;
   startedAt: string;
+  expiresAt: number;
+}
+
+/**
+ * What an environment's rebuild of an app pushed (table `builds`, key `keys.builds.rebuilt`): the forced
+ * tag, taken instead of `identityTag` by the environment's later deploys at that identity.
+ */
+interface RebuiltPin {
+  buildId: string;
+  identityTag: string;
+  tag: string;
   expiresAt: number;
 }
 
@@ -99,7 +111,9 @@ export interface BuildStateChange {
  * of its build identity (build-identity.ts: its inputs, not the commit). An image with that tag, pushed by
  * any earlier build of the application (another commit, another pull request), is reused: only apps whose
  * inputs changed are built. `rebuild` builds anyway, under a tag of its own (the identity and a build
- * number) that only the environment asking takes: the identity's tag keeps its image. Each image carries
+ * number) that only the environment asking takes: the identity's tag keeps its image, and that
+ * environment's later deploys at the same identity take its rebuilt image (`keys.builds.rebuilt`), not
+ * the identity's. Each image carries
  * the commit it was built from (a manifest annotation), which `builds` reports for reused ones. BuildKit
  * keeps each app's layer cache in the repository (`buildcache-<scope>`): a built app rebuilds only the
  * layers its change touches.
@@ -161,7 +175,7 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         this.tagOf(target, app, this.identityOf(spec, sha, options.inputs, app), forced),
       ]),
     );
-    const found = options.rebuild ? {} : await this.existing(tags);
+    const found = options.rebuild ? {} : await this.existingFor(target, tags);
     const reused = Object.fromEntries(Object.entries(found).map(([app, f]) => [app, f.image]));
     const reusedFrom = Object.fromEntries(Object.entries(found).map(([app, f]) => [app, f.commit]));
     const toBuild = Object.keys(apps).filter((app) => !(app in reused));
@@ -188,6 +202,16 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
       reused,
       sha: sha.toLowerCase(),
       reusedFrom,
+      ...(forced === undefined
+        ? {}
+        : {
+            forcedOf: Object.fromEntries(
+              toBuild.map((app) => [
+                app,
+                this.tagOf(target, app, this.identityOf(apps[app]!, sha, options.inputs, app)),
+              ]),
+            ),
+          }),
       startedAt: new Date(now).toISOString(),
       expiresAt: Math.floor(now / 1000) + RECORD_TTL_SECONDS,
     };
@@ -341,6 +365,7 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         error: 'DeployFailed',
         cause: `image build ${detail['build-id'] ?? buildId} succeeded but pushed no image for ${missing.join(', ')}`,
       };
+    await this.pinRebuilt(record);
     const images = Object.fromEntries(Object.entries(built).map(([app, f]) => [app, f.image]));
     const builtFrom = Object.fromEntries(
       Object.entries(built).map(([app, f]) => [app, record.sha ?? f.commit]),
@@ -352,6 +377,59 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         builds: buildResults(builtFrom, record.reusedFrom ?? {}, record.sha ?? 'unknown'),
       },
     };
+  }
+
+  /** Keep a forced build's tags as the environment's images of their identities (`RebuiltPin`). */
+  private async pinRebuilt(record: BuildRecord): Promise<void> {
+    const expiresAt = Math.floor(Date.now() / 1000) + LOG_POINTER_TTL_SECONDS;
+    await Promise.all(
+      Object.entries(record.forcedOf ?? {}).map(([app, identityTag]) =>
+        ddb().send(
+          new PutCommand({
+            TableName: table('builds'),
+            Item: {
+              buildId: keys.builds.rebuilt(record.orgId, record.envKey, app),
+              identityTag,
+              tag: record.tags[app]!,
+              expiresAt,
+            } satisfies RebuiltPin,
+          }),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * `existing`, but an app this environment rebuilt at the same identity takes its rebuilt image (when
+   * ECR still has it; else the identity's, as any environment).
+   */
+  private async existingFor(
+    target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+    tags: Record<string, string>,
+  ): Promise<Record<string, { image: string; commit: string }>> {
+    const pins = await Promise.all(
+      Object.entries(tags).map(async ([app, tag]) => {
+        const { Item } = await ddb().send(
+          new GetCommand({
+            TableName: table('builds'),
+            Key: { buildId: keys.builds.rebuilt(target.orgId, target.envKey, app) },
+          }),
+        );
+        const pin = Item as RebuiltPin | undefined;
+        return pin?.identityTag === tag ? ([app, pin.tag] as const) : undefined;
+      }),
+    );
+    const rebuilt = Object.fromEntries(pins.filter((p) => p !== undefined));
+    const found = await this.existing({
+      ...tags,
+      ...Object.fromEntries(Object.entries(rebuilt).map(([app, tag]) => [`${app}\u0000rebuilt`, tag])),
+    });
+    const out: Record<string, { image: string; commit: string }> = {};
+    for (const app of Object.keys(tags)) {
+      const image = found[`${app}\u0000rebuilt`] ?? found[app];
+      if (image) out[app] = image;
+    }
+    return out;
   }
 
   /** A client this instance was given (each handler's getter gives only those its calls use). */
@@ -396,18 +474,18 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
   }
 
   /**
-   * `<cause> (image build failed for web, api: app web: docker build exited 1); full log: previewctl envs
-   * logs web --repo … --pr … --source build, or
-   * CloudWatch Logs <group> / <stream>` when the log names a cause; else `image build failed for web, api:
-   * …; last output: …; full log: …`.
+   * `<cause> (image build failed for web, api: app web: docker buildx build of ./Dockerfile failed: process
+   * "/bin/sh -c npm ci" did not complete successfully: exit code: 1); last output: <the build's last
+   * lines>; full log: previewctl envs logs web --repo … --pr … --source build, or CloudWatch Logs <group> /
+   * <stream>`; without a cause found, the same less its first word. Only what the build printed itself is
+   * read: CodeBuild's `[Container]` lines (the commands it echoes, its phases) are left out.
    */
   private async failureCause(record: BuildRecord, detail: BuildStateChange): Promise<string> {
     const logs = detail['additional-information']?.logs;
     const where = logs?.['group-name']
       ? `CloudWatch Logs ${logs['group-name']} / ${logs['stream-name'] ?? '?'}${logs['deep-link'] ? ` (${logs['deep-link']})` : ''}`
       : `the CodeBuild console, build ${detail['build-id'] ?? record.codebuildId ?? record.buildId}`;
-    let tail = '';
-    let output = '';
+    let lines: string[] = [];
     if (logs?.['group-name'] && logs['stream-name']) {
       try {
         const out = await this.client('logs').send(
@@ -418,33 +496,50 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
             startFromHead: false,
           }),
         );
-        const lines = (out.events ?? []).map((e) => (e.message ?? '').trimEnd()).filter(Boolean);
-        output = lines.join('\n');
-        tail = lines.slice(-LOG_TAIL_LINES).join(' | ');
+        lines = (out.events ?? []).map((e) => (e.message ?? '').trimEnd()).filter(Boolean);
       } catch (err) {
         log.warn('could not read the build log', { buildId: record.buildId, error: (err as Error).name });
       }
     }
     // Builds get no secret bundle (apps get theirs at run time), so a build log holds no secret values.
     const apps = Object.keys(record.tags);
-    // The buildspec's last word names the app that failed and why.
-    const verdict = /PREVIEW-BUILD-FAILED app=(\S+): ([^|\n]*)/.exec(output);
+    // What the build printed itself: CodeBuild's own lines (`[Container] …`: the commands it ran, its
+    // phases) are not the build's output.
+    const own = lines.filter((l) => !l.startsWith('[Container] '));
+    // The build script's last word names the app that failed and why (BuildKit's verdict: the command).
+    const verdict = own
+      .map((l) => /^PREVIEW-BUILD-FAILED app=(\S+): (.*)$/.exec(l))
+      .findLast((m) => m !== null);
     const failedApp = verdict?.[1] && apps.includes(verdict[1]) ? verdict[1] : apps[0]!;
     const which = verdict ? `: app ${verdict[1]}: ${verdict[2]!.trim()}` : '';
     const what = `image build ${detail['build-status'].toLowerCase()} for ${apps.join(', ')}${which}`;
-    // The cause is searched above the buildspec's verdict (which is not one).
-    const searched = output
-      .split('\n')
-      .filter((l) => !l.includes('PREVIEW-BUILD-FAILED'))
-      .join('\n');
+    // The cause is searched above the verdict (which is not one), in the build's own output.
+    const printed = own.filter((l) => !l.startsWith('PREVIEW-BUILD'));
     const env = keys.environments.parseEnvKey(record.envKey);
-    const message = failureMessage(what, searched, tail.slice(-1500), {
-      target: { repoFullName: env.repo, prNumber: env.prNumber },
-      app: failedApp,
-      source: 'build',
-    });
+    const logRef = { target: { repoFullName: env.repo, prNumber: env.prNumber }, app: failedApp };
+    const last = lastPrinted(printed);
+    const cause = leadingCause(printed.join('\n'));
+    const full = `full log: ${logsCommand(logRef.target, logRef.app, 'build')}`;
+    const message = cause
+      ? `${cause} (${what}); last output: ${last || '(no output)'}; ${full}`
+      : `${what}; last output: ${last || '(no output)'}; ${full}`;
     return `${message}, or ${where}`;
   }
+}
+
+/** How many of the build's own last lines a failure quotes, and at most how many characters of each. */
+const QUOTED_LINES = 6;
+const QUOTED_LINE_CHARS = 200;
+/** BuildKit's frame around a failed step (`------`, `>>> RUN …`, `  12 | RUN …`, `Dockerfile:12`). */
+const BUILDKIT_FRAME = /^(?:-{4,}|={4,}|>>>|\s*\d+ \|(?:\s|$)|Dockerfile(?:\.[\w.-]+)?:\d+$|\s*-{8,}\s*$)/;
+
+/** The last lines the build printed itself (BuildKit's frame left out), ` | `-joined and capped. */
+function lastPrinted(printed: string[]): string {
+  return printed
+    .filter((l) => !BUILDKIT_FRAME.test(l))
+    .slice(-QUOTED_LINES)
+    .map((l) => (l.length > QUOTED_LINE_CHARS ? `${l.slice(0, QUOTED_LINE_CHARS - 1)}…` : l))
+    .join(' | ');
 }
 
 /** `builds` of a task's output: the apps built (from `sha`) and those reused (from their own commits). */

@@ -4,18 +4,28 @@
  * from the registry with the build logs beside it (registry/runtime/app-logs.ts), so its bundle carries
  * the connection and this file, not the deploy, the fences, the rollout watch or the Lambda invoker.
  */
+import type { V1Secret } from '@kubernetes/client-node';
+import { log } from '../../../shared/log.js';
 import { maskSecrets } from '../../../shared/masking/mask.js';
 import { failureMessage } from '../log-cause.js';
 import type { AppLogs, LogQuery, LogTarget, LogText, RuntimeTarget } from '../port.js';
 import { isCode, KubeError } from './client.js';
 import type { EksConnection } from './connection.js';
-import { LABELS, namespaceName, objectName } from './objects.js';
+import { appLabels, LABELS, namespaceName, objectName, stamp } from './objects.js';
 import { podSummary } from './rollout.js';
 
 const LOG_TAIL_LINES = 20;
 const LOG_TAIL_CHARS = 1500;
 /** How many of a failed pod's last log lines are searched for its cause. */
 const CAUSE_SEARCH_LINES = 200;
+/** What is kept of an app's output when its environment fails: its pods' last lines, at most this much. */
+export const KEPT_OUTPUT_LINES = 500;
+export const KEPT_OUTPUT_BYTES = 64 * 1024;
+/** The key of the kept output in its Secret. */
+const KEPT_OUTPUT_KEY = 'output';
+
+/** The Secret in the environment's namespace that keeps an app's last output once the environment failed. */
+export const keptOutputName = (app: string) => `${objectName(app)}-last-output`;
 
 export class EksLogs implements AppLogs {
   constructor(private readonly conn: EksConnection) {}
@@ -36,7 +46,7 @@ export class EksLogs implements AppLogs {
         if (isCode(err, 404)) return [];
         throw err;
       });
-    if (pods.length === 0) return undefined;
+    if (pods.length === 0) return this.keptOutput(ns, app, query);
     const secret = await conn.readOrNull('secrets', ns, objectName(app));
     const secrets = Object.values(secret?.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8'));
     const t = (p: (typeof pods)[number]) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
@@ -75,7 +85,81 @@ export class EksLogs implements AppLogs {
     }
     return { text: maskSecrets(sections.join(''), secrets), truncated };
   }
+
+  /**
+   * Keep the app's output as it is now (its pods' last `KEPT_OUTPUT_LINES` lines, at most
+   * `KEPT_OUTPUT_BYTES`, masked with the app's Secret) in a Secret of the namespace (`keptOutputName`),
+   * before its Deployment is deleted and the cluster removes its pods and their logs with them: what
+   * `logs` answers once no pod of the app is left. The namespace's removal (teardown) removes it; a prune
+   * of the app too. No pods, or no output: nothing kept (an earlier one stays). Never throws: a failure
+   * to keep it is logged and the caller goes on stopping the app.
+   */
+  async keepOutput(target: RuntimeTarget, app: string): Promise<boolean> {
+    const ns = namespaceName(target);
+    const name = keptOutputName(app);
+    try {
+      const read = await this.logs(target, app, {
+        source: 'app',
+        tailLines: KEPT_OUTPUT_LINES,
+        maxBytes: KEPT_OUTPUT_BYTES,
+      });
+      if (!read?.text || !/^--- pod /.test(read.text)) return false;
+      const body: V1Secret = stamp(
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name,
+            namespace: ns,
+            labels: appLabels(app),
+            annotations: { [KEPT_AT]: new Date().toISOString() },
+          },
+          type: 'Opaque',
+          data: { [KEPT_OUTPUT_KEY]: Buffer.from(read.text, 'utf8').toString('base64') },
+        },
+        target.generation,
+      );
+      const existing = await this.conn.readOrNull('secrets', ns, name);
+      if (existing)
+        await this.conn.call(`replace secrets ${ns}/${name}`, (k) =>
+          k.secrets.replace(ns, name, {
+            ...body,
+            metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
+          }),
+        );
+      else await this.conn.call(`create secrets ${ns}/${name}`, (k) => k.secrets.create(ns, body));
+      return true;
+    } catch (err) {
+      log.warn('could not keep the output of a failed app', {
+        namespace: ns,
+        app,
+        error: (err as Error).message,
+      });
+      return false;
+    }
+  }
+
+  /** The output kept when the environment failed (`keepOutput`), under a line saying so; else undefined. */
+  private async keptOutput(ns: string, app: string, query: LogQuery): Promise<LogText | undefined> {
+    const kept = await this.conn.readOrNull('secrets', ns, keptOutputName(app)).catch((err) => {
+      if (isCode(err, 404)) return undefined;
+      throw err;
+    });
+    const data = kept?.data?.[KEPT_OUTPUT_KEY];
+    if (!kept || data === undefined) return undefined;
+    const at = kept.metadata?.annotations?.[KEPT_AT] ?? '?';
+    const lines = Buffer.from(data, 'base64').toString('utf8').split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    const text = lines.slice(-query.tailLines).join('\n');
+    return {
+      text: `--- the app's output kept when the environment failed (${at}); no pod of it runs now ---\n${text ? `${text}\n` : ''}`,
+      truncated: lines.length > query.tailLines,
+    };
+  }
 }
+
+/** When an app's output was kept (an annotation of its kept-output Secret). */
+const KEPT_AT = 'preview-control-plane/kept-at';
 
 /**
  * `app web: CrashLoopBackOff (back-off …); last log lines: … | …`, with the app's secret values masked

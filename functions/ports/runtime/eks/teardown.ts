@@ -11,6 +11,7 @@ import { isCode } from './client.js';
 import { type EksConnection, sleep, terminating } from './connection.js';
 import { KEDA_DEFAULTS, referenceGrantName } from './door/scale-to-zero.js';
 import { annotateGeneration, explain, refuseForeign, removeFence, superseded, writeFence } from './fences.js';
+import { EksLogs } from './logs.js';
 import { appSelector, fenceName, generationOf, LABELS, MANAGED_BY, namespaceName } from './objects.js';
 
 export class EksTeardown implements AppTeardown {
@@ -68,8 +69,10 @@ export class EksTeardown implements AppTeardown {
   /**
    * Stop the environment's apps (a failed environment keeps nothing running): delete their Deployments,
    * fenced like every write (one a newer generation wrote is Superseded), keeping their Services,
-   * Ingresses and Secrets; the next deploy or restart creates them again (eks/apps.ts `applyApp`). No
-   * namespace (or one being removed): nothing runs, nothing to stop.
+   * Ingresses and Secrets; the next deploy or restart creates them again (eks/apps.ts `applyApp`). Each
+   * app's output is kept first (eks/logs.ts `keepOutput`: its pods and their logs go with the
+   * Deployment), so the logs route answers a crashed app's last lines after the failure. No namespace
+   * (or one being removed): nothing runs, nothing to stop.
    */
   async stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
     const conn = this.conn;
@@ -81,9 +84,15 @@ export class EksTeardown implements AppTeardown {
       if (!ns || terminating(ns)) return stopped;
       refuseForeign(ns);
       if (generationOf(ns) > gen) throw superseded(name, generationOf(ns), gen);
-      const items = await conn.call(`list deployments in ${name}`, (k) =>
-        k.deployments.list(name, appSelector),
-      );
+      const list = () =>
+        conn.call(`list deployments in ${name}`, (k) => k.deployments.list(name, appSelector));
+      // Each app's output first, then the Deployments as they are now (their status moved meanwhile).
+      const logs = new EksLogs(conn);
+      for (const item of await list()) {
+        const app = item.metadata?.labels?.[LABELS.app];
+        if (app && generationOf(item) <= gen) await logs.keepOutput(target, app);
+      }
+      const items = await list();
       for (const item of items) {
         const app = item.metadata?.labels?.[LABELS.app];
         const object = item.metadata?.name;
