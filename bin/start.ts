@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { batchedSink, setLogSink } from '../functions/shared/log.js';
-import { describeIsolation } from '../lib/local/adapters.js';
+import { describeIsolation, describeServices } from '../lib/local/adapters.js';
 import { DataDirInUseError, type DataDirLock } from '../lib/local/data-dir-lock.js';
 import {
   type LocalService,
@@ -72,6 +72,7 @@ process.stderr.write(
     `  health:      ${service.url}/healthz\n` +
     `  ${describeIsolation(service.runtime.isolation, service.runtime.limits, service.runtime.network)}\n` +
     `  ${describeTestRunTools()}\n` +
+    `  ${describeServices()}\n` +
     `${webhookStartupLines(service).join('\n')}\n` +
     `${nextStepLines(service).join('\n')}\n`,
 );
