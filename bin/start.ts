@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { describeFairShare } from '../functions/core/applications/index.js';
 import { batchedSink, setLogSink } from '../functions/shared/log.js';
-import { describeIsolation } from '../lib/local/adapters.js';
+import { describeIsolation, describeServices } from '../lib/local/adapters.js';
 import { DataDirInUseError, type DataDirLock } from '../lib/local/data-dir-lock.js';
 import {
   type LocalService,
@@ -74,6 +74,7 @@ process.stderr.write(
     `  ${describeIsolation(service.runtime.isolation, service.runtime.limits, service.runtime.network)}\n` +
     `  ${describeTestRunTools()}\n` +
     `  ${describeFairShare()}\n` +
+    `  ${describeServices()}\n` +
     `${webhookStartupLines(service).join('\n')}\n` +
     `${nextStepLines(service).join('\n')}\n`,
 );

@@ -51,7 +51,11 @@ const DOCS: Record<
       'A `failed` environment keeps nothing running: its apps are stopped, `urls` is empty and `stoppedApps` (additive, an object: app name → why it is not running, e.g. `{"api": "exited (exit code 1): Error: …", "web": "stopped: the environment failed"}`) names them; absent when nothing was running. See docs/reference/api.md#statuses. ' +
       'Once a deploy has applied its apps, `builds` says per app how it got what it runs: app → ' +
       '`{"result": "built" | "reused", "commit": <the commit it was built from>}` (reused: an earlier build ' +
-      'with the same inputs, from any commit or pull request; docs/builds.md).',
+      'with the same inputs, from any commit or pull request; docs/builds.md). ' +
+      'Additive: `services`, the databases preview.yaml `services:` declares once a deploy has provided them: ' +
+      'name → `{"kind": "postgres" | "redis", "status": "ready" | "asleep" | "stopped"}` (stopped: the ' +
+      'environment failed; gone at teardown). Their credentials never appear in any answer ' +
+      '(docs/reference/preview-yaml.md#services-a-database-per-preview).',
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',

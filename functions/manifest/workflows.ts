@@ -41,7 +41,8 @@ const deployApps: TaskDef = {
   // runtime and invokesWatcher: it deploys to the cluster and starts the rollout watcher, which ends the task.
   access: {
     tables: { environments: 'RW', applications: 'R' },
-    secrets: 'R',
+    // RW: it stores the passwords of the environment's services when it first makes them.
+    secrets: 'RW',
     runtime: true,
     invokesWatcher: true,
   },
@@ -81,8 +82,14 @@ export const workflows = {
     tasks: {
       TearDownFunctionArn: {
         entry: 'functions/steps/tear-down.ts',
-        // runtime: it removes the environment from the cluster (no watcher, no callback task).
-        access: { tables: { environments: 'RW', runs: 'R' }, runtime: true, prStatus: true },
+        // runtime: it removes the environment from the cluster (no watcher, no callback task); secrets:
+        // it forgets the passwords of the environment's services.
+        access: {
+          tables: { environments: 'RW', runs: 'R' },
+          runtime: true,
+          prStatus: true,
+          secrets: 'RW',
+        },
       },
       MarkFailedFunctionArn: markFailed,
     },

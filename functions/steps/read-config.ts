@@ -12,8 +12,8 @@ import {
 import { sourceHost } from '../ports/registry/source-host.js';
 
 /**
- * Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps and what
- * each app's build reads at the commit (`buildInputs`: the git objects its build identity hashes).
+ * Deploy step 2 (building / reading-config): read and validate preview.yaml; record its apps, its services and
+ * what each app's build reads at the commit (`buildInputs`: the git objects its build identity hashes).
  */
 export async function handler(input: StepInput): Promise<StepInput> {
   const env = await loadCurrent(input);
@@ -41,8 +41,9 @@ export async function handler(input: StepInput): Promise<StepInput> {
       appSpecs: config.apps,
       buildInputs: inputs,
       ...(config.factory ? { factory: config.factory } : {}),
+      ...(config.services ? { serviceSpecs: config.services } : {}),
     },
-    config.factory ? [] : ['factory'],
+    [...(config.factory ? [] : ['factory' as const]), ...(config.services ? [] : ['serviceSpecs' as const])],
   );
   return input;
 }

@@ -15,8 +15,10 @@ import {
   type SandboxLimits,
 } from '../../functions/ports/runtime/local/limits.js';
 import { networkIsolationUsable } from '../../functions/ports/runtime/local/network.js';
+import { installedMajors } from '../../functions/ports/runtime/local/postgres.js';
 import { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import { bubblewrapUsable, type Isolation } from '../../functions/ports/runtime/local/sandbox.js';
+import { serviceEnginesMissing } from '../../functions/ports/runtime/local/services.js';
 import { LocalSecretStore } from '../../functions/ports/secret-store/local-files.js';
 import { NoWebhookDeliveries } from '../../functions/ports/source-host/local-deliveries.js';
 import { GitSourceHost } from '../../functions/ports/source-host/local-git.js';
@@ -75,6 +77,21 @@ export function describeIsolation(
     : 'isolation: none (builds and apps run as this user and can read each other and the data dir: ' +
         'local mode is single-tenant; for isolation install bubblewrap (apt-get install bubblewrap) ' +
         'and leave PREVIEW_ISOLATION unset or set it to bwrap)';
+}
+
+/**
+ * The line about preview.yaml `services:`: which of Debian's database servers are here (a deploy that
+ * declares a missing one fails saying so).
+ */
+export function describeServices(): string {
+  const missing = serviceEnginesMissing();
+  const majors = installedMajors();
+  if (missing.length === 0)
+    return `services: postgres ${majors.join(', ')} and redis-server (preview.yaml services:)`;
+  return (
+    `services: ${missing.join(' and ')} missing: previews that declare such a service fail to deploy ` +
+    `(apt-get install -y ${missing.join(' ')})`
+  );
 }
 
 /** The line about the network of builds and apps (under bubblewrap). */

@@ -4,7 +4,8 @@
  * order of source-host events (source-order.ts); what the pipeline's steps share (pipeline.ts), what an
  * app's build reads (build-inputs.ts), preview.yaml (preview-config.ts), how the apps start (launch.ts);
  * expiry and stranded work (expiry.ts); the status on the pull request (pr-status.ts); app and build logs
- * (logs.ts); the apps the environments of a repository declare (declared-apps.ts).
+ * (logs.ts); the apps the environments of a repository declare (declared-apps.ts); `services:` of
+ * preview.yaml (preview-services.ts) and their credentials (services.ts).
  */
 
 export { buildInputs } from './build-inputs.js';
@@ -49,5 +50,6 @@ export {
   PreviewConfigError,
   parsePreviewConfig,
 } from './preview-config.js';
+export { forgetServiceCredentials, serviceLaunches, serviceStates } from './services.js';
 export { orderKey, StaleEvent } from './source-order.js';
 export type { Environment } from './types.js';

@@ -43,7 +43,21 @@ export function toPreviewStatus(env: Environment): PreviewStatus {
     ...(env.inputs?.fork ? { fork: true as const } : {}),
     ...(env.asleepAt && env.phase === 'asleep' ? { asleepAt: env.asleepAt } : {}),
     ...(env.apps?.length ? { apps: [...env.apps] } : {}),
+    ...(env.services && Object.keys(env.services).length && env.status !== 'torn_down'
+      ? { services: servicesNow(env) }
+      : {}),
   };
+}
+
+/** The services map as it stands: a sleeping environment's services sleep with it. */
+function servicesNow(env: Environment): NonNullable<Environment['services']> {
+  if (env.phase !== 'asleep') return env.services!;
+  return Object.fromEntries(
+    Object.entries(env.services!).map(([n, s]) => [
+      n,
+      { ...s, status: s.status === 'ready' ? 'asleep' : s.status },
+    ]),
+  );
 }
 
 export async function findEnvironment(orgId: string, envKey: string): Promise<Environment | undefined> {

@@ -7,11 +7,14 @@ import type {
   BuildInputs,
   BuildResult,
   RuntimeTarget,
+  ServiceSpec,
+  ServiceState,
 } from '../../ports/runtime/port.js';
 import type { SourceHost } from '../../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
 import { DeployFailed, Superseded } from '../../shared/step-errors.js';
 import { findEnvironment } from './lifecycle.js';
+import { serviceStates } from './services.js';
 import type { Environment, EnvironmentStatus } from './types.js';
 
 export { DeployFailed, Superseded, TransientError } from '../../shared/step-errors.js';
@@ -76,6 +79,8 @@ export interface Transition {
   phase?: string;
   apps?: string[];
   appSpecs?: Record<string, AppSpec>;
+  serviceSpecs?: Record<string, ServiceSpec>;
+  services?: Record<string, ServiceState>;
   buildInputs?: Record<string, BuildInputs>;
   builds?: Record<string, BuildResult>;
   factory?: { app: string; path: string };
@@ -130,8 +135,10 @@ export async function transition(input: StepInput, set: Transition, remove: (key
 export async function stopFailedApps(deps: { runtime: Pick<AppTeardown, 'stopApps'> }, input: StepInput) {
   const env = await loadCurrent(input);
   const stopped = await deps.runtime.stopApps(runtimeTarget(env, input), 'the environment failed');
-  if (Object.keys(stopped).length === 0) await transition(input, { urls: {} }, ['stoppedApps']);
-  else await transition(input, { urls: {}, stoppedApps: stopped });
+  // Its services stop with its apps (their data stays for a redeploy).
+  const services = env.serviceSpecs ? { services: serviceStates(env.serviceSpecs, 'stopped') } : {};
+  if (Object.keys(stopped).length === 0) await transition(input, { urls: {}, ...services }, ['stoppedApps']);
+  else await transition(input, { urls: {}, stoppedApps: stopped, ...services });
   return stopped;
 }
 

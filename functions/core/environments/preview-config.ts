@@ -1,6 +1,6 @@
 import { CORE_SCHEMA, loadAll as loadYaml } from 'js-yaml';
 import * as z from 'zod/mini';
-import type { AppSpec } from '../../ports/runtime/port.js';
+import type { AppSpec, ServiceSpec } from '../../ports/runtime/port.js';
 import {
   APP_NAME_RE,
   ENV_VAR_RE,
@@ -10,6 +10,7 @@ import {
   RESERVED_KEY,
   reservedMemberPaths,
 } from '../../shared/validation.js';
+import { serviceProblems, servicesSchema, withServiceDefaults } from './preview-services.js';
 
 /** `preview.yaml` at the repository root: the apps of a preview environment. */
 export const PREVIEW_CONFIG_PATH = 'preview.yaml';
@@ -34,6 +35,7 @@ const appSchema = z.strictObject({
       z.pipe(z.union([z.string(), z.number(), z.boolean()]), z.transform(String)),
     ),
   ),
+  migrate: z.optional(nonEmpty),
 });
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -109,6 +111,8 @@ const configSchema = z
         path: z._default(z.string().check(z.startsWith('/', 'must be a path starting with /')), '/'),
       }),
     ),
+    /** The preview's databases (preview-services.ts). */
+    services: servicesSchema,
   })
   .check(
     z.superRefine(
@@ -126,13 +130,19 @@ const configSchema = z
             path: ['factory', 'app'],
             message: `no app "${factoryApp}" in apps`,
           });
+        for (const { path, message } of serviceProblems(config))
+          ctx.addIssue({ code: 'custom', path, message });
       },
       { when: () => true },
     ),
   );
 
 /** The validated file: every app as the Runtime port takes it. */
-export type PreviewConfig = z.infer<typeof configSchema> & { apps: Record<string, AppSpec> };
+export type PreviewConfig = Omit<z.infer<typeof configSchema>, 'services'> & {
+  apps: Record<string, AppSpec>;
+  /** Each service with its `seedApp` resolved (preview-services.ts `withServiceDefaults`). */
+  services?: Record<string, ServiceSpec>;
+};
 
 /**
  * What is wrong with a `preview.yaml`: every problem found, each `path: message`. The message lists them
@@ -183,5 +193,7 @@ export function parsePreviewConfig(text: string): PreviewConfig {
   const parsed = configSchema.safeParse(doc);
   if (!parsed.success) problems.push(...issueMessages(parsed.error, Number.POSITIVE_INFINITY));
   if (problems.length > 0 || !parsed.success) throw new PreviewConfigError(problems);
-  return parsed.data;
+  const { services, ...rest } = parsed.data;
+  const resolved = withServiceDefaults(services, rest.apps);
+  return resolved ? { ...rest, services: resolved } : rest;
 }

@@ -1,4 +1,10 @@
-import type { AppSpec, BuildInputs, BuildResult } from '../../ports/runtime/port.js';
+import type {
+  AppSpec,
+  BuildInputs,
+  BuildResult,
+  ServiceSpec,
+  ServiceState,
+} from '../../ports/runtime/port.js';
 import type { AccessMode } from '../applications/index.js';
 
 /*
@@ -37,6 +43,10 @@ export interface Environment {
   apps?: string[];
   /** The apps as the preview config declares them (what restarts and rebuilds run). */
   appSpecs?: Record<string, AppSpec>;
+  /** preview.yaml `services:`: the environment's databases, each with its seed app resolved. */
+  serviceSpecs?: Record<string, ServiceSpec>;
+  /** Each service's kind and state after the last deploy (the status answer's `services`). */
+  services?: Record<string, ServiceState>;
   /** preview.yaml `factory`: the Environment Factory of scenario runs. */
   factory?: { app: string; path: string };
   /**
@@ -86,6 +96,7 @@ export type PreviewStatus = Pick<
   | 'asleepAt'
   | 'stoppedApps'
   | 'builds'
+  | 'services'
 > & {
   /** Set for a pull request from a fork: its apps run without the application's secret bundles. */
   fork?: true;

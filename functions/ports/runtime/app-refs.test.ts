@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: preview.yaml's `${apps.<name>.url}` syntax, not JS templates
 import { describe, expect, test } from '@jest/globals';
-import { referencedApps, resolveAppRefs } from './app-refs.js';
+import { referencedApps, resolveAppRefs, resolveServiceRefs } from './app-refs.js';
 
 const addresses = {
   api: { url: 'https://api.example.test', internalUrl: 'http://api.ns.svc.cluster.local' },
@@ -42,5 +42,33 @@ describe('resolveAppRefs', () => {
     const l = launch({ TOKEN: '${apps.nope.url}', A: '${apps.api.url}' }, ['TOKEN']);
     expect(resolveAppRefs(l, addresses).vars.TOKEN).toBe('${apps.nope.url}');
     expect(referencedApps(l)).toEqual(['api']);
+  });
+});
+
+describe('resolveServiceRefs', () => {
+  const launch = {
+    name: 'api',
+    spec: { port: 1 },
+    vars: { DB: '${services.db.url}', TOKEN: '${services.db.url}', PLAIN: 'x' },
+    secretKeys: ['TOKEN'],
+  };
+  test('plain values get the URL, secret values stay as written, every password is masked', () => {
+    const out = resolveServiceRefs(launch, { db: 'postgres://preview:pw1234@127.0.0.1:5/preview' }, [
+      'pw1234',
+    ]);
+    expect(out.vars).toEqual({
+      DB: 'postgres://preview:pw1234@127.0.0.1:5/preview',
+      TOKEN: '${services.db.url}',
+      PLAIN: 'x',
+    });
+    expect(out.masked).toEqual(['pw1234']);
+  });
+  test('an undeclared service or another field fails, naming it and never a URL', () => {
+    expect(() => resolveServiceRefs(launch, {}, [])).toThrow(
+      'app api: env DB references service db, which preview.yaml does not declare',
+    );
+    expect(() =>
+      resolveServiceRefs({ ...launch, vars: { DB: '${services.db.host}' } }, { db: 'u' }, []),
+    ).toThrow('app api: env DB: ${services.db.host} is not a reference; use ${services.<name>.url}');
   });
 });

@@ -57,3 +57,40 @@ export function resolveAppRefs(launch: AppLaunch, addresses: Record<string, AppA
   }
   return { ...launch, vars };
 }
+
+const SERVICE_REF_RE = /\$\{services\.([^}]*)\}/g;
+const SERVICE_FIELD_RE = /^([a-z0-9-]+)\.url$/;
+
+/**
+ * `launch` with every `${services.<name>.url}` in its plain env values replaced by the service's
+ * connection URL (`urls`: name → URL, credentials included), and `masked` extended with every service's
+ * password, so what quotes the app's output masks them like its secret values. A reference to a service not in `urls`
+ * fails with `DeployFailed` naming the app, the variable and the service (never a URL).
+ */
+export function resolveServiceRefs(
+  launch: AppLaunch,
+  urls: Record<string, string>,
+  passwords: string[],
+): AppLaunch {
+  const vars: Record<string, string> = {};
+  for (const [key, value] of Object.entries(launch.vars)) {
+    if (launch.secretKeys.includes(key)) {
+      vars[key] = value;
+      continue;
+    }
+    vars[key] = value.replace(SERVICE_REF_RE, (ref, inner: string) => {
+      const field = SERVICE_FIELD_RE.exec(inner);
+      if (!field)
+        throw new DeployFailed(
+          `app ${launch.name}: env ${key}: ${ref} is not a reference; use \${services.<name>.url}`,
+        );
+      const url = Object.hasOwn(urls, field[1]!) ? urls[field[1]!] : undefined;
+      if (url === undefined)
+        throw new DeployFailed(
+          `app ${launch.name}: env ${key} references service ${field[1]}, which preview.yaml does not declare`,
+        );
+      return url;
+    });
+  }
+  return { ...launch, vars, masked: [...(launch.masked ?? []), ...passwords] };
+}

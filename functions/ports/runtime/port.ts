@@ -35,6 +35,39 @@ export interface AppSpec {
   context?: string;
   /** Build arguments (`docker build --build-arg`; locally, environment variables of `build`). */
   buildArgs?: Record<string, string>;
+  /** Run before the app's new commit starts, on every deploy of a new commit (its services are up). */
+  migrate?: string;
+}
+
+/** A database of a preview environment, as `preview.yaml` `services:` declares it (core/preview-services.ts). */
+export interface ServiceSpec {
+  kind: 'postgres' | 'redis';
+  /** The major version asked for (postgres 14-17, redis 7); a runtime may serve another and says so. */
+  version: string;
+  /** postgres only: a copy of the main-branch environment's service of the same name, made on creation. */
+  from?: 'main';
+  /** Run once in `seedApp`'s working copy or image when the service is created empty (not when copied). */
+  seed?: string;
+  /** The app whose working copy or image runs `seed` and whose `migrate` runs first. */
+  seedApp: string;
+}
+
+/**
+ * A service to provide with a deploy: its spec and the credentials the environment's apps connect with
+ * (generated once per service and environment, kept in the secret store: core/environments/services.ts).
+ * A runtime never repeats `password` (in errors, logs, responses); it masks it in what it quotes.
+ */
+export interface ServiceLaunch {
+  name: string;
+  spec: ServiceSpec;
+  user: string;
+  password: string;
+}
+
+/** A service as a runtime reports it after a deploy (the status answer's `services`). */
+export interface ServiceState {
+  kind: ServiceSpec['kind'];
+  status: 'ready' | 'asleep' | 'stopped';
 }
 
 /**
@@ -75,6 +108,8 @@ export interface AppLaunch {
   secretKeys: string[];
   /** The image to run (`uri@sha256:…`), for runtimes that run images; what `build` reported for the app. */
   image?: string;
+  /** Other values never repeated, like secret values: its services' passwords (app-refs.ts). */
+  masked?: string[];
 }
 
 export interface BuildOptions {
@@ -115,6 +150,12 @@ export interface DeployOptions {
    * answer on their own ports.
    */
   frontDoor?: FrontDoorSettings;
+  /**
+   * The environment's services (preview.yaml `services:`): created on the first deploy that names them and
+   * kept across redeploys, seeded once when created empty; every app's `migrate` runs before its new commit
+   * starts. Env values reference them as `${services.<name>.url}` (see app-refs.ts). Absent: none.
+   */
+  services?: ServiceLaunch[];
 }
 
 /** An environment's access and sleep, as its application sets them (core/access.ts). */

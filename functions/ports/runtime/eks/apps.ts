@@ -6,7 +6,7 @@
  * a whole-environment deploy prunes apps no longer declared.
  */
 import { log } from '../../../shared/log.js';
-import { Superseded, TransientError } from '../../../shared/step-errors.js';
+import { DeployFailed, Superseded, TransientError } from '../../../shared/step-errors.js';
 import { type AppAddress, resolveAppRefs } from '../app-refs.js';
 import type { AppLaunch, DeployOptions, FrontDoorSettings, RuntimeTarget } from '../port.js';
 import { isCode } from './client.js';
@@ -73,6 +73,12 @@ export class EksApps {
    */
   async deploy(target: RuntimeTarget, launches: AppLaunch[], opts: DeployOptions = {}): Promise<void> {
     const { conn } = this;
+    // The cluster's services (CloudNativePG for Postgres, Redis as a Deployment) are not built yet: fail
+    // naming them rather than start apps whose `${services.…}` would stay unresolved.
+    if (opts.services?.length)
+      throw new DeployFailed(
+        `preview.yaml services (${opts.services.map((s) => `${s.name}: ${s.spec.kind}`).join(', ')}) are not provided on EKS yet; they run with npm start only`,
+      );
     const ns = namespaceName(target);
     const gen = target.generation;
     const addresses: Record<string, AppAddress> = {};

@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { log } from '../../../shared/log.js';
 import { ensurePrivateDir } from '../../../shared/private-dir.js';
 import { DeployFailed, Superseded } from '../../../shared/step-errors.js';
-import { type AppAddress, resolveAppRefs } from '../app-refs.js';
+import { type AppAddress, resolveAppRefs, resolveServiceRefs } from '../app-refs.js';
 import { leadingCause } from '../log-cause.js';
 import type {
   AppLaunch,
@@ -20,10 +20,18 @@ import type {
 import { cancel, cancelBuilds, runBuild } from './builds.js';
 import { FrontDoors } from './front-door.js';
 import { DEFAULT_LIMITS, DiskWatch, type SandboxLimits, sweepSandboxCgroups } from './limits.js';
-import { buildLogPath, logEnd, logPath, readLogs } from './logs.js';
+import { buildLogPath, logEnd, logPath, openLog, readLogs } from './logs.js';
 import { createNetns, listeningInside, removeNetns, startPasta, stopPasta } from './network.js';
 import { freePortIn, pickPort, probeReady, waitForApps } from './readiness.js';
 import type { Isolation } from './sandbox.js';
+import {
+  dropServices,
+  ensureServices,
+  killOrphanServices,
+  runOnce,
+  startServices,
+  stopServices,
+} from './services.js';
 import {
   type ActiveBuild,
   type EnvState,
@@ -221,7 +229,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
           app.door = await this.doors.open(id, target, env.door, name, port, app.door?.port);
         addresses[name] = { url: app?.door?.url ?? internalUrl, internalUrl };
       }
-      const resolved = launches.map((l) => resolveAppRefs(l, addresses));
+      const resolved = await this.provideServices(target, env, launches, addresses, opts);
       const awake = this.awake.get(id) ?? { target, launches: new Map() };
       awake.target = target;
       this.awake.set(id, awake);
@@ -278,6 +286,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
         } else stopped[name] = `stopped: ${reason}`;
         await stopApp(rt, app);
       }
+      await stopServices(env);
       if (rt.network === 'namespace') await this.disconnect(env, netnsPath(rt, id));
       save(rt);
       return stopped;
@@ -291,6 +300,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
       const env = this.admit(target);
       await cancelBuilds(rt, id);
       for (const app of Object.values(env.apps)) await stopApp(rt, app);
+      await dropServices(rt, id, env);
       await this.doors.close(id);
       this.awake.delete(id);
       delete env.door;
@@ -317,6 +327,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
     for (const [id, env] of Object.entries(rt.state.envs)) {
       const pids = [...env.buildPids, ...Object.values(env.apps).flatMap((a) => a.running?.pid ?? [])];
       for (const pid of pids) if (killOrphan(pid, id)) killed++;
+      killed += killOrphanServices(id, env);
       env.buildPids = [];
       for (const app of Object.values(env.apps)) delete app.running;
       // A crash's pasta is stopped without waiting: the namespace goes, the next one is new.
@@ -347,6 +358,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
         locked(rt, id, async () => {
           const env = rt.state.envs[id]!;
           for (const app of Object.values(env.apps)) await stopApp(rt, app);
+          await stopServices(env);
           await this.disconnect(env, netnsPath(rt, id));
         }),
       ),
@@ -409,6 +421,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
       const running = Object.values(env.apps).filter((a) => a.running);
       if (running.length === 0) return undefined;
       for (const app of running) await stopApp(rt, app);
+      await stopServices(env);
       env.asleepAt = new Date().toISOString();
       save(rt);
       log.info('preview asleep', { env: id });
@@ -455,6 +468,7 @@ export class ProcessRuntime implements Runtime, FrontDoor {
     const id = envId(awake.target);
     const target = { ...awake.target, generation: env.fence };
     const names = Object.keys(env.apps).filter((n) => env.apps[n]!.port !== undefined);
+    await startServices(rt, id, env);
     for (const name of names) {
       const launch = awake.launches.get(name);
       if (started.includes(name) || env.apps[name]!.running || !launch) continue;
@@ -479,6 +493,53 @@ export class ProcessRuntime implements Runtime, FrontDoor {
   }
 
   // ---- internals -------------------------------------------------------------------------------------
+
+  /**
+   * The environment's services made sure of (services.ts: created on first use, started when stopped,
+   * those no longer declared removed; a whole deploy without any removes them all), then `launches` with
+   * every sibling and service reference resolved, each app's `migrate` run when it starts a new commit
+   * and each service created empty seeded (once: a failed seed runs again next time). Under the environment's lock, before any app starts.
+   */
+  private async provideServices(
+    target: RuntimeTarget,
+    env: EnvState,
+    launches: AppLaunch[],
+    addresses: Record<string, AppAddress>,
+    opts: DeployOptions,
+  ): Promise<AppLaunch[]> {
+    const rt = this.rt;
+    const services = opts.services ?? [];
+    if (services.length === 0 && opts.prune) await dropServices(rt, envId(target), env);
+    const say = (line: string) =>
+      closeSync(openLog(rt, target, services[0]?.spec.seedApp ?? launches[0]!.name, line));
+    const { urls, unseeded } = services.length
+      ? await ensureServices(rt, target, env, services, say)
+      : { urls: {}, unseeded: [] };
+    save(rt);
+    const passwords = services.map((s) => s.password);
+    const resolved = launches.map((l) => resolveServiceRefs(resolveAppRefs(l, addresses), urls, passwords));
+    for (const launch of resolved) {
+      const app = env.apps[launch.name]!;
+      if (!launch.spec.migrate || app.migrated === app.build!.sha) continue;
+      await runOnce(rt, target, env, launch, 'migrate', launch.spec.migrate);
+      app.migrated = app.build!.sha;
+    }
+    for (const name of unseeded) {
+      const service = services.find((s) => s.name === name)!;
+      const record = env.services![name]!;
+      if (service.spec.seed) {
+        const launch = resolved.find((l) => l.name === service.spec.seedApp);
+        if (!launch)
+          throw new DeployFailed(
+            `service ${name}: its seed app ${service.spec.seedApp} is not part of this deploy`,
+          );
+        await runOnce(rt, target, env, launch, 'seed', service.spec.seed);
+      }
+      record.seeded = true;
+    }
+    save(rt);
+    return resolved;
+  }
 
   /**
    * Make the environment's network namespace (if it has none) and start its pasta forwarding `ports`.

@@ -178,9 +178,9 @@ const tryListen = (port: number) =>
  * A port free on 127.0.0.1, preferring `preferred` (so an app keeps its URL across restarts). With
  * `onlyPreferred`, undefined when that one stays busy.
  */
-async function freePort(preferred: number, onlyPreferred: true): Promise<number | undefined>;
-async function freePort(preferred?: number): Promise<number>;
-async function freePort(preferred?: number, onlyPreferred = false): Promise<number | undefined> {
+export async function freePort(preferred: number, onlyPreferred: true): Promise<number | undefined>;
+export async function freePort(preferred?: number): Promise<number>;
+export async function freePort(preferred?: number, onlyPreferred = false): Promise<number | undefined> {
   if (preferred) {
     // The process just stopped may take a moment to release it.
     for (let attempt = 0; attempt < 20; attempt++) {

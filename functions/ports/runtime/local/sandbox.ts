@@ -135,6 +135,38 @@ export function bubblewrapArgs(
   ];
 }
 
+/** The uid (and gid) a service runs as inside its sandbox: `nobody`, which every Debian system has. */
+export const SERVICE_UID = 65534;
+
+/**
+ * The `bwrap` argument list that runs a database server (`argv`, no shell) seeing the system part and
+ * `dir` only (read-write), as an unprivileged user: a user namespace maps `SERVICE_UID` inside to the
+ * server's own uid outside, so Postgres (which refuses root) runs while its files stay the server's.
+ */
+export function serviceSandboxArgs(dir: string, argv: string[]): string[] {
+  const real = realpathSync(dir);
+  return [
+    '--unshare-user',
+    '--uid',
+    String(SERVICE_UID),
+    '--gid',
+    String(SERVICE_UID),
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--cap-drop',
+    'ALL',
+    ...systemBinds(),
+    '--bind',
+    real,
+    real,
+    '--chdir',
+    real,
+    '--',
+    ...argv,
+  ];
+}
+
 function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     const candidate = join(dir, name);

@@ -35,6 +35,8 @@ export interface AppState {
   port?: number;
   /** Its front door's port and public URL, when it has one (front-door.ts); its `port` is then internal. */
   door?: { port: number; url: string };
+  /** The commit its `migrate` last ran for (it runs again before a new commit starts). */
+  migrated?: string;
 }
 export interface EnvState {
   /** The newest generation seen; calls for older ones are refused. */
@@ -48,7 +50,23 @@ export interface EnvState {
   door?: import('../port.js').FrontDoorSettings;
   /** When its apps were stopped for being idle; absent while awake. */
   asleepAt?: string;
+  /** Its services (preview.yaml `services:`; services.ts). */
+  services?: Record<string, ServiceRecord>;
 }
+/** A service as the runtime's state records it. */
+export interface ServiceRecord {
+  kind: 'postgres' | 'redis';
+  /** The major it runs (postgres: may differ from the one declared; see the deploy's log). */
+  major: string;
+  port: number;
+  pid?: number;
+  createdAt: string;
+  /** Its seed ran (a service created empty is seeded once, by the first deploy that gets that far). */
+  seeded?: boolean;
+  /** It was copied from the main branch's: never seeded. */
+  copied?: boolean;
+}
+
 export interface StateFile {
   envs: Record<string, EnvState>;
 }

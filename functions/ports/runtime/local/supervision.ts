@@ -45,7 +45,9 @@ export async function startApp(
   const app = env.apps[launch.name]!;
   const build = app.build!;
   const logFile = openLog(rt, target, launch.name, `start ${build.sha.slice(0, 12)} on port ${port}`);
-  const secrets = launch.secretKeys.map((k) => launch.vars[k]!).filter((v) => v.length > 0);
+  const secrets = [...launch.secretKeys.map((k) => launch.vars[k]!), ...(launch.masked ?? [])].filter(
+    (v) => v.length > 0,
+  );
   const { child, drained, lastOutputAt, cgroups } = spawnCommand(
     rt,
     launch.spec.command!,
