@@ -156,6 +156,12 @@ export const tables = {
        * the listing and the page index of `flaky=true`, carrying what a page shows.
        */
       byCreated('listFlaky', 'flakyKey', { include: ['orgId', ...RUN_LISTING, 'flaky'] }),
+      /**
+       * Sparse (runs with healed steps): only a run that ended with a healed step has `healedKey`. Keys
+       * only: the 100 projected attributes of the table's indexes have 11 left, fewer than a page needs,
+       * so a page of `healed=true` reads its runs by id (docs/data-model.md).
+       */
+      byCreated('listHealed', 'healedKey', 'KEYS_ONLY'),
     ],
   },
 } as const satisfies Record<string, TableDef>;
@@ -172,6 +178,8 @@ const runKeys = {
   byFolderStatus: (orgId: string, folderId: string, status: string) => `${orgId}#${folderId}#${status}`,
   /** `listFlaky` partition: the org's flaky runs (set on a run only when it ends flaky). */
   flaky: (orgId: string) => `${orgId}#flaky`,
+  /** `listHealed` partition: the org's runs that ended with a healed step. */
+  healed: (orgId: string) => `${orgId}#healed`,
   /** Sort key of every runs index: newest first when read backwards. */
   created: (createdAt: string, runId: string) => `${createdAt}#${runId}`,
   /** The index attributes that change with a run's status: every status write sets all three. */

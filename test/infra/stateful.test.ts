@@ -57,6 +57,7 @@ describe('stateful stack', () => {
       pageTestStatus: 'testStatusKey,createdKey',
       pageFolderStatus: 'folderStatusKey,createdKey',
       listFlaky: 'flakyKey,createdKey',
+      listHealed: 'healedKey,createdKey',
     });
     for (const ix of indexes)
       if (ix.IndexName === 'listOrg')

@@ -25,6 +25,17 @@ const parameters = {
         '(a test with `retries`); they carry `metadata.flaky: true`. `false` or absent: every run. Combines ' +
         'with test, folder and status.',
     }),
+  healed: z
+    .pipe(
+      z.optional(z.enum(['true', 'false'], { message: 'must be true or false' })),
+      z.transform((v) => v === 'true'),
+    )
+    .register(z.globalRegistry, {
+      description:
+        'Additive: `true` keeps only the runs with a healed step (a recorded selector that matched nothing, ' +
+        'its element found from the recording); they carry `healed_steps`. `false` or absent: every run. ' +
+        'Combines with test, folder, status and flaky.',
+    }),
   cursor: z
     .optional(z.string().check(z.maxLength(512, 'must be a cursor from a Link header')))
     .register(z.globalRegistry, {
@@ -48,12 +59,18 @@ const query = z.strictObject(parameters, {
  * its `report_url` (additive).
  */
 export const { main, handler } = route('listRuns', { query }, async (req) => {
-  const { limit, offset, test, folder, status, media, steps, flaky, cursor } = req.query;
+  const { limit, offset, test, folder, status, media, steps, flaky, healed, cursor } = req.query;
   if (cursor !== undefined && offset > 0)
     throw new ValidationError(
       'invalid query: cursor: cannot be combined with offset (the cursor says where the page starts)',
     );
-  const filters = { testId: test, folderId: folder, status, ...(flaky ? { flaky } : {}) };
+  const filters = {
+    testId: test,
+    folderId: folder,
+    status,
+    ...(flaky ? { flaky } : {}),
+    ...(healed ? { healed } : {}),
+  };
   const page = await listRunPage(
     req.principal.orgId,
     filters,
@@ -74,6 +91,7 @@ export const { main, handler } = route('listRuns', { query }, async (req) => {
   if (folder !== undefined) next.set('folder', folder);
   if (status !== undefined) next.set('status', status);
   if (flaky) next.set('flaky', 'true');
+  if (healed) next.set('healed', 'true');
   if (media) next.set('media', 'true');
   if (steps) next.set('steps', 'true');
   next.set('cursor', page.next);

@@ -90,6 +90,7 @@ export async function startRun(
     ...(test.stepTimeoutSeconds !== undefined ? { stepTimeoutSeconds: test.stepTimeoutSeconds } : {}),
     ...(test.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: test.runTimeoutSeconds } : {}),
     ...(test.retries ? { retries: test.retries } : {}),
+    ...(test.heal === false ? { heal: false as const } : {}),
     ...(test.scenario ? { scenario: test.scenario } : {}),
     variables: resolveVariables(test.variables ?? {}, input.runtimeMetadata ?? {}),
     ...(test.secretVariables?.length ? { secretVariables: test.secretVariables } : {}),
@@ -243,6 +244,8 @@ export async function finishRun(
     /** Every attempt, and whether a later one passed after a failure. */
     attempts?: RunAttemptItem[];
     flaky?: boolean;
+    /** How many of `steps` were healed (heal.ts); absent or 0: none. */
+    healedSteps?: number;
   },
 ): Promise<void> {
   const ended = statusWrite(run, outcome.status);
@@ -274,6 +277,11 @@ export async function finishRun(
     sets.push('flaky = :flaky', 'flakyKey = :flakyKey');
     values[':flaky'] = true;
     values[':flakyKey'] = keys.runs.flaky(run.orgId);
+  }
+  if (outcome.healedSteps) {
+    sets.push('healedSteps = :healed', 'healedKey = :healedKey');
+    values[':healed'] = outcome.healedSteps;
+    values[':healedKey'] = keys.runs.healed(run.orgId);
   }
   try {
     await updateRun(run.runId, {

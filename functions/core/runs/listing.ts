@@ -25,6 +25,8 @@ export interface RunFilters {
   status?: RunStatus;
   /** Only runs that passed after a failed attempt (`flaky=true`); absent or false: all runs. */
   flaky?: boolean;
+  /** Only runs that ended with a healed step (`healed=true`); absent or false: all runs. */
+  healed?: boolean;
 }
 
 /** The runs listing indexes GET /run skips and finds keys on (functions/manifest/tables.ts). */
@@ -35,7 +37,8 @@ export type RunIndexName =
   | 'listStatus'
   | 'listTestStatus'
   | 'listFolderStatus'
-  | 'listFlaky';
+  | 'listFlaky'
+  | 'listHealed';
 
 /** The `page*` index beside each listing index: the same keys, carrying `RUN_LISTING` (a page's runs). */
 const PAGE_INDEX = {
@@ -47,12 +50,22 @@ const PAGE_INDEX = {
   listFolderStatus: 'pageFolderStatus',
   // Sparse and small: the one index is both (it carries `RUN_LISTING`).
   listFlaky: 'listFlaky',
+  // Keys only: a page of it reads its runs by id (`healedPage`).
+  listHealed: 'listHealed',
 } as const satisfies Record<RunIndexName, string>;
 
 /** Which index partition holds exactly the runs a filter asks for. */
 export interface RunQueryPlan {
   indexName: RunIndexName;
-  keyName: 'orgId' | 'testKey' | 'folderKey' | 'statusKey' | 'testStatusKey' | 'folderStatusKey' | 'flakyKey';
+  keyName:
+    | 'orgId'
+    | 'testKey'
+    | 'folderKey'
+    | 'statusKey'
+    | 'testStatusKey'
+    | 'folderStatusKey'
+    | 'flakyKey'
+    | 'healedKey';
   keyValue: string;
   /**
    * With both test and folder: the folder the test's runs must be in. A test never changes folder (tests
@@ -116,14 +129,15 @@ export function planRunQuery(orgId: string, filters: RunFilters): RunQueryPlan {
 
 /** Whether a run passes the filters (an absent filter passes everything). */
 export function matchesFilters(
-  run: Pick<RunItem, 'testId' | 'folder' | 'status' | 'flaky'>,
+  run: Pick<RunItem, 'testId' | 'folder' | 'status' | 'flaky' | 'healedSteps'>,
   f: RunFilters,
 ): boolean {
   return (
     (f.testId === undefined || run.testId === f.testId) &&
     (f.folderId === undefined || run.folder.id === f.folderId) &&
     (f.status === undefined || run.status === f.status) &&
-    (!f.flaky || run.flaky === true)
+    (!f.flaky || run.flaky === true) &&
+    (!f.healed || (run.healedSteps ?? 0) > 0)
   );
 }
 
@@ -135,7 +149,7 @@ const CURSOR_KEY_RE = /^\d{4}-\d\d-\d\dT[\d:.]+Z#[A-Za-z0-9_-]+$/;
 function cursorBinding(orgId: string, filters: RunFilters, createdKey: string): string {
   const f = [filters.testId ?? null, filters.folderId ?? null, filters.status ?? null];
   // `flaky` only when set, so the cursors of the other listings stay what they were.
-  const flaky = filters.flaky ? ['flaky'] : [];
+  const flaky = [...(filters.flaky ? ['flaky'] : []), ...(filters.healed ? ['healed'] : [])];
   return sha256Hex(JSON.stringify(['run-cursor-1', orgId, ...f, createdKey, ...flaky])).slice(0, 32);
 }
 
@@ -374,6 +388,53 @@ async function readRunPage(
 }
 
 /**
+ * A page of `healed=true`: the org's runs with a healed step, from the sparse keys-only `listHealed`
+ * index (the indexes' 100 projected attributes have too few left for a page index of it), each read by
+ * id (BatchGetItem, its steps dropped unless asked for) and checked against the other filters, `offset`
+ * matching runs skipped, until `limit + 1` match. O(offset + limit) runs read alone; with another filter,
+ * O(the org's healed runs) at worst.
+ */
+async function healedPage(
+  orgId: string,
+  filters: RunFilters,
+  _plan: RunQueryPlan,
+  limit: number,
+  skip: number,
+  after: string | undefined,
+  withSteps: boolean,
+): Promise<{ runs: ListedRun[]; lastKey?: string }> {
+  const plan: RunQueryPlan = {
+    indexName: 'listHealed',
+    keyName: 'healedKey',
+    keyValue: keys.runs.healed(orgId),
+  };
+  const taken: { run: ListedRun; key: string }[] = [];
+  let skipped = 0;
+  let start = after;
+  for (;;) {
+    const entries = await queryRunIndex(plan, 'listHealed', FILTERED_READ - 1, start, true);
+    const ks = entries.map((e) => String(e.createdKey));
+    const found = await batchGetRuns(ks.map(runIdOfCreatedKey));
+    for (const key of ks) {
+      const run = found.get(runIdOfCreatedKey(key));
+      if (!run || run.orgId !== orgId || !matchesFilters(run, filters)) continue;
+      if (skipped < skip) {
+        skipped++;
+        continue;
+      }
+      const { steps, variables: _variables, ...rest } = run;
+      taken.push({ run: withSteps ? { ...rest, steps } : rest, key });
+      if (taken.length > limit) break;
+    }
+    if (taken.length > limit || entries.length < FILTERED_READ) break;
+    start = ks[ks.length - 1];
+  }
+  const page = taken.slice(0, limit);
+  const lastKey = page[page.length - 1]?.key;
+  return { runs: page.map((t) => t.run), ...(taken.length > limit && lastKey ? { lastKey } : {}) };
+}
+
+/**
  * List the org's runs, newest first (GET /run), from the indexes whose partition is exactly the filtered
  * set (`planRunQuery`): `offset` runs are skipped reading keys only, or a cursor resumes just after its
  * run; then the page is one Query of the page index (`readRunPage`; with steps, its runs by id). The cost
@@ -389,15 +450,8 @@ export async function listRunPage(
 ): Promise<RunPage> {
   const plan = planRunQuery(orgId, filters);
   const after = page.cursor !== undefined ? decodeRunCursor(orgId, filters, page.cursor) : undefined;
-  const { runs, lastKey } = await readRunPage(
-    orgId,
-    filters,
-    plan,
-    page.limit,
-    page.offset ?? 0,
-    after,
-    view.steps,
-  );
+  const read = filters.healed ? healedPage : readRunPage;
+  const { runs, lastKey } = await read(orgId, filters, plan, page.limit, page.offset ?? 0, after, view.steps);
   const sign = await mintMediaUrls(runs, view, urls);
   return {
     runs: runs.map((run) => toTestRunView(run, view, sign)),

@@ -82,7 +82,7 @@ export function renderRunReport(
   <td><div class="interaction">${escapeHtml(s.interaction)}</div><div>${escapeHtml(s.instruction)}</div>${
     s.element?.selector ? `<code>${escapeHtml(s.element.selector)}</code>` : ''
   }</td>
-  <td>${badge(s.status)}</td>
+  <td>${badge(s.status)}${s.healed ? ` <span class="healed" title="the recorded selector matched nothing: the step acted on the element its recording describes">healed</span>` : ''}</td>
   <td><div class="output">${escapeHtml(s.output || '')}</div>${
     s.status !== 'pending' && s.status !== 'skipped' && s.url
       ? `<div class="url">${escapeHtml(s.url)}</div>`
@@ -115,6 +115,7 @@ table{border-collapse:collapse;width:100%}th,td{border-top:1px solid #d0d7de;pad
 th{font-size:12px;color:#57606a;text-transform:uppercase}
 td.n{color:#57606a;width:24px}.interaction{font-weight:600}
 .output{white-space:pre-wrap;word-break:break-word}.ev{font-size:12px;word-break:break-all}.ev.err{color:#cf222e}.ev.warn{color:#9a6700}.url{color:#57606a;font-size:12px;word-break:break-all}
+.healed{font-size:12px;background:#fff8c5;color:#7d4e00;padding:1px 6px;border-radius:10px}
 code{font-size:12px;background:#eff1f3;padding:1px 4px;border-radius:4px}
 img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:100%;border-radius:4px}
 </style></head>
@@ -124,7 +125,7 @@ img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:1
 ${run.target?.environment ? `<div class="env" id="environment">${escapeHtml(environmentLine(run.target.environment))}</div>` : ''}
 <div class="meta"><span>run ${escapeHtml(run.runId)}</span><span>folder ${escapeHtml(run.folder.name)}</span><span>source ${escapeHtml(run.source)}</span>
 <span>started ${escapeHtml(run.startedAt ?? run.createdAt)}</span>${run.endedAt ? `<span>took ${duration(run)}</span>` : ''}
-<span>${passedCount}/${run.steps.length} steps passed</span></div>
+<span>${passedCount}/${run.steps.length} steps passed</span>${run.healedSteps ? `<span class="healed" id="healed-steps">${run.healedSteps} step${run.healedSteps === 1 ? '' : 's'} healed</span>` : ''}</div>
 ${run.targetUrl ? `<div class="meta">against ${escapeHtml(run.targetUrl)}</div>` : ''}
 ${scenarioLine(run)}
 ${attemptsHtml(run, urls, viewer)}

@@ -36,6 +36,19 @@ export interface RunStepItem {
   console?: ConsoleEvent[];
   network?: NetworkEvent[];
   eventsDropped?: number;
+  /** The step's recorded selector matched nothing and it acted on this element instead (heal.ts). */
+  healed?: HealedStep;
+  /** Requests of the page the browser refused during the step (run confinement), by origin. */
+  refused?: { origin: string; kind: string }[];
+}
+
+/** A healed step: the recorded selector, the one it acted on, the heal's score (0..1, two decimals). */
+export interface HealedStep {
+  from: string;
+  to: string;
+  score: number;
+  /** The element's outer HTML when it was healed (masked), for `previewctl tests heal`. */
+  html?: string;
 }
 
 /** A console message or page error a step saw (masked). */
@@ -70,6 +83,10 @@ export interface RunItem {
   runTimeoutSeconds?: number;
   /** Copied from the test: how many times a failed attempt is run again (absent: none). */
   retries?: number;
+  /** Copied from the test: `false` when its steps are never healed. */
+  heal?: false;
+  /** How many steps of the run's last attempt were healed (absent: none). */
+  healedSteps?: number;
   /** Every attempt once the run ended: the last one's steps and media are the run's. */
   attempts?: RunAttemptItem[];
   /** A later attempt passed after an earlier one failed (the run is `passed`). */
@@ -105,6 +122,8 @@ export interface RunItem {
   folderStatusKey?: string;
   /** `keys.runs.flaky(orgId)` on a run that ended flaky, and only there (the sparse `listFlaky` index). */
   flakyKey?: string;
+  /** `keys.runs.healed(orgId)` on a run that ended with a healed step, and only there (`listHealed`). */
+  healedKey?: string;
 }
 
 /** One attempt of a run (a retried test has several), kept in its record once the run ended. */

@@ -27,6 +27,11 @@ export interface RunStepView {
   element: StepElement;
   image: string | null;
   /**
+   * Additive: the recorded selector matched nothing and the step acted on the element its recording
+   * describes (`from` → `to`, the heal's score 0..1, the element's outer HTML then, masked).
+   */
+  healed?: { from: string; to: string; score: number; html?: string };
+  /**
    * What the page reported during the step, masked and bounded: `console` (errors, warnings,
    * page errors) and `network` (failed or 4xx/5xx requests); present when there was any.
    */
@@ -57,6 +62,8 @@ export interface TestRunView {
   trace_url?: string | null;
   metadata: { source: string; application_version_id?: string } & Record<string, unknown>;
   error?: string;
+  /** Additive: how many steps were healed, on a run that has any (read whole, or listed with `healed=true`). */
+  healed_steps?: number;
   /** Additive: the environment the run ran against, once resolved (not in a listing without steps). */
   environment?: RunEnvironmentView;
   steps?: RunStepView[];
@@ -103,6 +110,7 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       ...(run.flaky ? { flaky: true } : {}),
     },
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
+    ...(run.healedSteps ? { healed_steps: run.healedSteps } : {}),
     ...environmentView(run),
     ...(view.steps
       ? {
@@ -115,6 +123,7 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
             url: s.url,
             element: { html: s.element.html, selector: s.element.selector },
             image: media(s.imageKey),
+            ...(s.healed ? { healed: { ...s.healed } } : {}),
             ...stepMetadata(s),
           })),
         }

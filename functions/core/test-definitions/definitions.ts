@@ -61,6 +61,8 @@ export interface TestItem {
   runTimeoutSeconds?: number;
   /** How many times a failed run is attempted again (0–3; absent: 0). */
   retries?: number;
+  /** `false` when the file opts the test out of healing (a step whose selector matches nothing fails). */
+  heal?: false;
   applicationVersion: ApplicationVersion;
   variables: Record<string, string>;
   /** Variables the file marks secret (`secret_variables`): masked in outputs whatever their names. */
@@ -116,6 +118,8 @@ const testSchema = z.strictObject({
       .number()
       .check(z.int('must be a whole number'), z.gte(0, 'must be at least 0'), z.lte(3, 'must be at most 3')),
   ),
+  // Additive: `false` opts the test out of healing steps whose recorded selector matches nothing.
+  heal: z.optional(z.boolean()),
   application_version: z.strictObject({ name: nonEmpty(512), path: text(4096) }),
   // Names are user-chosen keys: any name is data but `__proto__`, refused by parseTestsFile.
   variables: z._default(z.record(nonEmpty(256), text(10_000)), {}),
@@ -198,6 +202,7 @@ export function toTestItem(orgId: string, test: TestsFile[number], createdAt: st
     ...(test.step_timeout_seconds !== undefined ? { stepTimeoutSeconds: test.step_timeout_seconds } : {}),
     ...(test.run_timeout_seconds !== undefined ? { runTimeoutSeconds: test.run_timeout_seconds } : {}),
     ...(test.retries ? { retries: test.retries } : {}),
+    ...(test.heal === false ? { heal: false as const } : {}),
     applicationVersion: { name: test.application_version.name, path: test.application_version.path },
     ...(test.scenario
       ? {

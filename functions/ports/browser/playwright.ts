@@ -1,12 +1,15 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core';
 import { navigationRefused, originAllowed } from '../../shared/origins.js';
+import { COLLECT_FEATURES, CSS_PATH } from './element-features.js';
 import { NO_PROXY, type OriginGuard } from './origin-guard.js';
 import {
   type BrowserSession,
+  type HealCandidates,
   MAX_EVENT_TEXT,
+  MAX_HEALED_HTML,
   MAX_STEP_EVENTS,
   type PageEvent,
   type PageEvents,
@@ -64,11 +67,17 @@ class EventLog {
   }
 }
 
+/* The in-page scripts as functions (Playwright sends a function's source and calls it with its argument). */
+const collectFeatures = new Function(`return ${COLLECT_FEATURES}`)() as (html: string) => unknown;
+const cssPath = new Function(`return ${CSS_PATH}`)() as (el: unknown) => string;
+
 /** A session on a Playwright page (see the port). */
 class PlaywrightSession implements BrowserSession {
   private crash: string | undefined;
   private closing = false;
   private grouped = false;
+  /** The elements of the last `healCandidates`, kept in the page for `pinSelector`. */
+  private collected: JSHandle | undefined;
   private readonly events = new EventLog();
   private readonly guard: OriginGuard;
   private readonly onDisconnect = () => {
@@ -150,6 +159,54 @@ class PlaywrightSession implements BrowserSession {
     if (selector) await this.page.locator(selector).first().press(key, { timeout: timeoutMs });
     else await this.page.keyboard.press(key);
     await this.settle(timeoutMs);
+  }
+
+  async probe(selector: string, timeoutMs: number): Promise<boolean> {
+    return this.page
+      .locator(selector)
+      .first()
+      .waitFor({ state: 'attached', timeout: timeoutMs })
+      .then(
+        () => true,
+        (err: Error) => {
+          if (err.name === 'TimeoutError') return false;
+          throw err;
+        },
+      );
+  }
+
+  async healCandidates(html: string): Promise<HealCandidates> {
+    await this.collected?.dispose().catch(() => undefined);
+    this.collected = await this.page.evaluateHandle(collectFeatures, html);
+    return (await this.collected.evaluate((c: { data: HealCandidates }) => c.data)) as HealCandidates;
+  }
+
+  async pinSelector(
+    index: number,
+    proposals: string[],
+  ): Promise<{ selector: string; html: string } | undefined> {
+    if (!this.collected) return undefined;
+    const el = await this.collected.evaluateHandle((c: { els: unknown[] }, i: number) => c.els[i], index);
+    try {
+      const connected = await el.evaluate(
+        (e: unknown) => (e as { isConnected?: boolean })?.isConnected === true,
+      );
+      if (!connected) return undefined;
+      const html = (await el.evaluate((e: unknown) => (e as { outerHTML: string }).outerHTML)).slice(
+        0,
+        MAX_HEALED_HTML,
+      );
+      for (const selector of proposals) {
+        const only = await this.page
+          .locator(selector)
+          .evaluateAll((els: unknown[], t: unknown) => els.length === 1 && els[0] === t, el)
+          .catch(() => false);
+        if (only) return { selector, html };
+      }
+      return { selector: await el.evaluate(cssPath), html };
+    } finally {
+      await el.dispose().catch(() => undefined);
+    }
   }
 
   async waitVisible(selector: string, timeoutMs: number): Promise<void> {

@@ -56,6 +56,7 @@ export interface PageEvents {
   dropped: number;
 }
 export const MAX_STEP_EVENTS = 20;
+export const MAX_HEALED_HTML = 20_000;
 export const MAX_EVENT_TEXT = 500;
 
 /** What a closed session recorded. */
@@ -92,6 +93,16 @@ export interface BrowserSession {
    * allowed for this run`, or the page's request of that kind), then forgotten; undefined when none.
    */
   takeRefusal(): string | undefined;
+  /**
+   * Healing (core/runs/execution/heal.ts), optional: whether `selector` matches an element within
+   * `timeoutMs` (attached; no visibility wait); the page's elements as feature records, and the recorded
+   * element's (`html`, parsed in the page), in one round trip; then the first of `proposals` that
+   * matches candidate `index` of that collection and nothing else, else a CSS path to it, with the
+   * element's outer HTML (at most MAX_HEALED_HTML characters; undefined when the element is gone).
+   */
+  probe?(selector: string, timeoutMs: number): Promise<boolean>;
+  healCandidates?(html: string): Promise<HealCandidates>;
+  pinSelector?(index: number, proposals: string[]): Promise<{ selector: string; html: string } | undefined>;
   /** The cause, once the browser died under the session (a crash, a kill); undefined while it lives. */
   crashed(): string | undefined;
   /** Send these headers with every request of the session (scenario auth from the Environment Factory). */
@@ -111,6 +122,58 @@ export interface BrowserSession {
    * through `mask`.
    */
   close(opts?: { mask?: (text: string) => string }): Promise<Recording>;
+}
+
+/**
+ * What a step's healing compares of an element (core/runs/execution/heal.ts): collected in the page, in
+ * one round trip, for the recorded element (`element.html`, parsed) and every element of the page.
+ * Texts are whitespace-collapsed and cut at 200 characters.
+ */
+export interface ElementFeatures {
+  tag: string;
+  id?: string;
+  name?: string;
+  type?: string;
+  classes: string[];
+  placeholder?: string;
+  ariaLabel?: string;
+  /** The other `aria-*` attributes. */
+  aria: Record<string, string>;
+  /** Its explicit role, else the implicit one of its tag (`button`, `link`, `textbox`…). */
+  role?: string;
+  /** The text of its label (`<label for>`, a wrapping label, `aria-labelledby`). */
+  label?: string;
+  /** The value of its test id attribute, and which one (`data-testid`, `data-test`, `data-cy`, `data-qa`). */
+  testId?: string;
+  testIdAttr?: string;
+  href?: string;
+  text: string;
+  alt?: string;
+  title?: string;
+  /** An input's current value, or a button input's label. */
+  value?: string;
+  visible: boolean;
+  /** Takes typed text (a text-like input, a textarea, contenteditable). */
+  editable: boolean;
+  /** A button, a link, a form control, or an element with an interactive role. */
+  interactive: boolean;
+  /** The index of its nearest ancestor among the candidates; -1 at the top. */
+  parent: number;
+  depth: number;
+}
+
+/** A page's elements as healing sees them, and the recorded element (absent when it could not be parsed). */
+export interface HealCandidates {
+  recorded?: ElementFeatures;
+  candidates: ElementFeatures[];
+}
+
+/** A request of the page the browser refused (run confinement): its origin and what it was. */
+export interface RefusedRequest {
+  origin: string;
+  /** `image`, `fetch`, `websocket`, `script`, `document` (a frame or a popup)… */
+  kind: string;
+  message: string;
 }
 
 /** A cookie to add to a session. */

@@ -11,7 +11,7 @@ import {
   type UpAnswer,
 } from '../../scenarios/index.js';
 import { RunNotOwned, saveRunStep } from '../lifecycle.js';
-import { mediaKeys, type RunItem, type RunStepItem, type RunTarget } from '../store.js';
+import { type HealedStep, mediaKeys, type RunItem, type RunStepItem, type RunTarget } from '../store.js';
 import {
   functionTimeCause,
   type RunDeadline,
@@ -242,6 +242,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
       const remaining = deadline - now();
       const timeoutMs = Math.min(stepMs, remaining);
       let output: string;
+      let healed: HealedStep | undefined;
       let passed = false;
       if (remaining <= 0) {
         output = stepNotStarted(limit);
@@ -249,15 +250,20 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
       } else {
         try {
           await session.beginStep?.(`step ${i + 1}: ${step.interaction}${stepLabel(step)}`);
-          output = await within(
-            performStep(session, step, { variables: run.variables, target, timeoutMs }),
+          ({ output, healed } = await within(
+            performStep(session, step, {
+              variables: run.variables,
+              target,
+              timeoutMs,
+              ...(run.heal === false ? { heal: false } : {}),
+            }),
             timeoutMs + 2_000,
             timeoutMs < stepMs
               ? limit.binding === 'run'
                 ? `the run timed out after ${seconds(runMs)} (its limit)`
                 : `the step was stopped: ${functionTimeCause(limit)}`
               : `the step timed out after ${seconds(timeoutMs)}`,
-          );
+          ));
           passed = true;
         } catch (err) {
           output = browserError(err);
@@ -272,6 +278,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
         output = `${output} (the browser died: ${crash})`;
       }
       const done: StepRecord = { ...step, status: passed ? 'passed' : 'failed', output: mask(output) };
+      if (healed) done.healed = maskHealed(healed, mask);
       if (!crash) {
         try {
           done.url = mask(session.url());
@@ -322,6 +329,11 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   const media = await storeRecording(a, session, mask);
   await down();
   return outcome(error, media);
+}
+
+/** A heal as stored: the selectors and the element's HTML masked like every output. */
+function maskHealed(h: HealedStep, mask: (text: string) => string): HealedStep {
+  return { from: mask(h.from), to: mask(h.to), score: h.score, ...(h.html ? { html: mask(h.html) } : {}) };
 }
 
 /** ` #go` or ` "Welcome"`: what a step acts on, for its title in the trace. */

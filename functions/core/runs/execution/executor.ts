@@ -193,7 +193,16 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
     tries?: { attempts: RunAttemptItem[]; flaky: boolean },
   ) {
     const status = error === undefined ? 'passed' : 'failed';
-    await finishRun(run!, input.attempt, { status, steps, error, videoKey, traceKey, ...tries });
+    const healedSteps = steps.filter((s) => s.healed).length;
+    await finishRun(run!, input.attempt, {
+      status,
+      steps,
+      error,
+      videoKey,
+      traceKey,
+      ...tries,
+      ...(healedSteps ? { healedSteps } : {}),
+    });
     return status;
   }
 }

@@ -1,6 +1,14 @@
 import type { BrowserSession } from '../../../ports/browser/port.js';
 import { navigationRefused, originAllowed, runOrigins } from '../../../shared/origins.js';
-import type { RunStepItem, RunTarget } from '../store.js';
+import type { HealedStep, RunStepItem, RunTarget } from '../store.js';
+import {
+  decide,
+  healedLine,
+  instructionCue,
+  rankCandidates,
+  refusedHeal,
+  selectorProposals,
+} from './heal.js';
 
 /*
  * The steps of a test and what each does (README, "Tests and runs"). A run opens its first page, then
@@ -141,17 +149,86 @@ function requireSelector(step: RunStepItem, kind: string): string {
 }
 
 /** Wait for `sel` to be visible; a timeout is the step's failure (`<sel> <failed> within <t>`). */
-async function visibleOrFail(session: BrowserSession, sel: string, t: number, failed: string): Promise<void> {
+async function visibleOrFail(
+  session: BrowserSession,
+  sel: string,
+  t: number,
+  failed: string,
+  shown = t,
+): Promise<void> {
   try {
     await session.waitVisible(sel, t);
   } catch (err) {
     if ((err as Error).name === 'TimeoutError')
-      throw new StepFailure(`${sel} ${failed} within ${seconds(t)}`);
+      throw new StepFailure(`${sel} ${failed} within ${seconds(shown)}`);
     throw err;
   }
 }
 
-/** Perform one step; its output on success (a StepFailure or the browser's error otherwise). */
+/** How long a step's recorded selector may take to match before the step looks for its element. */
+export const HEAL_PROBE_MS = 200;
+
+/** Where a step acts: its recorded selector, or the element healing found (heal.ts), saying so. */
+interface Located {
+  selector: string;
+  healed?: HealedStep;
+}
+
+/**
+ * The element a step acts on. The recorded selector, when it matches an element within HEAL_PROBE_MS (or
+ * healing is off, or the browser cannot heal); else the element the recording describes, when one is
+ * close enough and clearly ahead (heal.ts); else the recorded selector once more for the rest of the
+ * step's time (an element that comes late), failing with the closest candidates and their scores.
+ */
+async function locate(
+  session: BrowserSession,
+  step: RunStepItem,
+  kind: string,
+  selector: string,
+  ctx: { timeoutMs: number; heal?: boolean },
+): Promise<Located> {
+  const { probe, healCandidates, pinSelector } = session;
+  if (ctx.heal === false || !probe || !healCandidates || !pinSelector) return { selector };
+  const started = Date.now();
+  const probeMs = Math.min(HEAL_PROBE_MS, ctx.timeoutMs);
+  if (await probe.call(session, selector, probeMs)) return { selector };
+  const found = await healCandidates.call(session, step.element?.html ?? '');
+  const target = { recorded: found.recorded, cue: instructionCue(step.instruction, kind), kind };
+  const verdict = decide(rankCandidates(target, found.candidates), found.candidates);
+  if (verdict.chosen) {
+    const pinned = await pinSelector.call(
+      session,
+      verdict.chosen.index,
+      selectorProposals(verdict.chosen.features),
+    );
+    if (pinned) {
+      const score = Math.round(verdict.chosen.score * 100) / 100;
+      return {
+        selector: pinned.selector,
+        healed: { from: selector, to: pinned.selector, score, html: pinned.html },
+      };
+    }
+  }
+  const rest = ctx.timeoutMs - (Date.now() - started);
+  if (rest > 0 && (await probe.call(session, selector, rest))) return { selector };
+  throw new StepFailure(
+    verdict.chosen
+      ? `${selector} matched nothing; the element it resembles is gone`
+      : refusedHeal(selector, verdict.closest),
+  );
+}
+
+/** What a step did: its output, and where healing moved it (heal.ts). */
+export interface StepResult {
+  output: string;
+  healed?: HealedStep;
+}
+
+/**
+ * Perform one step: its output on success, beginning `healed: <from> → <to> (<score>)` when its element
+ * was found by healing (a StepFailure or the browser's error otherwise). Healing changes where a step
+ * acts, never what it checks.
+ */
 export async function performStep(
   session: BrowserSession,
   step: RunStepItem,
@@ -159,10 +236,38 @@ export async function performStep(
     variables: Record<string, string>;
     target: Pick<RunTarget, 'url' | 'appUrl' | 'urls' | 'origins'>;
     timeoutMs: number;
+    /** `false`: the test opted out of healing. */
+    heal?: boolean;
   },
-): Promise<string> {
+): Promise<StepResult> {
   const kind = normalizeInteraction(step.interaction);
-  const selector = step.element?.selector?.trim() || undefined;
+  const started = Date.now();
+  let healed: HealedStep | undefined;
+  /** The step's element, healed when need be; the time it took is the step's. */
+  const where = async (sel: string) => {
+    const found = await locate(session, step, kind, sel, ctx);
+    healed = found.healed;
+    return found.selector;
+  };
+  const left = () => Math.max(1, ctx.timeoutMs - (Date.now() - started));
+  const output = await act(session, step, kind, ctx, where, left);
+  if (!healed) return { output };
+  return { output: `${healedLine(healed.from, healed.to, healed.score)}; ${output}`, healed };
+}
+
+async function act(
+  session: BrowserSession,
+  step: RunStepItem,
+  kind: string,
+  ctx: {
+    variables: Record<string, string>;
+    target: Pick<RunTarget, 'url' | 'appUrl' | 'urls' | 'origins'>;
+    timeoutMs: number;
+  },
+  where: (selector: string) => Promise<string>,
+  left: () => number,
+): Promise<string> {
+  const recorded = step.element?.selector?.trim() || undefined;
   const t = ctx.timeoutMs;
   switch (kind) {
     case 'navigate': {
@@ -171,38 +276,40 @@ export async function performStep(
       return `opened ${url}`;
     }
     case 'click': {
-      const sel = requireSelector(step, 'click');
-      await session.click(sel, t);
+      const sel = await where(requireSelector(step, 'click'));
+      await session.click(sel, left());
       return `clicked ${sel}`;
     }
     case 'input-text': {
-      const sel = requireSelector(step, 'input-text');
       const value = inputValue(step.instruction, ctx.variables);
-      await session.fill(sel, value, t);
+      const sel = await where(requireSelector(step, 'input-text'));
+      await session.fill(sel, value, left());
       return `typed ${value.length} character${value.length === 1 ? '' : 's'} into ${sel}`;
     }
     case 'assert-text': {
       const text = quotedText(step.instruction, ctx.variables);
       if (text === undefined || text === '')
         throw new StepFailure('assert-text needs the expected text in its instruction, in double quotes');
-      const where = selector ?? 'the page';
-      if (!(await session.waitForText(text, selector, t)))
-        throw new StepFailure(`text "${text}" not found in ${where} within ${seconds(t)}`);
-      return `found "${text}" in ${where}`;
+      const selector = recorded && (await where(recorded));
+      const place = selector ?? 'the page';
+      if (!(await session.waitForText(text, selector, left())))
+        throw new StepFailure(`text "${text}" not found in ${place} within ${seconds(t)}`);
+      return `found "${text}" in ${place}`;
     }
     case 'assert-visible': {
-      const sel = requireSelector(step, 'assert-visible');
-      await visibleOrFail(session, sel, t, 'is not visible');
+      const sel = await where(requireSelector(step, 'assert-visible'));
+      await visibleOrFail(session, sel, left(), 'is not visible', t);
       return `${sel} is visible`;
     }
     case 'wait-for': {
-      const sel = requireSelector(step, 'wait-for');
-      await visibleOrFail(session, sel, t, 'did not appear');
+      const sel = await where(requireSelector(step, 'wait-for'));
+      await visibleOrFail(session, sel, left(), 'did not appear', t);
       return `${sel} appeared`;
     }
     case 'press': {
       const key = keyOf(step.instruction, ctx.variables);
-      await session.press(key, selector, t);
+      const selector = recorded && (await where(recorded));
+      await session.press(key, selector, left());
       return `pressed ${key}${selector ? ` on ${selector}` : ''}`;
     }
     default:

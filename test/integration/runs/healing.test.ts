@@ -1,0 +1,162 @@
+import { describe, expect, test } from '@jest/globals';
+import { call, client } from '../../support/api.js';
+import { localServerForFile } from '../../support/local-server.js';
+import { runEnded } from '../../support/runs-app.js';
+import { runsAppForFile, startRun } from '../../support/runs-suite.js';
+
+/*
+ * Steps that survive a changed page, end to end in the real browser: the fixture app's sign-up page
+ * (`#email`, `#submit`, then `#greeting`) against steps recorded on an older version of it (other ids).
+ * A healed step passes saying so (`healed: <from> → <to> (<score>)`, its `healed` object), the run
+ * counts them (`healed_steps`) and `GET /run?healed=true` lists it; `"heal": false` fails as before;
+ * an element gone fails naming the closest candidates; a healed assert-text still needs its text; a
+ * secret variable is masked in what a heal records.
+ */
+
+const h = localServerForFile();
+const app = runsAppForFile(h);
+const SECRET_EMAIL = 'heal-secret-7f3a@example.com';
+
+const recorded = (interaction: string, instruction: string, selector: string, html: string) => ({
+  interaction,
+  instruction,
+  element: { selector, html },
+});
+
+/** The sign-up test as recorded before the page renamed its ids. */
+const oldSteps = [
+  { interaction: 'navigate', instruction: 'Open the sign-up page', url: '/' },
+  recorded(
+    'input-text',
+    'Type {{variable:EMAIL}} into the email field',
+    '#user-email',
+    '<input id="user-email" name="email" type="text">',
+  ),
+  recorded(
+    'click',
+    'Click Sign up',
+    '#signup-button',
+    '<button id="signup-button" type="submit">Sign up</button>',
+  ),
+  recorded(
+    'assert-text',
+    'The page says "Thanks for signing up"',
+    '#thanks',
+    '<h1 id="thanks">Thanks for signing up</h1>',
+  ),
+  recorded('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', '#greeting', ''),
+  recorded('assert-visible', 'See the Back link', 'a#back', '<a id="back" href="/">Back</a>'),
+];
+
+const runOf = async (over: Record<string, unknown>) => {
+  const testId = await app.importTest({
+    variables: { EMAIL: SECRET_EMAIL },
+    secret_variables: ['EMAIL'],
+    ...over,
+  });
+  const { run_id } = await startRun(h, testId);
+  return runEnded(h, run_id, 120_000);
+};
+
+describe('a run whose recorded selectors match nothing', () => {
+  let healed: any;
+  let optedOut: any;
+
+  test('heals each step to the element its recording describes, and says so', async () => {
+    healed = await runOf({ steps: oldSteps });
+    expect([healed.status, healed.error]).toEqual(['passed', undefined]);
+    const steps = healed.steps;
+    expect(steps.map((s: any) => s.status)).toEqual([
+      'passed',
+      'passed',
+      'passed',
+      'passed',
+      'passed',
+      'passed',
+    ]);
+    for (const [i, from] of [
+      [1, '#user-email'],
+      [2, '#signup-button'],
+      [3, '#thanks'],
+      [5, 'a#back'],
+    ] as const) {
+      expect(steps[i].output).toMatch(
+        new RegExp(`^healed: ${from.replace(/[#]/g, '\\$&')} → .+ \\(0\\.\\d\\d\\); `),
+      );
+      expect(steps[i].healed).toMatchObject({ from, score: expect.any(Number) });
+      expect(steps[i].healed.score).toBeGreaterThanOrEqual(0.6);
+    }
+    // The new selectors, in Playwright's order of preference: role and name first where there is one.
+    expect(steps[1].healed.to).toBe('role=textbox[name="Email"]');
+    expect(steps[2].healed.to).toBe('role=button[name="Sign up"]');
+    expect(steps[5].healed.to).toBe('role=link[name="Back"]');
+    expect(steps[3].healed.html).toBe('<h1>Thanks for signing up</h1>');
+    // A step whose selector matches is not healed.
+    expect([steps[4].healed, steps[4].output]).toEqual([
+      undefined,
+      expect.stringMatching(/^found "Welcome, /),
+    ]);
+    expect(healed.healed_steps).toBe(4);
+    expect(JSON.stringify(healed)).not.toContain(SECRET_EMAIL);
+    // The report marks each healed step and the run's count.
+    const report = await (await fetch(healed.report_url)).text();
+    expect(report.match(/<span class="healed" title=/g)).toHaveLength(4);
+    expect(report).toContain('<span class="healed" id="healed-steps">4 steps healed</span>');
+    expect(report).toContain('healed: #signup-button → role=button[name=&quot;Sign up&quot;]');
+    expect(report).not.toContain(SECRET_EMAIL);
+  }, 180_000);
+
+  test('`"heal": false`: the same steps fail as before healing existed', async () => {
+    optedOut = await runOf({ steps: oldSteps, heal: false });
+    expect(optedOut.status).toBe('failed');
+    expect(optedOut.steps[1].status).toBe('failed');
+    expect(optedOut.steps[1].healed).toBeUndefined();
+    expect(optedOut.steps[1].output).not.toMatch(/^healed/);
+    expect(optedOut.healed_steps).toBeUndefined();
+  }, 180_000);
+
+  test('an element gone fails its step naming the closest candidates; a healed assert-text needs its text', async () => {
+    // After signing up: the page shows the secret email, which a refusal's candidates never leak.
+    const gone = await runOf({
+      steps: [
+        ...oldSteps.slice(0, 3),
+        recorded(
+          'click',
+          'Click "Delete account"',
+          '#delete',
+          '<p id="delete" class="danger">Delete account</p>',
+        ),
+      ],
+    });
+    expect(gone.status).toBe('failed');
+    expect(JSON.stringify(gone)).not.toContain('heal-secret');
+    expect(gone.steps[3].output).toMatch(
+      /^#delete matched nothing; (closest: .+ 0\.\d\d.*: none close enough|no element of the page is like it)$/,
+    );
+    const wrongText = await runOf({
+      steps: [
+        oldSteps[0],
+        recorded('assert-text', 'The heading says "Goodbye"', '#title', '<h1 id="title">Sign up</h1>'),
+      ],
+    });
+    expect(wrongText.status).toBe('failed');
+    expect(wrongText.steps[1].output).toMatch(/^text "Goodbye" not found in role=heading\[name="Sign up"\]/);
+  }, 240_000);
+
+  test('GET /run?healed=true lists the runs with a healed step, and only them', async () => {
+    const res = await call(h, 'GET', '/run?healed=true&limit=100', { headers: client(h.org) });
+    expect(res.status).toBe(200);
+    const ids = res.body.map((r: any) => r.id);
+    expect(ids).toContain(healed.id);
+    expect(ids).not.toContain(optedOut.id);
+    expect(res.body.find((r: any) => r.id === healed.id).healed_steps).toBe(4);
+    for (const bad of ['maybe', '1', ''])
+      expect((await call(h, 'GET', `/run?healed=${bad}`, { headers: client(h.org) })).body).toEqual({
+        error: expect.stringMatching(/healed: must be true or false/),
+      });
+    // Another organization sees none of them.
+    const other = await h.newOrg('healing-other');
+    const theirs = await call(h, 'GET', '/run?healed=true', { headers: client(other) });
+    expect([theirs.status, theirs.body]).toEqual([200, []]);
+  }, 60_000);
+});
