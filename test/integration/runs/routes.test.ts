@@ -740,7 +740,7 @@ describe('GET /run', () => {
 
   test('an unknown query parameter is a 400 naming it (a misspelt filter never lists everything)', async () => {
     const before = await scanTable('runs');
-    const takes = 'limit, offset, test, folder, status, media, steps, flaky, cursor';
+    const takes = 'limit, offset, test, folder, status, media, steps, flaky, healed, cursor';
     for (const [q, named] of [
       [`?limit=3&stauts=passed`, '"stauts"'],
       [`?tset=${testA}&colour=blue`, '"tset", "colour"'],
