@@ -211,6 +211,13 @@ async function locate(
   }
   const rest = ctx.timeoutMs - (Date.now() - started);
   if (rest > 0 && (await probe.call(session, selector, rest))) return { selector };
+  // Nothing on the page is like it: a wait-for or assert-visible says what it waited for, as it did
+  // before healing existed; every other failure names the closest candidates.
+  const waited = kind === 'wait-for' ? 'did not appear' : kind === 'assert-visible' ? 'is not visible' : '';
+  if (!verdict.chosen && !verdict.closest.length && waited)
+    throw new StepFailure(
+      `${selector} ${waited} within ${seconds(ctx.timeoutMs)}; no element of the page is like it`,
+    );
   throw new StepFailure(
     verdict.chosen
       ? `${selector} matched nothing; the element it resembles is gone`
