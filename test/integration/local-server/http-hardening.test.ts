@@ -180,7 +180,11 @@ describe('Object property names as query keys and header names', () => {
   test('query keys that are Object property names are plain unknown keys (GET /run refuses them by name)', async () => {
     const query = PROTO_NAMES.map((n, i) => `${n}=${i}`).join('&');
     const res = await send({ method: 'GET', target: `/run?${query}&limit=2&limit=3`, headers: clientCreds });
-    expectError(res, 400, /^invalid query: unknown parameter "constructor", "toString", .* \(GET \/run takes /);
+    expectError(
+      res,
+      400,
+      /^invalid query: unknown parameter "constructor", "toString", .* \(GET \/run takes /,
+    );
     expectError(await send({ method: 'GET', target: `/run?${query}` }), 401);
     const test404 = await send({
       method: 'GET',
