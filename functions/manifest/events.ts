@@ -84,9 +84,10 @@ const rules = {
       // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost: the
       // pull request's head, read when two updates share a second (core/environments/source-order.ts), and
       // its files for an event put by hand (the `paths` rule). teardown: a pull request the application's
-      // preview rules now skip has its preview torn down.
+      // preview rules now skip has its preview torn down. gates: the head's check run `queued` (and the
+      // one of the head it supersedes `cancelled`).
       access: {
-        tables: { applications: 'R', environments: 'RW', runs: 'R' },
+        tables: { applications: 'R', environments: 'RW', runs: 'R', gates: 'RW' },
         starts: ['deploy', 'teardown'],
         sourceHost: true,
         prStatus: true,
@@ -183,7 +184,12 @@ export const schedules = {
     target: {
       entry: 'functions/events/run-sweep.ts',
       // tenancy: the organizations whose runs it lists; secrets: R, the factory signing secret of a down.
-      access: { tables: { runs: 'RW', tenancy: 'R' }, secrets: 'R' },
+      // gates, environments, prStatus: a swept run's merge gate completes its check run.
+      access: {
+        tables: { runs: 'RW', tenancy: 'R', gates: 'RW', environments: 'R' },
+        secrets: 'R',
+        prStatus: true,
+      },
     },
   },
 } as const satisfies Record<string, ScheduleDef>;

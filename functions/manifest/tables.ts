@@ -158,6 +158,12 @@ export const tables = {
       byCreated('listFlaky', 'flakyKey', { include: ['orgId', ...RUN_LISTING, 'flaky'] }),
     ],
   },
+  /**
+   * The merge gate (core/gate/): `CHECK#org#envKey#sha`, the check run of one head commit of a pull request
+   * (its GitHub id, its runs, its state); `PR#org#envKey`, the pull request's current head (what a newer
+   * commit cancels). Small, by key only.
+   */
+  gates: { envVar: 'TABLE_GATES', partitionKey: S('pk'), indexes: [] },
 } as const satisfies Record<string, TableDef>;
 
 export type TableName = keyof typeof tables;
@@ -244,6 +250,12 @@ export const keys = {
     },
   },
   runs: runKeys,
+  gates: {
+    /** The check run of one head commit of an environment (`envKey` lower-cased already). */
+    checkRun: (orgId: string, envKey: string, sha: string) => `CHECK#${orgId}#${envKey}#${sha.toLowerCase()}`,
+    /** The pull request's current head, as the gate last saw it. */
+    pullRequest: (orgId: string, envKey: string) => `PR#${orgId}#${envKey}`,
+  },
 } as const;
 
 /** Where source archives live in the artifacts store (the image-build role may read only this prefix). */

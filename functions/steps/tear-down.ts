@@ -5,6 +5,7 @@ import {
   type StepInput,
   transition,
 } from '../core/environments/index.js';
+import { syncGate } from '../core/gate/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 
@@ -19,5 +20,7 @@ export async function handler(input: StepInput): Promise<StepInput> {
   if (env.apps !== undefined) await appTeardown().teardown(runtimeTarget(env, input));
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error']);
   await reportStatus({ prStatus: prStatus() }, input);
+  // A story the teardown ends before its runs did completes `cancelled`.
+  await syncGate({ prStatus: prStatus() }, input);
   return input;
 }

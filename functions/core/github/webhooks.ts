@@ -32,6 +32,7 @@ import {
   requestTeardown,
   StaleEvent,
 } from '../environments/index.js';
+import { syncGate } from '../gate/index.js';
 
 /*
  * Previews that follow the pull request. A GitHub webhook delivery is verified (its signature), read
@@ -542,6 +543,8 @@ export async function onPullRequestUpdated(
     throw err;
   }
   await reportStatus(deps, env);
+  // The merge gate: this head's check run `queued`, and the one of a head it supersedes `cancelled`.
+  await syncGate(deps, env);
   return 'deploy requested';
 }
 
