@@ -64,7 +64,9 @@ export const tables = {
   /**
    * Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind); and
    * `REPO#owner/repo` (lower-cased): the organizations whose applications link a repository (`orgIds`, a
-   * string set), which a GitHub webhook acts for.
+   * string set), which a GitHub webhook acts for. The merge gate's small items by key (`keys.gates`, never
+   * scanned: the one scan lists `ORG#` items only): `CHECK#org#envKey#sha`, a head commit's check run;
+   * `PR#org#envKey`, the pull request's current head.
    */
   tenancy: { envVar: 'TABLE_TENANCY', partitionKey: S('pk'), indexes: [] },
   /**
@@ -158,12 +160,6 @@ export const tables = {
       byCreated('listFlaky', 'flakyKey', { include: ['orgId', ...RUN_LISTING, 'flaky'] }),
     ],
   },
-  /**
-   * The merge gate (core/gate/): `CHECK#org#envKey#sha`, the check run of one head commit of a pull request
-   * (its GitHub id, its runs, its state); `PR#org#envKey`, the pull request's current head (what a newer
-   * commit cancels). Small, by key only.
-   */
-  gates: { envVar: 'TABLE_GATES', partitionKey: S('pk'), indexes: [] },
 } as const satisfies Record<string, TableDef>;
 
 export type TableName = keyof typeof tables;
@@ -250,6 +246,7 @@ export const keys = {
     },
   },
   runs: runKeys,
+  /** The merge gate's items, in the tenancy table (core/gate/). */
   gates: {
     /** The check run of one head commit of an environment (`envKey` lower-cased already). */
     checkRun: (orgId: string, envKey: string, sha: string) => `CHECK#${orgId}#${envKey}#${sha.toLowerCase()}`,

@@ -24,9 +24,9 @@ export interface WorkflowDef {
 const markFailed: TaskDef = {
   entry: 'functions/steps/mark-failed.ts',
   // runtime: a failed environment keeps nothing running (it stops the environment's apps on the cluster).
-  // gates: the merge gate's check run of the failed head (applications: whether it has preview tests).
+  // tenancy (the gate's items): the merge gate's check run of the failed head (applications: whether it has preview tests).
   access: {
-    tables: { environments: 'RW', runs: 'R', gates: 'RW', applications: 'R' },
+    tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
     prStatus: true,
     runtime: true,
   },
@@ -56,7 +56,7 @@ const markReady: TaskDef = {
   // prStatus: the status on the pull request (secrets: a protected preview's comment carries links signed
   // with its application's access key); starts testRun: the app's `run_on_preview` tests.
   access: {
-    tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW', gates: 'RW' },
+    tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW', tenancy: 'RW' },
     secrets: 'R',
     prStatus: true,
     starts: ['testRun'],
@@ -88,7 +88,7 @@ export const workflows = {
         entry: 'functions/steps/tear-down.ts',
         // runtime: it removes the environment from the cluster (no watcher, no callback task).
         access: {
-          tables: { environments: 'RW', runs: 'R', gates: 'RW', applications: 'R' },
+          tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
           runtime: true,
           prStatus: true,
         },
@@ -117,9 +117,9 @@ export const workflows = {
         // The browser Lambda: x86_64, >= 2 GB, 15 min, @sparticuz/chromium and ffmpeg (see `browser`).
         // recipes: the scenario a test names (scenario data).
         // media: 'W': it stores screenshots and videos; it mints no URL and signs no link.
-        // gates, environments, prStatus: the run's end brings its merge gate's check run up to date.
+        // tenancy (the gate's items), environments, prStatus: the run's end brings its merge gate's check run up to date.
         access: {
-          tables: { runs: 'RW', recipes: 'R', gates: 'RW', environments: 'R' },
+          tables: { runs: 'RW', recipes: 'R', tenancy: 'RW', environments: 'R' },
           secrets: 'R',
           media: 'W',
           browser: true,
@@ -129,7 +129,7 @@ export const workflows = {
       RunMarkFailedFunctionArn: {
         entry: 'functions/steps/run-mark-failed.ts',
         // secrets: R, the factory signing secret, for the `down` a dead executor still owes.
-        access: { tables: { runs: 'RW', gates: 'RW', environments: 'R' }, secrets: 'R', prStatus: true },
+        access: { tables: { runs: 'RW', tenancy: 'RW', environments: 'R' }, secrets: 'R', prStatus: true },
       },
     },
   },

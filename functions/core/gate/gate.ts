@@ -26,7 +26,7 @@ import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from
 
 export const CHECK_RUN_NAME = 'Preview tests';
 
-/** The gate record of one head commit (table `gates`, key `keys.gates.checkRun`). */
+/** The gate record of one head commit (table `tenancy`, key `keys.gates.checkRun`). */
 export interface GateRecord {
   pk: string;
   orgId: string;
@@ -51,17 +51,16 @@ export interface GateRecord {
 }
 
 export interface GateDeps {
-  prStatus: Pick<PrStatus, 'createCheckRun' | 'updateCheckRun'>;
+  prStatus: Pick<PrStatus, 'createCheckRun' | 'updateCheckRun'> & Partial<Pick<PrStatus, 'reply'>>;
   /** The dashboard's view of a commit's runs (details_url), when the service knows its public URL. */
   detailsUrl?: (record: GateRecord) => string | undefined;
 }
 
 type EnvRef = Pick<Environment, 'orgId' | 'envKey'>;
 
-const getRecord = async (pk: string): Promise<GateRecord | undefined> =>
-  (await ddb().send(new GetCommand({ TableName: table('gates'), Key: { pk }, ConsistentRead: true }))).Item as
-    | GateRecord
-    | undefined;
+export const getRecord = async (pk: string): Promise<GateRecord | undefined> =>
+  (await ddb().send(new GetCommand({ TableName: table('tenancy'), Key: { pk }, ConsistentRead: true })))
+    .Item as GateRecord | undefined;
 
 /** The gate record of an environment's head commit, if any. */
 export const gateRecord = (ref: EnvRef, sha: string) =>
@@ -107,7 +106,7 @@ export async function gateRun(runId: string): Promise<GateRun | undefined> {
 }
 
 /** The runs a record's story tells: the kept results of an earlier story, then this story's runs. */
-async function storyRuns(record: GateRecord): Promise<GateRun[]> {
+export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
   const fresh = (await Promise.all((record.runIds ?? []).map(gateRun))).filter((r) => r !== undefined);
   const kept = (await Promise.all((record.keptRunIds ?? []).map(gateRun))).filter((r) => r !== undefined);
   const rerun = new Set(fresh.map((r) => r.testId));
@@ -142,7 +141,11 @@ function desired(
  * record has none yet) or update it, then record what was shown, conditioned on the record not having
  * completed meanwhile (completed is final) and on its story (a re-run started meanwhile wins).
  */
-async function bring(deps: GateDeps, env: Environment | undefined, record: GateRecord): Promise<GateRecord> {
+export async function bring(
+  deps: GateDeps,
+  env: Environment | undefined,
+  record: GateRecord,
+): Promise<GateRecord> {
   if (record.state === 'completed' && record.checkRunId !== undefined) return record;
   const runs = await storyRuns(record);
   const { state, end } = desired(env, record, runs);
@@ -154,7 +157,7 @@ async function bring(deps: GateDeps, env: Environment | undefined, record: GateR
     name: CHECK_RUN_NAME,
     status: state,
     ...(conclusion ? { conclusion } : {}),
-    externalId: `${record.sha}:${record.story}`,
+    externalId: `${record.prNumber}/${record.story}`,
     output,
     ...(deps.detailsUrl?.(record) ? { detailsUrl: deps.detailsUrl(record) } : {}),
     ...(conclusion === 'failure' && runs.some((r) => r.status === 'failed')
@@ -178,7 +181,7 @@ async function bring(deps: GateDeps, env: Environment | undefined, record: GateR
   try {
     const { Attributes } = await ddb().send(
       new UpdateCommand({
-        TableName: table('gates'),
+        TableName: table('tenancy'),
         Key: { pk: record.pk },
         UpdateExpression:
           'SET checkRunId = :id, #state = :state, shown = :shown' +
@@ -223,7 +226,7 @@ async function openRecord(env: Environment, sha: string): Promise<GateRecord> {
   try {
     await ddb().send(
       new PutCommand({
-        TableName: table('gates'),
+        TableName: table('tenancy'),
         Item: record,
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
@@ -258,7 +261,7 @@ export async function syncGate(deps: GateDeps, ref: EnvRef): Promise<GateOutcome
       if (old) await bring(deps, env, old);
     }
     if (previous !== sha)
-      await ddb().send(new PutCommand({ TableName: table('gates'), Item: { pk: pointerKey, sha } }));
+      await ddb().send(new PutCommand({ TableName: table('tenancy'), Item: { pk: pointerKey, sha } }));
     let record = await gateRecord(env, sha);
     if (!record) {
       if ((await previewTestCount(env)) === 0) return 'none';
@@ -289,7 +292,7 @@ export async function attachRuns(deps: GateDeps, env: Environment, runIds: strin
     }
     await ddb().send(
       new UpdateCommand({
-        TableName: table('gates'),
+        TableName: table('tenancy'),
         Key: { pk: keys.gates.checkRun(env.orgId, env.envKey, sha) },
         UpdateExpression: 'SET runIds = :ids',
         ConditionExpression: 'attribute_not_exists(runIds) AND #state <> :completed',

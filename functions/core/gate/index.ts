@@ -15,4 +15,5 @@ export {
   syncGate,
   syncGateOfRun,
 } from './gate.js';
+export { type GateRequestDetail, onGateRequested, SKIP_REFUSED } from './requests.js';
 export { conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';

@@ -33,6 +33,7 @@ import {
   StaleEvent,
 } from '../environments/index.js';
 import { syncGate } from '../gate/index.js';
+import { type GateRequest, normalizeGateDelivery } from './gate-requests.js';
 
 /*
  * Previews that follow the pull request. A GitHub webhook delivery is verified (its signature), read
@@ -124,7 +125,8 @@ export type Normalized =
       installationId?: number;
       branch: string;
       headSha: string;
-    };
+    }
+  | GateRequest;
 
 const UPDATE_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review', 'labeled', 'unlabeled'];
 
@@ -189,6 +191,7 @@ export function normalizeDelivery(event: string, payload: unknown): Normalized |
       headSha: p.after.toLowerCase(),
     };
   }
+  if (event === 'check_run' || event === 'issue_comment') return normalizeGateDelivery(event, payload);
   return { ignored: `event "${event}" is not acted on` };
 }
 
@@ -301,6 +304,11 @@ async function actingApplications(repo: string, deps: WebhookDeps): Promise<Appl
 function eventsOf(n: Normalized, apps: Acting[], deliveryId: string): BusEvent[] {
   const of = ({ app, verdict }: Acting): Pick<BusEvent, 'detailType' | 'detail'> => {
     const common = { orgId: app.orgId, repoFullName: app.repoFullName!, deliveryId };
+    if (n.kind === 'gateRequested')
+      return {
+        detailType: DETAIL_TYPES.gateRequested,
+        detail: { ...common, prNumber: n.prNumber, request: n.request },
+      };
     if (n.kind === 'pullRequestClosed')
       return {
         detailType: DETAIL_TYPES.pullRequestClosed,

@@ -8,6 +8,7 @@ import {
   type GitHubRest,
   publishToGitHub,
   type RestResponse,
+  replyComment,
   updateCheckRun,
 } from './github-rest.js';
 import type { CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
@@ -73,6 +74,10 @@ export class GitHubAppPrStatus implements PrStatus {
 
   async updateCheckRun(id: number, write: CheckRunWrite): Promise<void> {
     await updateCheckRun(await this.rest(write.repoFullName), id, write);
+  }
+
+  async reply(repoFullName: string, prNumber: number, body: string): Promise<void> {
+    await replyComment(await this.rest(repoFullName), repoFullName, prNumber, body);
   }
 
   private async rest(repoFullName: string): Promise<GitHubRest> {

@@ -262,3 +262,15 @@ export async function updateCheckRun(rest: GitHubRest, id: number, write: CheckR
     'updating a check run',
   );
 }
+
+/** A reply comment on a pull request (a refused `/preview` command). */
+export async function replyComment(rest: GitHubRest, repoFullName: string, pr: number, body: string) {
+  const [owner, name] = repoFullName.split('/') as [string, string];
+  expect(
+    await rest.request('POST', `/repos/${enc(owner)}/${enc(name)}/issues/${pr}/comments`, {
+      body: body.slice(0, MAX_COMMENT),
+    }),
+    [201],
+    'replying on the pull request',
+  );
+}

@@ -5,6 +5,7 @@ import {
   type GitHubRest,
   publishToGitHub,
   type RestResponse,
+  replyComment,
   updateCheckRun,
 } from './github-rest.js';
 import type { CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
@@ -184,6 +185,10 @@ export class LocalOutboxPrStatus implements PrStatus {
 
   updateCheckRun(id: number, write: CheckRunWrite): Promise<void> {
     return this.serial(() => updateCheckRun(this.rest, id, write));
+  }
+
+  reply(repoFullName: string, prNumber: number, body: string): Promise<void> {
+    return this.serial(() => replyComment(this.rest, repoFullName, prNumber, body));
   }
 
   private serial<T>(call: () => Promise<T>): Promise<T> {

@@ -72,4 +72,6 @@ export interface PrStatus {
   createCheckRun(write: CheckRunWrite): Promise<number>;
   /** Update one (`PATCH /repos/{o}/{r}/check-runs/{id}`). */
   updateCheckRun(id: number, write: CheckRunWrite): Promise<void>;
+  /** Reply on a pull request (`POST /repos/{o}/{r}/issues/{pr}/comments`): a refused command's why. */
+  reply(repoFullName: string, prNumber: number, body: string): Promise<void>;
 }
