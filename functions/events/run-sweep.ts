@@ -1,5 +1,7 @@
 import type { Context } from 'aws-lambda';
+import { syncGateOfRun } from '../core/gate/index.js';
 import { sweepStaleRuns } from '../core/runs/index.js';
+import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { config } from '../shared/config.js';
 import { log } from '../shared/log.js';
@@ -20,6 +22,8 @@ export async function handler(
     ...(context ? { remainingMs: () => context.getRemainingTimeInMillis() } : {}),
     // Shorter than the executor's: one unanswered factory must not use the sweep's five minutes.
     factory: { retryMs: 10_000, timeoutMs: 10_000 },
+    // The merge gate a swept run belonged to: completed, never left in progress.
+    onEnded: (runId) => syncGateOfRun({ prStatus: prStatus() }, runId),
   });
   log.info('run sweep', result);
   return result;

@@ -52,6 +52,7 @@ export const DETAIL_TYPES = {
   pullRequestClosed: 'Pull Request Closed',
   defaultBranchPushed: 'Default Branch Pushed',
   redeployRequested: 'Preview Redeploy Requested',
+  gateRequested: 'Merge Gate Requested',
 } as const;
 
 /** CodeBuild's terminal build states (a build in any other state is still running). */
@@ -84,9 +85,10 @@ const rules = {
       // prStatus: the PR comment lists the environment's latest test runs (runs, `listOrg`). sourceHost: the
       // pull request's head, read when two updates share a second (core/environments/source-order.ts), and
       // its files for an event put by hand (the `paths` rule). teardown: a pull request the application's
-      // preview rules now skip has its preview torn down.
+      // preview rules now skip has its preview torn down. tenancy (the gate's items): the head's check run `queued` (and the
+      // one of the head it supersedes `cancelled`).
       access: {
-        tables: { applications: 'R', environments: 'RW', runs: 'R' },
+        tables: { applications: 'R', environments: 'RW', runs: 'R', tenancy: 'RW' },
         starts: ['deploy', 'teardown'],
         sourceHost: true,
         prStatus: true,
@@ -121,6 +123,22 @@ const rules = {
       access: {
         tables: { environments: 'RW', runs: 'R' },
         starts: ['deploy', 'redeployApp'],
+        prStatus: true,
+      },
+    },
+  },
+  gateRequested: {
+    description:
+      "The merge gate was asked from the pull request: re-run a head's tests (all, or the failed ones) or " +
+      'skip them with a reason',
+    bus: 'service',
+    pattern: { source: [GITHUB_EVENT_SOURCE], 'detail-type': [DETAIL_TYPES.gateRequested] },
+    target: {
+      entry: 'functions/events/gate-requested.ts',
+      // starts testRun: the runs of a re-run; prStatus: the check run, and the reply to a skip refused.
+      access: {
+        tables: { environments: 'R', applications: 'R', tests: 'R', runs: 'RW', tenancy: 'RW' },
+        starts: ['testRun'],
         prStatus: true,
       },
     },
@@ -183,7 +201,12 @@ export const schedules = {
     target: {
       entry: 'functions/events/run-sweep.ts',
       // tenancy: the organizations whose runs it lists; secrets: R, the factory signing secret of a down.
-      access: { tables: { runs: 'RW', tenancy: 'R' }, secrets: 'R' },
+      // tenancy (the gate's items), environments, prStatus: a swept run's merge gate completes its check run.
+      access: {
+        tables: { runs: 'RW', tenancy: 'RW', environments: 'R' },
+        secrets: 'R',
+        prStatus: true,
+      },
     },
   },
 } as const satisfies Record<string, ScheduleDef>;

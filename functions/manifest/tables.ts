@@ -64,7 +64,9 @@ export const tables = {
   /**
    * Organizations and their credentials: `ORG#id`, `APIKEY#keyId`, `CLIENT#clientId` (pk = sk kind); and
    * `REPO#owner/repo` (lower-cased): the organizations whose applications link a repository (`orgIds`, a
-   * string set), which a GitHub webhook acts for.
+   * string set), which a GitHub webhook acts for. The merge gate's small items by key (`keys.gates`, never
+   * scanned: the one scan lists `ORG#` items only): `CHECK#org#envKey#sha`, a head commit's check run;
+   * `PR#org#envKey`, the pull request's current head.
    */
   tenancy: { envVar: 'TABLE_TENANCY', partitionKey: S('pk'), indexes: [] },
   /**
@@ -254,6 +256,13 @@ export const keys = {
     },
   },
   runs: runKeys,
+  /** The merge gate's items, in the tenancy table (core/gate/). */
+  gates: {
+    /** The check run of one head commit of an environment (`envKey` lower-cased already). */
+    checkRun: (orgId: string, envKey: string, sha: string) => `CHECK#${orgId}#${envKey}#${sha.toLowerCase()}`,
+    /** The pull request's current head, as the gate last saw it. */
+    pullRequest: (orgId: string, envKey: string) => `PR#${orgId}#${envKey}`,
+  },
 } as const;
 
 /** Where source archives live in the artifacts store (the image-build role may read only this prefix). */

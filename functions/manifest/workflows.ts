@@ -24,7 +24,12 @@ export interface WorkflowDef {
 const markFailed: TaskDef = {
   entry: 'functions/steps/mark-failed.ts',
   // runtime: a failed environment keeps nothing running (it stops the environment's apps on the cluster).
-  access: { tables: { environments: 'RW', runs: 'R' }, prStatus: true, runtime: true },
+  // tenancy (the gate's items): the merge gate's check run of the failed head (applications: whether it has preview tests).
+  access: {
+    tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
+    prStatus: true,
+    runtime: true,
+  },
 };
 const buildImages: TaskDef = {
   entry: 'functions/steps/build-images.ts',
@@ -52,7 +57,7 @@ const markReady: TaskDef = {
   // prStatus: the status on the pull request (secrets: a protected preview's comment carries links signed
   // with its application's access key); starts testRun: the app's `run_on_preview` tests.
   access: {
-    tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW' },
+    tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW', tenancy: 'RW' },
     secrets: 'R',
     prStatus: true,
     starts: ['testRun'],
@@ -83,9 +88,10 @@ export const workflows = {
       TearDownFunctionArn: {
         entry: 'functions/steps/tear-down.ts',
         // runtime: it removes the environment from the cluster (no watcher, no callback task); secrets:
-        // it forgets the passwords of the environment's services.
+        // it forgets the passwords of the environment's services; tenancy/applications: it ends the
+        // head commit's check run.
         access: {
-          tables: { environments: 'RW', runs: 'R' },
+          tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
           runtime: true,
           prStatus: true,
           secrets: 'RW',
@@ -115,12 +121,19 @@ export const workflows = {
         // The browser Lambda: x86_64, >= 2 GB, 15 min, @sparticuz/chromium and ffmpeg (see `browser`).
         // recipes: the scenario a test names (scenario data).
         // media: 'W': it stores screenshots and videos; it mints no URL and signs no link.
-        access: { tables: { runs: 'RW', recipes: 'R' }, secrets: 'R', media: 'W', browser: true },
+        // tenancy (the gate's items), environments, prStatus: the run's end brings its merge gate's check run up to date.
+        access: {
+          tables: { runs: 'RW', recipes: 'R', tenancy: 'RW', environments: 'R' },
+          secrets: 'R',
+          media: 'W',
+          browser: true,
+          prStatus: true,
+        },
       },
       RunMarkFailedFunctionArn: {
         entry: 'functions/steps/run-mark-failed.ts',
         // secrets: R, the factory signing secret, for the `down` a dead executor still owes.
-        access: { tables: { runs: 'RW' }, secrets: 'R' },
+        access: { tables: { runs: 'RW', tenancy: 'RW', environments: 'R' }, secrets: 'R', prStatus: true },
       },
     },
   },

@@ -5,6 +5,7 @@ import {
   type StepInput,
   transition,
 } from '../core/environments/index.js';
+import { attachRuns, gateKeyOf } from '../core/gate/index.js';
 import { startPreviewRuns } from '../core/runs/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
@@ -13,7 +14,7 @@ import { workflows } from '../ports/registry/workflows.js';
 /**
  * Last step: `ready` with every app's URL (from the readiness callback) and the SHA now deployed; the
  * status goes to the pull request (a protected preview's comment with its signed access links), and the
- * application's `run_on_preview` tests start against it.
+ * application's `run_on_preview` tests start against it, the merge gate's check run following them.
  */
 export async function handler(input: StepInput & { ready: { urls: Record<string, string> } }) {
   const env = await loadCurrent(input);
@@ -28,6 +29,9 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     { prStatus: prStatus(), accessUrls: (e) => environmentAccessUrls(e, e.urls ?? {}, secretStore()) },
     rest,
   );
-  await startPreviewRuns({ workflows: workflows() }, env);
+  const gateKey = gateKeyOf(env);
+  const runIds = await startPreviewRuns({ workflows: workflows() }, env, gateKey ? { gateKey } : {});
+  // The merge gate: this head's check run, `in_progress` while these runs run.
+  await attachRuns({ prStatus: prStatus() }, env, runIds);
   return rest;
 }

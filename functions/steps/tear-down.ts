@@ -6,6 +6,7 @@ import {
   type StepInput,
   transition,
 } from '../core/environments/index.js';
+import { syncGate } from '../core/gate/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 import { secretStore } from '../ports/registry/secret-store.js';
@@ -23,5 +24,7 @@ export async function handler(input: StepInput): Promise<StepInput> {
   if (env.serviceSpecs) await forgetServiceCredentials({ secrets: secretStore() }, env);
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error', 'services']);
   await reportStatus({ prStatus: prStatus() }, input);
+  // A story the teardown ends before its runs did completes `cancelled`.
+  await syncGate({ prStatus: prStatus() }, input);
   return input;
 }

@@ -3,8 +3,9 @@ import {
   type Resumption,
   resumeEnvironment,
 } from '../../functions/core/environments/index.js';
+import { syncGateOfRun } from '../../functions/core/gate/index.js';
 import { recoverRuns } from '../../functions/core/runs/index.js';
-import { secretStore } from '../../functions/ports/registry.js';
+import { prStatus, secretStore } from '../../functions/ports/registry.js';
 import type { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { log } from '../../functions/shared/log.js';
@@ -30,7 +31,11 @@ export async function recoverEnvironments(
   }
   // Runs the previous run left pending or running end `failed` with the reason (their browser is gone);
   // one whose scenario came up sends the factory its owed `down` (scenario data).
-  const runs = await recoverRuns({ secrets: secretStore() });
+  // The merge gate each belonged to completes its check run (never left in progress by a crash).
+  const runs = await recoverRuns({
+    secrets: secretStore(),
+    onEnded: (runId) => syncGateOfRun({ prStatus: prStatus() }, runId),
+  });
   if (runs.failed > 0) log.info('local recovery: runs ended', runs);
   const { unchanged: _unchanged, ...changed } = tally;
   if (Object.values(changed).some((n) => n > 0)) log.info('local recovery', tally);

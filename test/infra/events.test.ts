@@ -350,18 +350,20 @@ describe('the runSweep schedule (runs left pending or running in AWS)', () => {
     expect(declared.map(([, d]) => d.id)).toContain(fnId);
   });
 
-  test('is granted least privilege: runs RW, tenancy R, the secrets read; no other table, no start, no media', () => {
+  test('is granted least privilege: runs RW, tenancy RW (the merge gate), environments R, the secrets read; no start, no media', () => {
     const touched = (Object.keys(stateful.tables) as TableName[]).filter((name) =>
       statements.some((s) => s.resources.some((r) => mentions(r, tableIdOf(name)))),
     );
-    expect(sorted(touched)).toEqual(['runs', 'tenancy']);
+    expect(sorted(touched)).toEqual(['environments', 'runs', 'tenancy']);
     const writesOf = (name: TableName) =>
       statements
         .filter((s) => s.resources.some((r) => mentions(r, tableIdOf(name))))
         .flatMap((s) => s.actions)
         .filter((a) => tableWriteActions.includes(a));
     expect(writesOf('runs').length).toBeGreaterThan(0);
-    expect(writesOf('tenancy')).toEqual([]);
+    // The merge gate's items (a swept run's check run completed) live in the tenancy table.
+    expect(writesOf('tenancy').length).toBeGreaterThan(0);
+    expect(writesOf('environments')).toEqual([]);
     expect(actions.filter((a) => a.startsWith('states:'))).toEqual([]);
     expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
     expect(actions.filter((a) => a.startsWith('events:'))).toEqual([]);
@@ -371,7 +373,8 @@ describe('the runSweep schedule (runs left pending or running in AWS)', () => {
     expect(secretActions.filter((a) => !/^secretsmanager:(GetSecretValue|DescribeSecret)$/.test(a))).toEqual(
       [],
     );
-    expect(envOf(fnId).GITHUB_APP_SECRET_ARN).toBeUndefined();
+    // The GitHub App's secret: it completes the check run of a swept run's merge gate.
+    expect(envOf(fnId).GITHUB_APP_SECRET_ARN).toBeDefined();
   });
 
   test('has its failure queue alarmed like every scheduled target', () => {

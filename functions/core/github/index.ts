@@ -4,6 +4,7 @@
  * again (redelivery.ts).
  */
 
+export { type GateRequestedDetail, gateRequestedDetail } from './gate-requests.js';
 export { type RedeliveryOutcome, redeliverFailedDeliveries } from './redelivery.js';
 export {
   defaultBranchPushedDetail,

@@ -174,6 +174,7 @@ describe('the event manifest and the local bus agree', () => {
     const rules = serviceBusRules();
     expect(Object.keys(rules).sort()).toEqual([
       'defaultBranchPushed',
+      'gateRequested',
       'previewRedeployRequested',
       'pullRequestClosed',
       'pullRequestUpdated',

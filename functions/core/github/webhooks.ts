@@ -32,6 +32,8 @@ import {
   requestTeardown,
   StaleEvent,
 } from '../environments/index.js';
+import { syncGate } from '../gate/index.js';
+import { type GateRequest, normalizeGateDelivery } from './gate-requests.js';
 
 /*
  * Previews that follow the pull request. A GitHub webhook delivery is verified (its signature), read
@@ -123,7 +125,8 @@ export type Normalized =
       installationId?: number;
       branch: string;
       headSha: string;
-    };
+    }
+  | GateRequest;
 
 const UPDATE_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review', 'labeled', 'unlabeled'];
 
@@ -188,6 +191,7 @@ export function normalizeDelivery(event: string, payload: unknown): Normalized |
       headSha: p.after.toLowerCase(),
     };
   }
+  if (event === 'check_run' || event === 'issue_comment') return normalizeGateDelivery(event, payload);
   return { ignored: `event "${event}" is not acted on` };
 }
 
@@ -300,6 +304,11 @@ async function actingApplications(repo: string, deps: WebhookDeps): Promise<Appl
 function eventsOf(n: Normalized, apps: Acting[], deliveryId: string): BusEvent[] {
   const of = ({ app, verdict }: Acting): Pick<BusEvent, 'detailType' | 'detail'> => {
     const common = { orgId: app.orgId, repoFullName: app.repoFullName!, deliveryId };
+    if (n.kind === 'gateRequested')
+      return {
+        detailType: DETAIL_TYPES.gateRequested,
+        detail: { ...common, prNumber: n.prNumber, request: n.request },
+      };
     if (n.kind === 'pullRequestClosed')
       return {
         detailType: DETAIL_TYPES.pullRequestClosed,
@@ -542,6 +551,8 @@ export async function onPullRequestUpdated(
     throw err;
   }
   await reportStatus(deps, env);
+  // The merge gate: this head's check run `queued`, and the one of a head it supersedes `cancelled`.
+  await syncGate(deps, env);
   return 'deploy requested';
 }
 

@@ -51,6 +51,8 @@ export interface StartRunInput {
   source?: string;
   /** Overrides of the test's saved variables, by name. */
   runtimeMetadata?: Record<string, string>;
+  /** The merge gate's record this run belongs to (core/gate/), which its end brings up to date. */
+  gateKey?: string;
 }
 
 /** Execution name of a run's state machine: unique per start, readable in the console. */
@@ -85,6 +87,7 @@ export async function startRun(
     folder: { id: test.folder.id, name: test.folder.name },
     source: input.source ?? 'api',
     ...(input.applicationVersionId !== undefined ? { applicationVersionId: input.applicationVersionId } : {}),
+    ...(input.gateKey !== undefined ? { gateKey: input.gateKey } : {}),
     ...(test.applicationId !== undefined ? { applicationId: test.applicationId } : {}),
     applicationVersion: { name: test.applicationVersion.name, path: test.applicationVersion.path },
     ...(test.stepTimeoutSeconds !== undefined ? { stepTimeoutSeconds: test.stepTimeoutSeconds } : {}),
@@ -305,11 +308,13 @@ export async function finishRun(
  * application of the environment's organization linked to its repository, each test in its `previewTestIds`
  * that still belongs to it and still runs on previews gets a run with `source: preview`, against this
  * environment (`application_version_id` = its `environmentId`). Best effort, never throws: failures are
- * logged (per test; the others still start). Returns the new run ids.
+ * logged (per test; the others still start). Returns the new run ids. `opts.gateKey`: the merge gate's
+ * record the runs belong to; `opts.only`: run only these tests (a re-run of the failed ones).
  */
 export async function startPreviewRuns(
   deps: { workflows: Workflows },
   env: Pick<Environment, 'orgId' | 'repoFullName' | 'prNumber'> & { environmentId?: string },
+  opts: { gateKey?: string; only?: ReadonlySet<string> } = {},
 ): Promise<string[]> {
   let Items: Record<string, unknown>[] | undefined;
   try {
@@ -332,9 +337,11 @@ export async function startPreviewRuns(
       try {
         const test = await findTest(env.orgId, testId).catch(() => undefined);
         if (!test?.runOnPreview || test.applicationId !== app.applicationId) continue;
+        if (opts.only && !opts.only.has(testId)) continue;
         runIds.push(
           await startRun(deps, env.orgId, testId, {
             source: 'preview',
+            ...(opts.gateKey ? { gateKey: opts.gateKey } : {}),
             ...(env.environmentId ? { applicationVersionId: env.environmentId } : {}),
           }),
         );

@@ -65,9 +65,12 @@ export async function endAbandonedRun(
  * After the local server restarted, no run is left `running` or `pending` with nothing behind it. Each
  * such run ends `failed` saying so: a `running` run's browser is gone, and re-running its steps could
  * repeat what they did to the app; a `pending` one would meet its environment restarting too (recovery
- * restarts ready environments), so starting it again would only fail it as "not ready".
+ * restarts ready environments), so starting it again would only fail it as "not ready". `onEnded` is told
+ * of each run it ended (the merge gate completes the check run the run belonged to).
  */
-export async function recoverRuns(deps: { secrets?: SecretStore } = {}): Promise<{ failed: number }> {
+export async function recoverRuns(
+  deps: { secrets?: SecretStore; onEnded?: (runId: string) => Promise<unknown> } = {},
+): Promise<{ failed: number }> {
   let failed = 0;
   const reasons = {
     running: 'interrupted: the service restarted while the run was running',
@@ -76,7 +79,10 @@ export async function recoverRuns(deps: { secrets?: SecretStore } = {}): Promise
   for (const status of ['running', 'pending'] as const) {
     for await (const runId of runsWithStatus(status)) {
       try {
-        if (await endAbandonedRun(deps, runId, reasons[status], { by: 'recovery' })) failed++;
+        if (await endAbandonedRun(deps, runId, reasons[status], { by: 'recovery' })) {
+          failed++;
+          await deps.onEnded?.(runId);
+        }
       } catch (err) {
         log.error('could not recover a test run', { runId, error: (err as Error).message });
       }
@@ -126,6 +132,8 @@ export async function sweepStaleRuns(deps: {
   now?: () => number;
   remainingMs?: () => number;
   factory?: FactoryClientOptions;
+  /** Told of each run the sweep ended (the merge gate completes its check run). */
+  onEnded?: (runId: string) => Promise<unknown>;
 }): Promise<{ checked: number; failed: number; downs: number }> {
   const now = deps.now ?? Date.now;
   let checked = 0;
@@ -151,7 +159,10 @@ export async function sweepStaleRuns(deps: {
               `(${run.runTimeoutSeconds ?? deps.defaultRunTimeoutSeconds} s) and its executor's; nothing ` +
               'was left to end it'
             : `abandoned: the run was still pending ${minutes} min after it was created; start it again`;
-        if (await failRun(runId, reason)) failed++;
+        if (await failRun(runId, reason)) {
+          failed++;
+          await deps.onEnded?.(runId);
+        }
         const ended = await loadRun(runId);
         if (ended?.scenarioState && (await sendOwedDown(deps, ended, { ...deps.factory, by: 'sweep' })))
           downs++;

@@ -76,6 +76,13 @@ export interface RunItem {
   folder: Folder;
   source: string;
   applicationVersionId?: string;
+  /** The merge gate's record (core/gate/) a preview run belongs to. */
+  gateKey?: string;
+  /**
+   * Why the run failed, classified: `environment` when the preview never answered (its error names the
+   * environment); absent for a failing test. The merge gate's title tells them apart.
+   */
+  errorKind?: 'environment';
   /** Copied from the test when the run started: what the run targets, and its timeouts. */
   applicationId?: string;
   applicationVersion?: ApplicationVersion;

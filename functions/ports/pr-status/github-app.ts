@@ -3,13 +3,20 @@ import {
   type GitHubAppCredentials,
   githubAppGetter,
 } from '../source-host/github-app-secret.js';
-import { type GitHubRest, publishToGitHub, type RestResponse } from './github-rest.js';
-import type { PrReport, PrStatus, PublishOutcome } from './port.js';
+import {
+  createCheckRun,
+  type GitHubRest,
+  publishToGitHub,
+  type RestResponse,
+  replyComment,
+  updateCheckRun,
+} from './github-rest.js';
+import type { CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
 
 /*
  * PR status on GitHub (AWS mode), as the GitHub App's installation on the repository: the calls of
  * `publishToGitHub`, plus (App JWT) `GET /repos/{o}/{r}/installation`, remembered 5 minutes per repository.
- * The App needs Deployments (write) and Pull requests (write) besides the source host's read access. No
+ * The App needs Deployments (write), Pull requests (write) and Checks (write, the merge gate) besides the source host's read access. No
  * retries here: a status is reported again at the environment's next change, and a failed report never
  * fails the step that made it (core/pr-status.ts logs it).
  */
@@ -59,6 +66,24 @@ export class GitHubAppPrStatus implements PrStatus {
     if (!octokit)
       return { published: false, reason: 'no installation of the GitHub App covers the repository' };
     return publishToGitHub(transport(octokit, this.opts.timeoutMs ?? 10_000), report);
+  }
+
+  async createCheckRun(write: CheckRunWrite): Promise<number> {
+    return createCheckRun(await this.rest(write.repoFullName), write);
+  }
+
+  async updateCheckRun(id: number, write: CheckRunWrite): Promise<void> {
+    await updateCheckRun(await this.rest(write.repoFullName), id, write);
+  }
+
+  async reply(repoFullName: string, prNumber: number, body: string): Promise<void> {
+    await replyComment(await this.rest(repoFullName), repoFullName, prNumber, body);
+  }
+
+  private async rest(repoFullName: string): Promise<GitHubRest> {
+    const octokit = await this.installationClient(repoFullName);
+    if (!octokit) throw new Error('no installation of the GitHub App covers the repository');
+    return transport(octokit, this.opts.timeoutMs ?? 10_000);
   }
 
   private async installationClient(repoFullName: string): Promise<Client | undefined> {

@@ -1,4 +1,4 @@
-import type { PrReport, PublishOutcome } from './port.js';
+import type { CheckRunWrite, PrReport, PublishOutcome } from './port.js';
 
 /*
  * What reporting an environment on GitHub is, as REST calls (`{o}/{r}` the repository):
@@ -212,4 +212,65 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** GitHub keeps 65535 characters of a check run's summary and of its text. */
+const MAX_OUTPUT = 60_000;
+const clip = (text: string) =>
+  text.length > MAX_OUTPUT ? `${text.slice(0, MAX_OUTPUT)}\n\n…(truncated)` : text;
+
+/** The body of a check run's POST or PATCH. */
+export function checkRunBody(write: CheckRunWrite, create: boolean): Record<string, unknown> {
+  return {
+    ...(create ? { name: write.name, head_sha: write.sha } : {}),
+    status: write.status,
+    ...(write.status === 'completed'
+      ? { conclusion: write.conclusion, completed_at: new Date().toISOString() }
+      : {}),
+    ...(write.detailsUrl ? { details_url: write.detailsUrl } : {}),
+    external_id: write.externalId,
+    output: {
+      title: write.output.title.slice(0, 250),
+      summary: clip(write.output.summary),
+      ...(write.output.text ? { text: clip(write.output.text) } : {}),
+    },
+    ...(write.actions ? { actions: write.actions } : {}),
+  };
+}
+
+/** Create a check run for the write's head commit: its id. */
+export async function createCheckRun(rest: GitHubRest, write: CheckRunWrite): Promise<number> {
+  const [owner, name] = write.repoFullName.split('/') as [string, string];
+  const res = expect(
+    await rest.request('POST', `/repos/${enc(owner)}/${enc(name)}/check-runs`, checkRunBody(write, true)),
+    [201],
+    'creating a check run',
+  );
+  return (res.data as { id: number }).id;
+}
+
+/** Update a check run. */
+export async function updateCheckRun(rest: GitHubRest, id: number, write: CheckRunWrite): Promise<void> {
+  const [owner, name] = write.repoFullName.split('/') as [string, string];
+  expect(
+    await rest.request(
+      'PATCH',
+      `/repos/${enc(owner)}/${enc(name)}/check-runs/${id}`,
+      checkRunBody(write, false),
+    ),
+    [200],
+    'updating a check run',
+  );
+}
+
+/** A reply comment on a pull request (a refused `/preview` command). */
+export async function replyComment(rest: GitHubRest, repoFullName: string, pr: number, body: string) {
+  const [owner, name] = repoFullName.split('/') as [string, string];
+  expect(
+    await rest.request('POST', `/repos/${enc(owner)}/${enc(name)}/issues/${pr}/comments`, {
+      body: body.slice(0, MAX_COMMENT),
+    }),
+    [201],
+    'replying on the pull request',
+  );
 }

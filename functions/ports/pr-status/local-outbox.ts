@@ -1,14 +1,21 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type GitHubRest, publishToGitHub, type RestResponse } from './github-rest.js';
-import type { PrReport, PrStatus, PublishOutcome } from './port.js';
+import {
+  createCheckRun,
+  type GitHubRest,
+  publishToGitHub,
+  type RestResponse,
+  replyComment,
+  updateCheckRun,
+} from './github-rest.js';
+import type { CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
 
 /*
  * PR status, locally: the calls GitHub would get, appended to `<dataDir>/github-outbox.jsonl`, one JSON
  * object per write (`{time, method, path, body, response: {status, id}}`), so users and tests see what
  * would be sent. The reads of the algorithm (the comment by its marker, the deployment of a commit) are
  * answered from what the outbox holds, read back on start, so a comment is updated in place across
- * restarts exactly as on GitHub. Reports are published one at a time.
+ * restarts exactly as on GitHub. Check runs (the merge gate) are POSTed and PATCHed the same way. Reports are published one at a time.
  */
 
 /** The outbox file of a data dir. */
@@ -46,6 +53,7 @@ export class OutboxRest implements GitHubRest {
   private nextId = 1;
   private readonly deployments: Deployment[] = [];
   private readonly comments: Comment[] = [];
+  private readonly checkRuns = new Set<number>();
 
   constructor(private readonly path: string) {
     if (!existsSync(path)) return;
@@ -130,6 +138,16 @@ export class OutboxRest implements GitHubRest {
       });
       return { status: 201, id };
     }
+    const checkRun = match('POST', '/check-runs');
+    if (checkRun) {
+      this.checkRuns.add(take());
+      return { status: 201, id };
+    }
+    const checkRunUpdate = match('PATCH', '/check-runs/(\\d+)');
+    if (checkRunUpdate) {
+      if (!this.checkRuns.has(Number(checkRunUpdate[3]))) return { status: 404 };
+      return { status: 200, id: Number(checkRunUpdate[3]) };
+    }
     const deleted = match('DELETE', '/issues/comments/(\\d+)');
     if (deleted) {
       const at = this.comments.findIndex((c) => c.id === Number(deleted[3]));
@@ -158,7 +176,23 @@ export class LocalOutboxPrStatus implements PrStatus {
   }
 
   publish(report: PrReport): Promise<PublishOutcome> {
-    const next = this.chain.then(() => publishToGitHub(this.rest, report));
+    return this.serial(() => publishToGitHub(this.rest, report));
+  }
+
+  createCheckRun(write: CheckRunWrite): Promise<number> {
+    return this.serial(() => createCheckRun(this.rest, write));
+  }
+
+  updateCheckRun(id: number, write: CheckRunWrite): Promise<void> {
+    return this.serial(() => updateCheckRun(this.rest, id, write));
+  }
+
+  reply(repoFullName: string, prNumber: number, body: string): Promise<void> {
+    return this.serial(() => replyComment(this.rest, repoFullName, prNumber, body));
+  }
+
+  private serial<T>(call: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(call);
     this.chain = next.catch(() => undefined);
     return next;
   }

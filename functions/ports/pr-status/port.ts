@@ -42,6 +42,36 @@ export type PublishOutcome =
   | { published: true; deploymentId?: number; commentId?: number }
   | { published: false; reason: string };
 
+/** A check run's status on GitHub (the Checks API). */
+export type CheckRunStatus = 'queued' | 'in_progress' | 'completed';
+export type CheckRunConclusion = 'success' | 'failure' | 'neutral' | 'cancelled';
+
+/**
+ * One write of a check run (the merge gate: core/gate/): its status and, once completed, its
+ * conclusion and story. The body GitHub gets is built from it by `checkRunBody` (github-rest.ts).
+ */
+export interface CheckRunWrite {
+  repoFullName: string;
+  /** The head commit the check run is for. */
+  sha: string;
+  /** The check run's name (`Preview tests`). */
+  name: string;
+  status: CheckRunStatus;
+  conclusion?: CheckRunConclusion;
+  detailsUrl?: string;
+  /** An id of ours the check run carries (`external_id`). */
+  externalId: string;
+  output: { title: string; summary: string; text?: string };
+  /** Buttons shown on the check run (`requested_action` deliveries carry the identifier). */
+  actions?: { label: string; description: string; identifier: string }[];
+}
+
 export interface PrStatus {
   publish(report: PrReport): Promise<PublishOutcome>;
+  /** Create a check run (`POST /repos/{o}/{r}/check-runs`); its id. */
+  createCheckRun(write: CheckRunWrite): Promise<number>;
+  /** Update one (`PATCH /repos/{o}/{r}/check-runs/{id}`). */
+  updateCheckRun(id: number, write: CheckRunWrite): Promise<void>;
+  /** Reply on a pull request (`POST /repos/{o}/{r}/issues/{pr}/comments`): a refused command's why. */
+  reply(repoFullName: string, prNumber: number, body: string): Promise<void>;
 }

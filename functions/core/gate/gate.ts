@@ -1,0 +1,335 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../../manifest/tables.js';
+import type {
+  CheckRunConclusion,
+  CheckRunStatus,
+  CheckRunWrite,
+  PrStatus,
+} from '../../ports/pr-status/port.js';
+import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
+import { sha256Hex } from '../../shared/crypto.js';
+import { log } from '../../shared/log.js';
+import { type Environment, findEnvironment } from '../environments/index.js';
+import { loadRun } from '../runs/index.js';
+import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
+
+/*
+ * The merge gate: one GitHub check run, `Preview tests`, per head commit of a pull request whose
+ * application has `run_on_preview` tests. A reconciler, like the PR status: every place that moves the
+ * story (a deploy requested, the preview ready or failed, a run ended, a teardown, a crash recovered)
+ * calls `syncGate`, which reads what is stored (the environment, the gate record, its runs) and brings
+ * the check run there: `queued` while the preview deploys, `in_progress` while its runs run, `completed`
+ * once they ended or something else ended the story. A completed story is final until a re-run opens a
+ * fresh one on the same head. Idempotent: a write GitHub already shows is not made again, so a task Step
+ * Functions runs twice, or a redelivered webhook, changes nothing.
+ */
+
+export const CHECK_RUN_NAME = 'Preview tests';
+
+/** The gate record of one head commit (table `tenancy`, key `keys.gates.checkRun`). */
+export interface GateRecord {
+  pk: string;
+  orgId: string;
+  envKey: string;
+  repoFullName: string;
+  prNumber: number;
+  sha: string;
+  /** The story's number on this head: 1, then one more per re-run. */
+  story: number;
+  checkRunId?: number;
+  /** The runs of this story, once the preview is ready and they started. */
+  runIds?: string[];
+  /** Runs of an earlier story whose results this one keeps (re-run of the failed ones). */
+  keptRunIds?: string[];
+  state: CheckRunStatus;
+  conclusion?: CheckRunConclusion;
+  end?: GateEnd;
+  /** A hash of the last write GitHub got (status, conclusion, output). */
+  shown?: string;
+  createdAt: string;
+  completedAt?: string;
+}
+
+export interface GateDeps {
+  prStatus: Pick<PrStatus, 'createCheckRun' | 'updateCheckRun'> & Partial<Pick<PrStatus, 'reply'>>;
+  /** The dashboard's view of a commit's runs (details_url), when the service knows its public URL. */
+  detailsUrl?: (record: GateRecord) => string | undefined;
+}
+
+type EnvRef = Pick<Environment, 'orgId' | 'envKey'>;
+
+export const getRecord = async (pk: string): Promise<GateRecord | undefined> =>
+  (await ddb().send(new GetCommand({ TableName: table('tenancy'), Key: { pk }, ConsistentRead: true })))
+    .Item as GateRecord | undefined;
+
+/** The gate record of an environment's head commit, if any. */
+export const gateRecord = (ref: EnvRef, sha: string) =>
+  getRecord(keys.gates.checkRun(ref.orgId, ref.envKey, sha));
+
+/** How many `run_on_preview` tests the applications linked to the environment's repository have. */
+export async function previewTestCount(env: Pick<Environment, 'orgId' | 'repoFullName'>): Promise<number> {
+  const { Items } = await ddb().send(
+    new QueryCommand({
+      TableName: table('applications'),
+      IndexName: 'byRepo',
+      KeyConditionExpression: 'repoKey = :k',
+      ExpressionAttributeValues: { ':k': keys.applications.byRepo(env.orgId, env.repoFullName) },
+    }),
+  );
+  return ((Items ?? []) as { previewTestIds?: Set<string> }[]).reduce(
+    (n, a) => n + (a.previewTestIds?.size ?? 0),
+    0,
+  );
+}
+
+/** What the gate reads of a stored run. */
+export async function gateRun(runId: string): Promise<GateRun | undefined> {
+  const run = await loadRun(runId);
+  if (!run) return undefined;
+  const failedAt = run.steps.findIndex((s) => s.status === 'failed');
+  const failed = failedAt >= 0 ? run.steps[failedAt] : undefined;
+  return {
+    runId,
+    testId: run.testId,
+    name: run.name,
+    status: run.status,
+    ...(run.startedAt ? { startedAt: run.startedAt } : {}),
+    ...(run.endedAt ? { endedAt: run.endedAt } : {}),
+    ...(run.error ? { error: run.error } : {}),
+    retries: Math.max(0, (run.attempts?.length ?? 1) - 1),
+    flaky: run.flaky === true,
+    ...(run.errorKind === 'environment' ? { errorKind: 'environment' as const } : {}),
+    ...(failed
+      ? { failedStep: { number: failedAt + 1, interaction: failed.interaction, output: failed.output } }
+      : {}),
+  };
+}
+
+/** The runs a record's story tells: the kept results of an earlier story, then this story's runs. */
+export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
+  const fresh = (await Promise.all((record.runIds ?? []).map(gateRun))).filter((r) => r !== undefined);
+  const kept = (await Promise.all((record.keptRunIds ?? []).map(gateRun))).filter((r) => r !== undefined);
+  const rerun = new Set(fresh.map((r) => r.testId));
+  return [...kept.filter((r) => !rerun.has(r.testId)), ...fresh];
+}
+
+/** Where the story of a record is now: the check run's state, and what ended it. */
+function desired(
+  env: Environment | undefined,
+  record: GateRecord,
+  runs: GateRun[],
+): { state: CheckRunStatus; end?: GateEnd } {
+  if (record.end) return { state: 'completed', end: record.end };
+  const current = env && (env.inputs?.headSha ?? '').toLowerCase() === record.sha;
+  if (!env || env.status === 'torn_down' || (current && env.tornDownRequested))
+    return { state: 'completed', end: { kind: 'closed' } };
+  if (!current) {
+    const newer = env.inputs?.headSha;
+    return newer
+      ? { state: 'completed', end: { kind: 'superseded', newerSha: newer } }
+      : { state: 'completed', end: { kind: 'closed' } };
+  }
+  if (record.runIds !== undefined) return { state: allEnded(runs) ? 'completed' : 'in_progress' };
+  if (env.status === 'failed')
+    return { state: 'completed', end: { kind: 'preview-failed', error: env.error ?? 'unknown failure' } };
+  return { state: env.status === 'ready' ? 'in_progress' : 'queued' };
+}
+
+/**
+ * Bring one record's check run to what is stored. Steps: read its runs; work out its state and what
+ * ended it; build the write; when GitHub already shows it, stop; otherwise create the check run (the
+ * record has none yet) or update it, then record what was shown, conditioned on the record not having
+ * completed meanwhile (completed is final) and on its story (a re-run started meanwhile wins).
+ */
+export async function bring(
+  deps: GateDeps,
+  env: Environment | undefined,
+  record: GateRecord,
+): Promise<GateRecord> {
+  if (record.state === 'completed' && record.checkRunId !== undefined) return record;
+  const runs = await storyRuns(record);
+  const { state, end } = desired(env, record, runs);
+  const conclusion = state === 'completed' ? conclusionOf(runs, end) : undefined;
+  const output = renderOutput(runs, end, state === 'completed');
+  const write: CheckRunWrite = {
+    repoFullName: record.repoFullName,
+    sha: record.sha,
+    name: CHECK_RUN_NAME,
+    status: state,
+    ...(conclusion ? { conclusion } : {}),
+    externalId: `${record.prNumber}/${record.story}`,
+    output,
+    ...(deps.detailsUrl?.(record) ? { detailsUrl: deps.detailsUrl(record) } : {}),
+    ...(conclusion === 'failure' && runs.some((r) => r.status === 'failed')
+      ? {
+          actions: [
+            {
+              label: 'Re-run failed tests',
+              description: 'Run only the failed tests again',
+              identifier: 'rerun-failed',
+            },
+          ],
+        }
+      : {}),
+  };
+  const shown = sha256Hex(JSON.stringify([state, conclusion, output]));
+  if (shown === record.shown && record.checkRunId !== undefined) return record;
+  let checkRunId = record.checkRunId;
+  if (checkRunId === undefined) checkRunId = await deps.prStatus.createCheckRun(write);
+  else await deps.prStatus.updateCheckRun(checkRunId, write);
+  const now = new Date().toISOString();
+  try {
+    const { Attributes } = await ddb().send(
+      new UpdateCommand({
+        TableName: table('tenancy'),
+        Key: { pk: record.pk },
+        UpdateExpression:
+          'SET checkRunId = :id, #state = :state, shown = :shown' +
+          (conclusion ? ', conclusion = :conclusion, completedAt = :now' : '') +
+          (end ? ', #end = :end' : ''),
+        ConditionExpression: 'story = :story AND #state <> :completed',
+        ExpressionAttributeNames: { '#state': 'state', ...(end ? { '#end': 'end' } : {}) },
+        ExpressionAttributeValues: {
+          ':id': checkRunId,
+          ':state': state,
+          ':shown': shown,
+          ':story': record.story,
+          ':completed': 'completed',
+          ...(conclusion ? { ':conclusion': conclusion, ':now': now } : {}),
+          ...(end ? { ':end': end } : {}),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (state === 'completed')
+      log.info('check run completed', { repo: record.repoFullName, sha: record.sha, conclusion, checkRunId });
+    return Attributes as GateRecord;
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    return (await getRecord(record.pk)) ?? record;
+  }
+}
+
+/** A new record (a head commit's first story), or the one a racing writer put first. */
+async function openRecord(env: Environment, sha: string): Promise<GateRecord> {
+  const record: GateRecord = {
+    pk: keys.gates.checkRun(env.orgId, env.envKey, sha),
+    orgId: env.orgId,
+    envKey: env.envKey,
+    repoFullName: env.repoFullName,
+    prNumber: env.prNumber,
+    sha: sha.toLowerCase(),
+    story: 1,
+    state: 'queued',
+    createdAt: new Date().toISOString(),
+  };
+  try {
+    await ddb().send(
+      new PutCommand({
+        TableName: table('tenancy'),
+        Item: record,
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+    return record;
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    return (await getRecord(record.pk)) ?? record;
+  }
+}
+
+export type GateOutcome = 'none' | CheckRunStatus;
+
+/**
+ * Bring an environment's gate to what is stored. Steps: read the environment (none, or the main
+ * branch's: no gate); read the pull request's pointer: a different head it names is completed first
+ * (`cancelled`, superseded by this one) and the pointer moves here; read this head's record, or open one
+ * when the application has `run_on_preview` tests (else: no check run); bring it. Best effort: a failure
+ * is logged and never thrown, so no step fails over the gate; the next sync tries again.
+ */
+export async function syncGate(deps: GateDeps, ref: EnvRef): Promise<GateOutcome> {
+  try {
+    const env = await findEnvironment(ref.orgId, ref.envKey);
+    if (!env || env.prNumber <= 0) return 'none';
+    const sha = env.inputs?.headSha?.toLowerCase();
+    if (!sha) return 'none';
+    const pointerKey = keys.gates.pullRequest(env.orgId, env.envKey);
+    const pointer = await getRecord(pointerKey);
+    const previous = (pointer as { sha?: string } | undefined)?.sha;
+    if (previous && previous !== sha) {
+      const old = await gateRecord(env, previous);
+      if (old) await bring(deps, env, old);
+    }
+    if (previous !== sha)
+      await ddb().send(new PutCommand({ TableName: table('tenancy'), Item: { pk: pointerKey, sha } }));
+    let record = await gateRecord(env, sha);
+    if (!record) {
+      if ((await previewTestCount(env)) === 0) return 'none';
+      record = await openRecord(env, sha);
+    }
+    return (await bring(deps, env, record)).state;
+  } catch (err) {
+    log.warn('could not bring the merge gate up to date', {
+      envKey: ref.envKey,
+      error: (err as Error).name,
+      reason: (err as Error).message?.slice(0, 300),
+    });
+    return 'none';
+  }
+}
+
+/**
+ * The preview is ready and its `run_on_preview` runs started: record them as this story's runs (only
+ * while the story has none: a retried task keeps the first), then bring the gate.
+ */
+export async function attachRuns(deps: GateDeps, env: Environment, runIds: string[]): Promise<GateOutcome> {
+  const sha = env.inputs?.headSha?.toLowerCase();
+  if (env.prNumber <= 0 || !sha) return 'none';
+  try {
+    if (!(await gateRecord(env, sha))) {
+      if ((await previewTestCount(env)) === 0) return 'none';
+      await openRecord(env, sha);
+    }
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('tenancy'),
+        Key: { pk: keys.gates.checkRun(env.orgId, env.envKey, sha) },
+        UpdateExpression: 'SET runIds = :ids',
+        ConditionExpression: 'attribute_not_exists(runIds) AND #state <> :completed',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':ids': runIds, ':completed': 'completed' },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err))
+      log.warn('could not record the runs of the merge gate', {
+        envKey: env.envKey,
+        error: (err as Error).name,
+      });
+  }
+  return syncGate(deps, env);
+}
+
+/** A run ended (passed, failed, or failed by a sweep or a recovery): bring the gate it belongs to. */
+export async function syncGateOfRun(deps: GateDeps, runId: string): Promise<GateOutcome> {
+  try {
+    const run = await loadRun(runId);
+    const gate = run?.gateKey;
+    if (!gate) return 'none';
+    const record = await getRecord(gate);
+    if (!record) return 'none';
+    if (record.state === 'completed') return 'completed';
+    return (await bring(deps, await findEnvironment(record.orgId, record.envKey), record)).state;
+  } catch (err) {
+    log.warn('could not bring the merge gate up to date', { runId, error: (err as Error).name });
+    return 'none';
+  }
+}
+
+/** The gate record key of an environment's head commit (what its preview runs carry), if it has one. */
+export const gateKeyOf = (
+  env: Pick<Environment, 'orgId' | 'envKey' | 'prNumber' | 'inputs'>,
+): string | undefined =>
+  env.prNumber > 0 && env.inputs?.headSha
+    ? keys.gates.checkRun(env.orgId, env.envKey, env.inputs.headSha)
+    : undefined;

@@ -1,0 +1,143 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, test } from '@jest/globals';
+import { githubOutboxPath, type OutboxLine } from '../../../functions/ports/pr-status/local-outbox.js';
+import { call, client } from '../../support/api.js';
+import { pollUntil } from '../../support/apps.js';
+import { commitFiles } from '../../support/git.js';
+import { localServerForFile, requestDeploy } from '../../support/local-server.js';
+import { RUNS_APP_JS, RUNS_APP_YAML } from '../../support/runs-app.js';
+import { runsAppForFile } from '../../support/runs-suite.js';
+
+/*
+ * The merge gate through the local server: the check run `Preview tests` of each head commit, as the
+ * local outbox records its POST and PATCHes, from queued to one conclusion.
+ */
+
+const h = localServerForFile();
+const app = runsAppForFile(h, { repo: 'acme/gate' });
+
+const outbox = (): OutboxLine[] => {
+  try {
+    return readFileSync(githubOutboxPath(h.dataDir), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as OutboxLine);
+  } catch {
+    return [];
+  }
+};
+
+/** The check-run calls of one head commit: its POST, then its PATCHes. */
+function checkRunCalls(sha: string): OutboxLine[] {
+  const lines = outbox();
+  const created = lines.filter(
+    (l) => l.method === 'POST' && l.path.endsWith('/check-runs') && l.body.head_sha === sha,
+  );
+  const ids = new Set(created.map((l) => l.response.id));
+  return lines.filter(
+    (l) =>
+      created.includes(l) ||
+      (l.method === 'PATCH' && [...ids].some((id) => l.path.endsWith(`/check-runs/${id}`))),
+  );
+}
+
+/** Wait until the head's check run completed; its calls. */
+async function completed(sha: string, timeoutMs = 120_000): Promise<OutboxLine[]> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const calls = checkRunCalls(sha);
+    if (calls.some((l) => l.body.status === 'completed')) return calls;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`no completed check run for ${sha}: ${JSON.stringify(checkRunCalls(sha))}`);
+}
+
+const last = (calls: OutboxLine[]) => calls[calls.length - 1]!;
+const output = (line: OutboxLine) => line.body.output as { title: string; summary: string; text?: string };
+
+async function prReady(pr: number, sha: string) {
+  await requestDeploy(h, app.repo, pr, sha);
+  return pollUntil(
+    h,
+    h.org,
+    `/v1/preview/environments/${app.repo}/${pr}`,
+    (s) => s.status === 'ready' || s.status === 'failed',
+    90_000,
+  );
+}
+
+const commit = (label: string) =>
+  commitFiles(h.gitRoot, app.repo, {
+    'server.js': RUNS_APP_JS.replace('Sign up</h1>', `Sign up ${label}</h1>`),
+  });
+
+describe('the check run of a head commit', () => {
+  test('an application without run_on_preview tests gets no check run', async () => {
+    await app.importTest({ name: 'Not on previews' });
+    const sha = commit('none');
+    const env = await prReady(1, sha);
+    expect(env.status).toBe('ready');
+    // The deploy was reported on the pull request, and no check run was made for it.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(outbox().some((l) => l.path.includes('/deployments'))).toBe(true);
+    expect(outbox().filter((l) => l.path.includes('/check-runs'))).toEqual([]);
+  }, 120_000);
+
+  test('every test passed: in_progress while they run, then success; the time to completion measured', async () => {
+    await app.importTest({ name: 'Sign up on previews', run_on_preview: true });
+    const sha = commit('pass');
+    await prReady(2, sha);
+    const calls = await completed(sha);
+    const [post] = calls;
+    expect(post).toMatchObject({
+      method: 'POST',
+      path: `/repos/acme/gate/check-runs`,
+      body: { name: 'Preview tests', head_sha: sha },
+    });
+    expect(calls.map((l) => l.body.status)).toContain('in_progress');
+    const end = last(calls);
+    expect(end.body).toMatchObject({ status: 'completed', conclusion: 'success' });
+    expect(output(end).title).toBe('1 test passed');
+    expect(output(end).summary).toContain('| Sign up on previews | `passed` |');
+    // Completed once and only once.
+    expect(calls.filter((l) => l.body.status === 'completed')).toHaveLength(1);
+
+    const runId = /`([a-z0-9]{20,})`/.exec(output(end).summary)![1]!;
+    const run = (await call(h, 'GET', `/run/${runId}`, { headers: client(h.org) })).body;
+    const ms = Date.parse(end.time) - Date.parse(run.ended_at);
+    expect(ms).toBeGreaterThanOrEqual(0);
+    // The figure the closing note quotes: from the last run's end to the completed check run.
+    console.log(`merge gate: last run ended → check run completed in ${ms} ms`);
+  }, 180_000);
+
+  test('a failing test fails the gate, with its failed step and error in the text', async () => {
+    await app.importTest({
+      name: 'Heading on previews',
+      run_on_preview: true,
+      step_timeout_seconds: 2,
+      steps: [{ interaction: 'assert-text', instruction: 'It says "Nowhere to be seen"' }],
+    });
+    const sha = commit('fail');
+    await prReady(3, sha);
+    const end = last(await completed(sha));
+    expect(end.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
+    expect(output(end).title).toBe('1 test failed of 2');
+    expect(output(end).text).toContain('### Heading on previews');
+    expect(output(end).text).toContain('Failed step 1 (`assert-text`)');
+    expect(output(end).text).toContain('"Nowhere to be seen" not found');
+    expect(end.body.actions).toEqual([
+      expect.objectContaining({ identifier: 'rerun-failed', label: 'Re-run failed tests' }),
+    ]);
+  }, 180_000);
+
+  test('a failed preview fails the gate, and its title says the preview failed, not a test', async () => {
+    const sha = commitFiles(h.gitRoot, app.repo, { 'preview.yaml': 'apps: [' });
+    const env = await prReady(4, sha);
+    expect(env.status).toBe('failed');
+    const end = last(await completed(sha));
+    expect(end.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
+    expect(output(end).title).toBe('The preview failed: no test ran against it');
+    // Restore the repository for the tests after this one.
+    commitFiles(h.gitRoot, app.repo, { 'preview.yaml': RUNS_APP_YAML });
+  }, 180_000);
+});
