@@ -143,6 +143,8 @@ try {
     generation: 1,
     environmentId: 'benchenvironment0001',
     lastDeployAt: now,
+    // What DeployApps records: the access the apps run with (a public preview, the local default).
+    access: 'public',
   };
   await ddb().send(new PutCommand({ TableName: table('environments'), Item: env }));
 

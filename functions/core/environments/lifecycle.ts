@@ -96,7 +96,9 @@ export async function environmentAccessUrls(
   urls: Record<string, string>,
   secrets: SecretStore,
 ): Promise<Record<string, string> | undefined> {
-  if (Object.keys(urls).length === 0) return undefined;
+  // A deploy records the access its apps run with: a public environment has no links, and the status
+  // poll reads no more than its own item (the application is looked up for a protected or older record).
+  if (Object.keys(urls).length === 0 || env.access === 'public') return undefined;
   const app = await findApplicationByRepo(env.orgId, env.repoFullName);
   if (!app || (env.access ?? effectiveAccess(app, config().mode, config().eks.defaultAccess)) !== 'protected')
     return undefined;
