@@ -1,7 +1,8 @@
 import type { EventBridgeEvent } from 'aws-lambda';
 import * as z from 'zod/mini';
-import { isCurrent } from '../core/environments/index.js';
+import { buildSecretValues, isCurrent } from '../core/environments/index.js';
 import { imageBuilds } from '../ports/registry/runtime/image-builder.js';
+import { secretStore } from '../ports/registry/secret-store.js';
 import { MalformedEvent } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import '../shared/zod-locale.js';
@@ -41,8 +42,12 @@ export async function handler(event: EventBridgeEvent<string, unknown>): Promise
     log.error('malformed image-build event', { id: event?.id, reason: parsed.error.issues[0]?.message });
     throw new MalformedEvent(`event ${event?.id ?? '?'}: ${parsed.error.issues[0]?.message ?? 'unreadable'}`);
   }
-  // A build of a superseded generation ends its task with Superseded (the execution ends quietly).
-  const outcome = await imageBuilds().onBuildFinished(parsed.data, { current: isCurrent });
+  // A build of a superseded generation ends its task with Superseded (the execution ends quietly); a
+  // failed build's output, quoted in the environment's error, is masked with its apps' secret values.
+  const outcome = await imageBuilds().onBuildFinished(parsed.data, {
+    current: isCurrent,
+    secretValues: (scope, apps) => buildSecretValues(secretStore(), scope, apps),
+  });
   log.info('image build finished', {
     status: parsed.data['build-status'],
     codebuildId: parsed.data['build-id'],

@@ -71,7 +71,13 @@ const rules = {
     target: {
       entry: 'functions/events/image-build-finished.ts',
       // environments: is the build's generation still current (a superseded one ends Superseded).
-      access: { tables: { builds: 'RW', environments: 'R' }, imageBuilds: true, completesTasks: true },
+      // applications, secrets R: a failed build's output is masked with its apps' secret values.
+      access: {
+        tables: { builds: 'RW', environments: 'R', applications: 'R' },
+        secrets: 'R',
+        imageBuilds: true,
+        completesTasks: true,
+      },
     },
   },
   pullRequestUpdated: {

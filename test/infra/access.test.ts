@@ -85,7 +85,7 @@ describe('what each function reaches, it is given', () => {
       'tenancy',
     ]);
     expect(of('event target imageBuildFinished')).toEqual({
-      tables: ['builds', 'environments'],
+      tables: ['applications', 'builds', 'environments'],
       settings: ['IMAGE_BUILD_PROJECT', 'IMAGE_REPOSITORY_URI'],
     });
     expect(of('worker rolloutWatcher').tables).toEqual([]); // the cluster and Step Functions only

@@ -385,3 +385,28 @@ describe('the runSweep schedule (runs left pending or running in AWS)', () => {
     ).toHaveLength(1);
   });
 });
+
+describe('the imageBuildFinished target (an image build reached a terminal state)', () => {
+  const [, fn] = declared.find(([label]) => label === 'event target imageBuildFinished')!;
+  const statements = statementsOf(template, fn.id);
+  const tableIdOf = (name: TableName) =>
+    stateful.getLogicalId(stateful.tables[name].node.defaultChild as dynamodb.CfnTable);
+  const onTable = (name: TableName) =>
+    statements.filter((s) => s.resources.some((r) => mentions(r, tableIdOf(name)))).flatMap((s) => s.actions);
+
+  test("reads its apps' secret bundles to mask a failed build's output, and writes no secret", () => {
+    const secretStatements = statements.filter((s) => s.actions.some((a) => a.startsWith('secretsmanager:')));
+    expect(secretStatements.map((s) => sorted(s.actions))).toEqual([
+      ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+    ]);
+    // The stage's bundles only (`<secretNamePrefix>/*`), never the GitHub App's secret.
+    expect(JSON.stringify(secretStatements[0]!.resources)).toContain(':secret:preview/');
+    expect(secretStatements[0]!.resources.some((r) => mentions(r, githubSecretId))).toBe(false);
+    expect(envOf(fn.id).SECRET_NAME_PREFIX).toBeDefined();
+    // Which application holds them: applications read, never written; the bundles' items untouched.
+    expect(onTable('applications').length).toBeGreaterThan(0);
+    expect(onTable('applications').filter((a) => tableWriteActions.includes(a))).toEqual([]);
+    expect(onTable('secretBundles')).toEqual([]);
+    expect(onTable('environments').filter((a) => tableWriteActions.includes(a))).toEqual([]);
+  });
+});

@@ -28,7 +28,7 @@ export {
   resumeEnvironment,
   statusPath,
 } from './lifecycle.js';
-export { appLogs, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from './logs.js';
+export { appLogs, buildSecretValues, DEFAULT_TAIL_LINES, MAX_TAIL_LINES } from './logs.js';
 export {
   beginAppStep,
   type CallbackEvent,

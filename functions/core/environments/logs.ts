@@ -63,6 +63,22 @@ export async function appLogs(
   return capLog(masked, req.tail);
 }
 
+/**
+ * The values a failed image build's output is masked with before any of it reaches the environment's
+ * error (the build-finished handler): those of each app built, as its log is masked (`appLogs`). Builds
+ * get no secret bundle, but a build can print a value it holds some other way (a file of the repository).
+ */
+export async function buildSecretValues(
+  secrets: SecretStore,
+  scope: { orgId: string; envKey: string },
+  apps: string[],
+): Promise<string[]> {
+  const env = await findEnvironment(scope.orgId, scope.envKey);
+  if (!env) return [];
+  const values = await Promise.all(apps.map((app) => secretValues(secrets, env, app)));
+  return [...new Set(values.flat())];
+}
+
 /** The values to mask in an app's output: its bundle's, and the factory secret (fork PRs run with none). */
 async function secretValues(
   secrets: SecretStore,

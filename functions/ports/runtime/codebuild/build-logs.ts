@@ -7,6 +7,17 @@ import type { AppLogs, LogQuery, LogTarget, LogText } from '../port.js';
 
 /** GetLogEvents answers at most this many events. */
 const MAX_LOG_EVENTS = 10_000;
+/**
+ * Events asked for beyond the lines wanted, for CodeBuild's own lines that are left out: it writes about
+ * two per phase and per command it runs (each phase runs one script file), some twenty in a build.
+ */
+const CODEBUILD_LINES_MARGIN = 100;
+
+/**
+ * A line CodeBuild wrote itself (`[Container] 2026/11/28 17:50:01.123456 Running command bash …`, its
+ * phases and their verdicts), not the build's own output: the build log and a failure's cause skip it.
+ */
+export const isCodeBuildLine = (line: string): boolean => line.startsWith('[Container] ');
 
 /** Where an app's latest build logs (table `builds`, key `keys.builds.latestLog`): one CodeBuild stream. */
 export interface LogPointer {
@@ -27,9 +38,10 @@ export class BuildLogs implements AppLogs {
   constructor(private readonly client: CloudWatchLogsClient) {}
 
   /**
-   * The end of an app's latest image build log (CloudWatch Logs `GetLogEvents`, newest events): undefined
-   * when no build of it is known or its stream does not exist (yet, or any more). Builds get no secret
-   * bundle, so a build log holds no secret values of it; the caller masks anyway.
+   * The end of an app's latest image build log (CloudWatch Logs `GetLogEvents`, newest events), the lines
+   * the build printed itself (CodeBuild's `[Container]` lines left out: `isCodeBuildLine`): undefined when
+   * no build of it is known or its stream does not exist (yet, or any more). Builds get no secret bundle,
+   * so a build log holds no secret values of it; the caller masks anyway.
    */
   async logs(target: LogTarget, app: string, query: LogQuery): Promise<LogText | undefined> {
     const { Item } = await ddb().send(
@@ -40,7 +52,7 @@ export class BuildLogs implements AppLogs {
     );
     const pointer = Item as LogPointer | undefined;
     if (!pointer?.logGroup || !pointer.logStream) return undefined;
-    const limit = Math.min(query.tailLines, MAX_LOG_EVENTS);
+    const limit = Math.min(query.tailLines + CODEBUILD_LINES_MARGIN, MAX_LOG_EVENTS);
     let events: { message?: string }[];
     try {
       const out = await this.client.send(
@@ -56,8 +68,9 @@ export class BuildLogs implements AppLogs {
       if (isAwsError(err, 'ResourceNotFoundException')) return undefined;
       throw err;
     }
-    const lines = events.map((e) => (e.message ?? '').replace(/\r?\n$/, ''));
-    let truncated = events.length >= limit;
+    const own = events.map((e) => (e.message ?? '').replace(/\r?\n$/, '')).filter((l) => !isCodeBuildLine(l));
+    const lines = own.slice(-query.tailLines);
+    let truncated = events.length >= limit || own.length > lines.length;
     let bytes = 0;
     let from = lines.length;
     while (from > 0 && bytes + Buffer.byteLength(lines[from - 1]!) + 1 <= query.maxBytes) {

@@ -465,6 +465,27 @@ describe('CodeBuildImages.onBuildFinished', () => {
     ]);
   });
 
+  test("a failure's quoted output reads [secret] for every value its apps' secrets hold", async () => {
+    const rt = images();
+    const ref = await started(rt, 'token-6');
+    const secret = 'db-password-4c1d';
+    streams.set('/aws/codebuild/preview-images/build-1', [
+      `Error: could not connect to postgres://app:${secret}@db/app`,
+      `PREVIEW-BUILD-FAILED app=web: process "/bin/sh -c node seed.js ${secret}" did not complete successfully`,
+    ]);
+    const asked: unknown[] = [];
+    const secretValues = async (scope: { orgId: string; envKey: string }, apps: string[]) => {
+      asked.push({ orgId: scope.orgId, envKey: scope.envKey, apps });
+      return [secret];
+    };
+    expect(await rt.onBuildFinished(finished('FAILED', ref), { secretValues })).toBe('completed');
+    expect(asked).toEqual([{ orgId: 'o1', envKey: 'acme/shop#7', apps: ['web', 'api'] }]);
+    const cause = (completed[0]!.outcome as { cause: string }).cause;
+    expect(cause).toContain('postgres://app:[secret]@db/app');
+    expect(cause).toContain('app web: process "/bin/sh -c node seed.js [secret]" did not complete');
+    expect(cause).not.toContain(secret);
+  });
+
   test('a failure whose log cannot be read still ends the task, saying where the log is', async () => {
     const rt = images();
     const ref = await started(rt, 'token-5');
@@ -504,10 +525,36 @@ describe('BuildLogs', () => {
       {
         logGroupName: '/aws/codebuild/preview-images',
         logStreamName: 'stream-web',
-        limit: 2,
+        limit: 102, // the lines wanted and room for CodeBuild's own
         startFromHead: false,
       },
     ]);
+  });
+
+  test("CodeBuild's own [Container] lines are not the build's output: the tail is the build's lines", async () => {
+    await pointTo('web', 'stream-web');
+    streams.set('/aws/codebuild/preview-images/stream-web', [
+      '[Container] 2026/11/28 17:50:01.1 Running command bash "$PREVIEW_WORK_DIR/build.sh"',
+      '#12 [3/4] RUN node build.js',
+      '#12 0.41 Error: Cannot find module ./missing',
+      'PREVIEW-BUILD-FAILED app=web: process "/bin/sh -c node build.js" did not complete successfully',
+      '[Container] 2026/11/28 17:50:09.2 Command did not exit successfully bash "$PREVIEW_WORK_DIR/build.sh" exit status 1',
+      '[Container] 2026/11/28 17:50:09.3 Phase complete: BUILD State: FAILED',
+      '[Container] 2026/11/28 17:50:09.3 Phase context status code: COMMAND_EXECUTION_ERROR Message: Error while executing command',
+    ]);
+    const reader = new BuildLogs(logsClient);
+    expect(await reader.logs(target, 'web', query)).toEqual({
+      text:
+        '#12 0.41 Error: Cannot find module ./missing\n' +
+        'PREVIEW-BUILD-FAILED app=web: process "/bin/sh -c node build.js" did not complete successfully\n',
+      truncated: true,
+    });
+    expect(await reader.logs(target, 'web', { ...query, tailLines: 10 })).toEqual({
+      text:
+        '#12 [3/4] RUN node build.js\n#12 0.41 Error: Cannot find module ./missing\n' +
+        'PREVIEW-BUILD-FAILED app=web: process "/bin/sh -c node build.js" did not complete successfully\n',
+      truncated: false,
+    });
   });
 
   test('no pointer: undefined without a call; a stream that is gone (ResourceNotFoundException): undefined', async () => {

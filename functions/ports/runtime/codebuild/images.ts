@@ -8,6 +8,7 @@ import { ddb, isConditionFailure, table } from '../../../shared/aws/dynamo.js';
 import { newId } from '../../../shared/crypto.js';
 import { ConfigError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
+import { maskSecrets } from '../../../shared/masking/mask.js';
 import { Superseded } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { buildIdentity } from '../build-identity.js';
@@ -23,7 +24,7 @@ import type {
   LogText,
   RuntimeTarget,
 } from '../port.js';
-import { BuildLogs, type LogPointer } from './build-logs.js';
+import { BuildLogs, isCodeBuildLine, type LogPointer } from './build-logs.js';
 import { BUILD_CACHE_TAG_PREFIX, IMAGE_BUILDER_VERSION, REVISION_ANNOTATION } from './builder.js';
 
 /** The env var through which a build names itself (echoed by CodeBuild's events; not a secret). */
@@ -309,6 +310,11 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
     detail: BuildStateChange,
     opts: {
       current?: (record: Pick<BuildRecord, 'orgId' | 'envKey' | 'generation'>) => Promise<boolean>;
+      /**
+       * The secret values a failed build's quoted output is masked with (`[secret]`), for the apps it
+       * built; asked only when a build failed.
+       */
+      secretValues?: (scope: Pick<BuildRecord, 'orgId' | 'envKey'>, apps: string[]) => Promise<string[]>;
     } = {},
   ): Promise<'completed' | 'ignored'> {
     const vars = detail['additional-information']?.environment?.['environment-variables'] ?? [];
@@ -333,7 +339,7 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
             error: 'Superseded',
             cause: `generation ${record.generation} was superseded while its image build ran`,
           }
-        : await this.outcomeOf(record, detail, buildId);
+        : await this.outcomeOf(record, detail, buildId, opts.secretValues);
     await this.opts.complete(record.taskToken, outcome);
     await ddb()
       .send(
@@ -354,9 +360,12 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
     record: BuildRecord,
     detail: BuildStateChange,
     buildId: string,
+    secretValues?: (scope: Pick<BuildRecord, 'orgId' | 'envKey'>, apps: string[]) => Promise<string[]>,
   ): Promise<TaskOutcome> {
-    if (detail['build-status'] !== 'SUCCEEDED')
-      return { ok: false, error: 'DeployFailed', cause: await this.failureCause(record, detail) };
+    if (detail['build-status'] !== 'SUCCEEDED') {
+      const masked = (await secretValues?.(record, Object.keys(record.tags))) ?? [];
+      return { ok: false, error: 'DeployFailed', cause: await this.failureCause(record, detail, masked) };
+    }
     const built = await this.existing(record.tags);
     const missing = Object.keys(record.tags).filter((app) => !(app in built));
     if (missing.length > 0)
@@ -478,9 +487,14 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
    * "/bin/sh -c npm ci" did not complete successfully: exit code: 1); last output: <the build's last
    * lines>; full log: previewctl envs logs web --repo … --pr … --source build, or CloudWatch Logs <group> /
    * <stream>`; without a cause found, the same less its first word. Only what the build printed itself is
-   * read: CodeBuild's `[Container]` lines (the commands it echoes, its phases) are left out.
+   * read: CodeBuild's `[Container]` lines (the commands it echoes, its phases) are left out, and every
+   * value of `masked` (the apps' secrets) in it reads `[secret]` before any line is quoted or cut.
    */
-  private async failureCause(record: BuildRecord, detail: BuildStateChange): Promise<string> {
+  private async failureCause(
+    record: BuildRecord,
+    detail: BuildStateChange,
+    masked: string[],
+  ): Promise<string> {
     const logs = detail['additional-information']?.logs;
     const where = logs?.['group-name']
       ? `CloudWatch Logs ${logs['group-name']} / ${logs['stream-name'] ?? '?'}${logs['deep-link'] ? ` (${logs['deep-link']})` : ''}`
@@ -501,11 +515,11 @@ export class CodeBuildImages implements ImageBuilder, AppLogs {
         log.warn('could not read the build log', { buildId: record.buildId, error: (err as Error).name });
       }
     }
-    // Builds get no secret bundle (apps get theirs at run time), so a build log holds no secret values.
     const apps = Object.keys(record.tags);
     // What the build printed itself: CodeBuild's own lines (`[Container] …`: the commands it ran, its
-    // phases) are not the build's output.
-    const own = lines.filter((l) => !l.startsWith('[Container] '));
+    // phases) are not the build's output. Builds get no secret bundle, but a build may print a value it
+    // holds another way: masked as the app's log is, whole lines before any is cut.
+    const own = maskSecrets(lines.filter((l) => !isCodeBuildLine(l)).join('\n'), masked).split('\n');
     // The build script's last word names the app that failed and why (BuildKit's verdict: the command).
     const verdict = own
       .map((l) => /^PREVIEW-BUILD-FAILED app=(\S+): (.*)$/.exec(l))
