@@ -68,6 +68,8 @@ const commit = (files: Record<string, string>) => commitFiles(h.gitRoot, REPO, f
 describe('local builds are reused by identity across pull requests', () => {
   let first: { web: string; api: string };
   let webAt2: string;
+  /** The stamp of PR 1's rebuild of web. */
+  let rebuiltWeb: string;
 
   test('the first deploy builds both apps', async () => {
     const s = await deploy(1, c1);
@@ -132,6 +134,25 @@ describe('local builds are reused by identity across pull requests', () => {
       web: { result: 'reused', commit: c1 },
       api: { result: 'reused', commit: c1 },
     });
+    expect((await stamps(other)).web).toBe(first.web);
+    rebuiltWeb = forced;
+  }, 120_000);
+
+  test('a whole redeploy keeps what a rebuild built; another environment keeps the first build', async () => {
+    // PR 1, whole, at the same head: web runs its rebuilt output (nothing built), api the identity's.
+    const res = await call(h, 'PATCH', path(1), { headers: auth });
+    expect(res.status).toBe(202);
+    const s: WithBuilds = await pollUntil(h, h.org, path(1), settled, 60_000);
+    expect(s).toMatchObject({ status: 'ready', lastDeployedSha: c1 });
+    expect(s.builds).toEqual({
+      web: { result: 'reused', commit: c1 },
+      api: { result: 'reused', commit: c1 },
+    });
+    expect(await stamps(s)).toEqual({ web: rebuiltWeb, api: first.api });
+    // PR 5, same identity, whole redeploy too: the first build, never PR 1's rebuild.
+    expect((await call(h, 'PATCH', path(5), { headers: auth })).status).toBe(202);
+    const other: WithBuilds = await pollUntil(h, h.org, path(5), settled, 60_000);
+    expect(other.status).toBe('ready');
     expect((await stamps(other)).web).toBe(first.web);
   }, 120_000);
 });

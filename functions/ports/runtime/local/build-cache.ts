@@ -8,6 +8,7 @@ import { log } from '../../../shared/log.js';
 import { buildIdentity } from '../build-identity.js';
 import type { AppSpec, BuildInputs, RuntimeTarget } from '../port.js';
 import type { LocalRuntime } from './state.js';
+import { workDir } from './working-copies.js';
 
 /*
  * Build outputs kept for reuse by identity (the local half of docs/builds.md): after an app's build
@@ -15,7 +16,10 @@ import type { LocalRuntime } from './state.js';
  * organization, repository and app), with the commit it was built from beside it. A later build of the
  * same app with the same identity — any pull request, any commit — copies that tree into its own working
  * copy instead of checking out and building. A forced build (`rebuild`) neither reads nor writes it:
- * its output is the asking environment's alone. Each scope keeps its `KEEP_PER_APP` newest outputs.
+ * its output is the asking environment's alone, kept beside its working copies
+ * (`<env work dir>/.rebuilt/<app>/`, with the identity it was built at), where the environment's later
+ * whole deploys at that identity take it before the shared one (as AWS takes the environment's rebuilt
+ * tag); its teardown removes it. Each scope keeps its `KEEP_PER_APP` newest outputs.
  */
 
 /** The local builder: bump when `runBuild` changes what a build output holds. */
@@ -91,5 +95,55 @@ export async function keepBuild(
   } catch (err) {
     log.warn('could not keep a build output for reuse', { app, error: (err as Error).message });
     await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The folder of an environment's work dir that holds its rebuilt outputs (`recover` leaves it alone). */
+export const REBUILT_DIR = '.rebuilt';
+
+const rebuiltDir = (rt: LocalRuntime, target: Pick<RuntimeTarget, 'orgId' | 'envKey'>, app: string) =>
+  join(workDir(rt, target), REBUILT_DIR, app);
+
+/**
+ * Keep `dir` (a forced build's finished working copy) as the environment's rebuilt output of `app` at
+ * `identity`, replacing the one it kept before. Best effort, like `keepBuild`: a failure is logged.
+ */
+export async function keepRebuilt(
+  rt: LocalRuntime,
+  target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+  app: string,
+  identity: string,
+  dir: string,
+  commit: string,
+): Promise<void> {
+  const into = rebuiltDir(rt, target, app);
+  const staging = `${into}.staging-${newId()}`;
+  try {
+    await copyTree(dir, join(staging, 'tree'));
+    await writeFile(join(staging, 'commit'), `${commit}\n`);
+    await writeFile(join(staging, 'identity'), `${identity}\n`);
+    await rm(into, { recursive: true, force: true });
+    await rename(staging, into);
+  } catch (err) {
+    log.warn('could not keep a rebuilt output', { app, error: (err as Error).message });
+    await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The environment's rebuilt output of `app`, when it was built at this identity: its tree and commit. */
+export async function findRebuilt(
+  rt: LocalRuntime,
+  target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
+  app: string,
+  identity: string,
+): Promise<{ tree: string; commit: string } | undefined> {
+  const dir = rebuiltDir(rt, target, app);
+  try {
+    if ((await readFile(join(dir, 'identity'), 'utf8')).trim() !== identity) return undefined;
+    const commit = (await readFile(join(dir, 'commit'), 'utf8')).trim();
+    const tree = join(dir, 'tree');
+    return (await stat(tree)).isDirectory() ? { tree, commit } : undefined;
+  } catch {
+    return undefined;
   }
 }

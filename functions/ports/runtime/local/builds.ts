@@ -6,7 +6,7 @@ import { DeployFailed } from '../../../shared/step-errors.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { failureMessage } from '../log-cause.js';
 import type { AppSpec, BuildOptions, BuildResult, RuntimeTarget } from '../port.js';
-import { copyTree, findBuild, keepBuild, localIdentity } from './build-cache.js';
+import { copyTree, findBuild, findRebuilt, keepBuild, keepRebuilt, localIdentity } from './build-cache.js';
 import { drainedOrLater, logEnd, logTail, openLog, secretsOf } from './logs.js';
 import {
   type ActiveBuild,
@@ -46,9 +46,13 @@ export async function runBuild(
   const work = workDir(rt, target);
   const made: Record<string, BuildRecord> = {};
   const outcomes: Record<string, BuildResult> = {};
-  /** Copy a kept build output into `dir`; a cancel waits for the copy like for a checkout. */
-  const reuse = async (name: string, dir: string, identity: string): Promise<boolean> => {
-    const kept = await findBuild(rt, target, name, identity);
+  /**
+   * Copy a kept build output into `dir`: the environment's own rebuilt one at this identity, else the
+   * shared one; a cancel waits for the copy like for a checkout.
+   */
+  const reuse = async (name: string, dir: string, identity: string): Promise<'rebuilt' | 'kept' | false> => {
+    const rebuilt = await findRebuilt(rt, target, name, identity);
+    const kept = rebuilt ?? (await findBuild(rt, target, name, identity));
     if (!kept || active.cancelled) return false;
     const copy = copyTree(kept.tree, dir);
     const settled = copy.then(
@@ -61,21 +65,25 @@ export async function runBuild(
     } catch (err) {
       // A kept output that cannot be copied (removed meanwhile): build instead, from a clean directory.
       removeTree(dir);
-      if (active.cancelled) return true;
+      if (active.cancelled) return 'kept';
       log.warn('could not reuse a build', { app: name, error: (err as Error).message });
       return false;
     } finally {
       active.checkouts.delete(settled);
     }
     outcomes[name] = { result: 'reused', commit: kept.commit };
-    return true;
+    return rebuilt ? 'rebuilt' : 'kept';
   };
   const buildOne = async (name: string, spec: AppSpec) => {
-    /** Built: kept for reuse by identity unless forced (a forced build is the asking environment's alone). */
+    /**
+     * Built: kept for reuse by identity, or, forced, as the asking environment's own rebuilt output (its
+     * later whole deploys at this identity take it; no other environment does).
+     */
     const built = async () => {
       outcomes[name] = { result: 'built', commit: sha.toLowerCase() };
-      if (!opts.rebuild && !active.cancelled)
-        await keepBuild(rt, target, name, identity, dir, sha.toLowerCase());
+      if (active.cancelled) return;
+      if (opts.rebuild) await keepRebuilt(rt, target, name, identity, dir, sha.toLowerCase());
+      else await keepBuild(rt, target, name, identity, dir, sha.toLowerCase());
     };
     // Cancelled before it began (a teardown got in first): nothing is created, nothing to wait for. From
     // here to the checkout's start nothing awaits, so a cancel sees either this or the checkout.
@@ -88,13 +96,15 @@ export async function runBuild(
     // A marker in the app's log; the build's output goes to its own file, rewritten per build.
     closeSync(openLog(rt, target, name, `${what}: output in ${name}.build.log`));
     const identity = localIdentity(spec, sha.toLowerCase(), opts.inputs?.[name]);
-    if (!opts.rebuild && (await reuse(name, dir, identity))) {
+    const reused = opts.rebuild ? false : await reuse(name, dir, identity);
+    if (reused) {
+      const whose = reused === 'rebuilt' ? "this environment's rebuild" : 'the build';
       closeSync(
         openLog(
           rt,
           target,
           name,
-          `${what}: reused the build of ${outcomes[name]?.commit.slice(0, 12)} (same inputs)`,
+          `${what}: reused ${whose} of ${outcomes[name]?.commit.slice(0, 12)} (same inputs)`,
         ),
       );
       return;

@@ -470,6 +470,8 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
         const tBuild = target(1);
         const { pid: buildPid } = await startSlowBuild(first, tBuild, 10_000);
 
+        // The environment's rebuilt outputs (build-cache.ts) are not an interrupted build's leftovers.
+        mkdirSync(join(workDir(first, tApp), '.rebuilt', 'web', 'tree'), { recursive: true });
         // A new instance over the same data dir, the first one's children still running (a crash).
         const second = newRuntime(dataDir);
         expect(second.running(tApp, 'web')).toEqual(first.running(tApp, 'web'));
@@ -480,7 +482,8 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
         expect(second.recover()).toBe(0); // nothing left, and nothing recorded any more
         // The interrupted build's working copy is gone; the finished one stays.
         expect(readdirSync(workDir(second, tBuild))).toEqual([]);
-        expect(readdirSync(workDir(second, tApp))).toHaveLength(1);
+        expect(readdirSync(workDir(second, tApp)).filter((e) => e !== '.rebuilt')).toHaveLength(1);
+        expect(existsSync(join(workDir(second, tApp), '.rebuilt', 'web', 'tree'))).toBe(true);
 
         // Builds are kept: the app starts again from its build, under the same generation.
         await second.deploy(tApp, launch(), { prune: true });

@@ -17,6 +17,7 @@ import type {
   Runtime,
   RuntimeTarget,
 } from '../port.js';
+import { REBUILT_DIR } from './build-cache.js';
 import { cancel, cancelBuilds, runBuild } from './builds.js';
 import { FrontDoors } from './front-door.js';
 import { DEFAULT_LIMITS, DiskWatch, type SandboxLimits, sweepSandboxCgroups } from './limits.js';
@@ -336,7 +337,8 @@ export class ProcessRuntime implements Runtime, FrontDoor {
       const dir = join(rt.opts.workDir, ...id.split('/'));
       const kept = new Set(Object.values(env.apps).flatMap((a) => (a.build ? [a.build.dir] : [])));
       for (const entry of existsSync(dir) ? readdirSync(dir) : [])
-        if (!kept.has(join(dir, entry))) rmSync(join(dir, entry), { recursive: true, force: true });
+        if (entry !== REBUILT_DIR && !kept.has(join(dir, entry)))
+          rmSync(join(dir, entry), { recursive: true, force: true });
     }
     // Working copies of environments the state does not know (the data dir was deleted or replaced).
     const unowned = removeUnowned(rt);
