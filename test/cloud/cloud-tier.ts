@@ -55,7 +55,11 @@ export interface Cloud {
  */
 export async function startCloud(
   env: Record<string, string> = {},
-  opts: { kubernetes?: boolean } = {},
+  opts: {
+    kubernetes?: boolean;
+    /** API groups whose CRDs the fake cluster leaves out (fakes/kubernetes.ts `without`): engines not installed. */
+    kubernetesWithout?: string[];
+  } = {},
 ): Promise<Cloud> {
   const dir = mkdtempSync(join(tmpdir(), 'preview-cloud-'));
   const dynamo = await startDynalite(join(dir, 'dynamodb'));
@@ -70,6 +74,7 @@ export async function startCloud(
     kube = await new FakeKubernetes({
       auth: { clusterName: CLUSTER, region: REGION, verify: CREDENTIALS },
       autoAdvanceMs: 50,
+      ...(opts.kubernetesWithout ? { without: opts.kubernetesWithout } : {}),
     }).start();
     aws.eksLambda.addCluster(CLUSTER, kube);
   }
