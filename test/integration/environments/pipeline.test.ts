@@ -146,9 +146,10 @@ describe('a two-app preview, end to end', () => {
     const api = await hit(after.urls.api!);
     expect(web.pid).not.toBe(before.web.pid);
     expect(api.pid).not.toBe(before.api.pid);
-    // Nothing is built again: the inputs are those built before (a forced rebuild of api was its
-    // environment's alone, so api is back on its identity's build).
+    // Nothing is built again: the inputs are those built before, and api keeps what its rebuild built
+    // (the environment's own: a whole redeploy never undoes a rebuild).
     expect(web.stamp).toBe(before.web.stamp);
+    expect(api.stamp).toBe(before.api.stamp);
     expect((after as Status & { builds?: unknown }).builds).toEqual({
       web: { result: 'reused', commit: sha },
       api: { result: 'reused', commit: sha },
