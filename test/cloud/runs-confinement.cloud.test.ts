@@ -145,11 +145,6 @@ const refused = (origin: string) => `navigation to ${origin} is not allowed for 
       () => navigate(`/go?u=${encodeURIComponent(RUNTIME)}`),
       () => refused('http://127.0.0.1:9001'),
     ],
-    [
-      "the page's fetch of the Runtime API",
-      () => navigate(`/fetch?u=${encodeURIComponent(RUNTIME)}`),
-      () => "the page's fetch to http://127.0.0.1:9001 is not allowed for this run",
-    ],
   ];
   test.each(cases)(
     '%s is refused, its step failed saying so, nothing of it recorded',
@@ -167,6 +162,23 @@ const refused = (origin: string) => `navigation to ${origin} is not allowed for 
     },
     240_000,
   );
+
+  test("the page's fetch of the Runtime API is refused and recorded on its step and the run; the steps pass", async () => {
+    const run = await runThroughLambda([navigate(`/fetch?u=${encodeURIComponent(RUNTIME)}`), home]);
+    expect([run.status, run.error, run.steps.map((s) => s.status)]).toEqual([
+      'passed',
+      undefined,
+      ['passed', 'passed'],
+    ]);
+    // A page's own request may come after the page loaded, during what follows: on one of its steps.
+    expect(run.steps.flatMap((s) => (s.network ?? []).filter((n) => n.status === 'refused'))).toEqual([
+      { status: 'refused', text: "the page's fetch to http://127.0.0.1:9001 is not allowed for this run" },
+    ]);
+    expect(run.refusedOrigins).toEqual(['http://127.0.0.1:9001']);
+    const text = JSON.stringify(run);
+    expect(text).not.toContain(RUNTIME_SECRET);
+    expect(hits).toEqual([]);
+  }, 240_000);
 
   test("the preview's own app loads", async () => {
     const run = await runThroughLambda([navigate('/'), home]);

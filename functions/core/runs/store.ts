@@ -94,6 +94,11 @@ export interface RunItem {
   heal?: false;
   /** How many steps of the run's last attempt were healed (absent: none). */
   healedSteps?: number;
+  /**
+   * The origins the browser refused to the pages of the run's last attempt without failing a step (an
+   * analytics host, a font CDN: the page's own requests, frames and popups), masked, sorted, at most 20.
+   */
+  refusedOrigins?: string[];
   /** Every attempt once the run ended: the last one's steps and media are the run's. */
   attempts?: RunAttemptItem[];
   /** A later attempt passed after an earlier one failed (the run is `passed`). */
