@@ -38,8 +38,6 @@ export interface RunStepItem {
   eventsDropped?: number;
   /** The step's recorded selector matched nothing and it acted on this element instead (heal.ts). */
   healed?: HealedStep;
-  /** Requests of the page the browser refused during the step (run confinement), by origin. */
-  refused?: { origin: string; kind: string }[];
 }
 
 /** A healed step: the recorded selector, the one it acted on, the heal's score (0..1, two decimals). */
