@@ -18,7 +18,8 @@ const REPORT_URL_NOTE =
   " With `media=true` it also carries `trace_url` (additive): a signed link, like `video_url`, to the run's Playwright trace (a zip the trace viewer at `/trace-viewer/` opens); null before it is stored and on a list page read without `steps=true`." +
   ' A run read whole may carry `metadata.attempts` (additive: how many attempts a test with `retries` took) and `metadata.flaky: true` (a later attempt passed after a failed one; the run is `passed`).' +
   " A run read whole with a healed step carries `healed_steps` (additive: how many), and with `steps=true` each healed step `healed` (additive: `{from, to, score, html}`, the recorded selector that matched nothing, the one it acted on, the heal's score 0..1 and the element's outer HTML, masked)." +
-  ' With `steps=true` a step may carry `metadata` (additive): `console` ([{level, text}]: console errors and warnings, page errors), `network` ([{status, text}]: failed or 4xx/5xx requests), `events_dropped`; masked, at most 20 per step.';
+  " With `steps=true` a step may carry `metadata` (additive): `console` ([{level, text}]: console errors and warnings, page errors), `network` ([{status, text}]: failed or 4xx/5xx requests, and `refused` ones: the page's requests outside what the run may reach, refused without failing the step), `events_dropped`; masked, at most 20 per step." +
+  " A run read whole whose page asked for origins the run may not reach carries `refused_requests` (additive: `{origins, hint}`, the refused origins and how an application's allowedOrigins admits one); only the page's own navigation refused fails a step.";
 
 const UNDECLARED_APP_NOTE =
   'The answer carries `warning` (additive) when environments of the application have read their preview.yaml and none declares the app: the secret is saved, and the warning names the apps they declare.';

@@ -17,6 +17,7 @@ import {
   rotateAccessKey,
   updateApplication,
 } from '../../functions/core/applications/index.js';
+import { type HealPlan, keepHeals, planKeptHeals } from '../../functions/core/runs/index.js';
 import { ensureFactorySecret, rotateFactorySecret } from '../../functions/core/scenarios/index.js';
 import { importTests } from '../../functions/core/test-definitions/index.js';
 import { eventBus, secretStore } from '../../functions/ports/registry.js';
@@ -176,6 +177,13 @@ async function run(p: Parsed): Promise<Record<string, unknown>> {
         await rotate(secretStore(), app.applicationId);
         return { applicationId: app.applicationId, rotated: true };
       }
+      case 'tests heal': {
+        const orgId = await requireOrg(p.org);
+        const runId = text(p, 'run');
+        if (!runId) throw new UsageError('--run is required');
+        const plan = flag(p, 'write') ? await keepHeals(orgId, runId) : await planKeptHeals(orgId, runId);
+        return { ...plan };
+      }
       default: {
         const orgId = await requireOrg(p.org);
         let doc: unknown;
@@ -334,7 +342,9 @@ export async function main(command: Parsed): Promise<number> {
   setLogSink(() => undefined);
   try {
     const result = await run(command);
-    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${formatHuman(result)}\n`);
+    const human =
+      command.command.name === 'tests heal' ? healDiff(result as unknown as HealPlan) : formatHuman(result);
+    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${human}\n`);
     return 0;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
@@ -344,6 +354,21 @@ export async function main(command: Parsed): Promise<number> {
     else process.stderr.write(`previewctl: ${message}\n`);
     return err instanceof UsageError ? 2 : 1;
   }
+}
+
+/** `tests heal`'s diff: each changed step's selector and outer HTML, old (`-`) then new (`+`). */
+function healDiff(plan: HealPlan): string {
+  const lines = [`test ${JSON.stringify(plan.testName)} (${plan.testId}), run ${plan.runId}:`];
+  for (const c of plan.changes) {
+    lines.push(`step ${c.step} (${c.interaction}), healed at ${c.score}:`);
+    lines.push(`- selector: ${c.from.selector}`, `+ selector: ${c.to.selector}`);
+    if (c.from.html !== c.to.html) lines.push(`- html: ${c.from.html}`, `+ html: ${c.to.html}`);
+  }
+  for (const s of plan.skipped) lines.push(`step ${s.step}: not kept: ${s.reason}`);
+  if (!plan.changes.length) lines.push('nothing to write: no healed step to keep');
+  else if (plan.written) lines.push(`written: ${plan.changes.length} step(s); the next run needs no healing`);
+  else lines.push('not written: run again with --write to keep these');
+  return lines.join('\n');
 }
 
 function formatHuman(result: Record<string, unknown>): string {

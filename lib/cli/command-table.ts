@@ -241,6 +241,15 @@ export const COMMANDS: CommandSpec[] = [
     via: 'admin',
   },
   {
+    name: 'tests heal',
+    synopsis: '--run RUN_ID [--write]',
+    help:
+      "keep a passed run's heals: the diff of its healed steps' selectors (and the elements' outer HTML)\n" +
+      "against its test's steps; --write writes them into the test, so its next run needs no healing",
+    options: { run: value, write: flag },
+    via: 'admin',
+  },
+  {
     name: 'runs start',
     synopsis: 'TEST [--env ENVIRONMENT_ID] [--var NAME=VALUE]... [--wait] [--timeout SECONDS]',
     help:

@@ -57,7 +57,7 @@ function timed(inner: Browser): Browser {
         screenshot: (...a) => time('shots', () => s.screenshot(...a)),
         url: () => s.url(),
         crashed: () => s.crashed(),
-        takeRefusal: () => s.takeRefusal(),
+        takeRefusals: () => s.takeRefusals(),
         ...(s.beginStep ? { beginStep: (title: string) => time('steps', () => s.beginStep!(title)) } : {}),
         ...(s.takeEvents ? { takeEvents: () => s.takeEvents!() } : {}),
         close: (o) => time('close', () => s.close(o)),

@@ -145,11 +145,6 @@ const refused = (origin: string) => `navigation to ${origin} is not allowed for 
       () => navigate(`/go?u=${encodeURIComponent(RUNTIME)}`),
       () => refused('http://127.0.0.1:9001'),
     ],
-    [
-      "the page's fetch of the Runtime API",
-      () => navigate(`/fetch?u=${encodeURIComponent(RUNTIME)}`),
-      () => "the page's fetch to http://127.0.0.1:9001 is not allowed for this run",
-    ],
   ];
   test.each(cases)(
     '%s is refused, its step failed saying so, nothing of it recorded',
@@ -167,6 +162,63 @@ const refused = (origin: string) => `navigation to ${origin} is not allowed for 
     },
     240_000,
   );
+
+  test("the page's fetch of the Runtime API is refused and recorded on its step and the run; the steps pass", async () => {
+    const run = await runThroughLambda([navigate(`/fetch?u=${encodeURIComponent(RUNTIME)}`), home]);
+    expect([run.status, run.error, run.steps.map((s) => s.status)]).toEqual([
+      'passed',
+      undefined,
+      ['passed', 'passed'],
+    ]);
+    // A page's own request may come after the page loaded, during what follows: on one of its steps.
+    expect(run.steps.flatMap((s) => (s.network ?? []).filter((n) => n.status === 'refused'))).toEqual([
+      { status: 'refused', text: "the page's fetch to http://127.0.0.1:9001 is not allowed for this run" },
+    ]);
+    expect(run.refusedOrigins).toEqual(['http://127.0.0.1:9001']);
+    const text = JSON.stringify(run);
+    expect(text).not.toContain(RUNTIME_SECRET);
+    expect(hits).toEqual([]);
+  }, 240_000);
+
+  test("a healed run's record in AWS: the step's `healed`, `healedSteps`, and the sparse listHealed index lists it", async () => {
+    // Recorded when the heading had another id: `#welcome` matches nothing now.
+    const healedStep = {
+      interaction: 'assert-visible',
+      instruction: 'See the Home heading',
+      element: { html: '<h1 id="welcome">Home</h1>', selector: '#welcome' },
+    };
+    const run = await runThroughLambda([navigate('/'), healedStep]);
+    expect([run.status, run.error, run.healedSteps]).toEqual(['passed', undefined, 1]);
+    expect(run.steps[1]!.healed).toEqual({
+      from: '#welcome',
+      to: 'role=heading[name="Home"]',
+      score: expect.any(Number),
+      html: '<h1 id="home">Home</h1>',
+    });
+    expect(run.steps[1]!.output).toMatch(/^healed: #welcome → role=heading\[name="Home"\] \(0\.\d\d\); /);
+    const plain = await runThroughLambda([navigate('/'), home]);
+    expect([plain.status, plain.healedSteps]).toEqual(['passed', undefined]);
+    // GET /run?healed=true's page: the index holds the healed run, not the plain one.
+    const { listRunPage } = await import('../../functions/core/runs/listing.js');
+    const page = await listRunPage(
+      orgId,
+      { healed: true },
+      { limit: 100, offset: 0 },
+      { media: false, steps: false },
+    );
+    const ids = page.runs.map((r) => r.id);
+    expect(ids).toContain(run.runId);
+    expect(ids).not.toContain(plain.runId);
+    expect(page.runs.find((r) => r.id === run.runId)!.healed_steps).toBe(1);
+    // Another organization's healed page is empty.
+    const theirs = await listRunPage(
+      'org-other',
+      { healed: true },
+      { limit: 100, offset: 0 },
+      { media: false, steps: false },
+    );
+    expect(theirs.runs).toEqual([]);
+  }, 240_000);
 
   test("the preview's own app loads", async () => {
     const run = await runThroughLambda([navigate('/'), home]);

@@ -15,6 +15,10 @@ import type { LocalServer } from './local-server.js';
  * - `/exit`: answers, then the app exits (the target going down mid-run)
  * - `/broken`: a button `#boom`; 2.5 s after a click the page logs a console error and its fetch of
  *   `/api/fail` is answered 500 (the planted failure behind each step's console and network lines)
+ * - `/kinds`: a page changed since its steps were recorded (healing.test.ts): a save button whose classes
+ *   changed inside new wrappers (a click shows a `role=status` notice), a search box with a new id,
+ *   placeholder and attribute order (Enter shows `#results`), a link that became a button (`#show-more`),
+ *   and two look-alike Delete buttons
  * - `/flaky?key=K`: "Not yet" the first time a key is asked for, "Ready" after (for retries that name flakes)
  */
 export const RUNS_APP_JS = `
@@ -59,6 +63,19 @@ http.createServer((req, res) => {
     seen.add(key);
     return html(200, 'Flaky', '<h1 id="state">' + (first ? 'Not yet' : 'Ready') + '</h1>');
   }
+  if (url.pathname === '/kinds')
+    return html(200, 'Catalog', '<h1>Catalog</h1><div class="toolbar"><div class="group">' +
+      '<button type="button" class="button-save main">Save draft</button></div></div><div id="notices"></div>' +
+      '<input id="site-search" name="q" placeholder="Search all products" type="search"><p id="results"></p>' +
+      '<button type="button" id="show-more">Show more</button><ul id="more-list"></ul>' +
+      '<section><button type="button" class="danger">Delete</button></section>' +
+      '<section><button type="button" class="danger">Delete</button></section><script>' +
+      'const $ = (id) => document.getElementById(id);' +
+      'document.querySelector(".button-save").onclick = () => { const d = document.createElement("div");' +
+      ' d.className = "notice"; d.setAttribute("role", "status"); d.textContent = "Draft saved"; $("notices").append(d); };' +
+      '$("show-more").onclick = () => { $("more-list").textContent = "More items"; };' +
+      '$("site-search").onkeydown = (e) => { if (e.key === "Enter") $("results").textContent = "Results for " + e.target.value; };' +
+      '</script>');
   if (url.pathname === '/exit') {
     html(200, 'Bye', '<h1>Going down</h1><a id="next" href="/">Next</a>');
     return setTimeout(() => process.exit(0), 100);

@@ -1,12 +1,15 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, test } from '@jest/globals';
+import { BatchGetCommand, DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
 import { sampleEnvironment } from '../../../test/support/environments.js';
+import { tableNames, tables } from '../../manifest/tables.js';
 import { commentMarker, publishToGitHub, versionOf } from '../../ports/pr-status/github-rest.js';
 import { githubOutboxPath, OutboxRest } from '../../ports/pr-status/local-outbox.js';
 import type { PrReport } from '../../ports/pr-status/port.js';
-import { buildReport, ownerTag, renderComment } from './pr-status.js';
+import { buildReport, latestTestRuns, ownerTag, renderComment } from './pr-status.js';
 import type { Environment } from './types.js';
 
 /*
@@ -127,6 +130,65 @@ describe('the report on the pull request', () => {
     expect(text).toContain('**Latest test runs**');
     expect(text).toContain('| checkout \\| pay | `passed` | `run1` |');
     expect(renderComment(sampleEnvironment(), 'success')).not.toContain('Latest test runs');
+  });
+
+  test('a run with healed steps is marked with their count', () => {
+    const text = renderComment(sampleEnvironment(), 'success', [
+      { name: 'sign up', status: 'passed', runId: 'run1', createdAt: 'c1', healedSteps: 2 },
+      { name: 'log in', status: 'passed', runId: 'run2', createdAt: 'c2' },
+    ]);
+    expect(text).toContain('| sign up | `passed` (2 healed) | `run1` |');
+    expect(text).toContain('| log in | `passed` | `run2` |');
+  });
+});
+
+describe("the latest test runs read at DynamoDB's SDK boundary", () => {
+  const saved = { ...process.env };
+  const dynamo = mockClient(DynamoDBDocumentClient);
+  beforeAll(() => {
+    Object.assign(process.env, {
+      AWS_REGION: 'eu-west-1',
+      ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
+    });
+  });
+  afterAll(() => {
+    process.env = saved;
+    dynamo.restore();
+  });
+  const item = (runId: string, testId: string, applicationVersionId = 'env-1') => ({
+    runId,
+    testId,
+    name: testId,
+    status: 'passed',
+    createdAt: `2030-01-01T00:00:0${runId.slice(-1)}.000Z`,
+    applicationVersionId,
+  });
+
+  test("each test's newest run of the environment, its healed steps read by id; a failed read marks none", async () => {
+    dynamo.reset();
+    dynamo
+      .on(QueryCommand)
+      .resolves({ Items: [item('r3', 't1'), item('r2', 't1'), item('r1', 't2'), item('r0', 't3', 'env-2')] });
+    dynamo
+      .on(BatchGetCommand)
+      .resolves({ Responses: { 't-runs': [{ runId: 'r3', healedSteps: 3 }, { runId: 'r1' }] } });
+    const env = sampleEnvironment({ environmentId: 'env-1' });
+    expect((await latestTestRuns(env)).map((l) => [l.runId, l.healedSteps])).toEqual([
+      ['r3', 3],
+      ['r1', undefined],
+    ]);
+    const get = dynamo.commandCalls(BatchGetCommand)[0]!.args[0].input;
+    expect(get.RequestItems!['t-runs']).toEqual({
+      Keys: [{ runId: 'r3' }, { runId: 'r1' }],
+      ProjectionExpression: 'runId, healedSteps',
+    });
+    dynamo
+      .on(BatchGetCommand)
+      .rejects(Object.assign(new Error('throttled'), { name: 'ThrottlingException' }));
+    expect((await latestTestRuns(env)).map((l) => [l.runId, l.healedSteps])).toEqual([
+      ['r3', undefined],
+      ['r1', undefined],
+    ]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentState, PrReport, PrStatus } from '../../ports/pr-status/port.js';
 import { ddb, table } from '../../shared/aws/dynamo.js';
 import { sha256Hex } from '../../shared/crypto.js';
@@ -12,6 +12,8 @@ export interface TestRunLine {
   status: string;
   runId: string;
   createdAt: string;
+  /** How many of its steps were healed (their recorded selector matched nothing); absent: none. */
+  healedSteps?: number;
 }
 
 export interface ReportDeps {
@@ -114,7 +116,8 @@ export function renderComment(
       '| Test | Status | Run | Started |',
       '|---|---|---|---|',
       ...runs.map(
-        (r) => `| ${r.name.replace(/\|/g, '\\|')} | \`${r.status}\` | \`${r.runId}\` | ${r.createdAt} |`,
+        (r) =>
+          `| ${r.name.replace(/\|/g, '\\|')} | \`${r.status}\`${r.healedSteps ? ` (${r.healedSteps} healed)` : ''} | \`${r.runId}\` | ${r.createdAt} |`,
       ),
     );
   }
@@ -199,7 +202,36 @@ export async function latestTestRuns(env: Environment): Promise<TestRunLine[]> {
     lines.push({ name: run.name, status: run.status, runId: run.runId, createdAt: run.createdAt });
     if (lines.length === 10) break;
   }
-  return lines;
+  return withHealedCounts(lines);
+}
+
+/**
+ * The lines with each run's healed step count, read by id (the org's listing index does not carry it,
+ * and changing an index's projection replaces it): one BatchGetItem of at most 10 keys. Best effort: a
+ * read that fails leaves the lines unmarked.
+ */
+async function withHealedCounts(lines: TestRunLine[]): Promise<TestRunLine[]> {
+  if (!lines.length) return lines;
+  const name = table('runs');
+  try {
+    const out = await ddb().send(
+      new BatchGetCommand({
+        RequestItems: {
+          [name]: {
+            Keys: lines.map((l) => ({ runId: l.runId })),
+            ProjectionExpression: 'runId, healedSteps',
+          },
+        },
+      }),
+    );
+    const healed = new Map<string, number>();
+    for (const item of (out.Responses?.[name] ?? []) as { runId: string; healedSteps?: number }[])
+      if (item.healedSteps) healed.set(item.runId, item.healedSteps);
+    return lines.map((l) => (healed.has(l.runId) ? { ...l, healedSteps: healed.get(l.runId)! } : l));
+  } catch (err) {
+    log.warn('could not read the healed steps of the latest test runs', { error: (err as Error).name });
+    return lines;
+  }
 }
 
 /**

@@ -2,11 +2,13 @@
  * Test runs, the front of the domain: a run as stored, its key and media keys (store.ts); every write of
  * its lifecycle (lifecycle.ts); where it goes (target.ts) and the environment it names (environment.ts);
  * what callers see (views.ts) and GET /run's pages (listing.ts); the report (report.ts) and the trace
- * viewer it links to (trace-viewer.ts); runs left behind (recovery.ts). How a run executes, one attempt
+ * viewer it links to (trace-viewer.ts); runs left behind (recovery.ts); a run's heals kept in its test
+ * (kept-heals.ts). How a run executes, one attempt
  * after another, its steps, its scenario and its deadline: execution/.
  */
 
 export { executeRun, executionsSettled } from './execution/executor.js';
+export { type HealPlan, type KeptHeal, keepHeals, planKeptHeals } from './kept-heals.js';
 export {
   failRun,
   type PreparedRun,

@@ -249,6 +249,8 @@ export async function finishRun(
     flaky?: boolean;
     /** How many of `steps` were healed (heal.ts); absent or 0: none. */
     healedSteps?: number;
+    /** The origins refused to the page without failing a step (attempt.ts); absent or empty: none. */
+    refusedOrigins?: string[];
   },
 ): Promise<void> {
   const ended = statusWrite(run, outcome.status);
@@ -285,6 +287,10 @@ export async function finishRun(
     sets.push('healedSteps = :healed', 'healedKey = :healedKey');
     values[':healed'] = outcome.healedSteps;
     values[':healedKey'] = keys.runs.healed(run.orgId);
+  }
+  if (outcome.refusedOrigins?.length) {
+    sets.push('refusedOrigins = :refused');
+    values[':refused'] = outcome.refusedOrigins;
   }
   try {
     await updateRun(run.runId, {

@@ -1,5 +1,5 @@
 import { expect, test } from '@jest/globals';
-import { attemptsHtml } from './report.js';
+import { attemptsHtml, refusedHtml } from './report.js';
 
 const attempt = (number: number, status: 'passed' | 'failed', error?: string) => ({
   number,
@@ -44,4 +44,13 @@ test('a run of one attempt shows no attempts; a run failed on every attempt is n
   );
   expect(failed).toContain('failed on attempt 2 of 2<');
   expect(failed).not.toContain('flaky');
+});
+
+test('the origins refused to the page are listed, escaped, with how an application admits one', () => {
+  expect(refusedHtml({})).toBe('');
+  expect(refusedHtml({ refusedOrigins: [] })).toBe('');
+  const html = refusedHtml({ refusedOrigins: ['https://fonts.example.com', 'https://a.example<b>'] });
+  expect(html).toContain('<code>https://fonts.example.com</code> <code>https://a.example&lt;b&gt;</code>');
+  expect(html).toContain('allowedOrigins admits an origin');
+  expect(html).not.toContain('<b>');
 });

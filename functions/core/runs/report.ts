@@ -4,6 +4,7 @@ import { readScenarioState } from '../scenarios/index.js';
 import { environmentLine } from './environment.js';
 import { loadRun, type RunItem } from './store.js';
 import { TRACE_VIEWER_PATH } from './trace-viewer.js';
+import { REFUSED_HINT } from './views.js';
 
 /*
  * The run report: a page a person opens from the start-run response's `url` — the run's status, each
@@ -130,6 +131,7 @@ ${run.targetUrl ? `<div class="meta">against ${escapeHtml(run.targetUrl)}</div>`
 ${scenarioLine(run)}
 ${attemptsHtml(run, urls, viewer)}
 ${run.status === 'failed' && run.error ? `<div class="error">${escapeHtml(run.error)}</div>` : ''}
+${refusedHtml(run)}
 </div>
 <div class="card"><table>
 <thead><tr><th>#</th><th>Step</th><th>Status</th><th>Output</th><th>Screenshot</th></tr></thead>
@@ -266,4 +268,11 @@ function scenarioLine(run: RunItem): string {
   return `<div class="meta" id="scenario">${parts.map((p) => `<span>${escapeHtml(p)}</span>`).join('')}</div>${errors
     .map((e) => `<div class="error">${escapeHtml(e)}</div>`)
     .join('')}`;
+}
+
+/** The origins the run's page was refused without failing a step, with how to admit one; '' when none. */
+export function refusedHtml(run: Pick<RunItem, 'refusedOrigins'>): string {
+  if (!run.refusedOrigins?.length) return '';
+  const origins = run.refusedOrigins.map((o) => `<code>${escapeHtml(o)}</code>`).join(' ');
+  return `<div class="meta" id="refused-origins">Refused: ${origins}: ${escapeHtml(REFUSED_HINT)}</div>`;
 }

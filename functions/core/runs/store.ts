@@ -38,8 +38,6 @@ export interface RunStepItem {
   eventsDropped?: number;
   /** The step's recorded selector matched nothing and it acted on this element instead (heal.ts). */
   healed?: HealedStep;
-  /** Requests of the page the browser refused during the step (run confinement), by origin. */
-  refused?: { origin: string; kind: string }[];
 }
 
 /** A healed step: the recorded selector, the one it acted on, the heal's score (0..1, two decimals). */
@@ -94,6 +92,11 @@ export interface RunItem {
   heal?: false;
   /** How many steps of the run's last attempt were healed (absent: none). */
   healedSteps?: number;
+  /**
+   * The origins the browser refused to the pages of the run's last attempt without failing a step (an
+   * analytics host, a font CDN: the page's own requests, frames and popups), masked, sorted, at most 20.
+   */
+  refusedOrigins?: string[];
   /** Every attempt once the run ended: the last one's steps and media are the run's. */
   attempts?: RunAttemptItem[];
   /** A later attempt passed after an earlier one failed (the run is `passed`). */

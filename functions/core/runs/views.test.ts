@@ -35,6 +35,21 @@ const run = (over: Partial<RunItem> = {}): RunItem => ({
 describe('toTestRunView', () => {
   const sign = (key: string) => `https://media.example/${key}?expires=3600`;
 
+  test('refused origins: `refused_requests` with the hint on a run that has any, nothing otherwise', () => {
+    expect(toTestRunView(run(), { media: false, steps: false }).refused_requests).toBeUndefined();
+    expect(toTestRunView(run({ refusedOrigins: [] }), { media: false, steps: false })).not.toHaveProperty(
+      'refused_requests',
+    );
+    const view = toTestRunView(run({ refusedOrigins: ['https://fonts.example.com'] }), {
+      media: false,
+      steps: false,
+    });
+    expect(view.refused_requests).toEqual({
+      origins: ['https://fonts.example.com'],
+      hint: expect.stringContaining("an application's allowedOrigins admits an origin"),
+    });
+  });
+
   test('no media URLs unless media=true, even when the run has media', () => {
     const view = toTestRunView(run(), { media: false, steps: true }, sign);
     expect(view.video_url).toBeNull();

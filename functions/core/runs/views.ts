@@ -33,7 +33,8 @@ export interface RunStepView {
   healed?: { from: string; to: string; score: number; html?: string };
   /**
    * What the page reported during the step, masked and bounded: `console` (errors, warnings,
-   * page errors) and `network` (failed or 4xx/5xx requests); present when there was any.
+   * page errors) and `network` (failed or 4xx/5xx requests, and `refused` ones: the page's requests outside what the run
+   * may reach, refused without failing the step); present when there was any.
    */
   metadata?: {
     console?: ConsoleEvent[];
@@ -64,6 +65,11 @@ export interface TestRunView {
   error?: string;
   /** Additive: how many steps were healed, on a run that has any (read whole, or listed with `healed=true`). */
   healed_steps?: number;
+  /**
+   * Additive, on a run read whole whose page asked for origins the run may not reach (refused; its steps
+   * went on): those origins, and how an application admits one.
+   */
+  refused_requests?: { origins: string[]; hint: string };
   /** Additive: the environment the run ran against, once resolved (not in a listing without steps). */
   environment?: RunEnvironmentView;
   steps?: RunStepView[];
@@ -111,6 +117,9 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
     },
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
     ...(run.healedSteps ? { healed_steps: run.healedSteps } : {}),
+    ...(run.refusedOrigins?.length
+      ? { refused_requests: { origins: [...run.refusedOrigins], hint: REFUSED_HINT } }
+      : {}),
     ...environmentView(run),
     ...(view.steps
       ? {
@@ -130,6 +139,12 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       : {}),
   };
 }
+
+/** What a run with refused origins says of them (GET /run/{id}'s `refused_requests.hint`, the report). */
+export const REFUSED_HINT =
+  "the page asked for these origins, which this run may not reach: refused, and its steps went on (each step's " +
+  "network lines name its own); an application's allowedOrigins admits an origin " +
+  '(previewctl apps update --app ID --allowed-origins ORIGIN,…)';
 
 /** A step's console and network events as its view's `metadata`; nothing when there were none. */
 function stepMetadata(s: RunStepItem): Pick<RunStepView, 'metadata'> {

@@ -13,3 +13,4 @@ export {
   listTests,
   type StepElement,
 } from './definitions.js';
+export { rewriteStepElements, type StepElementChange } from './step-elements.js';

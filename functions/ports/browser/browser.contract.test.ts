@@ -157,6 +157,7 @@ function confinementContract(name: string, make: () => Browser) {
         '/data-frame':
           '<iframe src="data:text/html,<h1>framed</h1>"></iframe><img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">',
         '/data-top': '<script>location.href = "data:text/html,<h1>data document</h1>"</script>',
+        '/location': `<script>setTimeout(() => { location.href = "${otherUrl}/moved" }, 50)</script>`,
       };
       app = createServer((req, res) => {
         const path = req.url ?? '/';
@@ -207,19 +208,19 @@ function confinementContract(name: string, make: () => Browser) {
           'navigation to http://169.254.169.254 is not allowed for this run',
         );
         expect(await refused(`${allowed}/`)).toBe('loaded');
-        expect(session.takeRefusal()).toBeUndefined();
+        expect(session.takeRefusals()).toEqual({ requests: [] });
       } finally {
         await session.close();
       }
     }, 60_000);
 
-    test("a redirect, a frame, a popup, the page's fetch, a worker's, a WebSocket, link-local and the Runtime API are refused", async () => {
+    test("a redirect, a frame, a popup, the page's fetch, a worker's, a WebSocket, link-local and the Runtime API are refused; only the page's own navigation is one", async () => {
       const session = await make().open({
         viewport: { width: 320, height: 240 },
         video: false,
         allowedOrigins: [allowed],
       });
-      const seen: Record<string, string | undefined> = {};
+      const seen: Record<string, string[]> = {};
       try {
         for (const path of [
           '/redirect',
@@ -231,27 +232,40 @@ function confinementContract(name: string, make: () => Browser) {
           '/worker',
           '/link-local',
           '/runtime-api',
+          '/location',
           '/data-frame',
           '/data-top',
         ]) {
           await session.goto(`${allowed}${path}`, 5_000).catch(() => undefined);
           // Let what the page started (a fetch, a worker, a popup) happen.
           await new Promise((r) => setTimeout(r, 600));
-          seen[path] = session.takeRefusal();
+          const { navigation, requests } = session.takeRefusals();
+          // The page's own navigation (`nav:`), then each other request refused: `origin kind ×count`.
+          seen[path] = [
+            ...(navigation ? [`nav: ${navigation}`] : []),
+            ...requests.map((r) => `${r.origin} ${r.kind} ×${r.count}: ${r.message}`),
+          ];
         }
+        const ws = otherUrl.replace('http:', 'ws:');
         expect(seen).toEqual({
-          '/redirect': `navigation to ${otherUrl} is not allowed for this run`,
-          '/redirect-file': 'navigation to file:// is not allowed for this run',
-          '/iframe': `navigation to ${otherUrl} is not allowed for this run`,
-          '/fetch': `the page's fetch to ${otherUrl} is not allowed for this run`,
-          '/popup': `navigation to ${otherUrl} is not allowed for this run`,
-          '/ws': `the page's websocket to ${otherUrl.replace('http:', 'ws:')} is not allowed for this run`,
-          '/worker': `the page's fetch to ${otherUrl} is not allowed for this run`,
-          '/link-local': "the page's image to http://169.254.169.254 is not allowed for this run",
-          '/runtime-api': "the page's fetch to http://127.0.0.1:9001 is not allowed for this run",
+          '/redirect': [`nav: navigation to ${otherUrl} is not allowed for this run`],
+          '/redirect-file': ['nav: navigation to file:// is not allowed for this run'],
+          '/iframe': [`${otherUrl} frame ×1: the page's frame to ${otherUrl} is not allowed for this run`],
+          '/fetch': [`${otherUrl} fetch ×1: the page's fetch to ${otherUrl} is not allowed for this run`],
+          '/popup': [`${otherUrl} popup ×1: the page's popup to ${otherUrl} is not allowed for this run`],
+          '/ws': [`${ws} websocket ×1: the page's websocket to ${ws} is not allowed for this run`],
+          '/worker': [`${otherUrl} fetch ×1: the page's fetch to ${otherUrl} is not allowed for this run`],
+          '/link-local': [
+            "http://169.254.169.254 image ×1: the page's image to http://169.254.169.254 is not allowed for this run",
+          ],
+          '/runtime-api': [
+            "http://127.0.0.1:9001 fetch ×1: the page's fetch to http://127.0.0.1:9001 is not allowed for this run",
+          ],
           // A data: image or frame is the page's own markup, no load; Chromium refuses a top-level data: one.
-          '/data-frame': undefined,
-          '/data-top': undefined,
+          '/data-frame': [],
+          '/data-top': [],
+          // A script moving the page itself elsewhere: the page's own navigation.
+          '/location': [`nav: navigation to ${otherUrl} is not allowed for this run`],
         });
         expect(session.url()).toBe(`${allowed}/data-top`);
         // Nothing reached the other origin or the Runtime API, not even a connection.

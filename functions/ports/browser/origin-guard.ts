@@ -1,5 +1,5 @@
 import type { BrowserContext, Page, Browser as PwBrowser } from 'playwright-core';
-import { hostPort, navigationRefused, originAllowed, requestRefused } from '../../shared/origins.js';
+import { hostPort, originAllowed } from '../../shared/origins.js';
 
 /**
  * Where every connection the browser makes to a host:port outside the allowed origins is sent: a proxy
@@ -17,14 +17,18 @@ export const NO_PROXY = 'http://127.0.0.1:1';
  * - the request layer: the browser-wide Fetch domain (CDP, on the browser target, so every page, popup,
  *   frame and worker of the browser, redirect hops included) fails each request whose URL is not of an
  *   allowed origin, `file:` and `view-source:` included, and each redirect (at the response stage) whose
- *   Location is not one, whatever its scheme, and remembers the first refusal for the run's
- *   message; `data:` is let through as a subresource (inline images) and refused as a document.
+ *   Location is not one, whatever its scheme, and remembers each refusal with its URL, what it was
+ *   (CDP's resource type) and its frame (CDP's `frameId`), so the session tells the page's own
+ *   navigation (its main frame: the step fails) from the page's other requests (recorded, the step goes
+ *   on); `data:` is let through as a subresource (inline images) and refused as a document.
  * WebSockets are not requests the Fetch domain sees: the connection layer refuses them, and the page's
  * `websocket` event names them.
  */
 export class OriginGuard {
   private allowed: ReadonlySet<string> = new Set();
-  private refusal: string | undefined;
+  private refusals: GuardRefusal[] = [];
+  /** Refusals past MAX_KEPT since the last `take` (a page that retries a blocked request in a loop). */
+  private dropped = 0;
 
   /** The origins allowed now: those of the run that holds the browser (none between runs). */
   get origins(): ReadonlySet<string> {
@@ -37,7 +41,8 @@ export class OriginGuard {
    */
   use(origins: string[]): void {
     this.allowed = new Set(origins);
-    this.refusal = undefined;
+    this.refusals = [];
+    this.dropped = 0;
   }
 
   /** Chromium's proxy bypass list: every allowed host:port, and loopback proxied like the rest. */
@@ -45,14 +50,18 @@ export class OriginGuard {
     return ['<-loopback>', ...[...this.origins].map(hostPort)].join(',');
   }
 
-  refuse(message: string): void {
-    this.refusal ??= message;
+  refuse(refusal: GuardRefusal): void {
+    // A document is always kept: the page's own navigation refused fails its step.
+    if (refusal.document || this.refusals.length < MAX_KEPT) this.refusals.push(refusal);
+    else this.dropped++;
   }
 
-  take(): string | undefined {
-    const r = this.refusal;
-    this.refusal = undefined;
-    return r;
+  /** Every refusal since the last call (at most MAX_KEPT, the rest counted), then forgotten. */
+  take(): { refusals: GuardRefusal[]; dropped: number } {
+    const taken = { refusals: this.refusals, dropped: this.dropped };
+    this.refusals = [];
+    this.dropped = 0;
+    return taken;
   }
 
   async attach(browser: PwBrowser): Promise<void> {
@@ -75,7 +84,12 @@ export class OriginGuard {
         cdp.send('Fetch.continueRequest', { requestId: event.requestId }).catch(() => undefined);
         return;
       }
-      this.refuse(type === 'Document' ? navigationRefused(url) : requestRefused(url, requestKind(type)));
+      this.refuse({
+        url,
+        kind: requestKind(type),
+        document: type === 'Document',
+        ...(event.frameId ? { frameId: event.frameId } : {}),
+      });
       cdp
         .send('Fetch.failRequest', { requestId: event.requestId, errorReason: 'BlockedByClient' })
         .catch(() => undefined);
@@ -92,12 +106,28 @@ export class OriginGuard {
   watch(context: BrowserContext): void {
     const onPage = (page: Page) =>
       page.on('websocket', (ws) => {
-        if (!originAllowed(ws.url(), this.origins)) this.refuse(requestRefused(ws.url(), 'websocket'));
+        if (!originAllowed(ws.url(), this.origins))
+          this.refuse({ url: ws.url(), kind: 'websocket', document: false });
       });
     context.on('page', onPage);
     for (const page of context.pages()) onPage(page);
   }
 }
+
+/**
+ * A request the guard refused: its URL, what it was (`image`, `fetch`, `script`, `document`…), whether
+ * it was a document (a page's, a frame's or a popup's navigation), and the frame it was for (CDP's
+ * `frameId`; a WebSocket has none).
+ */
+export interface GuardRefusal {
+  url: string;
+  kind: string;
+  document: boolean;
+  frameId?: string;
+}
+
+/** The refusals kept between two `take`s: enough to name every origin a step's page asked for. */
+const MAX_KEPT = 200;
 
 /** A Location header against the URL that answered it (an unparsable one stays as it is: refused). */
 function resolveLocation(location: string, base: string): string {

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core';
-import { navigationRefused, originAllowed } from '../../shared/origins.js';
+import { navigationRefused, originAllowed, originLabel, requestRefused } from '../../shared/origins.js';
 import { COLLECT_FEATURES, CSS_PATH } from './element-features.js';
 import { NO_PROXY, type OriginGuard } from './origin-guard.js';
 import {
@@ -14,6 +14,8 @@ import {
   type PageEvent,
   type PageEvents,
   type Recording,
+  type Refusals,
+  type RefusedRequest,
   type SessionCookie,
   type SessionOptions,
 } from './port.js';
@@ -80,6 +82,8 @@ class PlaywrightSession implements BrowserSession {
   private collected: JSHandle | undefined;
   private readonly events = new EventLog();
   private readonly guard: OriginGuard;
+  /** CDP's ids of the frames the page holds besides its main frame (a refused one is a frame, not a popup). */
+  private readonly frames = new Set<string>();
   private readonly onDisconnect = () => {
     if (!this.closing) this.crash ??= 'the browser exited unexpectedly (crashed or was killed)';
   };
@@ -92,9 +96,12 @@ class PlaywrightSession implements BrowserSession {
     private readonly recorder: ScreencastRecorder | undefined,
     private readonly tracing: boolean,
     private readonly spec: LaunchSpec,
+    /** CDP's id of the page's main frame: a refused document of this frame is the page's own navigation. */
+    private readonly mainFrameId: string,
     private readonly onClose: () => Promise<void>,
   ) {
     this.guard = warm.guard;
+    cdp.on('Page.frameAttached', (e) => this.frames.add(e.frameId));
     warm.browser.on('disconnected', this.onDisconnect);
     page.on('crash', () => {
       this.crash ??= 'the page crashed in the browser';
@@ -142,8 +149,27 @@ class PlaywrightSession implements BrowserSession {
     await this.page.goto(url, { timeout: timeoutMs, waitUntil: 'load' });
   }
 
-  takeRefusal(): string | undefined {
-    return this.guard.take();
+  takeRefusals(): Refusals {
+    const { refusals, dropped } = this.guard.take();
+    let navigation: string | undefined;
+    const requests = new Map<string, RefusedRequest>();
+    for (const r of refusals) {
+      // The page's own navigation: its main frame's document (a frame-less one is judged the same way).
+      if (r.document && (r.frameId === undefined || r.frameId === this.mainFrameId)) {
+        navigation ??= navigationRefused(r.url);
+        continue;
+      }
+      const kind = r.document ? (this.frames.has(r.frameId!) ? 'frame' : 'popup') : r.kind;
+      const message = requestRefused(r.url, kind);
+      const seen = requests.get(message);
+      if (seen) seen.count++;
+      else requests.set(message, { origin: originLabel(r.url), kind, message, count: 1 });
+    }
+    return {
+      ...(navigation ? { navigation } : {}),
+      requests: [...requests.values()],
+      ...(dropped ? { dropped } : {}),
+    };
   }
 
   async click(selector: string, timeoutMs: number): Promise<void> {
@@ -343,6 +369,8 @@ export async function openPlaywrightSession(
       opts.trace && context.tracing.start({ screenshots: true, snapshots: true, sources: false }),
     ]);
     const cdp = await context.newCDPSession(page);
+    // The main frame's id, and the frames the page attaches (its events: Page.enable on this session).
+    const [{ frameTree }] = await Promise.all([cdp.send('Page.getFrameTree'), cdp.send('Page.enable')]);
     let recorder: ScreencastRecorder | undefined;
     if (opts.video) {
       recorder = new ScreencastRecorder(cdp, spec.tmpDir ?? tmpdir(), spec.ffmpegPath);
@@ -356,6 +384,7 @@ export async function openPlaywrightSession(
       recorder,
       opts.trace === true,
       spec,
+      frameTree.frame.id,
       async () => {
         sessions.delete(session);
         await pool.give(warm);

@@ -89,10 +89,10 @@ export interface BrowserSession {
   /** The page's current URL. */
   url(): string;
   /**
-   * The first load the browser refused since the last call (`navigation to http://host:port is not
-   * allowed for this run`, or the page's request of that kind), then forgotten; undefined when none.
+   * What the browser refused since the last call, then forgotten (see Refusals): the page's own
+   * navigation refused, and every other request of the page refused.
    */
-  takeRefusal(): string | undefined;
+  takeRefusals(): Refusals;
   /**
    * Healing (core/runs/execution/heal.ts), optional: whether `selector` matches an element within
    * `timeoutMs` (attached; no visibility wait); the page's elements as feature records, and the recorded
@@ -168,12 +168,32 @@ export interface HealCandidates {
   candidates: ElementFeatures[];
 }
 
-/** A request of the page the browser refused (run confinement): its origin and what it was. */
+/**
+ * A request of the page the browser refused (run confinement) that was not the page's own navigation:
+ * its origin (`https://fonts.example.com`, `file://`), what it was, the message that says so
+ * (`the page's image to https://fonts.example.com is not allowed for this run`) and how many times
+ * (requests of the same kind to the same origin are one).
+ */
 export interface RefusedRequest {
   origin: string;
-  /** `image`, `fetch`, `websocket`, `script`, `document` (a frame or a popup)… */
+  /** `image`, `fetch`, `script`, `stylesheet`, `font`, `websocket`, `frame`, `popup`… */
   kind: string;
   message: string;
+  count: number;
+}
+
+/**
+ * What the browser refused (run confinement) since the last `takeRefusals`. `navigation`: the message of
+ * a refused navigation of the session's page itself, its main frame (a link it followed, a redirect, a
+ * script's `location` change: `navigation to http://host:port is not allowed for this run`), which fails
+ * the step; `requests`: the page's other requests refused (a subresource, a fetch, a worker's, a
+ * WebSocket, a frame, a popup): refused all the same, recorded, and the step goes on.
+ */
+export interface Refusals {
+  navigation?: string;
+  requests: RefusedRequest[];
+  /** Refused requests past what a session keeps between two calls (200), not in `requests`. */
+  dropped?: number;
 }
 
 /** A cookie to add to a session. */

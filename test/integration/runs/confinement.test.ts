@@ -20,9 +20,11 @@ import { runEnded } from '../../support/runs-app.js';
  * Run confinement, end to end: a run reaches only its preview. Organization A's preview (apps `web` and
  * `api`) is a probe app that redirects, frames, opens, fetches and connects to whatever its query names;
  * organization B's preview holds a secret page; `elsewhere` (a server of this test on another loopback port)
- * stands for anything else. Every probe fails its step with `navigation to <scheme://host> is not allowed for
- * this run` (or the page's request of that kind), and nothing of the target is in the run's outputs or its
- * report; B's app and `elsewhere` never receive a request.
+ * stands for anything else. A probe that moves the page itself (a navigate step, a redirect of it, a
+ * script's `location`) fails its step with `navigation to <scheme://host> is not allowed for this run`; the
+ * page's own requests (an image, a fetch, a WebSocket, a frame, a popup) are refused just the same, said on
+ * the step's network lines and the run's `refused_requests`, and the steps pass. Nothing of a target is in
+ * the run's outputs or its report; B's app and `elsewhere` never receive a request.
  */
 
 const PROBE_JS = `
@@ -40,6 +42,9 @@ http.createServer((req, res) => {
   if (url.pathname === '/open') return html('<script>window.open(' + js(q) + ')</script>');
   if (url.pathname === '/fetch') return html('<p id="got"></p><script>fetch(' + js(q) + ').then((r) => r.text()).then((t) => { document.getElementById("got").textContent = t; })</script>');
   if (url.pathname === '/ws') return html('<script>new WebSocket(' + js(q) + ')</script>');
+  if (url.pathname === '/img') return html('<img src="' + attr(q) + '">');
+  if (url.pathname === '/move') return html('<script>location.href = ' + js(q) + '</script>');
+  if (url.pathname === '/all') return html('<img src="' + attr(q + '/pixel.png') + '"><iframe src="' + attr(q + '/frame') + '"></iframe><script>fetch(' + js(q + '/data') + ').catch(() => {}); new WebSocket(' + js(q.replace(/^http/, 'ws') + '/socket') + '); window.open(' + js(q + '/popup') + ')</script>');
   html('');
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
@@ -168,8 +173,18 @@ const waitHome = {
 };
 const refusedNav = (target: string) => `navigation to ${target} is not allowed for this run`;
 
-describe('each probe fails its step, naming only the origin, and shows nothing of the target', () => {
+/** A step's refused requests, as its network lines say them. */
+const refusedLines = (run: any) =>
+  run.steps.flatMap((s: any) =>
+    (s.metadata?.network ?? []).filter((n: any) => n.status === 'refused').map((n: any) => n.text),
+  );
+const refusedReq = (kind: string, origin: string) =>
+  `the page's ${kind} to ${origin} is not allowed for this run`;
+
+describe("each probe is refused, naming only the origin: the page's own navigation fails its step, the page's requests are recorded", () => {
   const cases: [string, unknown[], string, Record<string, string>?][] = [];
+  /** Probes whose steps pass: the refused requests (step lines) and the run's refused origins. */
+  const passing: [string, unknown[], string[], string[]][] = [];
   let dataDir: string;
   let bLog: string;
   let cp: string;
@@ -223,29 +238,47 @@ describe('each probe fails its step, naming only the origin, and shows nothing o
       ["302 to the control plane's port", [go(`${cp}/openapi.json`)], refusedNav(cp)],
       ["302 to another organization's preview", [go(`${bUrl}/`)], refusedNav(bUrl)],
       ['302 to link-local', [go('http://169.254.169.254/')], refusedNav('http://169.254.169.254')],
-      ['window.open', at('/open', `${bUrl}/`), refusedNav(bUrl)],
-      ['an iframe', at('/frame', `${elsewhereUrl}/`), refusedNav(elsewhereUrl)],
       [
-        'a fetch from the page',
-        at('/fetch', `${cp}/openapi.json`),
-        `the page's fetch to ${cp} is not allowed for this run`,
+        "a script moving the page to another organization's preview",
+        [navigate(`/move?u=${encodeURIComponent(`${bUrl}/`)}`)],
+        refusedNav(bUrl),
+      ],
+    );
+    const ws = elsewhereUrl.replace('http:', 'ws:');
+    passing.push(
+      ['window.open', at('/open', `${bUrl}/`), [refusedReq('popup', bUrl)], [bUrl]],
+      ['an iframe', at('/frame', `${elsewhereUrl}/`), [refusedReq('frame', elsewhereUrl)], [elsewhereUrl]],
+      ['a fetch from the page', at('/fetch', `${cp}/openapi.json`), [refusedReq('fetch', cp)], [cp]],
+      ['a WebSocket', at('/ws', `${ws}/socket`), [refusedReq('websocket', ws)], [ws]],
+      [
+        'an image',
+        at('/img', 'http://169.254.169.254/latest/meta-data/'),
+        [refusedReq('image', 'http://169.254.169.254')],
+        ['http://169.254.169.254'],
       ],
       [
-        'a WebSocket',
-        at('/ws', `${elsewhereUrl.replace('http:', 'ws:')}/socket`),
-        `the page's websocket to ${elsewhereUrl.replace('http:', 'ws:')} is not allowed for this run`,
+        'an image, a fetch, a WebSocket, an iframe and a popup on one page',
+        at('/all', elsewhereUrl),
+        ['image', 'frame', 'fetch', 'websocket', 'popup'].map((k) =>
+          refusedReq(k, k === 'websocket' ? ws : elsewhereUrl),
+        ),
+        [elsewhereUrl, ws].sort(),
       ],
     );
     results = new Map();
     // Two at a time: each run is a browser and a video on a small machine.
-    for (let i = 0; i < cases.length; i += 2) {
-      const batch = cases.slice(i, i + 2);
-      const done = await Promise.all(batch.map(([name, steps, , md]) => probe(name, steps, md)));
+    const all: [string, unknown[], Record<string, string>?][] = [
+      ...cases.map(([name, steps, , md]): [string, unknown[], Record<string, string>?] => [name, steps, md]),
+      ...passing.map(([name, steps]): [string, unknown[]] => [name, steps]),
+    ];
+    for (let i = 0; i < all.length; i += 2) {
+      const batch = all.slice(i, i + 2);
+      const done = await Promise.all(batch.map(([name, steps, md]) => probe(name, steps, md)));
       for (const [j, [name]] of batch.entries()) results.set(name, done[j]!);
     }
   }, 900_000);
 
-  test('every probe: the step that met it failed with the refusal, and the run with it', () => {
+  test("the page's own navigation: the step that met it failed with the refusal, and the run with it", () => {
     const seen = cases.map(([name]) => {
       const { run } = results.get(name)!;
       const failed = run.steps.findIndex((x: any) => x.status === 'failed');
@@ -259,8 +292,39 @@ describe('each probe fails its step, naming only the origin, and shows nothing o
     expect(seen).toEqual(cases.map(([name, , message]) => [name, 'failed', message, message]));
   });
 
+  test("the page's requests: refused, each on its step's network lines and the run's refused origins; the steps passed", () => {
+    const seen = passing.map(([name]) => {
+      const { run } = results.get(name)!;
+      return [
+        name,
+        run.status,
+        run.steps.map((s: any) => s.status),
+        [...refusedLines(run)].sort(),
+        run.refused_requests?.origins,
+        run.refused_requests?.hint.includes('allowedOrigins admits an origin'),
+      ];
+    });
+    expect(seen).toEqual(
+      passing.map(([name, , lines, origins]) => [
+        name,
+        'passed',
+        ['passed', 'passed'],
+        [...lines].sort(),
+        origins,
+        true,
+      ]),
+    );
+  });
+
+  test('a refused request is on the report page too', () => {
+    const { run, report } = results.get('an image')!;
+    expect(run.status).toBe('passed');
+    expect(report).toContain('refused-origins');
+    expect(report).toContain('http://169.254.169.254');
+  });
+
   test("nothing of a target is in a run's outputs, page URLs or report; none was reached", async () => {
-    for (const [name] of cases) {
+    for (const name of [...cases, ...passing].map(([n]) => n)) {
       const { run, report } = results.get(name)!;
       const text = JSON.stringify(run);
       for (const secret of forbidden()) {

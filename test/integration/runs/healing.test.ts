@@ -143,6 +143,89 @@ describe('a run whose recorded selectors match nothing', () => {
     expect(wrongText.steps[1].output).toMatch(/^text "Goodbye" not found in role=heading\[name="Sign up"\]/);
   }, 240_000);
 
+  test('kinds of change on the catalog page: classes renamed in new wrappers, an input re-attributed, a link turned button (its id kept); wait-for and press healed', async () => {
+    const run = await runOf({
+      variables: { Q: 'shoes', EMAIL: SECRET_EMAIL },
+      steps: [
+        { interaction: 'navigate', instruction: 'Open the catalog', url: '/kinds' },
+        recorded(
+          'click',
+          'Click Save draft',
+          '.btn-save',
+          '<button type="button" class="btn-save primary">Save draft</button>',
+        ),
+        recorded(
+          'wait-for',
+          'Wait for the saved notice',
+          '#toast',
+          '<div id="toast" class="toast" role="status">Draft saved</div>',
+        ),
+        recorded(
+          'input-text',
+          'Type {{variable:Q}} into the search box',
+          '#search',
+          '<input type="search" placeholder="Search products" name="q" id="search">',
+        ),
+        recorded(
+          'press',
+          'Press Enter',
+          '#search',
+          '<input type="search" placeholder="Search products" name="q" id="search">',
+        ),
+        recorded('assert-text', 'The page says "Results for shoes"', '#results', '<p id="results"></p>'),
+        recorded('click', 'Click Show more', 'a#show-more', '<a id="show-more" href="#more">Show more</a>'),
+        recorded('assert-text', 'The list says "More items"', '#more-list', '<ul id="more-list"></ul>'),
+      ],
+    });
+    expect([run.status, run.error]).toEqual(['passed', undefined]);
+    const healedAt = run.steps.flatMap((s: any, i: number) =>
+      s.healed ? [[i, s.interaction, s.healed.from]] : [],
+    );
+    expect(healedAt).toEqual([
+      [1, 'click', '.btn-save'],
+      [2, 'wait-for', '#toast'],
+      [3, 'input-text', '#search'],
+      [4, 'press', '#search'],
+      [6, 'click', 'a#show-more'],
+    ]);
+    expect(run.healed_steps).toBe(5);
+    for (const [i] of healedAt) {
+      const s = run.steps[i];
+      expect(
+        s.output.startsWith(`healed: ${s.healed.from} → ${s.healed.to} (${s.healed.score.toFixed(2)})`),
+      ).toBe(true);
+      expect(s.healed.score).toBeGreaterThanOrEqual(0.6);
+    }
+    // Where each acted, in Playwright's order of preference; the later asserts (not healed) show it.
+    expect(run.steps[1].healed.to).toBe('role=button[name="Save draft"]');
+    // A role without a name is no unique locator here: its text is the next in that order.
+    expect(run.steps[2].healed.to).toBe('text="Draft saved"');
+    expect(run.steps[2].output).toMatch(/ appeared$/);
+    expect(run.steps[4].output).toMatch(/pressed Enter on /);
+    expect(run.steps[6].healed.to).toBe('role=button[name="Show more"]');
+    expect(run.steps[5]).toMatchObject({ status: 'passed', output: 'found "Results for shoes" in #results' });
+    expect(run.steps[7]).toMatchObject({ status: 'passed', output: 'found "More items" in #more-list' });
+  }, 180_000);
+
+  test('two look-alikes are never guessed between: the step fails saying so', async () => {
+    const run = await runOf({
+      steps: [
+        { interaction: 'navigate', instruction: 'Open the catalog', url: '/kinds' },
+        recorded(
+          'click',
+          'Click Delete',
+          '#delete',
+          '<button type="button" id="delete" class="danger">Delete</button>',
+        ),
+      ],
+    });
+    expect(run.status).toBe('failed');
+    expect(run.steps[1].healed).toBeUndefined();
+    expect(run.steps[1].output).toMatch(
+      /^#delete matched nothing; closest: .+ 0\.\d\d, .+ 0\.\d\d.*: too close to tell apart$/,
+    );
+  }, 180_000);
+
   test('GET /run?healed=true lists the runs with a healed step, and only them', async () => {
     const res = await call(h, 'GET', '/run?healed=true&limit=100', { headers: client(h.org) });
     expect(res.status).toBe(200);

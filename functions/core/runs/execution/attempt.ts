@@ -1,4 +1,9 @@
-import type { BrowserSession, PageEvent, Recording } from '../../../ports/browser/port.js';
+import {
+  type BrowserSession,
+  MAX_STEP_EVENTS,
+  type PageEvent,
+  type Recording,
+} from '../../../ports/browser/port.js';
 import { log } from '../../../shared/log.js';
 import { maskSecrets } from '../../../shared/masking/mask.js';
 import type { RunAccessCookie } from '../../applications/index.js';
@@ -63,9 +68,14 @@ export interface AttemptOutcome {
   error?: string;
   videoKey?: string;
   traceKey?: string;
+  /** The origins the browser refused to the page without failing a step (masked, sorted, at most 20). */
+  refusedOrigins?: string[];
   startedAt: string;
   endedAt: string;
 }
+
+/** How many refused origins a run records (each step's network lines name its own). */
+export const MAX_REFUSED_ORIGINS = 20;
 
 /** Reject with a StepFailure when `work` takes longer than `ms` (a step's or the run's limit). */
 export async function within<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
@@ -105,12 +115,19 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   const skipRest = (from: number) => {
     for (let i = from; i < steps.length; i++) steps[i] = { ...steps[i]!, status: 'skipped', output: '' };
   };
+  // The page's requests the browser refused (run confinement) that were not its own navigation: each on
+  // its step's network lines (those before the first step with the first step), their origins on the run.
+  const refusedOrigins = new Set<string>();
+  let refusedLines: PageEvent[] = [];
   const outcome = (error?: string, media: { videoKey?: string; traceKey?: string } = {}): AttemptOutcome => ({
     number: a.number,
     status: error === undefined ? 'passed' : 'failed',
     steps,
     ...(error !== undefined ? { error } : {}),
     ...media,
+    ...(refusedOrigins.size
+      ? { refusedOrigins: [...refusedOrigins].sort().slice(0, MAX_REFUSED_ORIGINS) }
+      : {}),
     startedAt,
     endedAt: new Date(now()).toISOString(),
   });
@@ -180,11 +197,29 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   let pendingDropped = 0;
   const events = () => {
     const taken = session.takeEvents?.() ?? { events: [], dropped: 0 };
-    const all = [...pending, ...taken.events];
-    const dropped = pendingDropped + taken.dropped;
+    const refused = refusedLines.slice(0, MAX_STEP_EVENTS);
+    const all = [...refused, ...pending, ...taken.events];
+    const dropped = pendingDropped + taken.dropped + refusedLines.length - refused.length;
     pending = [];
     pendingDropped = 0;
+    refusedLines = [];
     return stepEvents(all, dropped, mask);
+  };
+  /**
+   * What the browser refused since the last call: the page's own navigation refused (returned: it fails
+   * the step), the page's other requests refused (kept for the step's network lines and the run).
+   */
+  const refusedNavigation = (): string | undefined => {
+    const { navigation, requests, dropped } = session.takeRefusals();
+    for (const r of requests) {
+      refusedOrigins.add(mask(r.origin));
+      const text = r.count > 1 ? `${r.message} (${r.count} times)` : r.message;
+      if (!refusedLines.some((l) => l.text === text))
+        refusedLines.push({ kind: 'request', level: 'refused', text });
+    }
+    if (dropped)
+      refusedLines.push({ kind: 'request', level: 'refused', text: `${dropped} more requests refused` });
+    return navigation;
   };
   try {
     const auth = scenario?.up.auth;
@@ -217,12 +252,12 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
         firstMs + 2_000,
         `the first page did not load within ${seconds(stepMs)}`,
       );
-      const refused = session.takeRefusal();
+      const refused = refusedNavigation();
       if (refused) throw new StepFailure(refused);
     } catch (err) {
       if (err instanceof SkipFirstPage) throw err;
       const crash = session.crashed();
-      const refused = session.takeRefusal();
+      const refused = refusedNavigation();
       // The run's limit, not the step's, cut the first page short (`up` or the browser's start used it).
       const runOut = !refused && firstMs < stepMs && now() >= deadline - 100;
       error = crash
@@ -294,11 +329,12 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
           });
         }
       }
+      // The browser refused the page's own navigation during the step or until its screenshot (a link,
+      // a redirect, a script's `location`): the step fails with that, whatever it did, and says nothing
+      // of the target but its origin (nor shows it: it never loaded). The page's other requests refused
+      // (an image, a font, a fetch, a WebSocket, a frame, a popup) are on its network lines: it goes on.
+      const refused = refusedNavigation();
       Object.assign(done, events());
-      // The browser refused a load during the step or until its screenshot (a redirect, a frame, a popup,
-      // the page's own request, which may come after the page loaded): the step fails with that, whatever
-      // it did, and says nothing of the target but its origin (nor shows it: it never loaded).
-      const refused = session.takeRefusal();
       if (refused) {
         passed = false;
         output = refused;

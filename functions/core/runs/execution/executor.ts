@@ -183,14 +183,18 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
       throw new RunNotOwned(`run ${input.runId} is no longer run by attempt ${input.attempt}`);
   }
   const flaky = outcome.status === 'passed' && attempts.length > 1;
-  return end(outcome.steps, outcome.error, outcome.videoKey, outcome.traceKey, { attempts, flaky });
+  return end(outcome.steps, outcome.error, outcome.videoKey, outcome.traceKey, {
+    attempts,
+    flaky,
+    ...(outcome.refusedOrigins ? { refusedOrigins: outcome.refusedOrigins } : {}),
+  });
 
   async function end(
     steps: RunStepItem[],
     error?: string,
     videoKey?: string,
     traceKey?: string,
-    tries?: { attempts: RunAttemptItem[]; flaky: boolean },
+    tries?: { attempts: RunAttemptItem[]; flaky: boolean; refusedOrigins?: string[] },
   ) {
     const status = error === undefined ? 'passed' : 'failed';
     const healedSteps = steps.filter((s) => s.healed).length;

@@ -18,7 +18,8 @@ export function attemptMediaKey(key: string, attempt: number): string {
 /**
  * A step's console and network events as stored on the step and shown in its metadata: console errors
  * and warnings and uncaught page errors (`level`: `error`, `warning`, `page-error`), failed or 4xx/5xx
- * requests (`status`: `failed` or the code); `dropped` counts those past the bound (MAX_STEP_EVENTS).
+ * requests (`status`: `failed` or the code), and the page's requests the run's confinement refused
+ * (`status`: `refused`: attempt.ts); `dropped` counts those past the bound (MAX_STEP_EVENTS).
  */
 export interface StepEvents {
   console: { level: string; text: string }[];
