@@ -22,9 +22,12 @@ const PASSWORD = 'pg-password-0123456789abcdef';
 const REDIS_PASSWORD = 'redis-password-0123456789abcd';
 const SECRET = 'app-secret-value-xyz';
 
+/** `${services.<name>.url}`, as preview.yaml writes it. */
+const ref = (name: string) => `\${services.${name}.url}`;
+
 const API: AppSpec = {
   port: 4000,
-  env: { DATABASE_URL: '${services.db.url}', CACHE_URL: '${services.cache.url}' },
+  env: { DATABASE_URL: ref('db'), CACHE_URL: ref('cache') },
   migrate: 'node migrate.js',
 };
 
@@ -177,7 +180,7 @@ describe('services on EKS', () => {
     expect(kube.get('clusters', ns, 'db')!.metadata.uid).toBe(pg.metadata.uid);
 
     // No longer declared: the redis objects and its credentials go; the Cluster stays.
-    await c.deploy(target(4), [launch('api', { port: 4000, env: { DATABASE_URL: '${services.db.url}' } })], {
+    await c.deploy(target(4), [launch('api', { port: 4000, env: { DATABASE_URL: ref('db') } })], {
       prune: true,
       services: [db()],
     });
@@ -228,7 +231,7 @@ describe('services on EKS', () => {
     const c = cluster();
     const main = target(1, 0);
     const mainNs = namespaceName(main);
-    const spec: AppSpec = { port: 4000, env: { DATABASE_URL: '${services.db.url}' } };
+    const spec: AppSpec = { port: 4000, env: { DATABASE_URL: ref('db') } };
     await c.deploy(main, [launch('api', spec)], { prune: true, services: [db()] });
     expect(await ready(c, main, { api: spec })).toMatchObject({ ok: true });
 
@@ -264,7 +267,7 @@ describe('services on EKS', () => {
     // A preview copying a main that has no such database fails saying so, before creating anything of it.
     pr++;
     const other = target(1);
-    const analytics: AppSpec = { port: 4000, env: { DATABASE_URL: '${services.analytics.url}' } };
+    const analytics: AppSpec = { port: 4000, env: { DATABASE_URL: ref('analytics') } };
     await expect(
       c.deploy(other, [launch('api', analytics)], {
         prune: true,
@@ -289,7 +292,7 @@ describe('services on EKS', () => {
         c.deploy(t, [launch('api', API)], { prune: true, services: [db(), cache] }),
       ).rejects.toThrow(/postgres service db needs CloudNativePG.*not installed.*cnpg-1\.30\.0\.yaml/);
       expect(fake.get('namespaces', '', namespaceName(t))).toBeUndefined();
-      const spec: AppSpec = { port: 4000, env: { CACHE_URL: '${services.cache.url}' } };
+      const spec: AppSpec = { port: 4000, env: { CACHE_URL: ref('cache') } };
       await c.deploy(t, [launch('api', spec)], { prune: true, services: [cache] });
       expect(fake.get('deployments', namespaceName(t), 'cache')).toBeDefined();
       pr++;
