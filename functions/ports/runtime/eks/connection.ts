@@ -255,5 +255,10 @@ export function connectionOptions(
     allowFromCidrs: eks.allowFromCidrs,
     systemNamespace: eks.systemNamespace,
     verifierUrl: eks.verifierUrl,
+    services: {
+      storageSize: eks.dbStorageSize,
+      storageClass: eks.dbStorageClass,
+      operatorNamespace: eks.cnpgNamespace,
+    },
   };
 }

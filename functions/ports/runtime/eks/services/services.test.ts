@@ -262,7 +262,8 @@ describe('services on EKS', () => {
     // Copied, not seeded; main's credentials removed once the copy is up.
     expect(jobs(ns)).toEqual([]);
     expect(kube.get('secrets', ns, 'db-main-credentials')).toBeUndefined();
-    expect(JSON.parse(kube.get('configmaps', ns, SETUP_NAME)!.data.seeded)).toEqual({ db: true });
+    const record = kube.get('secrets', ns, SETUP_NAME)!;
+    expect(JSON.parse(Buffer.from(record.data.seeded, 'base64').toString())).toEqual({ db: true });
 
     // A preview copying a main that has no such database fails saying so, before creating anything of it.
     pr++;
@@ -297,7 +298,7 @@ describe('services on EKS', () => {
       expect(fake.get('deployments', namespaceName(t), 'cache')).toBeDefined();
       pr++;
       await c.deploy(target(1), [launch('api', { port: 4000 })], { prune: true });
-      expect(fake.list('configmaps', namespaceName(target(1)))).toEqual([]);
+      expect(fake.get('secrets', namespaceName(target(1)), SETUP_NAME)).toBeUndefined();
     } finally {
       await fake.stop();
     }

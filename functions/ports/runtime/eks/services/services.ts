@@ -10,10 +10,10 @@
  *    credentials Secret (`resolve`);
  * 4. the Jobs planned (`plan`): each app's `migrate` when it starts an image it has not migrated, then the
  *    seed of each service created empty and not seeded yet. With any, the apps are written held
- *    (0 replicas) and the plan is left in the namespace's `preview-services` ConfigMap for the watcher,
+ *    (0 replicas) and the plan is left in the namespace's `preview-services` record for the watcher,
  *    which runs them in order once the services are ready and then lets the apps start.
  */
-import type { V1ConfigMap, V1EnvVar } from '@kubernetes/client-node';
+import type { V1EnvVar, V1Secret } from '@kubernetes/client-node';
 import { DeployFailed } from '../../../../shared/step-errors.js';
 import { resolveServiceRefs } from '../../app-refs.js';
 import type { AppLaunch, RuntimeTarget, ServiceLaunch } from '../../port.js';
@@ -44,7 +44,11 @@ import {
   urlTemplate,
 } from './objects.js';
 
-/** The namespace's ConfigMap of what its services went through, and the Jobs a deploy left to run. */
+/**
+ * The namespace's record of what its services went through and the Jobs a deploy left to run: a Secret
+ * (the runtime's rights include Secrets in preview namespaces, not ConfigMaps: deploy/rbac.yaml), holding
+ * no secret value (the Jobs' manifests reference the Secrets that do).
+ */
 export const SETUP_NAME = 'preview-services';
 
 /** One Job of a deploy's plan, in order. */
@@ -58,7 +62,7 @@ export interface SetupStep {
   manifest: object;
 }
 
-/** What the ConfigMap holds. */
+/** What the record holds. */
 export interface SetupState {
   /** The image each app last migrated successfully. */
   migrated: Record<string, string>;
@@ -73,10 +77,11 @@ export interface SetupState {
 
 const SERVICE_REF = /\$\{services\.([a-z0-9-]+)\.url\}/g;
 
-export function readSetup(cm: V1ConfigMap | undefined): SetupState {
+export function readSetup(record: V1Secret | undefined): SetupState {
   const parse = <T>(key: string, fallback: T): T => {
     try {
-      return cm?.data?.[key] ? (JSON.parse(cm.data[key]!) as T) : fallback;
+      const raw = record?.data?.[key];
+      return raw ? (JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as T) : fallback;
     } catch {
       return fallback;
     }
@@ -90,13 +95,16 @@ export function readSetup(cm: V1ConfigMap | undefined): SetupState {
   };
 }
 
-export function setupObject(ns: string, state: SetupState, generation: number): V1ConfigMap {
+export function setupObject(ns: string, state: SetupState, generation: number): V1Secret {
   return stamp(
     {
       apiVersion: 'v1',
-      kind: 'ConfigMap',
+      kind: 'Secret',
       metadata: { name: SETUP_NAME, namespace: ns, labels: { [LABELS.managedBy]: MANAGED_BY } },
-      data: Object.fromEntries(Object.entries(state).map(([k, v]) => [k, JSON.stringify(v)])),
+      type: 'Opaque',
+      data: Object.fromEntries(
+        Object.entries(state).map(([k, v]) => [k, Buffer.from(JSON.stringify(v)).toString('base64')]),
+      ),
     },
     generation,
   );
@@ -237,7 +245,7 @@ export class EksServices {
 
   /**
    * The Jobs this deploy needs, in order (each app's migrate of a new image, then each new service's
-   * seed), written to the namespace's ConfigMap with the apps they hold. `run` gives the container an
+   * seed), written to the namespace's record with the apps they hold. `run` gives the container an
    * app runs in (image, env, Secret): the Jobs run the same.
    */
   async plan(
@@ -249,10 +257,10 @@ export class EksServices {
     const { conn } = this;
     const ns = namespaceName(target);
     const gen = target.generation;
-    const existing = await conn.readOrNull('configMaps', ns, SETUP_NAME);
+    const existing = await conn.readOrNull('secrets', ns, SETUP_NAME);
     const before = readSetup(existing);
     const empty: SetupState = { ...before, services: [], steps: [], held: [] };
-    // Nothing to run, now or before: no ConfigMap for an environment without services or migrations.
+    // Nothing to run, now or before: no record for an environment without services or migrations.
     if (!existing && services.length === 0 && !apps.some((a) => a.spec.migrate)) return empty;
     const declared = new Set(services.map((s) => s.name));
     const seeded = Object.fromEntries(Object.entries(before.seeded).filter(([name]) => declared.has(name)));
@@ -306,7 +314,7 @@ export class EksServices {
       steps,
       held: steps.length ? apps.map((a) => a.name) : [],
     };
-    await applyFenced(conn, 'configMaps', ns, SETUP_NAME, gen, () => setupObject(ns, state, gen));
+    await applyFenced(conn, 'secrets', ns, SETUP_NAME, gen, () => setupObject(ns, state, gen));
     return state;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The watcher's half of a preview's services (the deploy's: eks/services/services.ts): on every check of
- * the rollout watch, before the apps, `advanceSetup` reads the namespace's `preview-services` ConfigMap
+ * the rollout watch, before the apps, `advanceSetup` reads the namespace's `preview-services` record (a Secret)
  * and moves it on by one look:
  * 1. the services ready: each Cluster in CloudNativePG's healthy phase with its instance ready (an import's
  *    copied main credentials then removed), each Redis Deployment rolled out;
@@ -38,11 +38,14 @@ export type SetupVerdict =
 export async function advanceSetup(conn: EksConnection, target: RuntimeTarget): Promise<SetupVerdict> {
   const ns = namespaceName(target);
   const gen = target.generation;
-  const cm = await conn.readOrNull('configMaps', ns, SETUP_NAME);
-  if (!cm) return { kind: 'done' };
-  if (generationOf(cm) > gen)
-    return { kind: 'superseded', cause: `generation ${generationOf(cm)} deployed ${ns}'s services since` };
-  const state = readSetup(cm);
+  const record = await conn.readOrNull('secrets', ns, SETUP_NAME);
+  if (!record) return { kind: 'done' };
+  if (generationOf(record) > gen)
+    return {
+      kind: 'superseded',
+      cause: `generation ${generationOf(record)} deployed ${ns}'s services since`,
+    };
+  const state = readSetup(record);
   const waiting: string[] = [];
   for (const s of state.services) {
     const name = serviceObjectName(s.name);
@@ -110,8 +113,8 @@ export async function advanceSetup(conn: EksConnection, target: RuntimeTarget): 
     );
   }
   const next = setupObject(ns, { ...state, migrated, seeded, steps: [], held: [] }, gen);
-  next.metadata!.resourceVersion = cm.metadata?.resourceVersion;
-  await conn.call(`update ConfigMap ${ns}/${SETUP_NAME}`, (k) => k.configMaps.replace(ns, SETUP_NAME, next));
+  next.metadata!.resourceVersion = record.metadata?.resourceVersion;
+  await conn.call(`update Secret ${ns}/${SETUP_NAME}`, (k) => k.secrets.replace(ns, SETUP_NAME, next));
   return { kind: 'pending', detail: 'apps starting after their migrate and seed' };
 }
 
