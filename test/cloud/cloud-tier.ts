@@ -55,7 +55,7 @@ export interface Cloud {
  */
 export async function startCloud(
   env: Record<string, string> = {},
-  opts: { kubernetes?: boolean } = {},
+  opts: { kubernetes?: boolean; kubeWithout?: string[] } = {},
 ): Promise<Cloud> {
   const dir = mkdtempSync(join(tmpdir(), 'preview-cloud-'));
   const dynamo = await startDynalite(join(dir, 'dynamodb'));
@@ -70,6 +70,7 @@ export async function startCloud(
     kube = await new FakeKubernetes({
       auth: { clusterName: CLUSTER, region: REGION, verify: CREDENTIALS },
       autoAdvanceMs: 50,
+      ...(opts.kubeWithout ? { without: opts.kubeWithout } : {}),
     }).start();
     aws.eksLambda.addCluster(CLUSTER, kube);
   }

@@ -20,6 +20,8 @@ export interface GitHubAppOptions {
   env?: Record<string, string>;
   /** The fake cluster too. */
   kubernetes?: boolean;
+  /** Engines the fake cluster lacks (FakeKubernetesOptions `without`: `postgresql.cnpg.io`, …). */
+  kubeWithout?: string[];
   appId?: string;
   installationId?: number;
   /** The webhook secret in the App secret. */
@@ -48,7 +50,7 @@ export async function startGitHubApp(
   const sha = github.addCommit('acme/shop', files, 'main');
   const cloud = await startCloud(
     { GITHUB_API_URL: github.url, ...opts.env },
-    { kubernetes: opts.kubernetes ?? false },
+    { kubernetes: opts.kubernetes ?? false, kubeWithout: opts.kubeWithout },
   );
   cloud.aws.secrets.set(
     GITHUB_APP_SECRET_ARN,

@@ -502,7 +502,9 @@ export class FakeKubernetes {
     const now = new Date().toISOString();
     const podName = `${job.metadata.name}-${randomBytes(3).toString('hex').slice(0, 5)}`;
     const container = job.spec.template.spec.containers[0];
-    const pod = this.all('pods').find((p) => p.metadata.labels?.['job-name'] === job.metadata.name);
+    const pod = this.all('pods').find(
+      (p) => p.metadata.namespace === ns && p.metadata.labels?.['job-name'] === job.metadata.name,
+    );
     if (!pod) {
       const labels = {
         ...(job.spec.template.metadata?.labels ?? {}),
