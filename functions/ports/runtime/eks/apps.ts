@@ -3,7 +3,9 @@
  * the readiness wait, is eks/rollout-watch.ts): the environment's namespace at the target's generation,
  * then per app its Secret, Deployment and Service, its way in through the front door (eks/front-door.ts
  * `EksFrontDoor`), and the namespace's ResourceQuota and NetworkPolicy; a restart only rolls the pods;
- * a whole-environment deploy prunes apps no longer declared.
+ * a whole-environment deploy prunes apps no longer declared. preview.yaml services (eks/services/) come
+ * first: made sure of, their URLs resolved into the apps' env, and the migrate and seed Jobs planned, the
+ * apps then written held (0 replicas) for the rollout watcher to run the Jobs and let them start.
  */
 import { log } from '../../../shared/log.js';
 import { Superseded, TransientError } from '../../../shared/step-errors.js';
