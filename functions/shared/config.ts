@@ -66,6 +66,11 @@ const eksVariables = {
       ),
   ),
   EKS_SYSTEM_NAMESPACE: z.optional(nonEmpty),
+  EKS_DB_STORAGE_SIZE: z.optional(
+    z.string().check(z.regex(/^[1-9][0-9]*(Mi|Gi|Ti)$/, 'must be a size such as 1Gi or 512Mi')),
+  ),
+  EKS_DB_STORAGE_CLASS: z.optional(nonEmpty),
+  EKS_CNPG_NAMESPACE: z.optional(nonEmpty),
   ACCESS_VERIFIER_URL: z.optional(nonEmpty),
 };
 type EksVariables = { [K in keyof typeof eksVariables]?: string } & {
@@ -232,6 +237,10 @@ export interface EksConfig {
   tlsSecretName?: string;
   allowFromCidrs?: string[];
   systemNamespace?: string;
+  /** preview.yaml services: each Postgres volume's size and class, the CloudNativePG operator's namespace. */
+  dbStorageSize?: string;
+  dbStorageClass?: string;
+  cnpgNamespace?: string;
   /** The access verifier a protected app's way in asks (the front door: eks/door/front-door.ts). */
   verifierUrl?: string;
 }
@@ -277,6 +286,9 @@ function eksOf(e: EksVariables): EksConfig {
       .map((c) => c.trim())
       .filter(Boolean),
     systemNamespace: e.EKS_SYSTEM_NAMESPACE,
+    dbStorageSize: e.EKS_DB_STORAGE_SIZE,
+    dbStorageClass: e.EKS_DB_STORAGE_CLASS,
+    cnpgNamespace: e.EKS_CNPG_NAMESPACE,
     verifierUrl: e.ACCESS_VERIFIER_URL,
   };
 }

@@ -179,6 +179,10 @@ export interface ClusterSettings {
   tlsSecretName?: string;
   /** EKS_ALLOW_FROM_CIDRS (comma-separated) */
   allowFromCidrs?: string[];
+  /** EKS_DB_STORAGE_SIZE, EKS_DB_STORAGE_CLASS, EKS_CNPG_NAMESPACE: preview.yaml's postgres services. */
+  dbStorageSize?: string;
+  dbStorageClass?: string;
+  cnpgNamespace?: string;
   /**
    * The cluster's Kubernetes API, resolved at deploy time (eks:DescribeCluster by the stack's custom
    * resource): EKS_CLUSTER_ENDPOINT and EKS_CLUSTER_CA_DATA of the functions that call the cluster, so none

@@ -35,6 +35,8 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `ingressAnnotations` (default none): a JSON object of strings, put on every Ingress;
  * - `tlsSecretName` (default none: the controller's default certificate);
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
+ * - `dbStorageSize` (default `1Gi`), `dbStorageClass` (default: the cluster's default class),
+ *   `cnpgNamespace` (default `cnpg-system`): preview.yaml's postgres services on CloudNativePG;
  * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/constructs/ffmpeg-layer.ts): an existing x86_64 layer with
  *   ffmpeg at bin/ffmpeg, for test-run videos;
  * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg;
@@ -104,6 +106,9 @@ export function addPreviewStacks(app: App): PreviewStacks {
     ingressAnnotations: annotationsContext(app.node.tryGetContext('ingressAnnotations')),
     tlsSecretName: optional('tlsSecretName'),
     allowFromCidrs: listContext(app.node.tryGetContext('allowFromCidrs')),
+    dbStorageSize: optional('dbStorageSize'),
+    dbStorageClass: optional('dbStorageClass'),
+    cnpgNamespace: optional('cnpgNamespace'),
     ffmpegLayerArn: optional('ffmpegLayerArn'),
     ffmpegLayerPath: optional('ffmpegLayerPath'),
     fairShare: {

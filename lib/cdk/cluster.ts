@@ -83,6 +83,15 @@ export interface ClusterOptions {
    * mode connects from the VPC's addresses, not from a pod of the ingress namespace. @default - none
    */
   allowFromCidrs?: string[];
+  /**
+   * preview.yaml's postgres services (docs/deploy-to-aws.md "Databases"): each CloudNativePG Cluster's
+   * volume size (EKS_DB_STORAGE_SIZE) and storage class (EKS_DB_STORAGE_CLASS), and the namespace the
+   * operator runs in (EKS_CNPG_NAMESPACE), which every preview's NetworkPolicy admits when it has one.
+   * @default - 1Gi; the cluster's default storage class; cnpg-system
+   */
+  dbStorageSize?: string;
+  dbStorageClass?: string;
+  cnpgNamespace?: string;
 }
 
 /** EKS cluster names: 1-100 characters, alphanumeric first, then alphanumerics, `-` and `_`. */
@@ -138,6 +147,9 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
         'ingressAnnotations',
         'tlsSecretName',
         'allowFromCidrs',
+        'dbStorageSize',
+        'dbStorageClass',
+        'cnpgNamespace',
       ] as const
     ).filter((key) => props[key] !== undefined);
     if (set.length > 0) throw new Error(`${set.join(', ')} set without eksClusterName`);
@@ -200,6 +212,9 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
     if (!Token.isUnresolved(cidr) && !ipv4Cidr.test(cidr) && !ipv6Cidr.test(cidr))
       throw new Error(`allowFromCidrs: "${cidr}" is not a CIDR block (10.0.0.0/16)`);
   }
+  check('dbStorageSize', props.dbStorageSize, /^[1-9][0-9]*(Mi|Gi|Ti)$/, 'a volume size (1Gi, 512Mi)');
+  check('dbStorageClass', props.dbStorageClass, subdomainPattern, 'a StorageClass name');
+  check('cnpgNamespace', props.cnpgNamespace, labelPattern, 'a Kubernetes namespace name');
   return {
     name,
     accessEntries: props.eksAccessEntries ?? true,
@@ -215,5 +230,8 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
     ingressAnnotations: props.ingressAnnotations,
     tlsSecretName: props.tlsSecretName,
     allowFromCidrs: props.allowFromCidrs,
+    dbStorageSize: props.dbStorageSize,
+    dbStorageClass: props.dbStorageClass,
+    cnpgNamespace: props.cnpgNamespace,
   };
 }

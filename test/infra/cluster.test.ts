@@ -685,6 +685,10 @@ describe('cluster access', () => {
     [{ ...clusterContext, eksAccessEntries: 'no' }, /eksAccessEntries/],
     [{ ingressDomain: 'previews.example.com' }, /ingressDomain set without eksClusterName/],
     [{ gatewayName: 'previews' }, /gatewayName set without eksClusterName/],
+    [{ ...clusterContext, dbStorageSize: '10GB' }, /dbStorageSize/],
+    [{ ...clusterContext, dbStorageClass: 'GP3' }, /dbStorageClass/],
+    [{ ...clusterContext, cnpgNamespace: 'CNPG' }, /cnpgNamespace/],
+    [{ dbStorageSize: '5Gi' }, /dbStorageSize set without eksClusterName/],
   ])('rejects %j', (context, message) => {
     expect(() => synthesize(context)).toThrow(message);
   });
@@ -700,6 +704,21 @@ describe('cluster access', () => {
     expect(JSON.parse(env.EKS_INGRESS_ANNOTATIONS)).toEqual({
       'alb.ingress.kubernetes.io/scheme': 'internal',
     });
+  });
+
+  test("the services' settings reach the runtime functions", () => {
+    const s = synthesize({
+      ...clusterContext,
+      dbStorageSize: '5Gi',
+      dbStorageClass: 'gp3',
+      cnpgNamespace: 'postgres-operator',
+    });
+    const env = envOf(s, watcherId(s));
+    expect([env.EKS_DB_STORAGE_SIZE, env.EKS_DB_STORAGE_CLASS, env.EKS_CNPG_NAMESPACE]).toEqual([
+      '5Gi',
+      'gp3',
+      'postgres-operator',
+    ]);
   });
 });
 

@@ -63,6 +63,9 @@ const clusterRights = rights({
   'gateway.envoyproxy.io/backends': ['get', 'list', 'create', 'update', 'patch', 'delete'],
   'http.keda.sh/interceptorroutes': ['get', 'list', 'create', 'update', 'patch', 'delete'],
   'keda.sh/scaledobjects': ['get', 'list', 'create', 'update', 'patch', 'delete'],
+  // preview.yaml services: CloudNativePG's Clusters, the seed and migrate Jobs (eks/services/).
+  'postgresql.cnpg.io/clusters': ['get', 'list', 'create', 'delete'],
+  'batch/jobs': ['get', 'create'],
   // What earlier versions wrote, only removed.
   'http.keda.sh/httpscaledobjects': ['list', 'delete'],
 });
@@ -327,6 +330,29 @@ describe('what the EKS runtime really calls', () => {
     expect(failed).toMatchObject({ ok: false, error: 'DeployFailed' });
     expect(JSON.stringify(failed)).toContain('last output: starting | token [secret] rejected');
     expect(JSON.stringify(failed)).not.toContain('third-secret-value');
+    // Services (another preview): a Cluster and Redis, a migrate and a seed Job run before the app
+    // starts; then neither declared any more (their objects deleted).
+    const withDb: RuntimeTarget = { ...t, envKey: 'acme/shop#2', prNumber: 2 };
+    const svcApp: AppSpec = { port: 4000, env: { DB: '$' + '{services.db.url}' }, migrate: 'node m.js' };
+    const services = [
+      {
+        name: 'db',
+        spec: { kind: 'postgres' as const, version: '16', seed: 'node s.js', seedApp: 'api' },
+        user: 'preview',
+        password: 'db-password-value',
+      },
+      {
+        name: 'cache',
+        spec: { kind: 'redis' as const, version: '7', seedApp: 'api' },
+        user: 'preview',
+        password: 'cache-password-value',
+      },
+    ];
+    await c.deploy(withDb, [launch('api', svcApp, 'first-secret-value', IMAGE)], { prune: true, services });
+    expect(await awaitReady(c, withDb, { api: svcApp })).toMatchObject({ ok: true });
+    await c.deploy({ ...withDb, generation: 2 }, [launch('api', API, 'first-secret-value', IMAGE)], {
+      prune: true,
+    });
     // The app-logs route reads the same way: pods list, the app's Secret, pods/log.
     const read = await changed.logs(at(9), 'web', { source: 'app', tailLines: 10, maxBytes: 65_536 });
     expect(read?.text).toContain('token [secret] rejected');

@@ -437,6 +437,9 @@ export class ServiceFunction extends NodejsFunction {
       EKS_INGRESS_ANNOTATIONS: cluster.ingressAnnotations && JSON.stringify(cluster.ingressAnnotations),
       EKS_TLS_SECRET_NAME: cluster.tlsSecretName,
       EKS_ALLOW_FROM_CIDRS: cluster.allowFromCidrs?.length ? cluster.allowFromCidrs.join(',') : undefined,
+      EKS_DB_STORAGE_SIZE: cluster.dbStorageSize,
+      EKS_DB_STORAGE_CLASS: cluster.dbStorageClass,
+      EKS_CNPG_NAMESPACE: cluster.cnpgNamespace,
     };
     for (const [name, value] of Object.entries(env))
       if (value !== undefined) this.addEnvironment(name, value);

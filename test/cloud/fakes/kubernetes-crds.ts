@@ -13,6 +13,12 @@
  * | ReferenceGrant | config/crd/standard/gateway.networking.k8s.io_referencegrants.yaml, v1beta1 | kubernetes-sigs/gateway-api 4564255 |
  * | SecurityPolicy | charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_securitypolicies.yaml, v1alpha1 | envoyproxy/gateway d32f282 (v1.9.0+) |
  * | Backend | charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_backends.yaml, v1alpha1 | envoyproxy/gateway d32f282 |
+ * | Cluster | config/crd/bases/postgresql.cnpg.io_clusters.yaml, v1 | cloudnative-pg/cloudnative-pg a95a534 (v1.30.0+86) |
+ *
+ * The Cluster's table keeps the required lists of the fields a preview's Cluster can carry (bootstrap,
+ * externalClusters, storage, secrets), and its checks add the schema's `instances` minimum and `import.type`
+ * enum, its CEL rule on imageName/imageCatalogRef, and one check of CloudNativePG's admission webhook: an
+ * import's source names an entry of `externalClusters`.
  *
  * The HTTPRoute's channel matters: the standard CRD's filter `type` enum has no `ExternalAuth` and its
  * schema no `externalAuth` field (the experimental one has both), so the fake refuses that filter unless
@@ -47,6 +53,7 @@ export const CRD_RESOURCES: Record<string, CrdDef> = {
   referencegrants: crd('gateway.networking.k8s.io', 'v1beta1', 'ReferenceGrant'),
   securitypolicies: crd('gateway.envoyproxy.io', 'v1alpha1', 'SecurityPolicy'),
   backends: crd('gateway.envoyproxy.io', 'v1alpha1', 'Backend'),
+  clusters: crd('postgresql.cnpg.io', 'v1', 'Cluster'),
 };
 
 /** Every CRD the fake can serve, as `<plural>.<group>` (what `crds` names). */
@@ -105,6 +112,22 @@ const REQUIRED: Record<string, Record<string, string[]>> = {
     'spec.targetRefs[]': ['group', 'kind', 'name'],
     'spec.extAuth.http.backendRef': ['name'],
     'spec.extAuth.http.backendRefs[]': ['name'],
+  },
+  clusters: {
+    '.': ['metadata', 'spec'],
+    spec: ['instances'],
+    'spec.bootstrap.initdb.import': ['databases', 'source', 'type'],
+    'spec.bootstrap.initdb.import.source': ['externalCluster'],
+    'spec.bootstrap.initdb.secret': ['name'],
+    'spec.bootstrap.pg_basebackup': ['source'],
+    'spec.bootstrap.recovery.secret': ['name'],
+    'spec.externalClusters[]': ['name'],
+    'spec.externalClusters[].password': ['key'],
+    'spec.imagePullSecrets[]': ['name'],
+    'spec.managed.roles[]': ['name'],
+    'spec.managed.roles[].passwordSecret': ['name'],
+    'spec.superuserSecret': ['name'],
+    'spec.storage.pvcTemplate.dataSource': ['kind', 'name'],
   },
   backends: {
     '.': ['spec'],
@@ -227,6 +250,24 @@ export function crdProblems(
         serviceRefNeedsPort('spec.extAuth.http.backendRefs[]', ref);
       }
     }
+  }
+  if (resource === 'clusters') {
+    if (typeof spec.instances === 'number' && spec.instances < 1)
+      causes.push({ field: 'spec.instances', message: 'should be greater than or equal to 1' });
+    if (spec.imageName !== undefined && spec.imageCatalogRef !== undefined)
+      causes.push({ field: 'spec', message: 'imageName and imageCatalogRef are mutually exclusive' });
+    const imp = spec.bootstrap?.initdb?.import;
+    if (imp?.type !== undefined && !['microservice', 'monolith'].includes(imp.type))
+      causes.push({
+        field: 'spec.bootstrap.initdb.import.type',
+        message: `Unsupported value: "${imp.type}": supported values: "microservice", "monolith"`,
+      });
+    const source = imp?.source?.externalCluster;
+    if (source && !(spec.externalClusters ?? []).some((c: Obj) => c.name === source))
+      causes.push({
+        field: 'spec.bootstrap.initdb.import.source.externalCluster',
+        message: `external cluster ${source} not found (the operator's webhook)`,
+      });
   }
   if (resource === 'backends')
     for (const e of spec.endpoints ?? [])

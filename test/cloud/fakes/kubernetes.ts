@@ -44,6 +44,14 @@
  * `seed` and `drop` create and remove objects behind the adapter's back (someone else's kubectl), and
  * `beforeNext` runs something before one request is answered (a race staged); `get`,
  * `list`, `requests` and `tokens` are for assertions.
+ * A Deployment at 0 replicas has no pod. Jobs (batch/v1): a Job gets its pod on one tick (labelled
+ * `job-name`, `batch.kubernetes.io/job-name` and its template's labels; a missing `envFrom` Secret or
+ * `secretKeyRef` fails it as CreateContainerConfigError would) and ends on the next: exit 0, or what
+ * `jobOutcome` set for its command (exit code and output: the pod's log), `backoffLimit` 0 as written, so
+ * a non-zero exit makes it Failed (BackoffLimitExceeded). CloudNativePG Clusters: one tick in 'Setting up
+ * primary' (its initdb Secret, and an import's password Secret, must exist to go on), then 'Cluster in
+ * healthy state' with its instance ready and its `<name>-rw` Service made. `history` records, in order,
+ * each Job's start and end and each app pod's creation, for tests of ordering.
  * Not simulated: ReplicaSets, events, watches, scheduling, quotas and network policies being enforced,
  * finalizers, real probes.
  */
@@ -86,6 +94,7 @@ const RESOURCES: Record<string, ResourceDef> = {
   resourcequotas: { group: '', kind: 'ResourceQuota', namespaced: true },
   pods: { group: '', kind: 'Pod', namespaced: true },
   deployments: { group: 'apps', kind: 'Deployment', namespaced: true, generation: true },
+  jobs: { group: 'batch', kind: 'Job', namespaced: true, generation: true },
   ingresses: { group: 'networking.k8s.io', kind: 'Ingress', namespaced: true, generation: true },
   networkpolicies: { group: 'networking.k8s.io', kind: 'NetworkPolicy', namespaced: true, generation: true },
   // The optional engines' kinds (kubernetes-crds.ts): their CRDs' required fields are checked.
@@ -353,6 +362,9 @@ export class FakeKubernetes {
   private readonly faults = new Map<string, Fault>();
   private readonly appLogs = new Map<string, string[]>();
   private readonly podLogs = new Map<string, string[]>();
+  private readonly jobOutcomes = new Map<string, { exitCode: number; logs: string[] }>();
+  /** In order: `job started <ns>/<name>`, `job succeeded|failed <ns>/<name>`, `pod <ns>/<deployment>`. */
+  readonly history: string[] = [];
   /** Namespace → ticks it has been terminating. */
   private readonly terminating = new Map<string, number>();
 
@@ -407,6 +419,11 @@ export class FakeKubernetes {
   }
   clear(namespace: string, app: string): void {
     this.faults.delete(`${namespace}/${app}`);
+  }
+
+  /** How a Job running `command` (its container's `sh -c` argument) ends from now on: exit code, output. */
+  jobOutcome(command: string, exitCode: number, logs: string[] = []): void {
+    this.jobOutcomes.set(command, { exitCode, logs });
   }
 
   /** What the app's pods (current and later ones) log. */
@@ -472,10 +489,165 @@ export class FakeKubernetes {
       if (this.terminating.has(d.metadata.namespace)) continue;
       this.step(d);
     }
+    for (const job of this.all('jobs')) if (!this.terminating.has(job.metadata.namespace)) this.stepJob(job);
+    for (const c of this.all('clusters'))
+      if (!this.terminating.has(c.metadata.namespace)) this.stepCluster(c);
+  }
+
+  private stepJob(job: Obj): void {
+    const ns = job.metadata.namespace;
+    job.status ??= {};
+    const status = job.status;
+    if (status.succeeded || status.failed) return;
+    const now = new Date().toISOString();
+    const podName = `${job.metadata.name}-${randomBytes(3).toString('hex').slice(0, 5)}`;
+    const container = job.spec.template.spec.containers[0];
+    const pod = this.all('pods').find(
+      (p) => p.metadata.namespace === ns && p.metadata.labels?.['job-name'] === job.metadata.name,
+    );
+    if (!pod) {
+      const labels = {
+        ...(job.spec.template.metadata?.labels ?? {}),
+        'job-name': job.metadata.name,
+        'batch.kubernetes.io/job-name': job.metadata.name,
+      };
+      this.objects.set(this.key('pods', ns, podName), {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: podName,
+          namespace: ns,
+          uid: randomUUID(),
+          resourceVersion: this.nextRv(),
+          creationTimestamp: now,
+          labels,
+          ownerReferences: [
+            { apiVersion: 'batch/v1', kind: 'Job', name: job.metadata.name, controller: true },
+          ],
+        },
+        spec: clone(job.spec.template.spec),
+        status: {
+          phase: 'Running',
+          containerStatuses: [
+            {
+              name: container.name,
+              image: container.image,
+              ready: true,
+              restartCount: 0,
+              state: { running: { startedAt: now } },
+            },
+          ],
+        },
+      });
+      Object.assign(status, { startTime: now, active: 1 });
+      job.metadata.resourceVersion = this.nextRv();
+      this.history.push(`job started ${ns}/${job.metadata.name}`);
+      return;
+    }
+    const command = container.command?.[2] ?? container.args?.[1] ?? '';
+    const missing = this.missingSecret(pod) ?? this.missingKeyRef(pod);
+    const outcome = missing
+      ? { exitCode: undefined, logs: [] }
+      : (this.jobOutcomes.get(command) ?? { exitCode: 0, logs: [] });
+    const s0 = pod.status.containerStatuses[0];
+    pod.status.phase = outcome.exitCode === 0 ? 'Succeeded' : 'Failed';
+    pod.status.containerStatuses[0] = {
+      ...s0,
+      ready: false,
+      state: missing
+        ? { waiting: { reason: 'CreateContainerConfigError', message: missing.message } }
+        : {
+            terminated: {
+              exitCode: outcome.exitCode,
+              reason: outcome.exitCode === 0 ? 'Completed' : 'Error',
+              startedAt: s0.state?.running?.startedAt ?? now,
+              finishedAt: now,
+            },
+          },
+    };
+    pod.metadata.resourceVersion = this.nextRv();
+    this.podLogs.set(`${ns}/${pod.metadata.name}`, outcome.logs);
+    const ok = outcome.exitCode === 0;
+    Object.assign(status, {
+      active: 0,
+      ...(ok ? { succeeded: 1, completionTime: now } : { failed: 1 }),
+      conditions: [
+        ok
+          ? { type: 'Complete', status: 'True', lastTransitionTime: now }
+          : {
+              type: 'Failed',
+              status: 'True',
+              reason: 'BackoffLimitExceeded',
+              message: 'Job has reached the specified backoff limit',
+              lastTransitionTime: now,
+            },
+      ],
+    });
+    job.metadata.resourceVersion = this.nextRv();
+    this.history.push(`job ${ok ? 'succeeded' : 'failed'} ${ns}/${job.metadata.name}`);
+  }
+
+  /** A `secretKeyRef` of the pod's container whose Secret or key is missing. */
+  private missingKeyRef(pod: Obj): Fault | undefined {
+    for (const e of pod.spec.containers[0].env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      if (!ref || ref.optional) continue;
+      const secret = this.objects.get(this.key('secrets', pod.metadata.namespace, ref.name));
+      if (!secret) return { reason: 'CreateContainerConfigError', message: `secret "${ref.name}" not found` };
+      if (secret.data?.[ref.key] === undefined)
+        return {
+          reason: 'CreateContainerConfigError',
+          message: `couldn't find key ${ref.key} in Secret ${pod.metadata.namespace}/${ref.name}`,
+        };
+    }
+    return undefined;
+  }
+
+  private stepCluster(c: Obj): void {
+    const ns = c.metadata.namespace;
+    c.status ??= {};
+    const status = c.status;
+    if (status.phase === 'Cluster in healthy state') return;
+    const secrets = [
+      c.spec.bootstrap?.initdb?.secret?.name,
+      ...(c.spec.externalClusters ?? []).map((e: Obj) => e.password?.name),
+    ].filter(Boolean);
+    const missing = secrets.find((name: string) => !this.objects.has(this.key('secrets', ns, name)));
+    if (!status.phase || missing) {
+      Object.assign(status, {
+        phase: 'Setting up primary',
+        ...(missing ? { phaseReason: `secret ${missing} not found` } : {}),
+        instances: c.spec.instances,
+        readyInstances: 0,
+      });
+      c.metadata.resourceVersion = this.nextRv();
+      return;
+    }
+    const rw = `${c.metadata.name}-rw`;
+    if (!this.objects.has(this.key('services', ns, rw)))
+      this.create('services', ns, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: rw, namespace: ns, labels: { 'cnpg.io/cluster': c.metadata.name } },
+        spec: { selector: { 'cnpg.io/cluster': c.metadata.name }, ports: [{ port: 5432, name: 'postgres' }] },
+      });
+    Object.assign(status, {
+      phase: 'Cluster in healthy state',
+      phaseReason: undefined,
+      readyInstances: c.spec.instances,
+      writeService: rw,
+      currentPrimary: `${c.metadata.name}-1`,
+    });
+    c.metadata.resourceVersion = this.nextRv();
   }
 
   private step(d: Obj): void {
     const ns = d.metadata.namespace;
+    if (d.spec.replicas === 0) {
+      for (const p of this.podsOf(d)) this.objects.delete(this.key('pods', ns, p.metadata.name));
+      d.status = { observedGeneration: d.metadata.generation, replicas: 0, updatedReplicas: 0 };
+      return;
+    }
     const hash = createHash('sha256').update(JSON.stringify(d.spec.template)).digest('hex').slice(0, 10);
     const pods = this.podsOf(d);
     let current = pods.find((p) => p.metadata.labels?.['pod-template-hash'] === hash);
@@ -593,6 +765,7 @@ export class FakeKubernetes {
       },
     };
     this.objects.set(this.key('pods', ns, name), pod);
+    this.history.push(`pod ${ns}/${d.metadata.name}`);
     const logs = this.appLogs.get(`${ns}/${app}`);
     if (logs) this.podLogs.set(`${ns}/${name}`, logs);
     return pod;
@@ -964,7 +1137,7 @@ export class FakeKubernetes {
       o.spec.clusterIPs ??= [o.spec.clusterIP];
     }
     // Status is a subresource: writes to the object keep it.
-    if (resource === 'deployments' || resource === 'pods')
+    if (['deployments', 'pods', 'jobs', 'clusters'].includes(resource))
       o.status = existing ? existing.status : (o.status ?? {});
     return o;
   }
@@ -1113,7 +1286,7 @@ export class FakeKubernetes {
         'BadRequest',
         `previous terminated container "${s?.name}" in pod "${name}" not found`,
       );
-    if (!previous && !s?.state?.running && !(s?.restartCount > 0))
+    if (!previous && !s?.state?.running && !s?.state?.terminated && !(s?.restartCount > 0))
       throw new ApiError(
         400,
         'BadRequest',

@@ -3,10 +3,12 @@
  * the readiness wait, is eks/rollout-watch.ts): the environment's namespace at the target's generation,
  * then per app its Secret, Deployment and Service, its way in through the front door (eks/front-door.ts
  * `EksFrontDoor`), and the namespace's ResourceQuota and NetworkPolicy; a restart only rolls the pods;
- * a whole-environment deploy prunes apps no longer declared.
+ * a whole-environment deploy prunes apps no longer declared. preview.yaml services (eks/services/) come
+ * first: made sure of, their URLs resolved into the apps' env, and the migrate and seed Jobs planned, the
+ * apps then written held (0 replicas) for the rollout watcher to run the Jobs and let them start.
  */
 import { log } from '../../../shared/log.js';
-import { DeployFailed, Superseded, TransientError } from '../../../shared/step-errors.js';
+import { Superseded, TransientError } from '../../../shared/step-errors.js';
 import { type AppAddress, resolveAppRefs } from '../app-refs.js';
 import type { AppLaunch, DeployOptions, FrontDoorSettings, RuntimeTarget } from '../port.js';
 import { isCode } from './client.js';
@@ -44,6 +46,7 @@ import {
   serviceObject,
   specHashOf,
 } from './objects.js';
+import { EksServices } from './services/services.js';
 
 /** What a whole-environment deploy prunes of apps no longer declared, the way in first, in this order. */
 const PRUNED_KINDS = [
@@ -73,12 +76,7 @@ export class EksApps {
    */
   async deploy(target: RuntimeTarget, launches: AppLaunch[], opts: DeployOptions = {}): Promise<void> {
     const { conn } = this;
-    // The cluster's services (CloudNativePG for Postgres, Redis as a Deployment) are not built yet: fail
-    // naming them rather than start apps whose `${services.…}` would stay unresolved.
-    if (opts.services?.length)
-      throw new DeployFailed(
-        `preview.yaml services (${opts.services.map((s) => `${s.name}: ${s.spec.kind}`).join(', ')}) are not provided on EKS yet; they run with npm start only`,
-      );
+    const services = opts.services ?? [];
     const ns = namespaceName(target);
     const gen = target.generation;
     const addresses: Record<string, AppAddress> = {};
@@ -87,24 +85,45 @@ export class EksApps {
         url: publicUrl(ns, name, conn.opts.domain),
         internalUrl: internalUrl(target, name),
       };
-    const apps = launches.map((a) => resolveAppRefs(a, addresses));
-    const secrets = apps.flatMap((a) => Object.values(secretVars(a)));
+    const svc = new EksServices(conn, conn.opts.services);
+    const resolved = svc.resolve(
+      ns,
+      launches.map((a) => resolveAppRefs(a, addresses)),
+      services,
+    );
+    const apps = resolved.apps;
+    const secrets = [
+      ...apps.flatMap((a) => Object.values(secretVars(a))),
+      ...services.map((s) => s.password),
+    ];
     try {
       // Refused before anything is written: protection that can't be enforced, an engine not installed.
       await this.door.check(ns, opts.frontDoor);
+      await svc.check(ns, services);
       await this.ensureNamespace(target);
       await applyFenced(conn, 'quotas', ns, QUOTA_NAME, gen, () => quotaObject(ns, gen, conn.opts));
       const door = opts.frontDoor;
       await applyFenced(conn, 'networkPolicies', ns, NETWORK_POLICY_NAME, gen, () =>
-        networkPolicyObject(ns, gen, conn.opts, this.door.admitted(door)),
+        networkPolicyObject(ns, gen, conn.opts, [...this.door.admitted(door), ...svc.admitted(services)]),
       );
       await this.door.prepare(ns, gen, door);
+      // The services (created on first use, those no longer declared removed), then the Jobs this deploy
+      // needs: with any, the apps are held (0 replicas) until the rollout watcher has run them.
+      if (services.length || opts.prune) await svc.ensure(target, services);
+      const plan = await svc.plan(target, apps, services, (app) => {
+        const c = deploymentObject(ns, app, '', gen, conn.opts, undefined, { env: resolved.env[app.name] })
+          .spec!.template.spec!.containers[0]!;
+        return { image: c.image!, env: c.env ?? [], secretName: objectName(app.name) };
+      });
+      const held = new Set(plan.held);
       await Promise.all(
         apps.map(async (app) => {
           const secretVersion = await this.syncSecret(ns, app, gen);
-          // A restart of an app with no Deployment yet creates it whole.
-          if (opts.restart && (await this.restartApp(ns, app, gen, secretVersion))) return;
-          await this.applyApp(ns, app, gen, secretVersion, target, door);
+          const extra = { env: resolved.env[app.name], ...(held.has(app.name) ? { replicas: 0 } : {}) };
+          // A restart of an app with no Deployment yet creates it whole (and a held one is written whole).
+          if (opts.restart && !held.has(app.name) && (await this.restartApp(ns, app, gen, secretVersion)))
+            return;
+          await this.applyApp(ns, app, gen, secretVersion, target, door, extra);
         }),
       );
       if (opts.prune) await this.prune(ns, new Set(apps.map((a) => a.name)), gen);
@@ -201,11 +220,12 @@ export class EksApps {
     secretVersion: string,
     target: RuntimeTarget,
     door: FrontDoorSettings | undefined,
+    extra: Parameters<typeof deploymentObject>[6],
   ): Promise<void> {
     const { conn } = this;
     const name = objectName(app.name);
     await applyFenced(conn, 'deployments', ns, name, gen, (existing) =>
-      deploymentObject(ns, app, secretVersion, gen, conn.opts, existing),
+      deploymentObject(ns, app, secretVersion, gen, conn.opts, existing, extra),
     );
     await applyFenced(conn, 'services', ns, name, gen, (existing) => {
       const service = serviceObject(ns, app, gen);

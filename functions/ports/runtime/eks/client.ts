@@ -12,6 +12,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import type {
   AppsV1Api,
+  BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObject,
@@ -19,6 +20,7 @@ import type {
   V1ConfigMap,
   V1Deployment,
   V1Ingress,
+  V1Job,
   V1Namespace,
   V1NetworkPolicy,
   V1Pod,
@@ -127,6 +129,8 @@ export interface Kube {
   deployments: Resource<V1Deployment>;
   ingresses: Resource<V1Ingress>;
   networkPolicies: Resource<V1NetworkPolicy>;
+  /** A preview's seed and migrate runs (eks/services/). */
+  jobs: Resource<V1Job>;
   /** The custom resources of the optional engines (eks/engines.ts `CUSTOM_KINDS`), through CustomObjectsApi. */
   httpScaledObjects: Resource<CustomObject>;
   interceptorRoutes: Resource<CustomObject>;
@@ -135,6 +139,7 @@ export interface Kube {
   referenceGrants: Resource<CustomObject>;
   securityPolicies: Resource<CustomObject>;
   backends: Resource<CustomObject>;
+  clusters: Resource<CustomObject>;
   podLog(
     namespace: string,
     name: string,
@@ -173,6 +178,7 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
   const apps: AppsV1Api = kc.makeApiClient(m.AppsV1Api);
   const net: NetworkingV1Api = kc.makeApiClient(m.NetworkingV1Api);
   const custom: CustomObjectsApi = kc.makeApiClient(m.CustomObjectsApi);
+  const batch: BatchV1Api = kc.makeApiClient(m.BatchV1Api);
   const merge = m.setHeaderOptions('Content-Type', m.PatchStrategy.MergePatch);
   const del = (opts?: { resourceVersion?: string; propagationPolicy?: string }) => ({
     ...(opts?.propagationPolicy ? { propagationPolicy: opts.propagationPolicy } : {}),
@@ -269,6 +275,16 @@ export async function connect(access: ClusterAccess): Promise<Kube> {
       remove: async (namespace, name, o) =>
         void (await net.deleteNamespacedNetworkPolicy({ namespace, name, ...del(o) })),
       list: async (namespace, s) => (await net.listNamespacedNetworkPolicy({ namespace, ...sel(s) })).items,
+    },
+    jobs: {
+      kind: 'Job',
+      read: (namespace, name) => batch.readNamespacedJob({ namespace, name }),
+      create: (namespace, body) => batch.createNamespacedJob({ namespace, body }),
+      replace: (namespace, name, body) => batch.replaceNamespacedJob({ namespace, name, body }),
+      patch: (namespace, name, body) => batch.patchNamespacedJob({ namespace, name, body }, merge),
+      remove: async (namespace, name, o) =>
+        void (await batch.deleteNamespacedJob({ namespace, name, ...del(o) })),
+      list: async (namespace, s) => (await batch.listNamespacedJob({ namespace, ...sel(s) })).items,
     },
     ...(Object.fromEntries(
       Object.entries(CUSTOM_KINDS).map(([key, crd]) => [key, customResource(custom, merge, del, sel, crd)]),

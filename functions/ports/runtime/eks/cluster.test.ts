@@ -453,26 +453,6 @@ describe('EksCluster', () => {
     expect(await c.stopApps(target(1, { prNumber: 99_999, envKey: 'acme/shop#99999' }), 'x')).toEqual({});
   }, 30_000);
 
-  test('preview.yaml services are refused on EKS, naming them, before anything is written', async () => {
-    pr++;
-    const c = cluster();
-    const t = target(1);
-    const services = [
-      {
-        name: 'db',
-        spec: { kind: 'postgres' as const, version: '16', seedApp: 'web' },
-        user: 'preview',
-        password: SECRET,
-      },
-    ];
-    await expect(c.deploy(t, [launch('web', WEB)], { prune: true, services })).rejects.toMatchObject({
-      name: 'DeployFailed',
-      message:
-        'preview.yaml services (db: postgres) are not provided on EKS yet; they run with npm start only',
-    });
-    expect(kube.get('namespaces', '', namespaceName(t))).toBeUndefined();
-  });
-
   test('a deploy or teardown of an older generation is refused with Superseded and changes nothing', async () => {
     pr++;
     const c = cluster();

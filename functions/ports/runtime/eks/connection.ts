@@ -15,6 +15,7 @@ import { type CredentialProvider, EksTokens } from './auth.js';
 import { connect, isCode, type Kube, KubeError, type Resource } from './client.js';
 import { engineOf } from './engines.js';
 import type { ObjectOptions } from './objects.js';
+import type { ServiceOptions } from './services/objects.js';
 
 export interface EksTiming {
   /** Between two readiness checks (readiness is noticed within this, plus the probe's period). */
@@ -79,6 +80,8 @@ export interface EksConnectionOptions extends ObjectOptions {
   stsHost?: string;
   /** Where teardown fences live (created on first use). Default `preview-system`. */
   systemNamespace?: string;
+  /** preview.yaml services: the Postgres storage, the CloudNativePG operator's namespace. */
+  services?: ServiceOptions;
   timing?: Partial<EksTiming>;
 }
 
@@ -252,5 +255,10 @@ export function connectionOptions(
     allowFromCidrs: eks.allowFromCidrs,
     systemNamespace: eks.systemNamespace,
     verifierUrl: eks.verifierUrl,
+    services: {
+      storageSize: eks.dbStorageSize,
+      storageClass: eks.dbStorageClass,
+      operatorNamespace: eks.cnpgNamespace,
+    },
   };
 }

@@ -35,9 +35,9 @@ export const ENGINES = {
       'helm install eg oci://docker.io/envoyproxy/gateway-helm -n envoy-gateway-system --create-namespace (docs/deploy-to-aws.md, "Protection")',
   },
   'cloudnative-pg': {
-    name: 'CloudNativePG (a database per preview)',
+    name: "CloudNativePG (preview.yaml's postgres services)",
     install:
-      'kubectl apply --server-side -f https://raw.githubusercontent.com/cloudnative-pg/cloudnative-pg/main/releases/cnpg-1.30.0.yaml',
+      'kubectl apply --server-side -f https://raw.githubusercontent.com/cloudnative-pg/cloudnative-pg/release-1.30/releases/cnpg-1.30.0.yaml (docs/deploy-to-aws.md, "Databases")',
   },
 } satisfies Record<string, Engine>;
 export type EngineId = keyof typeof ENGINES;
@@ -76,6 +76,8 @@ export const CUSTOM_KINDS = {
     'SecurityPolicy',
     'envoy-gateway',
   ),
+  /** CloudNativePG's Postgres cluster: one per postgres service (eks/services/). */
+  clusters: k('postgresql.cnpg.io', 'v1', 'clusters', 'Cluster', 'cloudnative-pg'),
 } satisfies Record<string, CustomKindDef>;
 export type CustomKind = keyof typeof CUSTOM_KINDS;
 

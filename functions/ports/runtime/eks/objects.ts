@@ -21,6 +21,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type {
   V1ConfigMap,
   V1Deployment,
+  V1EnvVar,
   V1Ingress,
   V1Namespace,
   V1NetworkPolicy,
@@ -315,13 +316,19 @@ export function deploymentObject(
   generation: number,
   opts: ObjectOptions,
   existing?: V1Deployment,
+  /**
+   * What the app's services add (eks/services/): variables from their credentials Secrets, listed before
+   * the plain ones that expand them (`$(VAR)`); `replicas` 0 holds the app while its migrate and seed run.
+   */
+  extra: { env?: V1EnvVar[]; replicas?: number } = {},
 ): V1Deployment {
   const image = app.image ?? existing?.spec?.template?.spec?.containers?.[0]?.image;
   if (!image) throw new DeployFailed(`app ${app.name} has no image to run: it must be built first`);
   const name = objectName(app.name);
   const port = app.spec.port;
-  const env = [
+  const env: V1EnvVar[] = [
     { name: 'PORT', value: String(port) },
+    ...(extra.env ?? []),
     ...plainVars(app)
       .filter(([k]) => k !== 'PORT')
       .map(([k, v]) => ({ name: k, value: v })),
@@ -331,7 +338,7 @@ export function deploymentObject(
     kind: 'Deployment',
     metadata: { name, namespace, labels: appLabels(app.name), annotations: {} },
     spec: {
-      replicas: 1,
+      replicas: extra.replicas ?? 1,
       revisionHistoryLimit: 2,
       progressDeadlineSeconds: opts.progressDeadlineSeconds ?? OBJECT_DEFAULTS.progressDeadlineSeconds,
       selector: { matchLabels: appLabels(app.name) },

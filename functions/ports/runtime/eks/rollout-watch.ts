@@ -19,6 +19,7 @@ import { LambdaInvoker } from './lambda-invoke.js';
 import { failureCause } from './logs.js';
 import { generationOf, LABELS, namespaceName, objectName, publicUrl } from './objects.js';
 import { newest, podFailure, podSummary, rolloutState } from './rollout.js';
+import { advanceSetup } from './services/setup.js';
 
 /** What the rollout watcher is invoked with. No secret values: it reads what it masks from the cluster. */
 export interface RolloutWatchEvent {
@@ -218,6 +219,9 @@ export class EksRolloutWatch {
         cause: `namespace ${name} ${ns ? 'is being deleted' : 'is gone'}, though no teardown asked for it`,
       };
     }
+    // The environment's services ready and its migrate and seed Jobs run, before its apps may start.
+    const setup = await advanceSetup(this.conn, target);
+    if (setup.kind !== 'done') return setup;
     const verdicts = await Promise.all(
       event.apps.map(async (app) => [app, await this.checkApp(target, name, app)] as const),
     );

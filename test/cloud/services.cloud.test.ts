@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import { bearer, call } from '../support/api.js';
+import { pollUntil, type Status, settled } from '../support/apps.js';
+import type { Cloud } from './cloud-tier.js';
+import type { FakeGitHub } from './fakes/github.js';
+import type { FakeKubernetes } from './fakes/kubernetes.js';
+import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+
+/*
+ * preview.yaml services on EKS in the cloud simulation tier: the real handlers and steps in
+ * PREVIEW_MODE=aws, previews deployed through the real pipeline (GitHub, CodeBuild, the deploy state
+ * machine, the rollout watcher), their objects written to the fake Kubernetes API by the real
+ * @kubernetes/client-node: a CloudNativePG Cluster (checked against its CRD's required fields) and its
+ * credentials, Redis's Deployment and Service, the migrate and seed Jobs before the app starts, the URLs
+ * in the app's env with the password from a secretKeyRef, a failing migrate failing the deploy (masked),
+ * `from: main` as an import bootstrap, and teardown deleting it all.
+ */
+
+const ref = (name: string) => `\${services.${name}.url}`;
+const yaml = (migrate: string, from = '') => `services:
+  db:
+    kind: postgres
+    version: "16"
+    seed: node seed.js${from}
+  cache:
+    kind: redis
+    version: "7"
+apps:
+  api:
+    port: 4000
+    migrate: ${migrate}
+    env:
+      DATABASE_URL: ${ref('db')}
+      CACHE_URL: ${ref('cache')}
+`;
+
+let cloud: Cloud;
+let kube: FakeKubernetes;
+let github: FakeGitHub;
+let org: OrgCredentials;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  setLogSink((line) => logs.push(line));
+  ({ cloud, github, org } = await startGitHubApp(
+    'services',
+    { 'preview.yaml': yaml('node migrate.js'), Dockerfile: 'FROM scratch\n' },
+    { kubernetes: true },
+  ));
+  kube = cloud.kube!;
+}, 60_000);
+afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
+
+const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
+const ns = (pr: number) => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: pr });
+const b64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+
+/** Open (or deploy the main branch: pr 0) at `sha`, finish its build, and wait until it settles. */
+async function deploy(pr: number, sha: string): Promise<Status & Record<string, any>> {
+  const builds = cloud.aws.builds.length;
+  const res =
+    pr === 0
+      ? await call(cloud, 'POST', `/v1/preview/applications/${await appId()}/0`, { headers: bearer(org) })
+      : await call(cloud, 'POST', '/v1/preview/environments', {
+          body: { repoFullName: 'acme/shop', prNumber: pr, headSha: sha, headRef: `feature-${pr}` },
+          headers: bearer(org),
+        });
+  expect(res.status).toBe(202);
+  const deadline = Date.now() + 20_000;
+  while (cloud.aws.builds.length <= builds) {
+    if (Date.now() > deadline) throw new Error('no image build');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await cloud.invoke(
+    'functions/events/image-build-finished.ts',
+    cloud.aws.finishBuild(cloud.aws.builds.at(-1)!.id, 'SUCCEEDED'),
+  );
+  return (await pollUntil(cloud, org, path(pr), settled, 60_000)) as Status & Record<string, any>;
+}
+async function appId(): Promise<string> {
+  const apps = await call(cloud, 'GET', '/v1/preview/applications', { headers: bearer(org) });
+  return apps.body.applications[0].applicationId;
+}
+
+describe('services of a preview on EKS', () => {
+  test('a Cluster and Redis, the URLs by secretKeyRef, migrate then seed before the app; nothing leaks', async () => {
+    const sha = github.addCommit('acme/shop', { 'preview.yaml': yaml('node migrate.js') }, 'feature-1');
+    const status = await deploy(1, sha);
+    expect(status.status).toBe('ready');
+    expect(status.services).toEqual({
+      db: { kind: 'postgres', status: 'ready' },
+      cache: { kind: 'redis', status: 'ready' },
+    });
+    const n = ns(1);
+    const pg = kube.get('clusters', n, 'db')!;
+    expect([pg.apiVersion, pg.kind]).toEqual(['postgresql.cnpg.io/v1', 'Cluster']);
+    expect(pg.spec).toMatchObject({
+      instances: 1,
+      imageName: 'ghcr.io/cloudnative-pg/postgresql:16',
+      storage: { size: '1Gi' },
+      bootstrap: { initdb: { database: 'app', owner: 'preview', secret: { name: 'db-credentials' } } },
+    });
+    expect(pg.status.phase).toBe('Cluster in healthy state');
+    const dbPassword = b64(kube.get('secrets', n, 'db-credentials')!.data.password);
+    const cachePassword = b64(kube.get('secrets', n, 'cache-credentials')!.data.password);
+    expect(dbPassword.length).toBeGreaterThanOrEqual(32);
+    expect(kube.get('deployments', n, 'cache')!.spec.template.spec.containers[0].image).toBe('redis:7');
+    expect(kube.get('services', n, 'cache')).toBeDefined();
+
+    // The Jobs ran in order, before the app's pod.
+    expect(kube.history.filter((h) => h.includes(`${n}/`) && !h.includes('/cache'))).toEqual([
+      `job started ${n}/api-migrate-g1`,
+      `job succeeded ${n}/api-migrate-g1`,
+      `job started ${n}/db-seed-g1`,
+      `job succeeded ${n}/db-seed-g1`,
+      `pod ${n}/api`,
+    ]);
+    const api = kube.get('deployments', n, 'api')!;
+    expect(api.spec.replicas).toBe(1);
+    const env = api.spec.template.spec.containers[0].env;
+    expect(env).toEqual(
+      expect.arrayContaining([
+        {
+          name: 'PREVIEW_SERVICE_DB_PASSWORD',
+          valueFrom: { secretKeyRef: { name: 'db-credentials', key: 'password' } },
+        },
+        {
+          name: 'DATABASE_URL',
+          value: `postgres://preview:$(PREVIEW_SERVICE_DB_PASSWORD)@db-rw.${n}.svc.cluster.local:5432/app`,
+        },
+      ]),
+    );
+    // No password in a response, a log line, a Deployment or a Job.
+    const everything = JSON.stringify([
+      status,
+      logs,
+      kube.list('deployments', n),
+      kube.list('jobs', n),
+      kube.list('clusters', n),
+    ]);
+    for (const secret of [dbPassword, cachePassword]) expect(everything).not.toContain(secret);
+  }, 90_000);
+
+  test('a failing migrate fails the deploy with its command, exit code and output, masked', async () => {
+    const sha = github.addCommit('acme/shop', { 'preview.yaml': yaml('node migrate.js --v2') }, 'feature-2');
+    kube.jobOutcome('node migrate.js --v2', 3, ['migrating', 'error: relation "users" already exists']);
+    const status = await deploy(2, sha);
+    expect(status.status).toBe('failed');
+    expect(status.error).toContain('app api: migrate `node migrate.js --v2` failed (exit code 3)');
+    expect(status.error).toContain('relation "users" already exists');
+    expect(kube.history).not.toContain(`pod ${ns(2)}/api`);
+    const password = b64(kube.get('secrets', ns(2), 'db-credentials')!.data.password);
+    expect(JSON.stringify([status, logs])).not.toContain(password);
+  }, 90_000);
+
+  test('from: main imports the main branch’s database (no seed); teardown deletes the Cluster and Redis', async () => {
+    expect((await deploy(0, '')).status).toBe('ready');
+    expect(kube.get('clusters', ns(0), 'db')).toBeDefined();
+    const sha = github.addCommit(
+      'acme/shop',
+      { 'preview.yaml': yaml('node migrate.js', '\n    from: main') },
+      'feature-3',
+    );
+    const status = await deploy(3, sha);
+    expect(status.status).toBe('ready');
+    const pg = kube.get('clusters', ns(3), 'db')!;
+    expect(pg.spec.bootstrap.initdb.import).toEqual({
+      type: 'microservice',
+      databases: ['app'],
+      source: { externalCluster: 'main' },
+    });
+    expect(pg.spec.externalClusters[0].connectionParameters.host).toBe(`db-rw.${ns(0)}.svc.cluster.local`);
+    expect(kube.history).not.toContain(`job started ${ns(3)}/db-seed-g1`);
+    expect(kube.history).toContain(`job succeeded ${ns(3)}/api-migrate-g1`);
+
+    expect((await call(cloud, 'DELETE', path(3), { headers: bearer(org) })).status).toBe(202);
+    const gone = await pollUntil(cloud, org, path(3), (s) => s.status === 'torn_down', 60_000);
+    expect(gone.status).toBe('torn_down');
+    expect(kube.namespaces()).not.toContain(ns(3));
+    for (const kind of ['clusters', 'deployments', 'services', 'secrets', 'jobs'])
+      expect([kind, kube.list(kind, ns(3))]).toEqual([kind, []]);
+  }, 120_000);
+});
