@@ -216,6 +216,29 @@ export const routes = {
     auth: 'client',
     access: { tables: { tests: 'R' } },
   },
+  quarantineTest: {
+    method: 'PUT',
+    path: '/test/{test_id}/quarantine',
+    entry: 'functions/api/tests/quarantine.ts',
+    auth: 'client',
+    // The merge gate's quarantines live in tenancy (core/gate/quarantine.ts); the application's
+    // run_on_preview tests set the cap.
+    access: { tables: { tests: 'R', applications: 'R', tenancy: 'RW' } },
+  },
+  unquarantineTest: {
+    method: 'DELETE',
+    path: '/test/{test_id}/quarantine',
+    entry: 'functions/api/tests/unquarantine.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R', tenancy: 'RW' } },
+  },
+  listQuarantined: {
+    method: 'GET',
+    path: '/quarantine',
+    entry: 'functions/api/tests/quarantined.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R', applications: 'R', tenancy: 'R' } },
+  },
   githubWebhook: {
     method: 'POST',
     path: '/v1/github/webhooks',

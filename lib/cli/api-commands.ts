@@ -285,6 +285,42 @@ export async function runApiCommand(p: Parsed, ctx: CommandContext): Promise<Out
         ),
       );
     }
+    case 'tests quarantine': {
+      const owner = str(p, 'owner');
+      const reason = str(p, 'reason');
+      if (!owner?.trim() || !reason?.trim())
+        throw new UsageError('tests quarantine needs --owner NAME and --reason TEXT');
+      const until = str(p, 'until');
+      const q = await api<Json>(t, 'client', 'PUT', `/test/${path(p.positionals[0]!)}/quarantine`, {
+        owner,
+        reason,
+        ...(until !== undefined ? { until } : {}),
+      });
+      return ok(q, `${q.test_id} quarantined until ${q.until} (owner ${q.owner})`);
+    }
+    case 'tests unquarantine': {
+      const q = await api<Json>(t, 'client', 'DELETE', `/test/${path(p.positionals[0]!)}/quarantine`);
+      return ok(q, `${q.test_id} is no longer quarantined`);
+    }
+    case 'tests quarantined': {
+      const app = str(p, 'application');
+      const q = app !== undefined ? `?${new URLSearchParams({ application_id: app })}` : '';
+      const { quarantined } = await api<{ quarantined: Json[] }>(t, 'client', 'GET', `/quarantine${q}`);
+      return ok(
+        { quarantined },
+        table(
+          quarantined,
+          [
+            { header: 'TEST', value: (x) => x.test_id },
+            { header: 'NAME', value: (x) => x.test_name, max: 30 },
+            { header: 'OWNER', value: (x) => x.owner },
+            { header: 'UNTIL', value: (x) => String(x.until).slice(0, 10) },
+            { header: 'REASON', value: (x) => x.reason, max: 40 },
+          ],
+          'no quarantined tests',
+        ),
+      );
+    }
     case 'runs start': {
       const test = p.positionals[0]!;
       const vars: Record<string, string> = {};

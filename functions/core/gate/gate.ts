@@ -11,6 +11,7 @@ import { sha256Hex } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
 import { type Environment, findEnvironment } from '../environments/index.js';
 import { loadRun } from '../runs/index.js';
+import { holds, quarantinesOf } from './quarantine.js';
 import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
 
 /*
@@ -91,6 +92,7 @@ export async function gateRun(runId: string): Promise<GateRun | undefined> {
   return {
     runId,
     testId: run.testId,
+    ...(run.applicationId ? { applicationId: run.applicationId } : {}),
     name: run.name,
     status: run.status,
     ...(run.startedAt ? { startedAt: run.startedAt } : {}),
@@ -105,12 +107,30 @@ export async function gateRun(runId: string): Promise<GateRun | undefined> {
   };
 }
 
-/** The runs a record's story tells: the kept results of an earlier story, then this story's runs. */
+/**
+ * The runs a record's story tells: the kept results of an earlier story, then this story's runs; a run
+ * of a test whose quarantine held when it ended (or holds now, while it runs) is marked quarantined.
+ */
 export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
   const fresh = (await Promise.all((record.runIds ?? []).map(gateRun))).filter((r) => r !== undefined);
   const kept = (await Promise.all((record.keptRunIds ?? []).map(gateRun))).filter((r) => r !== undefined);
   const rerun = new Set(fresh.map((r) => r.testId));
-  return [...kept.filter((r) => !rerun.has(r.testId)), ...fresh];
+  const runs = [...kept.filter((r) => !rerun.has(r.testId)), ...fresh];
+  if (!runs.length) return runs;
+  const quarantines = await quarantinesOf(
+    record.orgId,
+    runs.flatMap((r) => (r.applicationId ? [r.applicationId] : [])),
+  );
+  return runs.map((r) => {
+    const entry = quarantines.get(r.testId);
+    return holds(entry, r.endedAt ?? new Date())
+      ? {
+          ...r,
+          quarantined: true,
+          quarantine: { owner: entry!.owner, reason: entry!.reason, until: entry!.until },
+        }
+      : r;
+  });
 }
 
 /** Where the story of a record is now: the check run's state, and what ended it. */
