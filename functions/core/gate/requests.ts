@@ -52,7 +52,7 @@ export async function onGateRequested(
     if (!record) return 'no check run for the head';
     await reopen(record, { end: { kind: 'skipped', by: r.by, reason: r.reason } });
     const reopened = await gateRecord(env, head);
-    if (reopened) await bring(deps, env, reopened);
+    if (reopened) await bring(deps, reopened);
     return `skipped by ${r.by}`;
   }
   if (r.headSha !== head) return `the pull request's head is no longer ${r.headSha.slice(0, 12)}`;
@@ -108,9 +108,9 @@ async function reopen(record: GateRecord, set: Pick<GateRecord, 'end'>): Promise
     new UpdateCommand({
       TableName: table('tenancy'),
       Key: { pk: record.pk },
-      UpdateExpression: 'SET #end = :end, #state = :state REMOVE shown',
+      UpdateExpression: 'SET #end = :end, #state = :state ADD gen :one REMOVE shown',
       ExpressionAttributeNames: { '#end': 'end', '#state': 'state' },
-      ExpressionAttributeValues: { ':end': set.end, ':state': 'in_progress' },
+      ExpressionAttributeValues: { ':end': set.end, ':state': 'in_progress', ':one': 1 },
     }),
   );
 }
