@@ -145,6 +145,14 @@ const DOCS: Record<
     notes: '`folder` keeps the tests of one folder (the folder id of the tests file).',
   },
   getTest: { summary: 'Read one test', success: [200, 'Test'], errors: [400, 401, 404] },
+  skipGate: {
+    summary: "Skip the merge gate of a pull request's head with a reason (additive)",
+    success: [200, '{repoFullName, prNumber, sha, conclusion: neutral, title}'],
+    errors: [400, 401, 404, 409, 413],
+    notes:
+      "Completes the head's `Preview tests` check run `neutral`, naming `by` and `reason` (both required), as a " +
+      '`/preview skip-tests <reason>` comment does. 409 when the head has no check run: docs/reference/merge-gate.md.',
+  },
   quarantineTest: {
     summary: 'Quarantine a run_on_preview test: its failure does not fail the merge gate (additive)',
     success: [200, '{test_id, test_name, application_id, owner, reason, until, since}'],

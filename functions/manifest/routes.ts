@@ -123,6 +123,14 @@ export const routes = {
     auth: 'apiKey',
     access: { tables: { environments: 'RW' }, starts: ['redeployApp'] },
   },
+  skipGate: {
+    method: 'POST',
+    path: `${envPath}/gate/skip`,
+    entry: 'functions/api/environments/gate-skip.ts',
+    auth: 'apiKey',
+    // The merge gate's record (tenancy) and the runs its output tells; prStatus: the check run's PATCH.
+    access: { tables: { environments: 'R', tenancy: 'RW', runs: 'R' }, prStatus: true },
+  },
   getAppLogs: {
     method: 'GET',
     path: `${envPath}/apps/{app}/logs`,

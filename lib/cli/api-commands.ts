@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type ApiTarget, api, path } from './api.js';
 import { type Parsed, UsageError } from './args.js';
@@ -92,7 +93,7 @@ function timeoutOf(p: Parsed): number {
 export function checkArgs(p: Parsed): void {
   const name = p.command.name;
   repoOf(p, false);
-  if (name.startsWith('envs ') && name !== 'envs list') envOf(p);
+  if ((name.startsWith('envs ') && name !== 'envs list') || name === 'gate skip') envOf(p);
   if (/^(envs (restart|rebuild|logs)|secrets )/.test(name)) appArg(p);
   if (name === 'secrets set') secretItems(p);
   if (/^runs (get|report|wait)$/.test(name)) runArg(p);
@@ -319,6 +320,17 @@ export async function runApiCommand(p: Parsed, ctx: CommandContext): Promise<Out
           ],
           'no quarantined tests',
         ),
+      );
+    }
+    case 'gate skip': {
+      const e = envOf(p);
+      const reason = str(p, 'reason');
+      if (!reason?.trim()) throw new UsageError('gate skip needs --reason TEXT: a skip always says why');
+      const by = str(p, 'by') ?? userInfo().username;
+      const res = await api<Json>(t, 'apiKey', 'POST', `${e.path}/gate/skip`, { reason, by });
+      return ok(
+        res,
+        `${e.label} at ${String(res.sha).slice(0, 12)}: ${res.title} (${res.conclusion ?? 'pending'})`,
       );
     }
     case 'runs start': {

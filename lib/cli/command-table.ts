@@ -267,6 +267,15 @@ export const COMMANDS: CommandSpec[] = [
     via: 'api',
   },
   {
+    name: 'gate skip',
+    synopsis: `${env} --reason TEXT [--by NAME]`,
+    help:
+      "skip the merge gate of the pull request's head: its `Preview tests` check run completes neutral,\n" +
+      'naming who (--by, default your user name) and why, as a `/preview skip-tests <reason>` comment does',
+    options: { repo: value, pr: value, reason: value, by: value },
+    via: 'api',
+  },
+  {
     name: 'runs start',
     synopsis: 'TEST [--env ENVIRONMENT_ID] [--var NAME=VALUE]... [--wait] [--timeout SECONDS]',
     help:

@@ -23,5 +23,5 @@ export {
   quarantineTest,
   unquarantineTest,
 } from './quarantine.js';
-export { type GateRequestDetail, onGateRequested, SKIP_REFUSED } from './requests.js';
+export { type GateRequestDetail, onGateRequested, SKIP_REFUSED, skipGate } from './requests.js';
 export { conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
