@@ -146,6 +146,36 @@ const DOCS: Record<
     notes: '`folder` keeps the tests of one folder (the folder id of the tests file).',
   },
   getTest: { summary: 'Read one test', success: [200, 'Test'], errors: [400, 401, 404] },
+  skipGate: {
+    summary: "Skip the merge gate of a pull request's head with a reason (additive)",
+    success: [200, '{repoFullName, prNumber, sha, conclusion: neutral, title}'],
+    errors: [400, 401, 404, 409, 413],
+    notes:
+      "Completes the head's `Preview tests` check run `neutral`, naming `by` and `reason` (both required), as a " +
+      '`/preview skip-tests <reason>` comment does. 409 when the head has no check run: docs/reference/merge-gate.md.',
+  },
+  quarantineTest: {
+    summary: 'Quarantine a run_on_preview test: its failure does not fail the merge gate (additive)',
+    success: [200, '{test_id, test_name, application_id, owner, reason, until, since}'],
+    errors: [400, 401, 404, 409, 413],
+    notes:
+      '`owner` and `reason` are required; `until` (a date, YYYY-MM-DD, or an ISO 8601 time) is at most 30 days ahead, ' +
+      'default 30 days. The test still runs and the check run lists it; after `until` its failures count again. ' +
+      "409 past the application's cap (a fifth of its run_on_preview tests, at least one) or for a test that does " +
+      'not run on previews. Quarantining a quarantined test replaces its owner, reason and end: docs/reference/merge-gate.md.',
+  },
+  unquarantineTest: {
+    summary: "End a test's quarantine now (additive)",
+    success: [200, '{test_id, test_name, application_id, owner, reason, until, since, ended: true}'],
+    errors: [400, 401, 404],
+    notes: '404 when the test is not quarantined (or its quarantine already ended).',
+  },
+  listQuarantined: {
+    summary: "List the organization's quarantined tests (additive)",
+    success: [200, '{quarantined: [{test_id, test_name, application_id, owner, reason, until, since}]}'],
+    errors: [400, 401],
+    notes: '`application_id` keeps one application. Quarantines that ended are not listed.',
+  },
   listApplications: {
     summary: "List the organization's applications, oldest first (additive)",
     success: [

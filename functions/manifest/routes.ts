@@ -123,6 +123,14 @@ export const routes = {
     auth: 'apiKey',
     access: { tables: { environments: 'RW' }, starts: ['redeployApp'] },
   },
+  skipGate: {
+    method: 'POST',
+    path: `${envPath}/gate/skip`,
+    entry: 'functions/api/environments/gate-skip.ts',
+    auth: 'apiKey',
+    // The merge gate's record (tenancy) and the runs its output tells; prStatus: the check run's PATCH.
+    access: { tables: { environments: 'R', tenancy: 'RW', runs: 'R' }, prStatus: true },
+  },
   getAppLogs: {
     method: 'GET',
     path: `${envPath}/apps/{app}/logs`,
@@ -215,6 +223,29 @@ export const routes = {
     entry: 'functions/api/tests/get.ts',
     auth: 'client',
     access: { tables: { tests: 'R' } },
+  },
+  quarantineTest: {
+    method: 'PUT',
+    path: '/test/{test_id}/quarantine',
+    entry: 'functions/api/tests/quarantine.ts',
+    auth: 'client',
+    // The merge gate's quarantines live in tenancy (core/gate/quarantine.ts); the application's
+    // run_on_preview tests set the cap.
+    access: { tables: { tests: 'R', applications: 'R', tenancy: 'RW' } },
+  },
+  unquarantineTest: {
+    method: 'DELETE',
+    path: '/test/{test_id}/quarantine',
+    entry: 'functions/api/tests/unquarantine.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R', tenancy: 'RW' } },
+  },
+  listQuarantined: {
+    method: 'GET',
+    path: '/quarantine',
+    entry: 'functions/api/tests/quarantined.ts',
+    auth: 'client',
+    access: { tables: { tests: 'R', applications: 'R', tenancy: 'R' } },
   },
   githubWebhook: {
     method: 'POST',

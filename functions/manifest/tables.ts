@@ -66,7 +66,7 @@ export const tables = {
    * `REPO#owner/repo` (lower-cased): the organizations whose applications link a repository (`orgIds`, a
    * string set), which a GitHub webhook acts for. The merge gate's small items by key (`keys.gates`, never
    * scanned: the one scan lists `ORG#` items only): `CHECK#org#envKey#sha`, a head commit's check run;
-   * `PR#org#envKey`, the pull request's current head.
+   * `PR#org#envKey`, the pull request's current head; `QUARANTINE#org#applicationId`, its quarantined tests.
    */
   tenancy: { envVar: 'TABLE_TENANCY', partitionKey: S('pk'), indexes: [] },
   /**
@@ -262,6 +262,8 @@ export const keys = {
     checkRun: (orgId: string, envKey: string, sha: string) => `CHECK#${orgId}#${envKey}#${sha.toLowerCase()}`,
     /** The pull request's current head, as the gate last saw it. */
     pullRequest: (orgId: string, envKey: string) => `PR#${orgId}#${envKey}`,
+    /** An application's quarantined tests, one item (its map of test ids and a revision). */
+    quarantine: (orgId: string, applicationId: string) => `QUARANTINE#${orgId}#${applicationId}`,
   },
 } as const;
 

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type ApiTarget, api, path } from './api.js';
 import { type Parsed, UsageError } from './args.js';
@@ -92,7 +93,7 @@ function timeoutOf(p: Parsed): number {
 export function checkArgs(p: Parsed): void {
   const name = p.command.name;
   repoOf(p, false);
-  if (name.startsWith('envs ') && name !== 'envs list') envOf(p);
+  if ((name.startsWith('envs ') && name !== 'envs list') || name === 'gate skip') envOf(p);
   if (/^(envs (restart|rebuild|logs)|secrets )/.test(name)) appArg(p);
   if (name === 'secrets set') secretItems(p);
   if (/^runs (get|report|wait)$/.test(name)) runArg(p);
@@ -283,6 +284,53 @@ export async function runApiCommand(p: Parsed, ctx: CommandContext): Promise<Out
           ],
           'no tests',
         ),
+      );
+    }
+    case 'tests quarantine': {
+      const owner = str(p, 'owner');
+      const reason = str(p, 'reason');
+      if (!owner?.trim() || !reason?.trim())
+        throw new UsageError('tests quarantine needs --owner NAME and --reason TEXT');
+      const until = str(p, 'until');
+      const q = await api<Json>(t, 'client', 'PUT', `/test/${path(p.positionals[0]!)}/quarantine`, {
+        owner,
+        reason,
+        ...(until !== undefined ? { until } : {}),
+      });
+      return ok(q, `${q.test_id} quarantined until ${q.until} (owner ${q.owner})`);
+    }
+    case 'tests unquarantine': {
+      const q = await api<Json>(t, 'client', 'DELETE', `/test/${path(p.positionals[0]!)}/quarantine`);
+      return ok(q, `${q.test_id} is no longer quarantined`);
+    }
+    case 'tests quarantined': {
+      const app = str(p, 'application');
+      const q = app !== undefined ? `?${new URLSearchParams({ application_id: app })}` : '';
+      const { quarantined } = await api<{ quarantined: Json[] }>(t, 'client', 'GET', `/quarantine${q}`);
+      return ok(
+        { quarantined },
+        table(
+          quarantined,
+          [
+            { header: 'TEST', value: (x) => x.test_id },
+            { header: 'NAME', value: (x) => x.test_name, max: 30 },
+            { header: 'OWNER', value: (x) => x.owner },
+            { header: 'UNTIL', value: (x) => String(x.until).slice(0, 10) },
+            { header: 'REASON', value: (x) => x.reason, max: 40 },
+          ],
+          'no quarantined tests',
+        ),
+      );
+    }
+    case 'gate skip': {
+      const e = envOf(p);
+      const reason = str(p, 'reason');
+      if (!reason?.trim()) throw new UsageError('gate skip needs --reason TEXT: a skip always says why');
+      const by = str(p, 'by') ?? userInfo().username;
+      const res = await api<Json>(t, 'apiKey', 'POST', `${e.path}/gate/skip`, { reason, by });
+      return ok(
+        res,
+        `${e.label} at ${String(res.sha).slice(0, 12)}: ${res.title} (${res.conclusion ?? 'pending'})`,
       );
     }
     case 'runs start': {

@@ -49,7 +49,7 @@ describe('parseCommandLine', () => {
       'unknown command envs dploy (did you mean deploy?); envs commands: list, status, deploy, redeploy, restart, rebuild, delete, open, logs, wait',
     );
     expect(usageError(['frob'])).toMatch(
-      /^unknown command frob; commands: orgs, apps, envs, secrets, tests, runs, events/,
+      /^unknown command frob; commands: orgs, apps, envs, secrets, tests, gate, runs, events/,
     );
     expect(usageError(['secrets'])).toBe('secrets needs a command: list, set, unset');
     expect(usageError([])).toMatch(/^a command is needed/);

@@ -250,6 +250,41 @@ export const COMMANDS: CommandSpec[] = [
     via: 'admin',
   },
   {
+    name: 'tests quarantine',
+    synopsis: 'TEST --owner NAME --reason TEXT [--until DATE]',
+    help:
+      'quarantine a run_on_preview test: it still runs and the merge gate lists it, but its failure does\n' +
+      'not fail the gate until DATE (YYYY-MM-DD, at most 30 days ahead; default 30 days). At most a fifth\n' +
+      "of an application's run_on_preview tests (at least one) at once",
+    options: { owner: value, reason: value, until: value },
+    positionals: ['TEST'],
+    via: 'api',
+  },
+  {
+    name: 'tests unquarantine',
+    synopsis: 'TEST',
+    help: "end a test's quarantine now: its failures fail the merge gate again",
+    options: {},
+    positionals: ['TEST'],
+    via: 'api',
+  },
+  {
+    name: 'tests quarantined',
+    synopsis: '[--application ID]',
+    help: "the organization's quarantined tests: owner, reason, until",
+    options: { application: value },
+    via: 'api',
+  },
+  {
+    name: 'gate skip',
+    synopsis: `${env} --reason TEXT [--by NAME]`,
+    help:
+      "skip the merge gate of the pull request's head: its `Preview tests` check run completes neutral,\n" +
+      'naming who (--by, default your user name) and why, as a `/preview skip-tests <reason>` comment does',
+    options: { repo: value, pr: value, reason: value, by: value },
+    via: 'api',
+  },
+  {
     name: 'runs start',
     synopsis: 'TEST [--env ENVIRONMENT_ID] [--var NAME=VALUE]... [--wait] [--timeout SECONDS]',
     help:

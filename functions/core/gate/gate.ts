@@ -7,10 +7,11 @@ import type {
   PrStatus,
 } from '../../ports/pr-status/port.js';
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
-import { sha256Hex } from '../../shared/crypto.js';
+import { newId, sha256Hex } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
 import { type Environment, findEnvironment } from '../environments/index.js';
 import { loadRun } from '../runs/index.js';
+import { holds, quarantinesOf } from './quarantine.js';
 import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
 
 /*
@@ -46,6 +47,11 @@ export interface GateRecord {
   end?: GateEnd;
   /** A hash of the last write GitHub got (status, conclusion, output). */
   shown?: string;
+  /** One more each time a request changes the story in place (a skip): a write worked out before is stale. */
+  gen?: number;
+  /** The sync creating or updating the check run now, and until when its claim holds (`bring`). */
+  writer?: string;
+  writerUntil?: number;
   createdAt: string;
   completedAt?: string;
 }
@@ -91,6 +97,7 @@ export async function gateRun(runId: string): Promise<GateRun | undefined> {
   return {
     runId,
     testId: run.testId,
+    ...(run.applicationId ? { applicationId: run.applicationId } : {}),
     name: run.name,
     status: run.status,
     ...(run.startedAt ? { startedAt: run.startedAt } : {}),
@@ -105,12 +112,30 @@ export async function gateRun(runId: string): Promise<GateRun | undefined> {
   };
 }
 
-/** The runs a record's story tells: the kept results of an earlier story, then this story's runs. */
+/**
+ * The runs a record's story tells: the kept results of an earlier story, then this story's runs; a run
+ * of a test whose quarantine held when it ended (or holds now, while it runs) is marked quarantined.
+ */
 export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
   const fresh = (await Promise.all((record.runIds ?? []).map(gateRun))).filter((r) => r !== undefined);
   const kept = (await Promise.all((record.keptRunIds ?? []).map(gateRun))).filter((r) => r !== undefined);
   const rerun = new Set(fresh.map((r) => r.testId));
-  return [...kept.filter((r) => !rerun.has(r.testId)), ...fresh];
+  const runs = [...kept.filter((r) => !rerun.has(r.testId)), ...fresh];
+  if (!runs.length) return runs;
+  const quarantines = await quarantinesOf(
+    record.orgId,
+    runs.flatMap((r) => (r.applicationId ? [r.applicationId] : [])),
+  );
+  return runs.map((r) => {
+    const entry = quarantines.get(r.testId);
+    return holds(entry, r.endedAt ?? new Date())
+      ? {
+          ...r,
+          quarantined: true,
+          quarantine: { owner: entry!.owner, reason: entry!.reason, until: entry!.until },
+        }
+      : r;
+  });
 }
 
 /** Where the story of a record is now: the check run's state, and what ended it. */
@@ -135,78 +160,164 @@ function desired(
   return { state: env.status === 'ready' ? 'in_progress' : 'queued' };
 }
 
+/** How long a writer's claim on a record holds if it never lets go (a crash between claim and release). */
+export const CLAIM_MS = 30_000;
+/** How long a sync waits for another writer's claim before leaving the record to that writer. */
+const CLAIM_WAIT_MS = 20_000;
+const CLAIM_POLL_MS = 100;
+
 /**
- * Bring one record's check run to what is stored. Steps: read its runs; work out its state and what
- * ended it; build the write; when GitHub already shows it, stop; otherwise create the check run (the
- * record has none yet) or update it, then record what was shown, conditioned on the record not having
- * completed meanwhile (completed is final) and on its story (a re-run started meanwhile wins).
+ * Claim the record's check run for one writer: creating it on GitHub, or updating it, is done by one
+ * sync at a time. Conditioned on no live claim, so of two writers racing (two runs ending together,
+ * a deploy request beside a webhook) one creates the head's check run and the other waits and then
+ * brings it from what is stored, instead of creating a second.
  */
-export async function bring(
-  deps: GateDeps,
-  env: Environment | undefined,
-  record: GateRecord,
-): Promise<GateRecord> {
-  if (record.state === 'completed' && record.checkRunId !== undefined) return record;
-  const runs = await storyRuns(record);
-  const { state, end } = desired(env, record, runs);
-  const conclusion = state === 'completed' ? conclusionOf(runs, end) : undefined;
-  const output = renderOutput(runs, end, state === 'completed');
-  const write: CheckRunWrite = {
-    repoFullName: record.repoFullName,
-    sha: record.sha,
-    name: CHECK_RUN_NAME,
-    status: state,
-    ...(conclusion ? { conclusion } : {}),
-    externalId: `${record.prNumber}/${record.story}`,
-    output,
-    ...(deps.detailsUrl?.(record) ? { detailsUrl: deps.detailsUrl(record) } : {}),
-    ...(conclusion === 'failure' && runs.some((r) => r.status === 'failed')
-      ? {
-          actions: [
-            {
-              label: 'Re-run failed tests',
-              description: 'Run only the failed tests again',
-              identifier: 'rerun-failed',
-            },
-          ],
-        }
-      : {}),
-  };
-  const shown = sha256Hex(JSON.stringify([state, conclusion, output]));
-  if (shown === record.shown && record.checkRunId !== undefined) return record;
-  let checkRunId = record.checkRunId;
-  if (checkRunId === undefined) checkRunId = await deps.prStatus.createCheckRun(write);
-  else await deps.prStatus.updateCheckRun(checkRunId, write);
-  const now = new Date().toISOString();
+async function claim(pk: string, token: string): Promise<boolean> {
+  const now = Date.now();
   try {
-    const { Attributes } = await ddb().send(
+    await ddb().send(
       new UpdateCommand({
         TableName: table('tenancy'),
-        Key: { pk: record.pk },
-        UpdateExpression:
-          'SET checkRunId = :id, #state = :state, shown = :shown' +
-          (conclusion ? ', conclusion = :conclusion, completedAt = :now' : '') +
-          (end ? ', #end = :end' : ''),
-        ConditionExpression: 'story = :story AND #state <> :completed',
-        ExpressionAttributeNames: { '#state': 'state', ...(end ? { '#end': 'end' } : {}) },
-        ExpressionAttributeValues: {
-          ':id': checkRunId,
-          ':state': state,
-          ':shown': shown,
-          ':story': record.story,
-          ':completed': 'completed',
-          ...(conclusion ? { ':conclusion': conclusion, ':now': now } : {}),
-          ...(end ? { ':end': end } : {}),
-        },
-        ReturnValues: 'ALL_NEW',
+        Key: { pk },
+        UpdateExpression: 'SET writer = :token, writerUntil = :until',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(writer) OR writerUntil < :now)',
+        ExpressionAttributeValues: { ':token': token, ':until': now + CLAIM_MS, ':now': now },
       }),
     );
-    if (state === 'completed')
-      log.info('check run completed', { repo: record.repoFullName, sha: record.sha, conclusion, checkRunId });
-    return Attributes as GateRecord;
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+async function release(pk: string, token: string): Promise<void> {
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('tenancy'),
+        Key: { pk },
+        UpdateExpression: 'REMOVE writer, writerUntil',
+        ConditionExpression: 'writer = :token',
+        ExpressionAttributeValues: { ':token': token },
+      }),
+    );
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
-    return (await getRecord(record.pk)) ?? record;
+  }
+}
+
+/** Final, or already what GitHub shows: nothing to write. */
+const settled = (record: GateRecord) => record.state === 'completed' && record.checkRunId !== undefined;
+
+/**
+ * Bring one record's check run to what is stored. Steps: claim the record (another writer holds it:
+ * wait for it to let go, then read the record again, which may now show what this sync would write);
+ * holding it, read the record, the environment and the runs afresh; work out the state and what ended
+ * it; build the write; when GitHub already shows it, stop; otherwise create the check run (the record
+ * has none yet) or update it, then record what was shown, conditioned on the claim, on the record not
+ * having completed meanwhile (completed is final) and on its story and generation (a re-run or a skip
+ * recorded meanwhile wins: the write is worked out again); let go of the claim.
+ */
+export async function bring(deps: GateDeps, record: GateRecord): Promise<GateRecord> {
+  const deadline = Date.now() + CLAIM_WAIT_MS;
+  const token = newId();
+  for (;;) {
+    if (settled(record)) return record;
+    if (await claim(record.pk, token)) {
+      try {
+        return await write(deps, record.pk, token);
+      } finally {
+        await release(record.pk, token);
+      }
+    }
+    if (Date.now() > deadline) {
+      log.warn('the merge gate record stayed claimed by another writer', { pk: record.pk });
+      return record;
+    }
+    await new Promise((r) => setTimeout(r, CLAIM_POLL_MS));
+    record = (await getRecord(record.pk)) ?? record;
+  }
+}
+
+/** Holding the claim: write what the stored story says, until the record shows it. */
+async function write(deps: GateDeps, pk: string, token: string): Promise<GateRecord> {
+  for (let attempt = 0; ; attempt++) {
+    const record = await getRecord(pk);
+    if (!record) throw new Error('the merge gate record is gone');
+    if (settled(record)) return record;
+    const env = await findEnvironment(record.orgId, record.envKey);
+    const runs = await storyRuns(record);
+    const { state, end } = desired(env, record, runs);
+    const conclusion = state === 'completed' ? conclusionOf(runs, end) : undefined;
+    const output = renderOutput(runs, end, state === 'completed');
+    const detailsUrl = deps.detailsUrl?.(record);
+    const update: CheckRunWrite = {
+      repoFullName: record.repoFullName,
+      sha: record.sha,
+      name: CHECK_RUN_NAME,
+      status: state,
+      ...(conclusion ? { conclusion } : {}),
+      externalId: `${record.prNumber}/${record.story}`,
+      output,
+      ...(detailsUrl ? { detailsUrl } : {}),
+      ...(conclusion === 'failure' && runs.some((r) => r.status === 'failed')
+        ? {
+            actions: [
+              {
+                label: 'Re-run failed tests',
+                description: 'Run only the failed tests again',
+                identifier: 'rerun-failed',
+              },
+            ],
+          }
+        : {}),
+    };
+    const shown = sha256Hex(JSON.stringify([state, conclusion, output]));
+    if (shown === record.shown && record.checkRunId !== undefined) return record;
+    let checkRunId = record.checkRunId;
+    if (checkRunId === undefined) checkRunId = await deps.prStatus.createCheckRun(update);
+    else await deps.prStatus.updateCheckRun(checkRunId, update);
+    const now = new Date().toISOString();
+    try {
+      const { Attributes } = await ddb().send(
+        new UpdateCommand({
+          TableName: table('tenancy'),
+          Key: { pk },
+          UpdateExpression:
+            'SET checkRunId = :id, #state = :state, shown = :shown' +
+            (conclusion ? ', conclusion = :conclusion, completedAt = :now' : '') +
+            (end ? ', #end = :end' : ''),
+          ConditionExpression:
+            'writer = :token AND story = :story AND #state <> :completed AND ' +
+            (record.gen === undefined ? 'attribute_not_exists(gen)' : 'gen = :gen'),
+          ExpressionAttributeNames: { '#state': 'state', ...(end ? { '#end': 'end' } : {}) },
+          ExpressionAttributeValues: {
+            ':id': checkRunId,
+            ':state': state,
+            ':shown': shown,
+            ':story': record.story,
+            ':completed': 'completed',
+            ':token': token,
+            ...(record.gen === undefined ? {} : { ':gen': record.gen }),
+            ...(conclusion ? { ':conclusion': conclusion, ':now': now } : {}),
+            ...(end ? { ':end': end } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      if (state === 'completed')
+        log.info('check run completed', {
+          repo: record.repoFullName,
+          sha: record.sha,
+          conclusion,
+          checkRunId,
+        });
+      return Attributes as GateRecord;
+    } catch (err) {
+      if (!isConditionFailure(err) || attempt >= 3) throw err;
+      // A re-run, a skip or a newer story was recorded meanwhile: what GitHub shows is worked out again.
+    }
   }
 }
 
@@ -258,7 +369,7 @@ export async function syncGate(deps: GateDeps, ref: EnvRef): Promise<GateOutcome
     const previous = (pointer as { sha?: string } | undefined)?.sha;
     if (previous && previous !== sha) {
       const old = await gateRecord(env, previous);
-      if (old) await bring(deps, env, old);
+      if (old) await bring(deps, old);
     }
     if (previous !== sha)
       await ddb().send(new PutCommand({ TableName: table('tenancy'), Item: { pk: pointerKey, sha } }));
@@ -267,7 +378,7 @@ export async function syncGate(deps: GateDeps, ref: EnvRef): Promise<GateOutcome
       if ((await previewTestCount(env)) === 0) return 'none';
       record = await openRecord(env, sha);
     }
-    return (await bring(deps, env, record)).state;
+    return (await bring(deps, record)).state;
   } catch (err) {
     log.warn('could not bring the merge gate up to date', {
       envKey: ref.envKey,
@@ -319,7 +430,7 @@ export async function syncGateOfRun(deps: GateDeps, runId: string): Promise<Gate
     const record = await getRecord(gate);
     if (!record) return 'none';
     if (record.state === 'completed') return 'completed';
-    return (await bring(deps, await findEnvironment(record.orgId, record.envKey), record)).state;
+    return (await bring(deps, record)).state;
   } catch (err) {
     log.warn('could not bring the merge gate up to date', { runId, error: (err as Error).name });
     return 'none';

@@ -15,5 +15,13 @@ export {
   syncGate,
   syncGateOfRun,
 } from './gate.js';
-export { type GateRequestDetail, onGateRequested, SKIP_REFUSED } from './requests.js';
+export {
+  listQuarantined,
+  QUARANTINE_MAX_DAYS,
+  type QuarantineView,
+  quarantineCap,
+  quarantineTest,
+  unquarantineTest,
+} from './quarantine.js';
+export { type GateRequestDetail, onGateRequested, SKIP_REFUSED, skipGate } from './requests.js';
 export { conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';

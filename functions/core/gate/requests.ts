@@ -2,6 +2,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../manifest/tables.js';
 import type { Workflows } from '../../ports/workflows/port.js';
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
+import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { findEnvironment } from '../environments/index.js';
 import { startPreviewRuns } from '../runs/index.js';
 import { attachRuns, bring, type GateDeps, type GateRecord, gateRecord, storyRuns } from './gate.js';
@@ -52,7 +53,7 @@ export async function onGateRequested(
     if (!record) return 'no check run for the head';
     await reopen(record, { end: { kind: 'skipped', by: r.by, reason: r.reason } });
     const reopened = await gateRecord(env, head);
-    if (reopened) await bring(deps, env, reopened);
+    if (reopened) await bring(deps, reopened);
     return `skipped by ${r.by}`;
   }
   if (r.headSha !== head) return `the pull request's head is no longer ${r.headSha.slice(0, 12)}`;
@@ -71,6 +72,35 @@ export async function onGateRequested(
   const runIds = await startPreviewRuns(deps, env, { gateKey: record.pk, ...(only ? { only } : {}) });
   await attachRuns(deps, env, runIds);
   return `${r.action === 'rerun' ? 'every test' : `${only!.size} failed test(s)`} running again`;
+}
+
+/**
+ * Skip the tests of a pull request's head through the API (`previewctl gate skip`), as
+ * `/preview skip-tests <reason>` does from the pull request. Steps: the environment must be the
+ * caller's (404 otherwise); its head must have a check run (409: no gate to skip); complete it
+ * `neutral`, naming who and why. Answers what the check run now shows.
+ */
+export async function skipGate(
+  deps: GateDeps,
+  ref: { orgId: string; repoFullName: string; prNumber: number },
+  skip: { by: string; reason: string },
+): Promise<{ sha: string; conclusion?: string; title: string }> {
+  const env = await findEnvironment(ref.orgId, keys.environments.envKey(ref.repoFullName, ref.prNumber));
+  if (!env || env.status === 'torn_down') throw new NotFoundError('environment not found');
+  const head = env.inputs?.headSha?.toLowerCase();
+  const record = head ? await gateRecord(env, head) : undefined;
+  if (!head || !record)
+    throw new ConflictError(
+      "the pull request's head has no check run to skip (its application has no run_on_preview tests, or no deploy of it was requested)",
+    );
+  await reopen(record, { end: { kind: 'skipped', by: skip.by, reason: skip.reason } });
+  const reopened = await gateRecord(env, head);
+  const done = reopened ? await bring(deps, reopened) : record;
+  return {
+    sha: head,
+    ...(done.conclusion ? { conclusion: done.conclusion } : {}),
+    title: `Skipped by ${skip.by}: ${skip.reason}`,
+  };
 }
 
 /** Open the next story on the record: a new check run, no runs yet, `kept` results carried over. */
@@ -108,9 +138,9 @@ async function reopen(record: GateRecord, set: Pick<GateRecord, 'end'>): Promise
     new UpdateCommand({
       TableName: table('tenancy'),
       Key: { pk: record.pk },
-      UpdateExpression: 'SET #end = :end, #state = :state REMOVE shown',
+      UpdateExpression: 'SET #end = :end, #state = :state ADD gen :one REMOVE shown',
       ExpressionAttributeNames: { '#end': 'end', '#state': 'state' },
-      ExpressionAttributeValues: { ':end': set.end, ':state': 'in_progress' },
+      ExpressionAttributeValues: { ':end': set.end, ':state': 'in_progress', ':one': 1 },
     }),
   );
 }

@@ -33,6 +33,26 @@ describe('conclusionOf', () => {
 });
 
 describe('renderOutput', () => {
+  test('a quarantined failure: success, its title says so, the summary names owner, end and reason', () => {
+    const out = renderOutput(
+      [
+        run({}),
+        run({
+          runId: 'r2',
+          name: 'Log in',
+          status: 'failed',
+          quarantined: true,
+          quarantine: { owner: 'alice', reason: 'flaky redirect', until: '2026-01-20T00:00:00.000Z' },
+        }),
+      ],
+      undefined,
+      true,
+    );
+    expect(out.title).toBe('1 test passed, 1 quarantined failure ignored');
+    expect(out.summary).toContain('| Log in | `failed (quarantined)` |');
+    expect(out.summary).toContain('- Log in: owner alice, until 2026-01-20, flaky redirect');
+    expect(out.text).toContain('### Log in (quarantined: does not fail the gate)');
+  });
   test('a line per test: status, duration, retries and its report; flaky ones named', () => {
     const out = renderOutput(
       [

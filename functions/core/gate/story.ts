@@ -12,6 +12,8 @@ import type { CheckRunConclusion } from '../../ports/pr-status/port.js';
 export interface GateRun {
   runId: string;
   testId: string;
+  /** The application of its test (whose quarantines it is judged by). */
+  applicationId?: string;
   name: string;
   status: 'pending' | 'running' | 'passed' | 'failed';
   startedAt?: string;
@@ -32,6 +34,8 @@ export interface GateRun {
   reportUrl?: string;
   /** Quarantined: its failure does not fail the gate (still reported). */
   quarantined?: boolean;
+  /** Who owns the quarantine, why, and when it ends. */
+  quarantine?: { owner: string; reason: string; until: string };
 }
 
 /** What ended the story other than the runs. */
@@ -92,7 +96,7 @@ function title(runs: GateRun[], end: GateEnd | undefined, completed: boolean): s
   const flaky = runs.filter((r) => r.flaky).length;
   const quarantined = runs.filter((r) => r.status === 'failed' && r.quarantined).length;
   return [
-    `${plural(runs.length, 'test')} passed`,
+    `${plural(runs.length - quarantined, 'test')} passed`,
     ...(flaky ? [`${flaky} flaky`] : []),
     ...(quarantined ? [`${quarantined} quarantined failure${quarantined === 1 ? '' : 's'} ignored`] : []),
   ].join(', ');
@@ -126,6 +130,17 @@ export function renderOutput(runs: GateRun[], end: GateEnd | undefined, complete
     const flaky = runs.filter((r) => r.flaky);
     if (flaky.length)
       lines.push('', `Flaky (passed after a retry): ${flaky.map((r) => cell(r.name)).join(', ')}.`);
+    const quarantined = runs.filter((r) => r.quarantined);
+    if (quarantined.length)
+      lines.push(
+        '',
+        'Quarantined (they run and are reported, but a failure does not fail the gate):',
+        ...quarantined.map((r) =>
+          r.quarantine
+            ? `- ${cell(r.name)}: owner ${cell(r.quarantine.owner)}, until ${r.quarantine.until.slice(0, 10)}, ${cell(r.quarantine.reason)}`
+            : `- ${cell(r.name)}`,
+        ),
+      );
   }
   const failures = runs.filter((r) => r.status === 'failed');
   const text = failures.map((r) => {

@@ -1,12 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { githubOutboxPath, type OutboxLine } from '../../../functions/ports/pr-status/local-outbox.js';
+import { bearer, call } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
 import { commitFiles } from '../../support/git.js';
 import { localServerForFile } from '../../support/local-server.js';
+import { previewctl } from '../../support/process.js';
 import { RUNS_APP_JS } from '../../support/runs-app.js';
 import { runsAppForFile } from '../../support/runs-suite.js';
+import { closeSnapshots, snapshot } from '../../support/stored-state.js';
 import { deliver, prPayload } from '../../support/webhooks.js';
 
 /*
@@ -29,6 +32,7 @@ beforeAll(async () => {
     steps: [{ interaction: 'assert-text', instruction: 'It says "Nowhere to be seen"' }],
   });
 }, 60_000);
+afterAll(closeSnapshots);
 
 const outbox = (): OutboxLine[] =>
   readFileSync(githubOutboxPath(h.dataDir), 'utf8')
@@ -180,5 +184,41 @@ describe('the check run from the pull request', () => {
     const end = lastOf(checkRuns(sha)[0]!);
     expect(end.body).toMatchObject({ status: 'completed', conclusion: 'neutral' });
     expect(output(end).title).toBe('Skipped by octocat: docs-only change');
+  }, 180_000);
+});
+
+describe('the skip from the API: previewctl gate skip', () => {
+  test('completes the head neutral naming who and why; bad input is a 4xx and changes nothing', async () => {
+    const sha = commit('api-skip');
+    await send('pull_request', prPayload('opened', { number: 24, sha, repo: app.repo }));
+    expect((await completedRun(sha)).body.conclusion).toBe('failure');
+    const path = `/v1/preview/environments/${app.repo}/24/gate/skip`;
+    const other = await h.newOrg('other');
+    const before = await snapshot(h.dataDir);
+    for (const [body, status, message] of [
+      [undefined, 400, /body/],
+      [{ by: 'alice' }, 400, /reason/],
+      [{ by: 'alice', reason: '  ' }, 400, /reason: must not be empty/],
+    ] as const) {
+      const res = await call(h, 'POST', path, { headers: bearer(h.org), body });
+      expect([res.status, res.body.error]).toEqual([status, expect.stringMatching(message)]);
+    }
+    const theirs = await call(h, 'POST', path, { headers: bearer(other), body: { by: 'm', reason: 'mine' } });
+    expect(theirs.status).toBe(404);
+    const none = await call(h, 'POST', `/v1/preview/environments/${app.repo}/999/gate/skip`, {
+      headers: bearer(h.org),
+      body: { by: 'alice', reason: 'x' },
+    });
+    expect(none.status).toBe(404);
+    expect(await snapshot(h.dataDir)).toEqual(before);
+
+    const skipped = await previewctl(
+      h.dataDir,
+      ...['gate', 'skip', '--repo', app.repo, '--pr', '24', '--reason', 'release freeze', '--by', 'alice'],
+    );
+    expect(skipped).toMatchObject({ code: 0, out: { sha, conclusion: 'neutral' } });
+    const end = lastOf(checkRuns(sha)[0]!);
+    expect(end.body).toMatchObject({ status: 'completed', conclusion: 'neutral' });
+    expect(output(end).title).toBe('Skipped by alice: release freeze');
   }, 180_000);
 });
