@@ -99,7 +99,7 @@ export async function bootLocalRuntime(opts: {
   const dataDir = resolve(opts.dataDir);
   // Private (0700, ours, not a symlink; a looser mode is tightened), before anything is written there.
   ensurePrivateDir(dataDir, 'data dir');
-  // Local mode runs on Node 20 by design; the lockfile pins SDK releases that support it (Lambda runs 22+).
+  // Node 22 is the requirement, and local mode still runs on Node 20: no SDK notice about it on stderr.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const dynamo = opts.dynamodbEndpoint
     ? { endpoint: opts.dynamodbEndpoint, stop: async () => undefined }

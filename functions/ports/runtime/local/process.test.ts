@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -31,7 +32,7 @@ import type { TaskOutcome } from '../../workflows/port.js';
 import type { AppLaunch, AppSpec, RuntimeTarget } from '../port.js';
 import { runtimeContract } from '../runtime.contract.js';
 import { ProcessRuntime } from './process.js';
-import { bubblewrapUsable, type Isolation, SANDBOX_HOME } from './sandbox.js';
+import { bubblewrapUsable, type Isolation, SANDBOX_HOME, toolchainDir } from './sandbox.js';
 
 /*
  * The local process runtime on its own: a real git source host over a repository on disk, real app
@@ -59,9 +60,14 @@ let bigSha: string;
 
 const WEB: AppSpec = { port: 3000, command: 'node server.js web', health: '/healthz' };
 
+/** Where `git` is on PATH, as the sandbox finds it (undefined: none). */
+const gitBinary = () =>
+  spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim() || undefined;
+
 /**
  * What a build or an app can see: `node probe.js` prints it (a build), `node probe.js serve` answers it on
- * $PORT (an app). `OTHER` names a path outside its working copy that it must not see.
+ * $PORT (an app). `OTHER` and `PROJECT` (this checkout) name paths outside its working copy that it must
+ * not see.
  */
 const PROBE_JS = `
 const fs = require('fs');
@@ -84,6 +90,7 @@ function probe() {
     shadow: safe(() => fs.readFileSync('/etc/shadow', 'utf8').length, null),
     tmp: safe(() => fs.readdirSync('/tmp'), []),
     other: safe(() => fs.readdirSync(process.env.OTHER), null),
+    project: safe(() => fs.readdirSync(process.env.PROJECT), null),
     wroteOutside,
     marker: process.env.PREVIEW_RUNTIME_APP,
   };
@@ -667,10 +674,10 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           ...WEB,
           build: 'node probe.js',
           command: 'node probe.js serve',
-          env: { OTHER: otherCopy },
+          env: { OTHER: otherCopy, PROJECT: process.cwd() },
         };
         expect(await build(runtime, t, spec)).toEqual({ ok: true, output: { builds: expect.any(Object) } });
-        await runtime.deploy(t, launch(spec, { OTHER: otherCopy }), { prune: true });
+        await runtime.deploy(t, launch(spec, spec.env), { prune: true });
         const ready = await awaitReady(runtime, t);
         if (!ready.ok) throw new Error(`not ready: ${ready.cause}`);
         const fromApp = await hit((ready.output.urls as Record<string, string>).web!);
@@ -679,6 +686,11 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
           readFileSync(join(workDir(runtime, t), copy, 'probe-build.json'), 'utf8'),
         );
         const topOfWork = workDir(runtime, t).split('/')[1]!;
+        // A node (or git) installed outside /usr (nvm, the Node 22 that .ci/node.sh fetches into the
+        // home's cache) is bound read-only into every sandbox, so the top of its path is there too.
+        const toolchainTops = [process.execPath, gitBinary()]
+          .map((binary) => binary && toolchainDir(realpathSync(binary), []))
+          .flatMap((dir) => (dir ? [dir.split('/')[1]!] : []));
         for (const seen of [fromBuild, fromApp]) {
           // A root of system directories and the path to its working copy, nothing else.
           const system = [
@@ -695,10 +707,11 @@ describe.each(ISOLATIONS)('isolation %s', (mode) => {
             'tmp',
             'usr',
           ];
-          expect(seen.root.filter((e: string) => !system.includes(e) && e !== topOfWork)).toEqual([]);
+          const allowed = [...system, topOfWork, ...toolchainTops];
+          expect(seen.root.filter((e: string) => !allowed.includes(e))).toEqual([]);
           expect(seen.root).toEqual(expect.arrayContaining(['dev', 'etc', 'proc', 'usr']));
-          expect(seen.root).not.toContain('root');
-          expect(seen.root).not.toContain('work');
+          if (!toolchainTops.includes('root')) expect(seen.root).not.toContain('root');
+          expect(seen.project).toBeNull();
           // Its own PID namespace: bwrap's init, the shell, node (a build's shell may have exec'd it).
           expect(seen.pids).toBeLessThanOrEqual(3);
           expect(seen.foreign).toEqual([]);
