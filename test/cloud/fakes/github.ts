@@ -34,6 +34,8 @@
  * - Fault injection: `failNext(path, n, fault)` makes the next n requests to a path answer the fault
  *   (`faults.serverError`, `faults.secondaryRateLimit`, `faults.tooManyRequests`, `faults.primaryRateLimit`).
  * - `requests` records every request (method, path, query); `calls()` lists them as `METHOD /path`.
+ * - The check runs: `POST /repos/{o}/{r}/check-runs`, `PATCH /repos/{o}/{r}/check-runs/{id}`
+ *   (github-checks.ts; what was sent is in `checkRuns`).
  * - An optional base path (`/api/v3`, as on GitHub Enterprise Server) in front of every route.
  * What it does not: pagination (but of deliveries), permissions per endpoint, public repositories (every repository is private),
  * rate-limit headers on ordinary answers, ETags, the GraphQL API, webhooks, anything else (→ 404, recorded).
@@ -52,6 +54,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type FakeTreeEntry, gitTrees } from './git-trees.js';
+import { FakeCheckRuns } from './github-checks.js';
 
 /** An App key pair as GitHub issues it: the private key in PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`). */
 export function appKeyPair(): { privateKey: string; publicKey: string } {
@@ -173,19 +176,22 @@ export class FakeGitHub {
   filesPages = 0;
   /** The attempt ids redelivery was asked for (`POST /app/hook/deliveries/{id}/attempts`), in order. */
   readonly redeliveryRequests: number[] = [];
+  /** The check runs (github-checks.ts): created and updated with an installation token. */
+  readonly checkRuns = new FakeCheckRuns(() => this.now());
 
   /** `basePath`: a prefix in front of every route (`/api/v3` on GitHub Enterprise Server). */
   constructor(private readonly basePath = '') {}
 
   async start(): Promise<this> {
-    this.server = createServer((req, res) => {
+    this.server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
       let reply: Reply;
       try {
-        reply = this.handle(req);
+        reply = this.handle(req, Buffer.concat(chunks).toString('utf8'));
       } catch (err) {
         reply = json(500, { message: (err as Error).message });
       }
-      req.resume();
       res.writeHead(reply.status, reply.headers);
       res.end(reply.body);
     });
@@ -304,7 +310,7 @@ export class FakeGitHub {
     return this.repos.get(fullName.toLowerCase());
   }
 
-  private handle(req: IncomingMessage): Reply {
+  private handle(req: IncomingMessage, body: string): Reply {
     const url = new URL(req.url ?? '/', 'http://fake');
     const method = req.method ?? 'GET';
     let path = url.pathname;
@@ -334,9 +340,11 @@ export class FakeGitHub {
     }
 
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
-    if (method !== 'GET' || !repoPath) return notFound();
+    if (!repoPath) return notFound();
     const fullName = `${decodeURIComponent(repoPath[1]!)}/${decodeURIComponent(repoPath[2]!)}`;
     const rest = repoPath[3] ?? '';
+    const checks = rest.startsWith('/check-runs');
+    if (method !== 'GET' && !checks) return notFound();
 
     if (rest === '/installation') {
       const app = this.appOf(req);
@@ -360,6 +368,12 @@ export class FakeGitHub {
     const repo = this.repo(fullName);
     const covered = this.installations.get(token.installationId)?.repos.has(fullName.toLowerCase());
     if (!repo || !covered) return notFound();
+    if (checks) {
+      const r = this.checkRuns.handle(method, fullName, rest, body, (sha) =>
+        repo.commits.has(sha.toLowerCase()),
+      );
+      return json(r.status, r.body);
+    }
     return this.readRepo(repo, rest, req.headers.accept ?? '', url);
   }
 

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { describe, expect, test } from '@jest/globals';
+import { afterAll, describe, expect, test } from '@jest/globals';
 import { githubOutboxPath, type OutboxLine } from '../../../functions/ports/pr-status/local-outbox.js';
-import { call, client } from '../../support/api.js';
+import { bearer, call, client } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
 import { commitFiles } from '../../support/git.js';
 import { localServerForFile, requestDeploy } from '../../support/local-server.js';
 import { RUNS_APP_JS, RUNS_APP_YAML } from '../../support/runs-app.js';
 import { runsAppForFile } from '../../support/runs-suite.js';
+import { closeSnapshots, snapshot } from '../../support/stored-state.js';
 
 /*
  * The merge gate through the local server: the check run `Preview tests` of each head commit, as the
@@ -15,6 +16,7 @@ import { runsAppForFile } from '../../support/runs-suite.js';
 
 const h = localServerForFile();
 const app = runsAppForFile(h, { repo: 'acme/gate' });
+afterAll(closeSnapshots);
 
 const outbox = (): OutboxLine[] => {
   try {
@@ -82,6 +84,19 @@ describe('the check run of a head commit', () => {
     expect(outbox().some((l) => l.path.includes('/deployments'))).toBe(true);
     expect(outbox().filter((l) => l.path.includes('/check-runs'))).toEqual([]);
   }, 120_000);
+
+  test('skipping the tests of that head from the API: 409, nothing stored changes, no GitHub call', async () => {
+    const before = await snapshot(h.dataDir);
+    const calls = outbox().length;
+    const res = await call(h, 'POST', `/v1/preview/environments/${app.repo}/1/gate/skip`, {
+      headers: bearer(h.org),
+      body: { by: 'alice', reason: 'release freeze' },
+    });
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ error: expect.stringMatching(/head has no check run to skip/) });
+    expect(await snapshot(h.dataDir)).toEqual(before);
+    expect(outbox()).toHaveLength(calls);
+  });
 
   test('every test passed: in_progress while they run, then success; the time to completion measured', async () => {
     await app.importTest({ name: 'Sign up on previews', run_on_preview: true });

@@ -1,0 +1,231 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
+import { setLogSink } from '../../functions/shared/log.js';
+import type { Cloud } from './cloud-tier.js';
+import { ACCOUNT, machineArn, REGION } from './fakes/aws.js';
+import type { FakeGitHub } from './fakes/github.js';
+import type { CheckRunWriteRecord, FakeCheckRun } from './fakes/github-checks.js';
+import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+
+/*
+ * The merge gate in the cloud simulation tier: the real event and step handlers in PREVIEW_MODE=aws
+ * create and update the head commit's `Preview tests` check run through the GitHub App's installation
+ * token, at the GitHub fake (fakes/github-checks.ts keeps every POST and PATCH). The state machines'
+ * executions are recorded, not run: each test plays the states itself (the deploy's MarkReady with the
+ * preview's URL, then each run's Prepare and Execute against a loopback app), as Step Functions would,
+ * and plays some of them twice, as Step Functions and EventBridge may.
+ */
+
+const onX64Linux = process.platform === 'linux' && process.arch === 'x64';
+const PREVIEW_YAML = 'apps:\n  web:\n    port: 3000\n';
+
+let cloud: Cloud;
+let github: FakeGitHub;
+let org: OrgCredentials;
+let applicationId: string;
+let app: Server;
+let appUrl: string;
+const logs: string[] = [];
+/** The executions the handlers started (StartExecution answered; the test plays their states). */
+const started: { workflow: string; input: Record<string, unknown>; name: string }[] = [];
+
+beforeAll(async () => {
+  setLogSink((line) => logs.push(line));
+  app = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<h1 id="home">Home</h1>');
+  });
+  await new Promise<void>((ok) => app.listen(0, '127.0.0.1', () => ok()));
+  appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
+  ({ cloud, github, org, applicationId } = await startGitHubApp(
+    'cloud-gate',
+    { 'preview.yaml': PREVIEW_YAML },
+    {
+      env: {
+        MEDIA_BUCKET: 'preview-media',
+        // What the stack sets on the functions that start runs (the tier's defaults leave it out).
+        STATE_MACHINE_TEST_RUN_ARN: machineArn('testRun'),
+        PREVIEW_FFMPEG_PATH: findExecutable('ffmpeg') ?? '/usr/bin/ffmpeg',
+      },
+    },
+  ));
+  cloud.aws.workflows.start = (async (workflow: string, input: Record<string, unknown>, name: string) => {
+    started.push({ workflow, input, name });
+    return { executionId: `local:${workflow}:${name}` };
+  }) as typeof cloud.aws.workflows.start;
+  await importTest('Home on previews', [home]);
+}, 60_000);
+afterAll(async () => {
+  await stopGitHubCloud({ cloud, github });
+  await new Promise((r) => app?.close(r));
+}, 60_000);
+
+let clock = Date.parse('2032-03-01T10:00:00Z');
+/** Pull Request Updated of acme/shop as EventBridge delivers it, each one a second later unless `at`. */
+function updated(pr: number, headSha: string, at?: string) {
+  if (!at) clock += 1000;
+  const eventAt = at ?? new Date(clock).toISOString();
+  return {
+    version: '0',
+    id: `evt-${pr}-${headSha.slice(0, 8)}`,
+    'detail-type': 'Pull Request Updated',
+    source: 'preview.github',
+    account: ACCOUNT,
+    time: new Date().toISOString(),
+    region: REGION,
+    resources: [],
+    detail: {
+      orgId: org.orgId,
+      repoFullName: 'acme/shop',
+      prNumber: pr,
+      headSha,
+      headRef: `feature-${pr}`,
+      fork: false,
+      eventAt,
+    },
+  };
+}
+const pullRequestUpdated = (event: ReturnType<typeof updated>) =>
+  cloud.invoke<{ outcome: string }>('functions/events/pull-request-updated.ts', event);
+
+/** A new head commit of acme/shop (the fake GitHub refuses check runs of commits it does not have). */
+const commit = (label: string) =>
+  github.addCommit('acme/shop', { 'preview.yaml': PREVIEW_YAML, 'label.txt': label });
+
+async function importTest(name: string, steps: unknown[]) {
+  const { importTests } = await import('../../functions/core/test-definitions/definitions.js');
+  await importTests(org.orgId, [
+    {
+      name,
+      folder: { id: 'gate', name: 'Gate' },
+      application_id: applicationId,
+      application_version: { name: 'web', path: '/' },
+      run_on_preview: true,
+      step_timeout_seconds: 2,
+      steps,
+    },
+  ]);
+}
+const home = { interaction: 'assert-visible', instruction: 'home', element: { html: '', selector: '#home' } };
+const absent = { interaction: 'assert-text', instruction: 'It says "Nowhere to be seen"' };
+
+/** The deploy execution started for a pull request's newest request: MarkReady with the preview's URL. */
+async function markReady(pr: number) {
+  const deploy = started
+    .filter((s) => s.workflow === 'deploy' && s.input.envKey === `acme/shop#${pr}`)
+    .at(-1);
+  if (!deploy) throw new Error(`no deploy started for #${pr}`);
+  const input = { ...deploy.input, ready: { urls: { web: appUrl } } };
+  await cloud.invoke('functions/steps/mark-ready.ts', input);
+  return input;
+}
+
+/** The runs MarkReady started since `from` (their executions' inputs). */
+const runsSince = (from: number) =>
+  started
+    .slice(from)
+    .filter((s) => s.workflow === 'testRun')
+    .map((s) => ({ runId: String(s.input.runId), execution: s.name }));
+
+/** Play one run's Prepare and Execute, as its execution would; Execute's input, to play it again. */
+async function playRun(run: { runId: string; execution: string }) {
+  const prepared = await cloud.invoke<{ ready: boolean }>('functions/steps/run-prepare.ts', run);
+  expect(prepared.ready).toBe(true);
+  const input = { runId: run.runId, prepared };
+  await cloud.invoke('functions/steps/run-execute.ts', input, 600_000);
+  return input;
+}
+
+const runsOf = (sha: string): FakeCheckRun[] => github.checkRuns.ofHead(sha);
+const story = (sha: string): CheckRunWriteRecord[] =>
+  runsOf(sha).flatMap((r) => github.checkRuns.storyOf(r.id));
+const statuses = (sha: string) => story(sha).map((w) => w.body.status);
+
+describe('a head commit’s check run, through the GitHub App', () => {
+  (onX64Linux ? test : test.skip)(
+    'queued at the deploy request, in_progress while its runs run, completed success; replays change nothing',
+    async () => {
+      const sha = commit('pass');
+      expect(await pullRequestUpdated(updated(31, sha))).toEqual({ outcome: 'deploy requested' });
+      expect(runsOf(sha)).toHaveLength(1);
+      expect(runsOf(sha)[0]).toMatchObject({ name: 'Preview tests', status: 'queued', conclusion: null });
+      expect(story(sha)[0]).toMatchObject({ method: 'POST', body: { name: 'Preview tests', head_sha: sha } });
+
+      const from = started.length;
+      await markReady(31);
+      const runs = runsSince(from);
+      expect(runs).toHaveLength(1);
+      expect(runsOf(sha)[0]!.status).toBe('in_progress');
+
+      const execute = await playRun(runs[0]!);
+      const [run] = runsOf(sha);
+      expect(run).toMatchObject({ status: 'completed', conclusion: 'success' });
+      expect(run!.output.title).toBe('1 test passed');
+      expect(run!.output.summary).toContain('Home on previews');
+      expect(run!.completed_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      expect(statuses(sha)).toEqual(['queued', 'in_progress', 'completed']);
+      expect(github.calls()).toContain(`PATCH /repos/acme/shop/check-runs/${run!.id}`);
+
+      // EventBridge delivers the event again; Step Functions retries Execute: no second write.
+      const writes = github.checkRuns.writes.length;
+      expect(await pullRequestUpdated(updated(31, sha, new Date(clock).toISOString()))).toEqual({
+        outcome: 'stale',
+      });
+      await cloud.invoke('functions/steps/run-execute.ts', execute, 600_000).catch(() => undefined);
+      expect(github.checkRuns.writes).toHaveLength(writes);
+      expect(runsOf(sha)).toHaveLength(1);
+    },
+    240_000,
+  );
+
+  (onX64Linux ? test : test.skip)(
+    'a failing test fails it, naming the failed step, with the re-run button',
+    async () => {
+      await importTest('Heading on previews', [absent]);
+      const sha = commit('fail');
+      await pullRequestUpdated(updated(32, sha));
+      const from = started.length;
+      await markReady(32);
+      const runs = runsSince(from);
+      expect(runs).toHaveLength(2);
+      for (const r of runs) await playRun(r);
+      const [run] = runsOf(sha);
+      expect(run).toMatchObject({ status: 'completed', conclusion: 'failure' });
+      expect(run!.output.title).toBe('1 test failed of 2');
+      expect(run!.output.text).toContain('### Heading on previews');
+      expect(run!.actions).toEqual([expect.objectContaining({ identifier: 'rerun-failed' })]);
+      expect(statuses(sha).filter((s) => s === 'completed')).toHaveLength(1);
+      expect(runsOf(sha)).toHaveLength(1);
+    },
+    240_000,
+  );
+});
+
+describe('a newer push', () => {
+  test('cancels the older head’s check run, naming the newer commit, and queues its own', async () => {
+    const older = commit('older');
+    const newer = commit('newer');
+    expect(await pullRequestUpdated(updated(33, older))).toEqual({ outcome: 'deploy requested' });
+    expect(runsOf(older)[0]!.status).toBe('queued');
+
+    const newerEvent = updated(33, newer);
+    expect(await pullRequestUpdated(newerEvent)).toEqual({ outcome: 'deploy requested' });
+    const [old] = runsOf(older);
+    expect(old).toMatchObject({ status: 'completed', conclusion: 'cancelled' });
+    expect(old!.output.title).toContain(newer.slice(0, 12));
+    expect(runsOf(newer)).toEqual([expect.objectContaining({ status: 'queued' })]);
+
+    // The same event again, and the older one late: one check run per head, nothing rewritten.
+    const writes = github.checkRuns.writes.length;
+    expect(await pullRequestUpdated(newerEvent)).toEqual({ outcome: 'stale' });
+    expect(await pullRequestUpdated(updated(33, older, '2032-01-01T00:00:00.000Z'))).toEqual({
+      outcome: 'stale',
+    });
+    expect(github.checkRuns.writes).toHaveLength(writes);
+    expect([runsOf(older).length, runsOf(newer).length]).toEqual([1, 1]);
+    expect(logs.join('\n')).not.toMatch(/ghs_[0-9a-f]{36}/);
+  }, 60_000);
+});
