@@ -17,6 +17,7 @@ const REPORT_URL_NOTE =
   'A run read whole (GET /run/{run_id}, or GET /run with steps=true) adds `environment` (additive) once its target was resolved: `{repository, pr_number, commit}` of the environment it ran against.' +
   " With `media=true` it also carries `trace_url` (additive): a signed link, like `video_url`, to the run's Playwright trace (a zip the trace viewer at `/trace-viewer/` opens); null before it is stored and on a list page read without `steps=true`." +
   ' A run read whole may carry `metadata.attempts` (additive: how many attempts a test with `retries` took) and `metadata.flaky: true` (a later attempt passed after a failed one; the run is `passed`).' +
+  ' A run against an environment may carry `metadata.wake` (additive: `{waited_ms, apps}`, how long it waited before its first step for its preview to wake and when each app answered), and a run whose preview never answered `metadata.error_kind: "environment"` (additive; its `error` names the environment, not a step).' +
   " A run read whole with a healed step carries `healed_steps` (additive: how many), and with `steps=true` each healed step `healed` (additive: `{from, to, score, html}`, the recorded selector that matched nothing, the one it acted on, the heal's score 0..1 and the element's outer HTML, masked)." +
   ' With `steps=true` a step may carry `metadata` (additive): `console` ([{level, text}]: console errors and warnings, page errors), `network` ([{status, text}]: failed or 4xx/5xx requests), `events_dropped`; masked, at most 20 per step.';
 

@@ -13,6 +13,7 @@ import {
   type RunStatus,
   type RunStepItem,
   type RunTarget,
+  type RunWake,
   runKey,
   statusWrite,
 } from './store.js';
@@ -249,6 +250,10 @@ export async function finishRun(
     flaky?: boolean;
     /** How many of `steps` were healed (heal.ts); absent or 0: none. */
     healedSteps?: number;
+    /** `environment`: the preview never answered, not a step failed (the merge gate tells them apart). */
+    errorKind?: 'environment';
+    /** The wait for the preview to wake, before the first step. */
+    wake?: RunWake;
   },
 ): Promise<void> {
   const ended = statusWrite(run, outcome.status);
@@ -285,6 +290,14 @@ export async function finishRun(
     sets.push('healedSteps = :healed', 'healedKey = :healedKey');
     values[':healed'] = outcome.healedSteps;
     values[':healedKey'] = keys.runs.healed(run.orgId);
+  }
+  if (outcome.errorKind) {
+    sets.push('errorKind = :errorKind');
+    values[':errorKind'] = outcome.errorKind;
+  }
+  if (outcome.wake) {
+    sets.push('wake = :wake');
+    values[':wake'] = outcome.wake;
   }
   try {
     await updateRun(run.runId, {
