@@ -35,6 +35,9 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `ingressAnnotations` (default none): a JSON object of strings, put on every Ingress;
  * - `tlsSecretName` (default none: the controller's default certificate);
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
+ * - `verifierVpcId`, `verifierSubnetIds` (comma-separated, two or more), `clusterSecurityGroupId` (default
+ *   none: the verifier's function URL only): the access verifier's internal load balancer in the
+ *   cluster's VPC, open to that security group, which a Gateway's external auth reaches;
  * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/constructs/ffmpeg-layer.ts): an existing x86_64 layer with
  *   ffmpeg at bin/ffmpeg, for test-run videos;
  * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg;
@@ -104,6 +107,9 @@ export function addPreviewStacks(app: App): PreviewStacks {
     ingressAnnotations: annotationsContext(app.node.tryGetContext('ingressAnnotations')),
     tlsSecretName: optional('tlsSecretName'),
     allowFromCidrs: listContext(app.node.tryGetContext('allowFromCidrs')),
+    verifierVpcId: optional('verifierVpcId'),
+    verifierSubnetIds: listContext(app.node.tryGetContext('verifierSubnetIds')),
+    clusterSecurityGroupId: optional('clusterSecurityGroupId'),
     ffmpegLayerArn: optional('ffmpegLayerArn'),
     ffmpegLayerPath: optional('ffmpegLayerPath'),
     fairShare: {
