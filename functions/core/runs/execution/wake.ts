@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { RunAccessCookie } from '../../applications/index.js';
 import type { RunWake } from '../store.js';
 
@@ -115,21 +117,24 @@ export async function wakePreview(
   return { wake: { waitedMs: now() - start, apps }, ...(service ? { serviceUrls: service } : {}) };
 }
 
-/** One ask: `true` when the app answered, else what was met instead (a status, or the error's kind). */
-async function ask(url: string, cookie: string | undefined, timeoutMs: number): Promise<true | string> {
-  try {
-    const res = await fetch(url, {
-      redirect: 'manual',
-      headers: cookie ? { cookie } : {},
-      signal: AbortSignal.timeout(timeoutMs),
+/**
+ * One ask: `true` when the app answered, else what was met instead (a status, or the error's code). Node's
+ * own http/https client, a connection each (no pool left open to the app, no redirect followed).
+ */
+function ask(url: string, cookie: string | undefined, timeoutMs: number): Promise<true | string> {
+  return new Promise((resolve) => {
+    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const req = send(url, { method: 'GET', agent: false, headers: cookie ? { cookie } : {} }, (res) => {
+      res.resume();
+      resolve(NOT_YET.has(res.statusCode ?? 0) ? `${res.statusCode}` : true);
     });
-    await res.body?.cancel().catch(() => undefined);
-    return NOT_YET.has(res.status) ? `${res.status}` : true;
-  } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'no answer in time';
-    return e.cause?.code ?? e.name;
-  }
+    req.setTimeout(timeoutMs, () => {
+      req.destroy();
+      resolve('no answer in time');
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.name));
+    req.end();
+  });
 }
 
 /** The access cookies for `url`'s origin, as a Cookie header (never another origin's). */
