@@ -143,6 +143,8 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
         until: now() + (limit.remainingMs ?? runMs + executorReserveMs({ scenario: true })) - 5_000,
       },
     );
+  // The wait for the preview before the first step, once made (`end` records it).
+  let wake: RunWake | undefined;
   const missing = deps.browser.missing();
   if (missing) return end(skipAll(run.steps), missing);
   const secrets = await secretValues(deps, run, input.target);
@@ -159,7 +161,6 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
   }
   // A sleeping preview is woken, and each app waited for, before the first step and the factory's `up`:
   // a cold start is the environment's, not a step's (wake.ts).
-  let wake: RunWake | undefined;
   let target: RunTarget = input.target;
   if (input.target.envKey) {
     const ref = { orgId: run.orgId, envKey: input.target.envKey };
