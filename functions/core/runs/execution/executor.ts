@@ -16,7 +16,7 @@ import { type AttemptOutcome, runAttempt } from './attempt.js';
 import { awaitOtherExecutor, claimExecutor } from './claims.js';
 import { executorReserveMs, runDeadline } from './deadline.js';
 import type { ExecuteDeps, ExecuteInput } from './types.js';
-import { PreviewNotAwake, wakePreview } from './wake.js';
+import { neededApps, PreviewNotAwake, wakePreview } from './wake.js';
 
 /**
  * Words that make a variable's name say it holds a secret: `PASSWORD`, `DB_PASS`, `API_TOKEN`,
@@ -169,7 +169,7 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
         { ...(deps.wake ? { wake: deps.wake } : {}), now },
         {
           ...ref,
-          urls: input.target.urls ?? {},
+          urls: neededApps(input.target, run.scenario !== undefined),
           // The service's own calls go to the apps' own addresses where the runtime has them (local).
           ...(deps.serviceUrls ? { serviceUrls: () => deps.serviceUrls!(ref) } : {}),
           access,

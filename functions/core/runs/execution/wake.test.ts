@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { PreviewNotAwake, wakePreview } from './wake.js';
+import { neededApps, PreviewNotAwake, wakePreview } from './wake.js';
 
 /*
  * Waking a run's preview before its first step: apps asked at loopback servers that answer as a gateway
@@ -109,5 +109,27 @@ describe('wakePreview', () => {
     expect(out.serviceUrls).toEqual({ web: own });
     expect(seen).toEqual([undefined]);
     expect(other).toEqual(['preview_access=tok']);
+  });
+});
+
+describe('neededApps', () => {
+  const target = {
+    url: 'http://web.example/start',
+    appUrl: 'http://web.example',
+    applicationId: 'a1',
+    apps: ['api', 'factory', 'web'],
+    urls: { web: 'http://web.example', api: 'http://api.example', factory: 'http://factory.example' },
+    factory: { app: 'factory', path: '/factory' },
+  };
+
+  test("a run needs the app its first page is on, not the preview's other apps", () => {
+    expect(neededApps(target, false)).toEqual({ web: 'http://web.example' });
+  });
+
+  test("a run with a scenario needs the Environment Factory's app too", () => {
+    expect(neededApps(target, true)).toEqual({
+      web: 'http://web.example',
+      factory: 'http://factory.example',
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { RunAccessCookie } from '../../applications/index.js';
-import type { RunWake } from '../store.js';
+import type { RunTarget, RunWake } from '../store.js';
 
 /*
  * Cold starts: before a run's first step (and its scenario's `up`, the first Environment Factory call) the
@@ -145,3 +145,18 @@ function cookieFor(url: string, access: RunAccessCookie[]): string | undefined {
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
+/**
+ * The apps a run needs awake: the one its first page is on, and the Environment Factory's app when the
+ * run has a scenario (its `up`); the preview's other apps are not waited for (one of them down is a
+ * step's failure when a step meets it, not the environment's).
+ */
+export function neededApps(target: RunTarget, scenario: boolean): Record<string, string> {
+  const urls = target.urls ?? {};
+  const needed: Record<string, string> = {};
+  for (const [app, url] of Object.entries(urls)) if (url === target.appUrl) needed[app] = url;
+  if (!Object.keys(needed).length) needed.app = target.appUrl;
+  const factoryApp = target.factory?.app;
+  if (scenario && factoryApp && urls[factoryApp]) needed[factoryApp] = urls[factoryApp];
+  return needed;
+}
