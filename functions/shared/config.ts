@@ -141,6 +141,7 @@ const schema = z
     PREVIEW_FFMPEG_PATH: z.optional(nonEmpty),
     PREVIEW_RUN_STEP_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(600)), 15),
     PREVIEW_RUN_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(5), z.lte(840)), 600),
+    PREVIEW_WAKE_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(600)), 120),
     PREVIEW_RUN_CONCURRENCY: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(16)), 2),
     PREVIEW_ORG_REQUESTS_PER_SECOND: z._default(z.coerce.number().check(z.gte(0), z.lte(10_000)), 20),
     PREVIEW_ORG_CONCURRENT_DEPLOYS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(10_000)), 20),
@@ -201,6 +202,11 @@ export interface Config {
     ffmpegPath?: string;
     stepTimeoutSeconds: number;
     runTimeoutSeconds: number;
+    /**
+     * How long a run waits for its preview to wake and each app to answer before its first step
+     * (PREVIEW_WAKE_TIMEOUT_SECONDS, 1–600, default 120; never past the run's own limit).
+     */
+    wakeTimeoutSeconds: number;
     /** Local runs at once (PREVIEW_RUN_CONCURRENCY, 1–16, default 2); the others wait in order. */
     concurrency: number;
   };
@@ -354,6 +360,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
       ffmpegPath: e.PREVIEW_FFMPEG_PATH,
       stepTimeoutSeconds: e.PREVIEW_RUN_STEP_TIMEOUT_SECONDS,
       runTimeoutSeconds: e.PREVIEW_RUN_TIMEOUT_SECONDS,
+      wakeTimeoutSeconds: e.PREVIEW_WAKE_TIMEOUT_SECONDS,
       concurrency: e.PREVIEW_RUN_CONCURRENCY,
     },
     fairShare: {

@@ -32,10 +32,11 @@ export async function handler(
         secrets: secretStore(),
         stepTimeoutSeconds: c.runs.stepTimeoutSeconds,
         runTimeoutSeconds: c.runs.runTimeoutSeconds,
+        wakeTimeoutSeconds: c.runs.wakeTimeoutSeconds,
         // Locally the run's own limit applies alone (the local engine's context is no Lambda's).
         ...(c.mode === 'aws' && context ? { remainingMs: () => context.getRemainingTimeInMillis() } : {}),
         ...(context?.awsRequestId ? { invocationId: context.awsRequestId } : {}),
-        // Locally a sleeping preview is woken first (the front door); in AWS the request wakes it.
+        // Locally a sleeping preview is woken by the front door; in AWS the executor's asks wake it (wake.ts).
         ...(c.mode === 'local'
           ? {
               wake: (ref: { orgId: string; envKey: string }) => frontDoor().wake(ref),

@@ -152,6 +152,14 @@ export const clusterGroup = 'preview-runtime';
  * The EKS cluster previews run on, and how their Ingresses look (functions/ports/runtime/eks/cluster.ts reads these
  * as EKS_* variables, validated by shared/config.ts).
  */
+/** The cluster's network, for the verifier's internal load balancer (constructs/access-verifier.ts). */
+export interface VerifierNetwork {
+  vpcId: string;
+  subnetIds: string[];
+  /** The security group of the nodes or pods that send the auth requests (the EKS cluster security group). */
+  clusterSecurityGroupId: string;
+}
+
 export interface ClusterSettings {
   /** The cluster's name (EKS_CLUSTER_NAME), in the stack's account and region. */
   name: string;
@@ -177,6 +185,11 @@ export interface ClusterSettings {
   ingressAnnotations?: Record<string, string>;
   /** EKS_TLS_SECRET_NAME */
   tlsSecretName?: string;
+  /**
+   * Where the access verifier's internal load balancer goes (the cluster's VPC, two or more of its subnets,
+   * and the security group the Gateway's pods use), or undefined: no load balancer, the function URL only.
+   */
+  verifierNetwork?: VerifierNetwork;
   /** EKS_ALLOW_FROM_CIDRS (comma-separated) */
   allowFromCidrs?: string[];
   /** EKS_DB_STORAGE_SIZE, EKS_DB_STORAGE_CLASS, EKS_CNPG_NAMESPACE: preview.yaml's postgres services. */

@@ -37,6 +37,9 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  * - `allowFromCidrs` (default none): comma-separated CIDRs the preview NetworkPolicies also admit;
  * - `dbStorageSize` (default `1Gi`), `dbStorageClass` (default: the cluster's default class),
  *   `cnpgNamespace` (default `cnpg-system`): preview.yaml's postgres services on CloudNativePG;
+ * - `verifierVpcId`, `verifierSubnetIds` (comma-separated, two or more), `clusterSecurityGroupId` (default
+ *   none: the verifier's function URL only): the access verifier's internal load balancer in the
+ *   cluster's VPC, open to that security group, which a Gateway's external auth reaches;
  * - `ffmpegLayerArn` (default: the packaged ffmpeg, lib/cdk/constructs/ffmpeg-layer.ts): an existing x86_64 layer with
  *   ffmpeg at bin/ffmpeg, for test-run videos;
  * - `ffmpegLayerPath` (default: the packaged ffmpeg): or a local directory (or .zip) with bin/ffmpeg;
@@ -109,6 +112,9 @@ export function addPreviewStacks(app: App): PreviewStacks {
     dbStorageSize: optional('dbStorageSize'),
     dbStorageClass: optional('dbStorageClass'),
     cnpgNamespace: optional('cnpgNamespace'),
+    verifierVpcId: optional('verifierVpcId'),
+    verifierSubnetIds: listContext(app.node.tryGetContext('verifierSubnetIds')),
+    clusterSecurityGroupId: optional('clusterSecurityGroupId'),
     ffmpegLayerArn: optional('ffmpegLayerArn'),
     ffmpegLayerPath: optional('ffmpegLayerPath'),
     fairShare: {

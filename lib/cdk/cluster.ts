@@ -1,6 +1,6 @@
 import { Token } from 'aws-cdk-lib';
 import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
-import type { ClusterSettings } from './access.js';
+import type { ClusterSettings, VerifierNetwork } from './access.js';
 
 /*
  * The EKS cluster previews run on, as the stack's props give it: its settings (checked), and which
@@ -92,6 +92,18 @@ export interface ClusterOptions {
   dbStorageSize?: string;
   dbStorageClass?: string;
   cnpgNamespace?: string;
+  /**
+   * The cluster's VPC (verifierVpcId), two or more of its subnets in different zones (verifierSubnetIds)
+   * and the security group the Gateway's proxies connect from (clusterSecurityGroupId: the EKS cluster
+   * security group, which nodes and pods use unless given their own). Given, the access verifier gets an
+   * internal Application Load Balancer there, which routes by no Host, and the cluster reaches the
+   * verifier through it (ACCESS_VERIFIER_URL `http://<its DNS name>`); a Gateway's external auth sends
+   * the visitor's Host, which a function URL cannot serve. All three or none.
+   * @default - none: the verifier's function URL only (protection on a Gateway does not reach it)
+   */
+  verifierVpcId?: string;
+  verifierSubnetIds?: string[];
+  clusterSecurityGroupId?: string;
 }
 
 /** EKS cluster names: 1-100 characters, alphanumeric first, then alphanumerics, `-` and `_`. */
@@ -150,6 +162,9 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
         'dbStorageSize',
         'dbStorageClass',
         'cnpgNamespace',
+        'verifierVpcId',
+        'verifierSubnetIds',
+        'clusterSecurityGroupId',
       ] as const
     ).filter((key) => props[key] !== undefined);
     if (set.length > 0) throw new Error(`${set.join(', ')} set without eksClusterName`);
@@ -215,6 +230,7 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
   check('dbStorageSize', props.dbStorageSize, /^[1-9][0-9]*(Mi|Gi|Ti)$/, 'a volume size (1Gi, 512Mi)');
   check('dbStorageClass', props.dbStorageClass, subdomainPattern, 'a StorageClass name');
   check('cnpgNamespace', props.cnpgNamespace, labelPattern, 'a Kubernetes namespace name');
+  const verifierNetwork = verifierNetworkOf(props, protection);
   return {
     name,
     accessEntries: props.eksAccessEntries ?? true,
@@ -233,5 +249,34 @@ export function clusterSettings(props: ClusterOptions): ClusterSettings | undefi
     dbStorageSize: props.dbStorageSize,
     dbStorageClass: props.dbStorageClass,
     cnpgNamespace: props.cnpgNamespace,
+    ...(verifierNetwork ? { verifierNetwork } : {}),
   };
+}
+
+/** The verifier's network from the props: all three keys or none, each checked; only with a protection. */
+function verifierNetworkOf(props: ClusterOptions, protection: string): VerifierNetwork | undefined {
+  const { verifierVpcId: vpcId, verifierSubnetIds: subnetIds, clusterSecurityGroupId } = props;
+  const given = [vpcId, subnetIds, clusterSecurityGroupId].filter((v) => v !== undefined).length;
+  if (given === 0) return undefined;
+  if (given < 3)
+    throw new Error(
+      'verifierVpcId, verifierSubnetIds and clusterSecurityGroupId go together (the verifier’s internal load balancer)',
+    );
+  if (protection === 'none')
+    throw new Error(
+      'verifierVpcId, verifierSubnetIds and clusterSecurityGroupId need a protection (not none)',
+    );
+  const known = (v: string) => !Token.isUnresolved(v);
+  if (known(vpcId!) && !/^vpc-[0-9a-f]{8,17}$/.test(vpcId!))
+    throw new Error(`verifierVpcId must be a VPC id (vpc-…) (got "${vpcId}")`);
+  for (const id of subnetIds!)
+    if (known(id) && !/^subnet-[0-9a-f]{8,17}$/.test(id))
+      throw new Error(`verifierSubnetIds: "${id}" is not a subnet id (subnet-…)`);
+  if (subnetIds!.length < 2)
+    throw new Error('verifierSubnetIds: at least two subnets, in different zones (an ALB needs two)');
+  if (known(clusterSecurityGroupId!) && !/^sg-[0-9a-f]{8,17}$/.test(clusterSecurityGroupId!))
+    throw new Error(
+      `clusterSecurityGroupId must be a security group id (sg-…) (got "${clusterSecurityGroupId}")`,
+    );
+  return { vpcId: vpcId!, subnetIds: subnetIds!, clusterSecurityGroupId: clusterSecurityGroupId! };
 }

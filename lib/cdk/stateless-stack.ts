@@ -165,7 +165,10 @@ export class StatelessStack extends Stack {
     if (this.cluster) for (const [, fn] of this.clusterSchedules()) fn.bindClusterAccess(this.cluster);
     // The verifier protected previews' Ingresses ask (the front door): with a cluster only.
     if (this.cluster) {
-      this.accessVerifier = new AccessVerifier(this, 'AccessVerifier', { ...functions });
+      this.accessVerifier = new AccessVerifier(this, 'AccessVerifier', {
+        ...functions,
+        ...(this.cluster.verifierNetwork ? { network: this.cluster.verifierNetwork } : {}),
+      });
       for (const [, fn] of this.clusterCallers())
         fn.addEnvironment('ACCESS_VERIFIER_URL', this.accessVerifier.url);
     }

@@ -6,6 +6,7 @@ import { type ApiTarget, api, path } from './api.js';
 import { type Parsed, UsageError } from './args.js';
 import { parseEnvFile } from './env-file.js';
 import { short, table, when } from './format.js';
+import { redeployAll } from './redeploy-all.js';
 import {
   APP_COLUMNS,
   ENV_COLUMNS,
@@ -93,7 +94,12 @@ function timeoutOf(p: Parsed): number {
 export function checkArgs(p: Parsed): void {
   const name = p.command.name;
   repoOf(p, false);
-  if ((name.startsWith('envs ') && name !== 'envs list') || name === 'gate skip') envOf(p);
+  if (name === 'envs redeploy' && p.values.all === true) {
+    if (str(p, 'pr') !== undefined)
+      throw new UsageError('envs redeploy --all takes no --pr (--repo narrows it)');
+  } else if ((name.startsWith('envs ') && name !== 'envs list') || name === 'gate skip') envOf(p);
+  if (p.values['dry-run'] === true && p.values.all !== true)
+    throw new UsageError('--dry-run goes with envs redeploy --all');
   if (/^(envs (restart|rebuild|logs)|secrets )/.test(name)) appArg(p);
   if (name === 'secrets set') secretItems(p);
   if (/^runs (get|report|wait)$/.test(name)) runArg(p);
@@ -183,6 +189,8 @@ export async function runApiCommand(p: Parsed, ctx: CommandContext): Promise<Out
       );
     }
     case 'envs redeploy': {
+      if (p.values.all === true)
+        return redeployAll(p, { target: t, wait: (e) => waitEnv(ctx, e, timeoutOf(p)) });
       const e = envOf(p);
       const res = await api(t, 'apiKey', 'PATCH', e.path);
       return afterAccepted(p, ctx, e, res, `redeploying ${e.label}`);

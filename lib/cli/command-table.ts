@@ -141,9 +141,12 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: 'envs redeploy',
-    synopsis: `${env} [--wait] [--timeout SECONDS]`,
-    help: "run the whole pipeline again at the environment's current head",
-    options: { repo: value, pr: value, wait: flag, timeout: value },
+    synopsis: `${env} [--wait] [--timeout SECONDS] | --all [--repo owner/repo] [--dry-run] [--wait]`,
+    help:
+      "run the whole pipeline again at the environment's current head. --all: every live (ready)\n" +
+      "preview of the organization (or of --repo), a line each saying what happened (an upgrade's move\n" +
+      'onto the new objects); --dry-run lists them; --wait redeploys one at a time, each until it settles',
+    options: { repo: value, pr: value, wait: flag, timeout: value, all: flag, 'dry-run': flag },
     via: 'api',
   },
   {

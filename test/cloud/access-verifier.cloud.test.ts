@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { LambdaFunctionURLEvent } from 'aws-lambda';
+import type { ALBEvent, ALBResult, LambdaFunctionURLEvent } from 'aws-lambda';
 import { ACCESS_PATH, signAccessToken, verifyPath } from '../../functions/shared/access-token.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { type Cloud, startCloud } from './cloud-tier.js';
@@ -187,6 +187,42 @@ describe('the access verifier in AWS mode', () => {
     expect(JSON.stringify(link)).not.toContain(key);
     const forged = await verify(gatewayEvent(ACCESS_PATH, 'token=v1.9999999999.x'));
     expect(forged.statusCode).toBe(401);
+  });
+
+  test("through the stack's internal load balancer (an ALB event): the visitor's Host, the same answers", async () => {
+    // As the ALB hands it over (multi-value headers on): Envoy's auth request with the visitor's Host,
+    // the query as sent (still encoded); the listener's default action routes by no Host.
+    const albEvent = (visitorPath: string, query: Record<string, string[]>, cookie?: string) =>
+      ({
+        requestContext: {
+          elb: { targetGroupArn: 'arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/v/1' },
+        },
+        httpMethod: 'GET',
+        path: `${verifyPath({ ...scope, applicationId: APP })}${visitorPath}`,
+        multiValueQueryStringParameters: query,
+        multiValueHeaders: {
+          host: [HOST],
+          'x-forwarded-proto': ['https'],
+          ...(cookie ? { cookie: [cookie] } : {}),
+        },
+        body: '',
+        isBase64Encoded: false,
+      }) as unknown as ALBEvent;
+    const alb = (event: ALBEvent) => cloud.invoke<ALBResult>('functions/api/access/verify.ts', event);
+    const now = Date.now();
+    const ok = await alb(albEvent('/orders/7', { tab: ['2'] }, cookieOf(signAccessToken(key, scope, now))));
+    expect([ok.statusCode, ok.multiValueHeaders?.['set-cookie']]).toEqual([200, undefined]);
+    expect((await alb(albEvent('/', {}))).statusCode).toBe(401);
+    const other = cookieOf(signAccessToken(key, { ...scope, envKey: 'acme/shop#8' }, now));
+    expect((await alb(albEvent('/', {}, other))).statusCode).toBe(401);
+    // An opened link (its token percent-encoded, as the ALB passes it): 302 to / with the host-only cookie.
+    const token = signAccessToken(key, scope, now);
+    const link = await alb(albEvent(ACCESS_PATH, { token: [encodeURIComponent(token)] }));
+    expect([link.statusCode, link.multiValueHeaders?.location]).toEqual([302, ['/']]);
+    expect(link.multiValueHeaders?.['set-cookie']).toEqual([
+      expect.stringMatching(/^preview_access=v1\.[^;]+; Path=\/; .*HttpOnly.*; Secure$/),
+    ]);
+    expect(JSON.stringify(link)).not.toContain(key);
   });
 
   test('a rotated key refuses the old cookie (once its 5 s cache has passed: forgotten here)', async () => {

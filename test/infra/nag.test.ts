@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { type App, type PolicyViolation, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { clusterContext, synthesize } from './synth.js';
+import { clusterContext, synthesize, verifierNetworkContext } from './synth.js';
 
 /** Every acknowledgment in an app: where it is made, the rule (or finding) id and its reason. */
 interface Acknowledgment {
@@ -35,6 +35,7 @@ const describeViolations = (violations: PolicyViolation[]) =>
 describe.each([
   ['without a cluster', synthesize().app],
   ['with a cluster', synthesize(clusterContext).app],
+  ["with a Gateway and the verifier's load balancer", synthesize(verifierNetworkContext).app],
 ])('cdk-nag AwsSolutionsChecks %s', (_, app) => {
   const acknowledgments = acknowledgmentsOf(app);
 

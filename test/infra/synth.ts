@@ -159,6 +159,17 @@ export const clusterContext = {
   allowFromCidrs: '10.0.0.0/16, 10.1.0.0/16',
 };
 
+/** A cluster on Gateway routing with Envoy Gateway's protection, the verifier behind its internal load balancer. */
+export const verifierNetworkContext = {
+  eksClusterName: 'previews',
+  ingressDomain: 'previews.example.com',
+  gatewayName: 'previews',
+  gatewayNamespace: 'envoy-gateway-system',
+  verifierVpcId: 'vpc-0a1b2c3d4e5f60718',
+  verifierSubnetIds: 'subnet-0aaa1111bbbb2222c, subnet-0ddd3333eeee4444f',
+  clusterSecurityGroupId: 'sg-0123456789abcdef0',
+};
+
 /** A function of the stateless stack with what its manifest entry (or entries) declares. */
 export interface DeclaredFunction {
   /** Its logical id in the stateless template. */

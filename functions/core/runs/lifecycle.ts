@@ -13,6 +13,7 @@ import {
   type RunStatus,
   type RunStepItem,
   type RunTarget,
+  type RunWake,
   runKey,
   statusWrite,
 } from './store.js';
@@ -251,6 +252,10 @@ export async function finishRun(
     healedSteps?: number;
     /** The origins refused to the page without failing a step (attempt.ts); absent or empty: none. */
     refusedOrigins?: string[];
+    /** `environment`: the preview never answered, not a step failed (the merge gate tells them apart). */
+    errorKind?: 'environment';
+    /** The wait for the preview to wake, before the first step. */
+    wake?: RunWake;
   },
 ): Promise<void> {
   const ended = statusWrite(run, outcome.status);
@@ -291,6 +296,14 @@ export async function finishRun(
   if (outcome.refusedOrigins?.length) {
     sets.push('refusedOrigins = :refused');
     values[':refused'] = outcome.refusedOrigins;
+  }
+  if (outcome.errorKind) {
+    sets.push('errorKind = :errorKind');
+    values[':errorKind'] = outcome.errorKind;
+  }
+  if (outcome.wake) {
+    sets.push('wake = :wake');
+    values[':wake'] = outcome.wake;
   }
   try {
     await updateRun(run.runId, {

@@ -81,6 +81,8 @@ export interface RunItem {
    * environment); absent for a failing test. The merge gate's title tells them apart.
    */
   errorKind?: 'environment';
+  /** How long the run waited for its preview to wake before its first step (execution/wake.ts). */
+  wake?: RunWake;
   /** Copied from the test when the run started: what the run targets, and its timeouts. */
   applicationId?: string;
   applicationVersion?: ApplicationVersion;
@@ -137,6 +139,12 @@ export interface RunItem {
 }
 
 /** One attempt of a run (a retried test has several), kept in its record once the run ended. */
+/** A run's wait for its preview: in all, and when each app answered (ms from the wait's start). */
+export interface RunWake {
+  waitedMs: number;
+  apps: Record<string, number>;
+}
+
 export interface RunAttemptItem {
   number: number;
   status: 'passed' | 'failed';

@@ -114,6 +114,9 @@ export function toTestRunView(run: ListedRun, view: RunView, sign: MediaSigner =
       // GET /run?flaky=true (its sparse index projects it): the other listing indexes project neither.
       ...(run.attempts?.length ? { attempts: run.attempts.length } : {}),
       ...(run.flaky ? { flaky: true } : {}),
+      // Cold starts: how long the run waited for its preview, and when each app answered (read whole).
+      ...(run.wake ? { wake: { waited_ms: run.wake.waitedMs, apps: run.wake.apps } } : {}),
+      ...(run.errorKind ? { error_kind: run.errorKind } : {}),
     },
     ...(run.status === 'failed' && run.error ? { error: run.error } : {}),
     ...(run.healedSteps ? { healed_steps: run.healedSteps } : {}),

@@ -4,11 +4,19 @@ import { maskSecrets } from '../../../shared/masking/mask.js';
 import { prepareRunAccess, type RunAccessCookie } from '../../applications/index.js';
 import { releaseDownClaim } from '../../scenarios/index.js';
 import { finishRun, RunNotOwned } from '../lifecycle.js';
-import { loadRun, type RunAttemptItem, type RunItem, type RunStepItem, type RunTarget } from '../store.js';
+import {
+  loadRun,
+  type RunAttemptItem,
+  type RunItem,
+  type RunStepItem,
+  type RunTarget,
+  type RunWake,
+} from '../store.js';
 import { type AttemptOutcome, runAttempt } from './attempt.js';
 import { awaitOtherExecutor, claimExecutor } from './claims.js';
 import { executorReserveMs, runDeadline } from './deadline.js';
 import type { ExecuteDeps, ExecuteInput } from './types.js';
+import { neededApps, PreviewNotAwake, wakePreview } from './wake.js';
 
 /**
  * Words that make a variable's name say it holds a secret: `PASSWORD`, `DB_PASS`, `API_TOKEN`,
@@ -135,26 +143,49 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
         until: now() + (limit.remainingMs ?? runMs + executorReserveMs({ scenario: true })) - 5_000,
       },
     );
+  // The wait for the preview before the first step, once made (`end` records it).
+  let wake: RunWake | undefined;
   const missing = deps.browser.missing();
   if (missing) return end(skipAll(run.steps), missing);
   const secrets = await secretValues(deps, run, input.target);
   if ('error' in secrets) return end(skipAll(run.steps), secrets.error);
-  // A sleeping preview is woken first; a protected one's access cookie, for its own origins only.
+  // A protected preview's access cookie, for its own origins only.
   let access: RunAccessCookie[];
   try {
-    access = await prepareRunAccess(deps, run.orgId, input.target);
+    access = await prepareRunAccess({ secrets: deps.secrets }, run.orgId, input.target);
   } catch (err) {
     return end(
       skipAll(run.steps),
-      maskSecrets(`the preview could not be woken: ${(err as Error).message}`, secrets.values),
+      maskSecrets(`the preview's access cookie could not be made: ${(err as Error).message}`, secrets.values),
     );
   }
-  // The service's own calls go to the apps' own addresses where the runtime has them (local).
-  const service = input.target.envKey
-    ? await deps.serviceUrls?.({ orgId: run.orgId, envKey: input.target.envKey })
-    : undefined;
-  const target: RunTarget =
-    service && Object.keys(service).length ? { ...input.target, serviceUrls: service } : input.target;
+  // A sleeping preview is woken, and each app waited for, before the first step and the factory's `up`:
+  // a cold start is the environment's, not a step's (wake.ts).
+  let target: RunTarget = input.target;
+  if (input.target.envKey) {
+    const ref = { orgId: run.orgId, envKey: input.target.envKey };
+    try {
+      const woken = await wakePreview(
+        { ...(deps.wake ? { wake: deps.wake } : {}), now },
+        {
+          ...ref,
+          urls: neededApps(input.target, run.scenario !== undefined),
+          // The service's own calls go to the apps' own addresses where the runtime has them (local).
+          ...(deps.serviceUrls ? { serviceUrls: () => deps.serviceUrls!(ref) } : {}),
+          access,
+          timeoutMs: Math.min(deps.wakeTimeoutSeconds * 1000, Math.max(0, limit.at - now())),
+          setting: 'PREVIEW_WAKE_TIMEOUT_SECONDS',
+        },
+      );
+      wake = woken.wake;
+      if (woken.serviceUrls && Object.keys(woken.serviceUrls).length)
+        target = { ...input.target, serviceUrls: woken.serviceUrls };
+    } catch (err) {
+      if (!(err instanceof PreviewNotAwake)) throw err;
+      const error = maskSecrets(err.message, secrets.values);
+      return end(skipAll(run.steps), error, undefined, undefined, undefined, { errorKind: 'environment' });
+    }
+  }
   // Retries: a failed attempt with retries left runs again (fresh session, media and scenario tokens),
   // while the run's deadline leaves time for one; the last attempt's steps and media are the run's.
   const retries = Math.max(0, Math.min(3, run.retries ?? 0));
@@ -195,6 +226,7 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
     videoKey?: string,
     traceKey?: string,
     tries?: { attempts: RunAttemptItem[]; flaky: boolean; refusedOrigins?: string[] },
+    kind?: { errorKind: 'environment' },
   ) {
     const status = error === undefined ? 'passed' : 'failed';
     const healedSteps = steps.filter((s) => s.healed).length;
@@ -206,6 +238,8 @@ async function executeInTurn(deps: ExecuteDeps, input: ExecuteInput): Promise<'p
       traceKey,
       ...tries,
       ...(healedSteps ? { healedSteps } : {}),
+      ...kind,
+      ...(wake ? { wake } : {}),
     });
     return status;
   }

@@ -16,6 +16,8 @@ export interface ExecuteDeps {
   /** Defaults when the test sets none (config: 15 s and 600 s unless changed). */
   stepTimeoutSeconds: number;
   runTimeoutSeconds: number;
+  /** How long a sleeping preview may take to wake before the first step (PREVIEW_WAKE_TIMEOUT_SECONDS). */
+  wakeTimeoutSeconds: number;
   now?: () => number;
   /** Retry and timeout limits of Environment Factory requests (30 s each unless changed: tests). */
   factory?: FactoryClientOptions;

@@ -146,7 +146,7 @@ export class EksFrontDoor {
       // The policy before the route it guards, so the route is never served unguarded.
       if (guarded(door, opts) && opts.protection === 'envoy-security-policy')
         await applyFenced(conn, 'securityPolicies', ns, name, gen, () =>
-          securityPolicyObject(ns, app, gen, target, door!),
+          securityPolicyObject(ns, app, gen, target, door!, opts.verifierUrl!),
         );
       await applyFenced(conn, 'httpRoutes', ns, name, gen, () =>
         httpRouteObject(ns, app, gen, target, opts, door),

@@ -33,6 +33,16 @@ export const VERIFIER_BACKEND = 'preview-access-verifier';
 
 const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 
+/**
+ * The verifier's port and whether it speaks TLS, from its URL: a function URL is `https://…` (443, TLS with
+ * its name); the stack's internal load balancer is `http://…` (80, inside the cluster's VPC).
+ */
+export function verifierEndpoint(verifierUrl: string): { host: string; port: number; tls: boolean } {
+  const url = new URL(verifierUrl);
+  const tls = url.protocol === 'https:';
+  return { host: url.hostname, port: url.port ? Number(url.port) : tls ? 443 : 80, tls };
+}
+
 /** Whether the app asks the verifier first (protected, and the stack has a verifier). */
 export const guarded = (door: FrontDoorSettings | undefined, opts: { verifierUrl?: string }) =>
   door?.access === 'protected' && Boolean(opts.verifierUrl);
@@ -41,12 +51,18 @@ export const guarded = (door: FrontDoorSettings | undefined, opts: { verifierUrl
 export function externalAuthFilter(
   target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
   door: FrontDoorSettings,
+  verifierUrl: string,
 ): Record<string, unknown> {
   return {
     type: 'ExternalAuth',
     externalAuth: {
       protocol: 'HTTP',
-      backendRef: { group: '', kind: 'Service', name: VERIFIER_BACKEND, port: 443 },
+      backendRef: {
+        group: '',
+        kind: 'Service',
+        name: VERIFIER_BACKEND,
+        port: verifierEndpoint(verifierUrl).port,
+      },
       http: {
         path: verifyPath({ ...target, applicationId: door.applicationId }),
         allowedHeaders: ['cookie', 'x-forwarded-proto'],
@@ -72,7 +88,7 @@ export function httpRouteObject(
     : { group: '', kind: 'Service', name: objectName(app.name), port: 80 };
   const filters =
     door && guarded(door, opts) && opts.protection === 'gateway-external-auth'
-      ? { filters: [externalAuthFilter(target, door)] }
+      ? { filters: [externalAuthFilter(target, door, opts.verifierUrl!)] }
       : {};
   const rule = (path: Record<string, string>) => ({
     matches: [{ path }],
@@ -112,6 +128,7 @@ export function securityPolicyObject(
   generation: number,
   target: Pick<RuntimeTarget, 'orgId' | 'envKey'>,
   door: FrontDoorSettings,
+  verifierUrl: string,
 ): CustomObject {
   const name = objectName(app.name);
   return stamp(
@@ -124,7 +141,12 @@ export function securityPolicyObject(
         extAuth: {
           http: {
             backendRefs: [
-              { group: 'gateway.envoyproxy.io', kind: 'Backend', name: VERIFIER_BACKEND, port: 443 },
+              {
+                group: 'gateway.envoyproxy.io',
+                kind: 'Backend',
+                name: VERIFIER_BACKEND,
+                port: verifierEndpoint(verifierUrl).port,
+              },
             ],
             path: verifyPath({ ...target, applicationId: door.applicationId }),
           },
@@ -137,21 +159,24 @@ export function securityPolicyObject(
   );
 }
 
-/** The verifier as an Envoy Gateway `Backend`: its host name on 443, TLS with that name (SNI, checked). */
+/**
+ * The verifier as an Envoy Gateway `Backend`: its host name and port; over TLS with that name (SNI, checked)
+ * when its URL is https (a function URL), plain HTTP inside the VPC to the stack's internal load balancer.
+ */
 export function verifierBackendObject(
   namespace: string,
   generation: number,
   verifierUrl: string,
 ): CustomObject {
-  const host = new URL(verifierUrl).hostname;
+  const { host, port, tls } = verifierEndpoint(verifierUrl);
   return stamp(
     {
       apiVersion: apiVersionOf('backends'),
       kind: 'Backend',
       metadata: { name: VERIFIER_BACKEND, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
       spec: {
-        endpoints: [{ fqdn: { hostname: host, port: 443 } }],
-        tls: { sni: host, wellKnownCACertificates: 'System' },
+        endpoints: [{ fqdn: { hostname: host, port } }],
+        ...(tls ? { tls: { sni: host, wellKnownCACertificates: 'System' } } : {}),
       },
     },
     generation,
@@ -167,8 +192,14 @@ export function verifierServiceObject(namespace: string, generation: number, ver
       metadata: { name: VERIFIER_BACKEND, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
       spec: {
         type: 'ExternalName',
-        externalName: new URL(verifierUrl).hostname,
-        ports: [{ name: 'https', port: 443, protocol: 'TCP' }],
+        externalName: verifierEndpoint(verifierUrl).host,
+        ports: [
+          {
+            name: verifierEndpoint(verifierUrl).tls ? 'https' : 'http',
+            port: verifierEndpoint(verifierUrl).port,
+            protocol: 'TCP',
+          },
+        ],
       },
     },
     generation,
