@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keys } from '../../functions/manifest/tables.js';
 import { pgBin } from '../../functions/ports/runtime/local/postgres.js';
-import { dropServices, ensureServices } from '../../functions/ports/runtime/local/services.js';
+import { dropServices, ensureServices, socketDir } from '../../functions/ports/runtime/local/services.js';
 import { type EnvState, envId, type LocalRuntime } from '../../functions/ports/runtime/local/state.js';
 import type { RuntimeTarget, ServiceLaunch } from '../../functions/ports/runtime/port.js';
 import { reportFigure } from './report.js';
@@ -58,7 +58,7 @@ const drop = (t: RuntimeTarget) => dropServices(rt, envId(t), envOf(t));
 /** psql as the server's own superuser over its socket (trust), the SQL on stdin. */
 function psql(t: RuntimeTarget, input: string, args: string[] = []) {
   const rec = envOf(t).services!.db!;
-  const sock = join(root, 'services', ...envId(t).split('/'), 'db', 'sock');
+  const sock = socketDir(root, envId(t), 'db');
   const out = spawnSync(
     'psql',
     [

@@ -45,12 +45,15 @@ apps:
       REDIS_URL: \${services.cache.url}
 `;
 
+/** Long names, as GitHub allows them (an owner of up to 39 characters, a repository of up to 100). */
+const REPO = `acme-${'o'.repeat(34)}/${'r'.repeat(100)}`;
+
 let dataDir: string;
 let gitRoot: string;
 beforeAll(() => {
-  // A short data dir: a service's Postgres socket lives under it, and a Unix socket's path has at most
-  // 107 bytes (a longer data dir fails the service's start: a known limit of the local services).
-  dataDir = mkdtempSync(join(tmpdir(), 'p-'));
+  // A long data dir (and long owner and repository names below): a Unix socket's path has at most 107
+  // bytes, so the services' sockets must not live under it.
+  dataDir = mkdtempSync(join(tmpdir(), `preview-services-restart-${'d'.repeat(60)}-`));
   gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
 });
 afterAll(() => {
@@ -69,17 +72,15 @@ const sql = (url: string, q: string) => ask(url, `/pg?sql=${encodeURIComponent(q
 
 describe('services across a restart of the server', () => {
   test('killed and started again, the preview comes back with the rows and keys its services held', async () => {
-    const sha = makeRepo(gitRoot, 'acme/kept', { 'preview.yaml': YAML, 'app.js': APP_JS });
+    const sha = makeRepo(gitRoot, REPO, { 'preview.yaml': YAML, 'app.js': APP_JS });
     const start = () => startProcess(dataDir, { PREVIEW_GIT_ROOT: gitRoot });
     let server = await start();
     const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
     const auth = { authorization: `Bearer ${creds.apiKey}` };
-    expect(
-      (await previewctl(dataDir, 'apps', 'create', '--org', creds.orgId, '--repo', 'acme/kept')).code,
-    ).toBe(0);
-    const path = '/v1/preview/environments/acme/kept/1';
+    expect((await previewctl(dataDir, 'apps', 'create', '--org', creds.orgId, '--repo', REPO)).code).toBe(0);
+    const path = `/v1/preview/environments/${REPO}/1`;
     const res = await call(server, 'POST', '/v1/preview/environments', {
-      body: { repoFullName: 'acme/kept', prNumber: 1, headSha: sha, headRef: 'f' },
+      body: { repoFullName: REPO, prNumber: 1, headSha: sha, headRef: 'f' },
       headers: auth,
     });
     expect(res.status).toBe(202);

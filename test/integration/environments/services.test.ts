@@ -2,8 +2,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from '@jest/globals';
+import { updateApplication } from '../../../functions/core/applications/applications.js';
+import { socketDir } from '../../../functions/ports/runtime/local/services.js';
 import { bearer, call, linkRepo } from '../../support/api.js';
-import { pollUntil, settled } from '../../support/apps.js';
+import { alive, pollUntil, settled } from '../../support/apps.js';
 import { commitFiles, makeRepo } from '../../support/git.js';
 import { localServerForFile } from '../../support/local-server.js';
 
@@ -130,9 +132,16 @@ describe('services: a database per preview', () => {
     expect(text).not.toMatch(/postgres:\/\/preview:(?!\[secret\])/);
     expect(text).not.toMatch(/redis:\/\/default:(?!\[secret\])/);
 
-    // Teardown: the services' directories are gone.
+    // Teardown: the services' directories and their socket directories are gone.
     const servicesDir = join(h.dataDir, 'runtime', 'services', h.org.orgId, 'acme', 'db', '1');
     expect(readdirSync(servicesDir).sort()).toEqual(['cache', 'db']);
+    const sockets = ['db', 'cache'].map((s) =>
+      socketDir(join(h.dataDir, 'runtime'), `${h.org.orgId}/acme/db/1`, s),
+    );
+    expect(sockets.map((d) => readdirSync(d).filter((f) => !f.endsWith('.lock')))).toEqual([
+      [expect.stringMatching(/^\.s\.PGSQL\.\d+$/)],
+      ['redis.sock'],
+    ]);
     const down = await call(h, 'DELETE', '/v1/preview/environments/acme/db/1', { headers: bearer(h.org) });
     expect(down.status).toBe(202);
     const gone = await pollUntil(
@@ -144,6 +153,43 @@ describe('services: a database per preview', () => {
     );
     expect((gone as { services?: unknown }).services).toBeUndefined();
     expect(existsSync(servicesDir)).toBe(false);
+    for (const dir of sockets) expect(existsSync(dir)).toBe(false);
+  }, 300_000);
+
+  test('a sleeping preview stops its services; woken, its rows and keys are there', async () => {
+    const sha = makeRepo(h.gitRoot, 'acme/sleepy', { 'preview.yaml': yaml(), ...FILES });
+    // Asleep after 1.5 s without a request.
+    const applicationId = await linkRepo(h.org, 'acme/sleepy');
+    await updateApplication(h.org.orgId, applicationId, { sleepAfterMinutes: 0.025 });
+    const first = await deploy('acme/sleepy', sha);
+    expect(first.status).toBe('ready');
+    // Its URL is the front door's: each request wakes it if it fell asleep meanwhile.
+    const url = first.urls.api!;
+    await sql(url, "INSERT INTO notes VALUES ('before sleeping')");
+    expect(await ask(url, '/redis?cmd=SET k kept')).toBe('OK');
+    const state = () => JSON.parse(readFileSync(join(h.dataDir, 'runtime', 'state.json'), 'utf8'));
+    const id = `${h.org.orgId}/acme/sleepy/1`;
+    const pids = ['db', 'cache'].map((s) => state().envs[id].services[s].pid as number);
+    for (const pid of pids) expect(alive(pid)).toBe(true);
+
+    const path = '/v1/preview/environments/acme/sleepy/1';
+    const asleep = await pollUntil(h, h.org, path, (s: any) => s.phase === 'asleep', 30_000);
+    expect(asleep as unknown).toMatchObject({
+      services: { db: { kind: 'postgres', status: 'asleep' }, cache: { kind: 'redis', status: 'asleep' } },
+    });
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+
+    // The next request wakes it: the servers start again on the data they held.
+    expect(await sql(url, 'SELECT body FROM notes ORDER BY ctid')).toBe('seeded\nbefore sleeping');
+    expect(await ask(url, '/redis?cmd=GET k')).toBe('kept');
+    const woken = (await call(h, 'GET', path, { headers: bearer(h.org) })).body;
+    expect(woken.phase).toBeUndefined();
+    expect(woken.services).toMatchObject({ db: { status: 'ready' }, cache: { status: 'ready' } });
+    const again = ['db', 'cache'].map((s) => state().envs[id].services[s].pid as number);
+    for (const [i, pid] of again.entries()) {
+      expect(pid).not.toBe(pids[i]);
+      expect(alive(pid)).toBe(true);
+    }
   }, 300_000);
 
   test('a failing migrate fails the deploy with its command, exit code and output, the URL masked', async () => {

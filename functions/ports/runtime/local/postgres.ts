@@ -6,8 +6,8 @@ import { join } from 'node:path';
 /*
  * Postgres for the local runtime's services, from Debian's packages (`postgresql`: one major per release,
  * its binaries under /usr/lib/postgresql/<major>/bin). What a service directory holds: `cluster/` (the
- * data directory), `sock/` (its Unix socket, which only this server reaches: the runtime's readiness
- * check and `from: main` copies) and `server.log`.
+ * data directory) and `server.log`; its Unix socket, which only this server reaches (the runtime's
+ * readiness check and `from: main` copies), is in a short directory of its own (services.ts `socketDir`).
  *
  * Fast to create: `initdb` takes a second or two, so it runs once per major into a pristine template
  * cluster under the data dir (`templates/postgres-<major>`), and a new service is a plain copy of it
@@ -40,7 +40,7 @@ export function servingMajor(declared: string): string | undefined {
 export const pgBin = (major: string, tool: string) => `/usr/lib/postgresql/${major}/bin/${tool}`;
 
 /** Settings every service's server starts with (on its command line, so a copy of main's takes them too). */
-export function serverArgs(dir: string, major: string, port: number): string[] {
+export function serverArgs(dir: string, sockDir: string, major: string, port: number): string[] {
   return [
     pgBin(major, 'postgres'),
     '-D',
@@ -50,7 +50,7 @@ export function serverArgs(dir: string, major: string, port: number): string[] {
     '-c',
     `port=${port}`,
     '-c',
-    `unix_socket_directories=${join(dir, 'sock')}`,
+    `unix_socket_directories=${sockDir}`,
     '-c',
     'fsync=off',
     '-c',

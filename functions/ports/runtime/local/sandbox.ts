@@ -140,11 +140,14 @@ export const SERVICE_UID = 65534;
 
 /**
  * The `bwrap` argument list that runs a database server (`argv`, no shell) seeing the system part and
- * `dir` only (read-write), as an unprivileged user: a user namespace maps `SERVICE_UID` inside to the
- * server's own uid outside, so Postgres (which refuses root) runs while its files stay the server's.
+ * `dir` only (read-write), and `extra` (its socket directory: read-write, at the same path), as an
+ * unprivileged user: a user namespace maps `SERVICE_UID` inside to the server's own uid outside, so
+ * Postgres (which refuses root) runs while its files stay the server's.
  */
-export function serviceSandboxArgs(dir: string, argv: string[]): string[] {
+export function serviceSandboxArgs(dir: string, argv: string[], extra: string[] = []): string[] {
   const real = realpathSync(dir);
+  // After the system binds: a directory under /tmp is bound over the sandbox's empty /tmp.
+  const binds = extra.flatMap((d) => ['--bind', realpathSync(d), d]);
   return [
     '--unshare-user',
     '--uid',
@@ -160,6 +163,7 @@ export function serviceSandboxArgs(dir: string, argv: string[]): string[] {
     '--bind',
     real,
     real,
+    ...binds,
     '--chdir',
     real,
     '--',

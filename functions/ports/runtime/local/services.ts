@@ -1,7 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   closeSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readSync,
@@ -10,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { keys } from '../../../manifest/tables.js';
 import { maskSecrets } from '../../../shared/masking/mask.js';
 import { DeployFailed } from '../../../shared/step-errors.js';
@@ -48,6 +50,13 @@ import { exitOf, killGroup, killOrphan, OWNER_VAR, spawnCommand } from './superv
  * (SERVICE_UID; Postgres refuses root). Its data lives under `<dataDir>/runtime/services/<env>/<name>/`,
  * kept across redeploys, restarts of the server and sleep, removed at teardown. Seed runs once when a
  * service is created empty; each app's `migrate` before its new commit starts.
+ *
+ * Its Unix socket (Postgres's `.s.PGSQL.<port>`, Redis's `redis.sock`) does not live there: a socket's
+ * path has at most 107 bytes, which a long data dir or long owner and repository names pass. It lives in
+ * a socket directory of its own named by a hash of the service's identity (`socketDir`), under
+ * `<dataDir>/runtime/sock/` when that fits, else under `/tmp/preview-sock-<uid>/`; made 0700 (and its
+ * parent checked to be this server's own, 0700, no link), bound into the service's sandbox, removed with
+ * the service.
  */
 
 const READY_TIMEOUT_MS = 30_000;
@@ -58,6 +67,40 @@ const ONCE_TIMEOUT_MS = 10 * 60_000;
 export const servicesRoot = (rt: LocalRuntime) => join(rt.root, 'services');
 const serviceDir = (rt: LocalRuntime, id: string, name: string) =>
   join(servicesRoot(rt), ...id.split('/'), name);
+
+/** The longest path a Unix socket may have (`sun_path`: 108 bytes, its NUL included). */
+export const SOCKET_PATH_MAX = 107;
+/** The longest name a service's socket has in its directory (Postgres's, at the highest port). */
+const LONGEST_SOCKET_NAME = '.s.PGSQL.65535';
+export const REDIS_SOCKET = 'redis.sock';
+
+/**
+ * The socket directory of service `name` of environment `id` (runtime root `root`): a hash of the three,
+ * under the root when the longest socket fits there, else under a short directory of /tmp.
+ */
+export function socketDir(root: string, id: string, name: string): string {
+  const hash = createHash('sha256').update(`${root}\0${id}\0${name}`).digest('hex').slice(0, 16);
+  const inRoot = join(root, 'sock', hash);
+  if (Buffer.byteLength(join(inRoot, LONGEST_SOCKET_NAME)) <= SOCKET_PATH_MAX) return inRoot;
+  return join('/tmp', `preview-sock-${process.getuid?.() ?? 'user'}`, hash);
+}
+
+/**
+ * Make a socket directory (0700), its parent first: that one (in /tmp, shared with every user) must be
+ * a directory of this server's user, 0700, not a link, or the service is refused.
+ */
+export function makeSocketDir(dir: string): void {
+  const parent = dirname(dir);
+  mkdirSync(parent, { recursive: true, mode: 0o700 });
+  const st = lstatSync(parent);
+  const uid = process.getuid?.();
+  if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o077) !== 0)
+    throw new DeployFailed(
+      `the services' socket directory ${parent} is not this server's own (a directory of its user, mode 0700): remove it`,
+    );
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
 const pidAlive = (pid: number | undefined) => {
   if (pid === undefined) return false;
   try {
@@ -69,11 +112,11 @@ const pidAlive = (pid: number | undefined) => {
 };
 
 /** How a service's command runs here: in its sandbox (as SERVICE_UID) and its environment's namespace. */
-function wrapFor(rt: LocalRuntime, id: string): Wrap {
+function wrapFor(rt: LocalRuntime, id: string, sockDir?: string): Wrap {
   return (dir, argv) => {
     const enter = rt.network === 'namespace' ? ['nsenter', `--net=${netnsPath(rt, id)}`, '--'] : [];
     if (bubblewrapUsable()) {
-      const all = [...enter, 'bwrap', ...serviceSandboxArgs(dir, argv)];
+      const all = [...enter, 'bwrap', ...serviceSandboxArgs(dir, argv, sockDir ? [sockDir] : [])];
       return { command: all[0]!, args: all.slice(1) };
     }
     if (process.getuid?.() === 0)
@@ -111,6 +154,7 @@ export async function ensureServices(
     if (!services.some((s) => s.name === name && s.spec.kind === rec.kind)) {
       await stopService(rec);
       rmSync(serviceDir(rt, id, name), { recursive: true, force: true });
+      rmSync(socketDir(rt.root, id, name), { recursive: true, force: true });
       delete env.services[name];
     }
   const urls: Record<string, string> = {};
@@ -139,10 +183,12 @@ async function createService(
   const wrap = wrapFor(rt, id);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const sockDir = socketDir(rt.root, id, launch.name);
+  rmSync(sockDir, { recursive: true, force: true });
   const port = await freePort();
   const createdAt = new Date().toISOString();
   if (launch.spec.kind === 'redis') {
-    writeRedisConf(dir, port, launch.password);
+    writeRedisConf(dir, port, launch.password, sockDir);
     return { kind: 'redis', major: '7', port, createdAt };
   }
   const major = servingMajor(launch.spec.version);
@@ -152,7 +198,6 @@ async function createService(
     );
   if (major !== launch.spec.version)
     say(`service ${launch.name}: postgres ${launch.spec.version} declared, postgres ${major} serves it here`);
-  mkdirSync(join(dir, 'sock'), { mode: 0o700 });
   const main =
     launch.spec.from === 'main' && target.prNumber !== 0 ? mainService(rt, target, launch.name) : null;
   try {
@@ -180,15 +225,15 @@ function mainService(rt: LocalRuntime, target: RuntimeTarget, name: string) {
   const mainId = envId({ orgId: target.orgId, envKey: keys.environments.envKey(target.repoFullName, 0) });
   const rec = rt.state.envs[mainId]?.services?.[name];
   if (rec?.kind !== 'postgres' || !pidAlive(rec.pid)) return undefined;
-  return { rec, sock: join(serviceDir(rt, mainId, name), 'sock') };
+  return { rec, sock: socketDir(rt.root, mainId, name) };
 }
 
-function writeRedisConf(dir: string, port: number, password: string) {
+function writeRedisConf(dir: string, port: number, password: string, sockDir: string) {
   mkdirSync(join(dir, 'data'), { mode: 0o700 });
   const conf = [
     'bind 127.0.0.1',
     `port ${port}`,
-    `unixsocket ${join(dir, 'redis.sock')}`,
+    `unixsocket ${join(sockDir, REDIS_SOCKET)}`,
     'unixsocketperm 700',
     `dir ${join(dir, 'data')}`,
     'appendonly yes',
@@ -203,11 +248,14 @@ function writeRedisConf(dir: string, port: number, password: string) {
 /** Start a service's server and wait until it accepts connections. */
 async function startService(rt: LocalRuntime, id: string, name: string, rec: ServiceRecord) {
   const dir = serviceDir(rt, id, name);
+  const sockDir = socketDir(rt.root, id, name);
+  // Made again on every start: a /tmp one does not outlive a reboot.
+  makeSocketDir(sockDir);
   const argv =
     rec.kind === 'postgres'
-      ? serverArgs(dir, rec.major, rec.port)
+      ? serverArgs(dir, sockDir, rec.major, rec.port)
       : ['/usr/bin/redis-server', join(dir, 'redis.conf')];
-  const { command, args } = wrapFor(rt, id)(dir, argv);
+  const { command, args } = wrapFor(rt, id, sockDir)(dir, argv);
   const out = openSync(join(dir, 'server.log'), 'a', 0o600);
   const child = spawn(command, args, {
     detached: true,
@@ -226,8 +274,7 @@ async function startService(rt: LocalRuntime, id: string, name: string, rec: Ser
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (how) throw new DeployFailed(`service ${name}: its server exited (${how}) while starting`);
-    const ready =
-      rec.kind === 'postgres' ? pgReady(rec.major, join(dir, 'sock'), rec.port) : await redisReady(dir);
+    const ready = rec.kind === 'postgres' ? pgReady(rec.major, sockDir, rec.port) : await redisReady(sockDir);
     if (ready) return;
     if (Date.now() > deadline) {
       killGroup(rec.pid, 'SIGKILL');
@@ -238,9 +285,9 @@ async function startService(rt: LocalRuntime, id: string, name: string, rec: Ser
 }
 
 /** Whether redis answers on its socket (any answer: without the password it says NOAUTH). */
-function redisReady(dir: string): Promise<boolean> {
+function redisReady(sockDir: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect(join(dir, 'redis.sock'));
+    const socket = connect(join(sockDir, REDIS_SOCKET));
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
@@ -277,6 +324,8 @@ export async function stopServices(env: EnvState): Promise<void> {
 /** Stop and remove every service of an environment with all it stored. */
 export async function dropServices(rt: LocalRuntime, id: string, env: EnvState): Promise<void> {
   await stopServices(env);
+  for (const name of Object.keys(env.services ?? {}))
+    rmSync(socketDir(rt.root, id, name), { recursive: true, force: true });
   delete env.services;
   rmSync(join(servicesRoot(rt), ...id.split('/')), { recursive: true, force: true });
 }
