@@ -38,6 +38,8 @@ const path = require('path');
 const http = require('http');
 const safe = (f, d) => { try { return f(); } catch { return d; } };
 const own = new Set(Object.entries(process.env).map(([k, v]) => k + '=' + v));
+// The Node the sandbox lends its programs (its own install, like /usr's): nothing of anyone's in it.
+const nodeHome = path.dirname(path.dirname(process.execPath));
 function probe() {
   const found = { procs: 0, ownEntries: 0, environ: [], dirs: [], files: [] };
   for (const p of safe(() => fs.readdirSync('/proc'), [])) {
@@ -59,7 +61,7 @@ function probe() {
     const st = safe(() => fs.lstatSync(p));
     if (!st) return;
     if (st.isDirectory()) {
-      if (p === process.cwd() || ['/proc', '/sys', '/dev', '/usr', '/etc', '/lib', '/bin'].includes(p)) return;
+      if (p === process.cwd() || p === nodeHome || ['/proc', '/sys', '/dev', '/usr', '/etc', '/lib', '/bin'].includes(p)) return;
       if (p.endsWith('/node_modules') || p.endsWith('/.git')) return;
       found.dirs.push(p);
       if (depth < 8) for (const e of safe(() => fs.readdirSync(p), [])) walk(path.join(p, e), depth + 1);
