@@ -5,7 +5,7 @@ import { reportLink } from '../runs/index.js';
 /*
  * The merge gate's links, from the service's public base URL (`config().publicUrl`: PUBLIC_URL; in AWS
  * the stack's `publicUrl` context key, locally the server's own URL). The check run's `details_url` is
- * the dashboard's view of the head commit's runs; each run's row links its report (a signed link, valid
+ * the dashboard, naming the head commit (locally only: the API serves no dashboard); each run's row links its report (a signed link, valid
  * `REPORT_LINK_TTL_SECONDS`, as the start-run answer gives it) and a failed run its failed step's
  * screenshot (a media URL, valid `MEDIA_URL_TTL_SECONDS`, as the report page mints them). No base URL:
  * no links at all, and the check run reads as before.
@@ -14,7 +14,7 @@ import { reportLink } from '../runs/index.js';
 /** The links a check run carries. */
 export interface GateLinks {
   /**
-   * The dashboard's view of one head commit of a pull request: its runs and its gate. Only where the
+   * The dashboard, naming one head commit of a pull request (`?env=…&commit=…`). Only where the
    * service serves the dashboard (the local server; the API in AWS serves none yet): no broken link.
    */
   details(ref: { envKey: string; sha: string }): string | undefined;
@@ -24,7 +24,7 @@ export interface GateLinks {
   media(key: string): Promise<string>;
 }
 
-/** The dashboard's per-commit view: `<base>/?env=<envKey>&commit=<sha>`. */
+/** The dashboard, naming a head commit: `<base>/?env=<envKey>&commit=<sha>`. */
 export const commitViewUrl = (baseUrl: string, ref: { envKey: string; sha: string }): string =>
   `${baseUrl}/?${new URLSearchParams({ env: ref.envKey, commit: ref.sha })}`;
 

@@ -106,6 +106,9 @@ describe('the check run of a head commit', () => {
     expect(end.body.details_url).toBe(
       `${h.url}/?${new URLSearchParams({ env: 'acme/gate#2', commit: sha })}`,
     );
+    const dashboard = await fetch(end.body.details_url as string);
+    expect(dashboard.status).toBe(200);
+    expect(await dashboard.text()).toContain('<title>Preview environments</title>');
     const report = /\[report\]\(([^)]+)\)/.exec(output(end).summary)![1]!;
     expect(report.startsWith(`${h.url}/report/`)).toBe(true);
     const page = await fetch(report);
