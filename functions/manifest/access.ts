@@ -60,8 +60,9 @@ export interface RouteAccess {
   prStatus?: true;
   /**
    * The handler brings the merge gate's check run, with its links when the stack has a public URL (the
-   * `publicUrl` context key): PUBLIC_URL, and reading test-run media to mint the report and screenshot
-   * links (as `media: 'R'`, added to what `media` declares). No public URL: nothing is granted.
+   * `publicUrl` context key, PUBLIC_URL): it reads test-run media to mint the report and screenshot links
+   * (as `media: 'R'`, added to what `media` declares; granted with or without a URL, so the settings its
+   * media getter requires are always there).
    */
   gateLinks?: true;
   /**

@@ -3,8 +3,8 @@ import { declaredFunctions, type Json, resourcesOf, statementsOf, synthesize } f
 
 /*
  * The merge gate's links: the operator's `publicUrl` reaches, as PUBLIC_URL, exactly the functions that
- * bring the gate (`gateLinks` access), which then also read test-run media (the report's signed links,
- * the screenshots' presigned GETs). Without it no function has PUBLIC_URL and `gateLinks` grants nothing.
+ * bring the gate (`gateLinks` access), which read test-run media (the report's signed links, the
+ * screenshots' presigned GETs). Without it no function has PUBLIC_URL: the gate mints no link.
  */
 const plain = synthesize();
 const linked = synthesize({ publicUrl: 'https://previews.example.com/v1/' });
@@ -42,12 +42,12 @@ describe('publicUrl set', () => {
 
 describe('publicUrl unset', () => {
   const declared = declaredFunctions(plain.stateless);
-  test.each(declared)('%s has no PUBLIC_URL, and gateLinks grants no media', (_, fn) => {
+  test.each(declared)('%s has no PUBLIC_URL; gateLinks still reads media', (_, fn) => {
     const env = envOf(plain.statelessTemplate, fn.id);
     expect(env.PUBLIC_URL).toBeUndefined();
-    if (fn.access.gateLinks && !fn.access.media) {
-      expect(env.MEDIA_BUCKET).toBeUndefined();
-      expect(readsMedia(plain.statelessTemplate, fn.id)).toBe(false);
+    if (fn.access.gateLinks) {
+      expect(env.RUN_LINK_SECRET_ARN).toBeDefined();
+      expect(readsMedia(plain.statelessTemplate, fn.id)).toBe(true);
     }
   });
 });

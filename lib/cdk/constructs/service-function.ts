@@ -520,7 +520,7 @@ export class ServiceFunction extends NodejsFunction {
     if (access.prStatus) this.bindPrStatus(this.required(deps.sourceHost, 'prStatus'));
     if (access.publishes) this.bindEventBus(this.required(deps.eventBus, 'publishes'));
     // The merge gate's links: PUBLIC_URL, and the report and screenshot links it mints (media read).
-    const media = access.gateLinks && deps.publicUrl ? withRead(access.media) : access.media;
+    const media = access.gateLinks ? withRead(access.media) : access.media;
     if (media) this.bindMedia(this.required(deps.media, 'media'), media);
     if (access.gateLinks && deps.publicUrl) this.addEnvironment('PUBLIC_URL', deps.publicUrl);
     if (access.browser) this.bindBrowser(this.required(deps.browser, 'browser'));
