@@ -1,4 +1,6 @@
+import { gateLinks } from '../core/gate/index.js';
 import { onPullRequestUpdated, pullRequestUpdatedDetail } from '../core/github/index.js';
+import { mediaReader } from '../ports/registry/media.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 import { workflows } from '../ports/registry/workflows.js';
@@ -9,5 +11,13 @@ import { consumer } from './consume.js';
  * source host is asked for the pull request's head only when two updates of it share a second.
  */
 export const handler = consumer('pullRequestUpdated', pullRequestUpdatedDetail, (detail) =>
-  onPullRequestUpdated({ workflows: workflows(), prStatus: prStatus(), sourceHost: sourceHost() }, detail),
+  onPullRequestUpdated(
+    {
+      workflows: workflows(),
+      prStatus: prStatus(),
+      sourceHost: sourceHost(),
+      links: gateLinks(mediaReader),
+    },
+    detail,
+  ),
 );

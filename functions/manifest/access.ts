@@ -59,6 +59,13 @@ export interface RouteAccess {
    */
   prStatus?: true;
   /**
+   * The handler brings the merge gate's check run, with its links when the stack has a public URL (the
+   * `publicUrl` context key, PUBLIC_URL): it reads test-run media to mint the report and screenshot links
+   * (as `media: 'R'`, added to what `media` declares; granted with or without a URL, so the settings its
+   * media getter requires are always there).
+   */
+  gateLinks?: true;
+  /**
    * Test-run media (screenshots, videos) and run-report links: `R` mints URLs and links (in AWS: presigned
    * GETs of the media bucket, MEDIA_BUCKET, and the link-signing secret, RUN_LINK_SECRET_ARN), `W` only
    * stores media (PutObject into MEDIA_BUCKET; no link secret), `RW` both.

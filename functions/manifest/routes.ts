@@ -129,7 +129,7 @@ export const routes = {
     entry: 'functions/api/environments/gate-skip.ts',
     auth: 'apiKey',
     // The merge gate's record (tenancy) and the runs its output tells; prStatus: the check run's PATCH.
-    access: { tables: { environments: 'R', tenancy: 'RW', runs: 'R' }, prStatus: true },
+    access: { tables: { environments: 'R', tenancy: 'RW', runs: 'R' }, prStatus: true, gateLinks: true },
   },
   getAppLogs: {
     method: 'GET',

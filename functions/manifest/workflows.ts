@@ -28,6 +28,7 @@ const markFailed: TaskDef = {
   access: {
     tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
     prStatus: true,
+    gateLinks: true,
     runtime: true,
   },
 };
@@ -60,6 +61,7 @@ const markReady: TaskDef = {
     tables: { environments: 'RW', applications: 'R', tests: 'R', runs: 'RW', tenancy: 'RW' },
     secrets: 'R',
     prStatus: true,
+    gateLinks: true,
     starts: ['testRun'],
   },
 };
@@ -94,6 +96,7 @@ export const workflows = {
           tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
           runtime: true,
           prStatus: true,
+          gateLinks: true,
           secrets: 'RW',
         },
       },
@@ -128,12 +131,18 @@ export const workflows = {
           media: 'W',
           browser: true,
           prStatus: true,
+          gateLinks: true,
         },
       },
       RunMarkFailedFunctionArn: {
         entry: 'functions/steps/run-mark-failed.ts',
         // secrets: R, the factory signing secret, for the `down` a dead executor still owes.
-        access: { tables: { runs: 'RW', tenancy: 'RW', environments: 'R' }, secrets: 'R', prStatus: true },
+        access: {
+          tables: { runs: 'RW', tenancy: 'RW', environments: 'R' },
+          secrets: 'R',
+          prStatus: true,
+          gateLinks: true,
+        },
       },
     },
   },

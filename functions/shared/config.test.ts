@@ -6,6 +6,16 @@ import { ConfigError } from './errors.js';
 const tableEnv = Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`]));
 
 describe('parseConfig', () => {
+  test('PUBLIC_URL: the base URL of the merge gate links, trailing slash dropped; a bad one names itself', () => {
+    const aws = { ...tableEnv, AWS_REGION: 'eu-west-1' };
+    expect(parseConfig(aws).publicUrl).toBeUndefined();
+    expect(parseConfig({ ...aws, PUBLIC_URL: 'https://p.example.com/v1/' }).publicUrl).toBe(
+      'https://p.example.com/v1',
+    );
+    for (const bad of ['p.example.com', 'https://p.example.com/?a=1', 'https://p.example.com/#x', 'ftp://p'])
+      expect(() => parseConfig({ ...aws, PUBLIC_URL: bad })).toThrow(/PUBLIC_URL: must be the base URL/);
+  });
+
   test('aws mode with every table name and a region', () => {
     const c = parseConfig({ ...tableEnv, AWS_REGION: 'eu-west-1', STATE_MACHINE_DEPLOY_ARN: 'arn:x' });
     expect(c.mode).toBe('aws');

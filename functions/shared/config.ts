@@ -132,6 +132,17 @@ const schema = z
     GITHUB_APP_SECRET_ARN: z.optional(nonEmpty),
     ...eksVariables,
     GITHUB_API_URL: z._default(z.string().check(z.url()), 'https://api.github.com'),
+    /** The service's public base URL (the merge gate's links); unset: the check run carries no links. */
+    PUBLIC_URL: z.optional(
+      z
+        .string()
+        .check(
+          z.regex(
+            /^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/,
+            'must be the base URL of the API (https://host[/stage]), without a query or fragment',
+          ),
+        ),
+    ),
     EVENT_BUS_NAME: z.optional(nonEmpty),
     PREVIEW_GITHUB_WEBHOOK_SECRET: z.optional(nonEmpty),
     PREVIEW_EXPIRY_SWEEP_SECONDS: z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(86_400))),
@@ -182,6 +193,12 @@ export interface Config {
   imageBuilds: { project?: string; repositoryUri?: string; logGroup?: string };
   /** AWS mode: the GitHub App (its secret's ARN) and the REST API base URL (GitHub Enterprise, tests). */
   github: { appSecretArn?: string; apiUrl: string };
+  /**
+   * The service's public base URL, without a trailing slash (PUBLIC_URL: AWS, the stack's `publicUrl`;
+   * locally, the server's own URL unless set): the merge gate's details, report and screenshot links.
+   * Unset: the check run carries no links.
+   */
+  publicUrl?: string;
   /** AWS mode: the EKS cluster previews run on (EKS_*) and the rollout watcher Lambda the deploy step invokes. */
   eks: EksConfig;
   /**
@@ -348,6 +365,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     },
     eks: eksOf(e),
     github: { appSecretArn: e.GITHUB_APP_SECRET_ARN, apiUrl: e.GITHUB_API_URL.replace(/\/+$/, '') },
+    ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL.replace(/\/+$/, '') } : {}),
     events: {
       busName: e.EVENT_BUS_NAME,
       localWebhookSecret: e.PREVIEW_GITHUB_WEBHOOK_SECRET,
@@ -380,4 +398,13 @@ let cached: Config | undefined;
 export function config(): Config {
   cached ??= parseConfig(process.env);
   return cached;
+}
+
+/**
+ * The local server's own URL, known once it listens: PUBLIC_URL unless the operator set one (a tunnel,
+ * a proxy in front), validated like any other setting.
+ */
+export function defaultPublicUrl(url: string): void {
+  if (!process.env.PUBLIC_URL && url) process.env.PUBLIC_URL = url;
+  cached = undefined;
 }

@@ -6,7 +6,8 @@ import {
   stopFailedApps,
   transition,
 } from '../core/environments/index.js';
-import { syncGate } from '../core/gate/index.js';
+import { gateLinks, syncGate } from '../core/gate/index.js';
+import { mediaReader } from '../ports/registry/media.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 
@@ -25,6 +26,6 @@ export async function handler(input: StepInput): Promise<StepInput> {
   // Reports only while this generation is current (not after a Superseded).
   await reportStatus({ prStatus: prStatus() }, input);
   // A failed preview completes its head's check run `failure` (a superseded one: `cancelled`).
-  await syncGate({ prStatus: prStatus() }, input);
+  await syncGate({ prStatus: prStatus(), links: gateLinks(mediaReader) }, input);
   return input;
 }

@@ -5,8 +5,9 @@ import {
   type StepInput,
   transition,
 } from '../core/environments/index.js';
-import { attachRuns, gateKeyOf } from '../core/gate/index.js';
+import { attachRuns, gateKeyOf, gateLinks } from '../core/gate/index.js';
 import { startPreviewRuns } from '../core/runs/index.js';
+import { mediaReader } from '../ports/registry/media.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { workflows } from '../ports/registry/workflows.js';
@@ -32,6 +33,6 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
   const gateKey = gateKeyOf(env);
   const runIds = await startPreviewRuns({ workflows: workflows() }, env, gateKey ? { gateKey } : {});
   // The merge gate: this head's check run, `in_progress` while these runs run.
-  await attachRuns({ prStatus: prStatus() }, env, runIds);
+  await attachRuns({ prStatus: prStatus(), links: gateLinks(mediaReader) }, env, runIds);
   return rest;
 }

@@ -225,4 +225,6 @@ export interface AccessResources {
   artifacts?: s3.IBucket;
   imageBuilds?: ImageBuildResources;
   runtime?: RuntimeResources;
+  /** The service's public base URL (the `publicUrl` context key), for `gateLinks`; unset: no links. */
+  publicUrl?: string;
 }

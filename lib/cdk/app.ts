@@ -22,6 +22,8 @@ const stagePattern = /^[a-z][a-z0-9-]{0,19}$/;
  *   an existing secret holding the GitHub App's `{"appId","privateKey","webhookSecret"}`;
  * - `githubApiUrl` (default `https://api.github.com`): GitHub's REST API (GitHub Enterprise Server:
  *   `https://<host>/api/v3`);
+ * - `publicUrl` (default: none, no links): the service's public base URL (`https://host[/stage]`), the
+ *   merge gate's report and screenshot links (PUBLIC_URL of the functions with `gateLinks` access);
  * - `imageBuildArchitecture` (default `x86_64`, or `arm64`): what image builds run on and produce;
  * - `eksClusterName` (default: none, the stack deploys without a cluster: images build, deploys fail
  *   saying no cluster is configured): the EKS cluster previews run on, in the stack's account and region;
@@ -93,6 +95,7 @@ export function addPreviewStacks(app: App): PreviewStacks {
     apiGatewayCloudWatchRole: cloudWatchRole === undefined ? true : String(cloudWatchRole) !== 'false',
     githubAppSecret: stateful.githubAppSecret,
     githubApiUrl: optional('githubApiUrl'),
+    publicUrl: optional('publicUrl'),
     imageRepository: stateful.imageRepository,
     imageBuildArchitecture: architecture as ImageBuildArchitecture | undefined,
     eksClusterName: optional('eksClusterName'),

@@ -49,6 +49,14 @@ export interface StatelessStackProps
    * @default 'https://api.github.com'
    */
   githubApiUrl?: string;
+  /**
+   * The service's public base URL (the API's custom domain or its stage URL, `https://host[/stage]`),
+   * given by the operator: PUBLIC_URL of the functions that bring the merge gate, whose check run then
+   * links the dashboard's view of its commit, each run's report and a failed step's screenshot. It is
+   * not derived from the API (the gate's steps would depend on the API that starts their state machines).
+   * @default none: the check run carries no links
+   */
+  publicUrl?: string;
   /** The app-image repository, from the stateful stack. */
   imageRepository: ecr.IRepository;
 }
@@ -102,6 +110,14 @@ export class StatelessStack extends Stack {
     if (!Token.isUnresolved(githubApiUrl) && !/^https:\/\/[^\s/]+/.test(githubApiUrl)) {
       throw new Error(`githubApiUrl must be an https URL (got "${githubApiUrl}")`);
     }
+    const publicUrl = props.publicUrl?.replace(/\/+$/, '');
+    if (
+      publicUrl !== undefined &&
+      !Token.isUnresolved(publicUrl) &&
+      !/^https:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(publicUrl)
+    ) {
+      throw new Error(`publicUrl must be an https URL without a query (got "${publicUrl}")`);
+    }
     const cluster = clusterSettings(props);
     this.cluster = cluster && { ...cluster, api: clusterApi(this, cluster.name) };
     const sourceHost = { secret: props.githubAppSecret, apiUrl: githubApiUrl };
@@ -128,6 +144,7 @@ export class StatelessStack extends Stack {
         browser: this.testRuns.browser,
         artifacts: this.imageBuilds.artifacts,
         imageBuilds: this.imageBuilds.imageBuild,
+        ...(publicUrl ? { publicUrl } : {}),
       },
     });
     const { resources } = this.workflows;

@@ -136,6 +136,7 @@ export function stepAccessByEntry(): Map<string, RouteAccess> {
       if (task.access.completesTasks) merged.completesTasks = true;
       if (task.access.publishes) merged.publishes = true;
       if (task.access.prStatus) merged.prStatus = true;
+      if (task.access.gateLinks) merged.gateLinks = true;
       if (task.access.browser) merged.browser = true;
       const starts = (task.access as RouteAccess).starts ?? [];
       if (starts.length > 0) merged.starts = [...new Set([...(merged.starts ?? []), ...starts])];

@@ -14,7 +14,7 @@ import {
   type LocalWebhookSecretSource,
 } from '../../functions/ports/webhook-secret/local-file.js';
 import { lambdaContext } from '../../functions/shared/aws/lambda-context.js';
-import { config } from '../../functions/shared/config.js';
+import { config, defaultPublicUrl } from '../../functions/shared/config.js';
 import { log } from '../../functions/shared/log.js';
 import { ensurePrivateDir } from '../../functions/shared/private-dir.js';
 import { HOST_RE } from '../../functions/shared/validation.js';
@@ -330,6 +330,8 @@ async function startLocked(opts: LocalOptions, dataDir: string, lock: DataDirLoc
       log.error('a state machine failed to load', { name: err.name, detail: err.message.slice(0, 300) }),
     );
   const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
+  // The merge gate's links (details, reports, screenshots) point here unless PUBLIC_URL says otherwise.
+  defaultPublicUrl(url);
   writeFileSync(
     serverInfoPath(dataDir),
     JSON.stringify({

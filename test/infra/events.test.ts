@@ -350,7 +350,7 @@ describe('the runSweep schedule (runs left pending or running in AWS)', () => {
     expect(declared.map(([, d]) => d.id)).toContain(fnId);
   });
 
-  test('is granted least privilege: runs RW, tenancy RW (the merge gate), environments R, the secrets read; no start, no media', () => {
+  test('is granted least privilege: runs RW, tenancy RW (the merge gate), environments R, the secrets read, media read (the gate links); no start', () => {
     const touched = (Object.keys(stateful.tables) as TableName[]).filter((name) =>
       statements.some((s) => s.resources.some((r) => mentions(r, tableIdOf(name)))),
     );
@@ -365,7 +365,8 @@ describe('the runSweep schedule (runs left pending or running in AWS)', () => {
     expect(writesOf('tenancy').length).toBeGreaterThan(0);
     expect(writesOf('environments')).toEqual([]);
     expect(actions.filter((a) => a.startsWith('states:'))).toEqual([]);
-    expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
+    // Media only read: the merge gate's report and screenshot links (gateLinks), never written.
+    expect(actions.filter((a) => a.startsWith('s3:'))).toEqual(['s3:GetObject']);
     expect(actions.filter((a) => a.startsWith('events:'))).toEqual([]);
     // The factory signing secret is read, never written.
     const secretActions = actions.filter((a) => a.startsWith('secretsmanager:'));

@@ -218,6 +218,7 @@ export function stepAccess(entry: string): RouteAccess {
     'completesTasks',
     'publishes',
     'prStatus',
+    'gateLinks',
     'browser',
   ] as const) {
     if (tasks.some((t) => accessOf(t)[flag])) access[flag] = true;

@@ -164,11 +164,11 @@ describe('the browser function (run executor)', () => {
       Object.entries(envOf(executor.id)).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved:${k}`]),
     );
     const config = parseConfig({ ...env, AWS_REGION: 'eu-west-1' });
-    // It stores media (media: 'W') and signs no link: the bucket, not the link secret.
+    // It stores media (media: 'W') and, for the merge gate's links (gateLinks), signs report links.
     expect(config.runs).toEqual(
       expect.objectContaining({
         mediaBucket: 'resolved:MEDIA_BUCKET',
-        linkSecretArn: undefined,
+        linkSecretArn: 'resolved:RUN_LINK_SECRET_ARN',
         ffmpegPath: '/opt/bin/ffmpeg',
       }),
     );
@@ -336,7 +336,13 @@ describe('the media bucket', () => {
     const media = shape(grantsOf(template, fn.id).filter((s) => mentions(s.resources, mediaId)));
     const secret = shape(grantsOf(template, fn.id).filter((s) => mentions(s.resources, linkSecretId)));
     const env = envOf(fn.id);
-    const mode = fn.access.media;
+    // gateLinks (the merge gate's report and screenshot links) reads media besides what `media` says.
+    const declaredMode = fn.access.media;
+    const mode = fn.access.gateLinks
+      ? declaredMode === 'W' || declaredMode === 'RW'
+        ? 'RW'
+        : 'R'
+      : declaredMode;
     if (!mode) {
       expect({ media, secret }).toEqual({ media: [], secret: [] });
       expect(env.MEDIA_BUCKET).toBeUndefined();

@@ -25,10 +25,13 @@ afterAll(() => {
 const SHA = 'a'.repeat(40);
 const dynamo = mockClient(DynamoDBDocumentClient);
 let stored: GateRecord & Record<string, unknown>;
+/** The runs table, by run id. */
+let runs: Record<string, Record<string, unknown>>;
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
 beforeEach(() => {
   dynamo.reset();
+  runs = {};
   stored = {
     pk: `CHECK#org-1#acme/web#7#${SHA}`,
     orgId: 'org-1',
@@ -40,8 +43,12 @@ beforeEach(() => {
     state: 'queued',
     createdAt: '2030-01-01T00:00:00.000Z',
   };
-  dynamo.on(GetCommand).callsFake(async (input: { TableName: string }) => {
+  dynamo.on(GetCommand).callsFake(async (input: { TableName: string; Key: Record<string, string> }) => {
     await tick();
+    if (input.TableName === 't-runs') {
+      const run = runs[input.Key.runId!];
+      return { Item: run ? structuredClone(run) : undefined };
+    }
     if (input.TableName === 't-environments')
       return {
         Item: {
@@ -133,5 +140,76 @@ describe('bring: one check run per head', () => {
     expect((await pending).checkRunId).toBe(901);
     expect(created).toHaveLength(1);
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+  });
+});
+
+describe('bring: the links', () => {
+  const failedRun = {
+    id: 'run-1',
+    testId: 't-1',
+    name: 'Checkout',
+    status: 'failed',
+    startedAt: '2030-01-01T00:00:00.000Z',
+    endedAt: '2030-01-01T00:00:04.000Z',
+    error: 'expected "Paid"',
+    steps: [
+      { interaction: 'open /', output: 'ok', status: 'passed', imageKey: 'runs/org-1/run-1/step-1.png' },
+      { interaction: 'click Pay', output: 'no', status: 'failed', imageKey: 'runs/org-1/run-1/step-2.png' },
+    ],
+  };
+  const runningRun = { id: 'run-2', testId: 't-2', name: 'Login', status: 'running', steps: [] };
+  let signed = 0;
+  const links = {
+    details: (r: { envKey: string; sha: string }) => `https://p.example/?env=${r.envKey}&commit=${r.sha}`,
+    report: async (id: string) => `https://p.example/report/${id}?sig=${++signed}`,
+    media: async (key: string) => `https://media.example/${key}?X-Amz-Signature=${++signed}`,
+  };
+
+  test('details_url, each run its report, the failed step its screenshot; fresh signatures alone write nothing', async () => {
+    runs = { 'run-1': failedRun, 'run-2': runningRun };
+    stored.runIds = ['run-1', 'run-2'];
+    const { deps, created, updated } = github();
+    const record = await bring({ ...deps, links }, structuredClone(stored));
+    expect(record.state).toBe('in_progress');
+    expect(created).toHaveLength(1);
+    const [write] = created;
+    expect(write!.detailsUrl).toBe(`https://p.example/?env=acme/web#7&commit=${SHA}`);
+    expect(write!.output.summary).toContain(
+      '| Checkout | `failed` | 4.0 s | 0 | [report](https://p.example/report/run-1?sig=',
+    );
+    expect(write!.output.summary).toContain('[report](https://p.example/report/run-2?sig=');
+    expect(write!.output.text).toMatch(
+      /\[Screenshot\]\(https:\/\/media\.example\/runs\/org-1\/run-1\/step-2\.png\?X-Amz-Signature=\d+\)/,
+    );
+    // A second sync mints other signatures, but the story did not move: GitHub is not written again.
+    await bring({ ...deps, links }, structuredClone(stored));
+    expect(updated).toEqual([]);
+  });
+
+  test('no links: the run ids, no details_url, no screenshot; a link that cannot be minted is left out', async () => {
+    runs = { 'run-1': failedRun };
+    stored.runIds = ['run-1'];
+    const { deps, created } = github();
+    await bring(deps, structuredClone(stored));
+    expect(created[0]!.detailsUrl).toBeUndefined();
+    expect(created[0]!.output.summary).toContain('`run-1`');
+    expect(created[0]!.output.text).not.toContain('Screenshot');
+
+    stored = { ...stored, checkRunId: undefined, state: 'queued', shown: undefined } as typeof stored;
+    const broken = github();
+    await bring(
+      {
+        ...broken.deps,
+        links: {
+          ...links,
+          report: async () => {
+            throw new Error('the link key is unreadable');
+          },
+        },
+      },
+      structuredClone(stored),
+    );
+    expect(broken.created[0]!.output.summary).toContain('`run-1`');
+    expect(broken.created[0]!.output.text).toContain('[Screenshot](https://media.example/');
   });
 });

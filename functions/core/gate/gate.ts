@@ -11,6 +11,7 @@ import { newId, sha256Hex } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
 import { type Environment, findEnvironment } from '../environments/index.js';
 import { loadRun } from '../runs/index.js';
+import type { GateLinks } from './links.js';
 import { holds, quarantinesOf } from './quarantine.js';
 import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
 
@@ -58,8 +59,8 @@ export interface GateRecord {
 
 export interface GateDeps {
   prStatus: Pick<PrStatus, 'createCheckRun' | 'updateCheckRun'> & Partial<Pick<PrStatus, 'reply'>>;
-  /** The dashboard's view of a commit's runs (details_url), when the service knows its public URL. */
-  detailsUrl?: (record: GateRecord) => string | undefined;
+  /** The check run's links (details_url, reports, screenshots), when the service knows its public URL. */
+  links?: GateLinks;
 }
 
 type EnvRef = Pick<Environment, 'orgId' | 'envKey'>;
@@ -107,7 +108,14 @@ export async function gateRun(runId: string): Promise<GateRun | undefined> {
     flaky: run.flaky === true,
     ...(run.errorKind === 'environment' ? { errorKind: 'environment' as const } : {}),
     ...(failed
-      ? { failedStep: { number: failedAt + 1, interaction: failed.interaction, output: failed.output } }
+      ? {
+          failedStep: {
+            number: failedAt + 1,
+            interaction: failed.interaction,
+            output: failed.output,
+            ...(failed.imageKey ? { imageKey: failed.imageKey } : {}),
+          },
+        }
       : {}),
   };
 }
@@ -136,6 +144,33 @@ export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
         }
       : r;
   });
+}
+
+/**
+ * The runs with their links: each run's report, a failed step's screenshot. Best effort: a link that
+ * cannot be minted (the signing key unreadable) is left out and logged, and the row shows the run's id.
+ */
+async function linked(runs: GateRun[], links: GateLinks): Promise<GateRun[]> {
+  const attempt = async (what: string, make: () => Promise<string>) => {
+    try {
+      return await make();
+    } catch (err) {
+      log.warn('could not mint a merge gate link', { what, error: (err as Error).name });
+      return undefined;
+    }
+  };
+  return Promise.all(
+    runs.map(async (r) => {
+      const reportUrl = await attempt('report', () => links.report(r.runId));
+      const key = r.failedStep?.imageKey;
+      const screenshot = key ? await attempt('screenshot', () => links.media(key)) : undefined;
+      return {
+        ...r,
+        ...(reportUrl ? { reportUrl } : {}),
+        ...(r.failedStep && screenshot ? { failedStep: { ...r.failedStep, screenshot } } : {}),
+      };
+    }),
+  );
 }
 
 /** Where the story of a record is now: the check run's state, and what ended it. */
@@ -250,8 +285,12 @@ async function write(deps: GateDeps, pk: string, token: string): Promise<GateRec
     const runs = await storyRuns(record);
     const { state, end } = desired(env, record, runs);
     const conclusion = state === 'completed' ? conclusionOf(runs, end) : undefined;
-    const output = renderOutput(runs, end, state === 'completed');
-    const detailsUrl = deps.detailsUrl?.(record);
+    // What GitHub is shown is judged without the links: they are signed afresh each time and expire.
+    const plain = renderOutput(runs, end, state === 'completed');
+    const output = deps.links
+      ? renderOutput(await linked(runs, deps.links), end, state === 'completed')
+      : plain;
+    const detailsUrl = deps.links?.details(record);
     const update: CheckRunWrite = {
       repoFullName: record.repoFullName,
       sha: record.sha,
@@ -273,7 +312,7 @@ async function write(deps: GateDeps, pk: string, token: string): Promise<GateRec
           }
         : {}),
     };
-    const shown = sha256Hex(JSON.stringify([state, conclusion, output]));
+    const shown = sha256Hex(JSON.stringify([state, conclusion, plain]));
     if (shown === record.shown && record.checkRunId !== undefined) return record;
     let checkRunId = record.checkRunId;
     if (checkRunId === undefined) checkRunId = await deps.prStatus.createCheckRun(update);

@@ -15,6 +15,7 @@ export {
   syncGate,
   syncGateOfRun,
 } from './gate.js';
+export { commitViewUrl, type GateLinks, gateLinks } from './links.js';
 export {
   listQuarantined,
   QUARANTINE_MAX_DAYS,

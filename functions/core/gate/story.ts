@@ -28,8 +28,17 @@ export interface GateRun {
    * from a failing test. Absent: the test failed.
    */
   errorKind?: 'environment';
-  /** The failed step: its number (1-based), interaction and output, and its screenshot link. */
-  failedStep?: { number: number; interaction: string; output: string; screenshot?: string };
+  /**
+   * The failed step: its number (1-based), interaction and output, its screenshot's media key, and the
+   * screenshot's link (when the service knows its public URL).
+   */
+  failedStep?: {
+    number: number;
+    interaction: string;
+    output: string;
+    imageKey?: string;
+    screenshot?: string;
+  };
   /** A link to the run's report. */
   reportUrl?: string;
   /** Quarantined: its failure does not fail the gate (still reported). */

@@ -32,7 +32,7 @@ import {
   requestTeardown,
   StaleEvent,
 } from '../environments/index.js';
-import { syncGate } from '../gate/index.js';
+import { type GateLinks, syncGate } from '../gate/index.js';
 import { type GateRequest, normalizeGateDelivery } from './gate-requests.js';
 
 /*
@@ -476,6 +476,8 @@ export async function receiveWebhook(deps: WebhookDeps, delivery: WebhookDeliver
 export interface ConsumerDeps {
   workflows: Workflows;
   prStatus: PrStatus;
+  /** The merge gate's links, when the service knows its public URL. */
+  links?: GateLinks;
 }
 
 /**

@@ -519,7 +519,10 @@ export class ServiceFunction extends NodejsFunction {
     if (access.sourceHost) this.bindSourceHost(this.required(deps.sourceHost, 'sourceHost'));
     if (access.prStatus) this.bindPrStatus(this.required(deps.sourceHost, 'prStatus'));
     if (access.publishes) this.bindEventBus(this.required(deps.eventBus, 'publishes'));
-    if (access.media) this.bindMedia(this.required(deps.media, 'media'), access.media);
+    // The merge gate's links: PUBLIC_URL, and the report and screenshot links it mints (media read).
+    const media = access.gateLinks ? withRead(access.media) : access.media;
+    if (media) this.bindMedia(this.required(deps.media, 'media'), media);
+    if (access.gateLinks && deps.publicUrl) this.addEnvironment('PUBLIC_URL', deps.publicUrl);
     if (access.browser) this.bindBrowser(this.required(deps.browser, 'browser'));
     if (access.artifacts) this.bindArtifacts(this.required(deps.artifacts, 'artifacts'), access.artifacts);
     if (access.imageBuilds) this.bindImageBuilds(this.required(deps.imageBuilds, 'imageBuilds'));
@@ -540,6 +543,10 @@ export class ServiceFunction extends NodejsFunction {
     return resources;
   }
 }
+
+/** A media access that also reads (mints links). */
+const withRead = (mode: 'R' | 'W' | 'RW' | undefined): 'R' | 'RW' =>
+  mode === 'W' || mode === 'RW' ? 'RW' : 'R';
 
 /**
  * The props that make a function able to drive the headless browser (`browser` access): x86_64 (the only

@@ -117,7 +117,19 @@ describe('the check run of a head commit', () => {
     // Completed once and only once.
     expect(calls.filter((l) => l.body.status === 'completed')).toHaveLength(1);
 
-    const runId = /`([a-z0-9]{20,})`/.exec(output(end).summary)![1]!;
+    // Its links: the dashboard's view of the head commit, and the run's report (signed), which opens.
+    expect(end.body.details_url).toBe(
+      `${h.url}/?${new URLSearchParams({ env: 'acme/gate#2', commit: sha })}`,
+    );
+    const dashboard = await fetch(end.body.details_url as string);
+    expect(dashboard.status).toBe(200);
+    expect(await dashboard.text()).toContain('<title>Preview environments</title>');
+    const report = /\[report\]\(([^)]+)\)/.exec(output(end).summary)![1]!;
+    expect(report.startsWith(`${h.url}/report/`)).toBe(true);
+    const page = await fetch(report);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Sign up on previews');
+    const runId = /\/report\/([a-z0-9]{20,})\?/.exec(report)![1]!;
     const run = (await call(h, 'GET', `/run/${runId}`, { headers: client(h.org) })).body;
     const ms = Date.parse(end.time) - Date.parse(run.ended_at);
     expect(ms).toBeGreaterThanOrEqual(0);

@@ -115,9 +115,10 @@ describe('the check run from the pull request', () => {
     const first = await completedRun(sha, 1);
     expect(first.body.conclusion).toBe('failure');
     const firstId = checkRuns(sha)[0]!.id;
-    const passedRun = /\| Sign up passes \| `passed` \|[^|]*\|[^|]*\| `([a-z0-9]+)` \|/.exec(
-      output(first).summary,
-    )![1];
+    const passedRun =
+      /\| Sign up passes \| `passed` \|[^|]*\|[^|]*\| \[report\]\([^)]*\/report\/([a-z0-9]+)\?[^)]*\) \|/.exec(
+        output(first).summary,
+      )![1];
 
     const all = await send('check_run', checkRunPayload(sha, firstId, 22, 'rerequested'));
     expect(all.status).toBe(202);
@@ -129,9 +130,10 @@ describe('the check run from the pull request', () => {
     expect(output(again).summary).toContain('Sign up passes');
 
     const secondId = checkRuns(sha)[1]!.id;
-    const secondPassed = /\| Sign up passes \| `passed` \|[^|]*\|[^|]*\| `([a-z0-9]+)` \|/.exec(
-      output(again).summary,
-    )![1]!;
+    const secondPassed =
+      /\| Sign up passes \| `passed` \|[^|]*\|[^|]*\| \[report\]\([^)]*\/report\/([a-z0-9]+)\?[^)]*\) \|/.exec(
+        output(again).summary,
+      )![1]!;
     const failed = await send(
       'check_run',
       checkRunPayload(sha, secondId, 22, 'requested_action', 'rerun-failed'),
@@ -140,7 +142,7 @@ describe('the check run from the pull request', () => {
     const third = await completedRun(sha, 3);
     expect(third.body.conclusion).toBe('failure');
     // The passed test did not run again: its result from the second story is kept.
-    expect(output(third).summary).toContain(`\`${secondPassed}\``);
+    expect(output(third).summary).toContain(`/report/${secondPassed}?`);
     expect(output(third).text).toContain('### Heading fails');
     // Each story completed once.
     for (const run of checkRuns(sha))

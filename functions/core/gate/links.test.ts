@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { tableNames, tables } from '../../manifest/tables.js';
+import type { MediaReader } from '../../ports/media/port.js';
+import { defaultPublicUrl } from '../../shared/config.js';
+import { commitViewUrl, gateLinks } from './links.js';
+
+const saved = { ...process.env };
+const base = {
+  PREVIEW_MODE: 'aws',
+  AWS_REGION: 'eu-west-1',
+  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
+};
+afterEach(() => {
+  process.env = { ...saved };
+});
+
+const signed: string[] = [];
+const media: MediaReader = {
+  url: async (key, baseUrl) => `${baseUrl}/media/${key}?expires=1&sig=m`,
+  signLink: async (path, ttl) => {
+    signed.push(`${path} ${ttl}`);
+    return 'expires=2&sig=r';
+  },
+  checkLink: async () => 'valid' as never,
+};
+
+describe('gateLinks', () => {
+  test('no public URL: no links, and the media reader is never built', () => {
+    process.env = { ...base };
+    defaultPublicUrl('');
+    let built = false;
+    expect(
+      gateLinks(() => {
+        built = true;
+        return media;
+      }),
+    ).toBeUndefined();
+    expect(built).toBe(false);
+  });
+
+  test('the per-commit view, the signed report link (7 days) and the media URL, from the public URL', async () => {
+    process.env = { ...base, PREVIEW_MODE: 'local', PREVIEW_DATA_DIR: '/tmp/gate-links' };
+    defaultPublicUrl('https://p.example.com/v1');
+    const links = gateLinks(() => media)!;
+    expect(links.details({ envKey: 'acme/web#7', sha: 'ab'.repeat(20) })).toBe(
+      `https://p.example.com/v1/?env=acme%2Fweb%237&commit=${'ab'.repeat(20)}`,
+    );
+    expect(await links.report('run-1')).toBe('https://p.example.com/v1/report/run-1?expires=2&sig=r');
+    expect(signed).toEqual([`/report/run-1 ${7 * 24 * 3600}`]);
+    expect(await links.media('runs/o/run-1/step-1.png')).toBe(
+      'https://p.example.com/v1/media/runs/o/run-1/step-1.png?expires=1&sig=m',
+    );
+  });
+
+  test('AWS: reports and screenshots, but no details_url (the API serves no dashboard)', async () => {
+    process.env = { ...base, PUBLIC_URL: 'https://api.example.com/prod' };
+    defaultPublicUrl('');
+    const links = gateLinks(() => media)!;
+    expect(links.details({ envKey: 'e', sha: 's' })).toBeUndefined();
+    expect(await links.report('run-9')).toBe('https://api.example.com/prod/report/run-9?expires=2&sig=r');
+  });
+
+  test('an operator PUBLIC_URL wins over the local server URL', () => {
+    process.env = {
+      ...base,
+      PREVIEW_MODE: 'local',
+      PREVIEW_DATA_DIR: '/tmp/gate-links',
+      PUBLIC_URL: 'https://tunnel.example.com',
+    };
+    defaultPublicUrl('http://127.0.0.1:3000');
+    expect(gateLinks(() => media)!.details({ envKey: 'e', sha: 's' })).toBe(
+      'https://tunnel.example.com/?env=e&commit=s',
+    );
+    expect(commitViewUrl('http://x', { envKey: 'a&b', sha: '<s>' })).toBe(
+      'http://x/?env=a%26b&commit=%3Cs%3E',
+    );
+  });
+});

@@ -1,0 +1,61 @@
+import { describe, expect, test } from '@jest/globals';
+import { declaredFunctions, type Json, resourcesOf, statementsOf, synthesize } from './synth.js';
+
+/*
+ * The merge gate's links: the operator's `publicUrl` reaches, as PUBLIC_URL, exactly the functions that
+ * bring the gate (`gateLinks` access), which read test-run media (the report's signed links, the
+ * screenshots' presigned GETs). Without it no function has PUBLIC_URL: the gate mints no link.
+ */
+const plain = synthesize();
+const linked = synthesize({ publicUrl: 'https://previews.example.com/v1/' });
+
+const envOf = (template: typeof plain.statelessTemplate, id: string): Record<string, Json> =>
+  resourcesOf(template, 'AWS::Lambda::Function')[id].Properties.Environment.Variables;
+const readsMedia = (template: typeof plain.statelessTemplate, id: string) =>
+  statementsOf(template, id).some((s) => s.actions.includes('s3:GetObject'));
+
+describe('publicUrl set', () => {
+  const declared = declaredFunctions(linked.stateless);
+
+  test('some functions bring the gate', () => {
+    expect(declared.filter(([, fn]) => fn.access.gateLinks).length).toBeGreaterThanOrEqual(8);
+  });
+
+  test.each(declared)('%s has PUBLIC_URL (and reads media) exactly when it declares gateLinks', (_, fn) => {
+    const env = envOf(linked.statelessTemplate, fn.id);
+    if (fn.access.gateLinks) {
+      expect(env.PUBLIC_URL).toBe('https://previews.example.com/v1');
+      expect(env.RUN_LINK_SECRET_ARN).toBeDefined();
+      expect(env.MEDIA_BUCKET).toBeDefined();
+      expect(readsMedia(linked.statelessTemplate, fn.id)).toBe(true);
+    } else {
+      expect(env.PUBLIC_URL).toBeUndefined();
+    }
+  });
+
+  test('the run executor keeps writing media and now reads it too', () => {
+    const [, executor] = declared.find(([name]) => name === 'step functions/steps/run-execute.ts')!;
+    const actions = statementsOf(linked.statelessTemplate, executor.id).flatMap((s) => s.actions);
+    expect(actions).toEqual(expect.arrayContaining(['s3:GetObject', 's3:PutObject']));
+  });
+});
+
+describe('publicUrl unset', () => {
+  const declared = declaredFunctions(plain.stateless);
+  test.each(declared)('%s has no PUBLIC_URL; gateLinks still reads media', (_, fn) => {
+    const env = envOf(plain.statelessTemplate, fn.id);
+    expect(env.PUBLIC_URL).toBeUndefined();
+    if (fn.access.gateLinks) {
+      expect(env.RUN_LINK_SECRET_ARN).toBeDefined();
+      expect(readsMedia(plain.statelessTemplate, fn.id)).toBe(true);
+    }
+  });
+});
+
+test.each([
+  ['http://previews.example.com', /https URL/],
+  ['https://previews.example.com/?stage=1', /https URL/],
+  ['previews.example.com', /https URL/],
+])('rejects publicUrl %s', (publicUrl, message) => {
+  expect(() => synthesize({ publicUrl })).toThrow(message);
+});
