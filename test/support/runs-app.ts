@@ -19,6 +19,9 @@ import type { LocalServer } from './local-server.js';
  *   changed inside new wrappers (a click shows a `role=status` notice), a search box with a new id,
  *   placeholder and attribute order (Enter shows `#results`), a link that became a button (`#show-more`),
  *   and two look-alike Delete buttons
+ * - `/moved`: the bench's other kinds of change (healing.test.ts): a hint inserted before Add to cart,
+ *   a Log in button before Sign up (its id renamed), Pricing reworded (its id renamed), the close button
+ *   moved into a toolbar; a click on any says which in `#said`
  * - `/flaky?key=K`: "Not yet" the first time a key is asked for, "Ready" after (for retries that name flakes)
  */
 export const RUNS_APP_JS = `
@@ -75,6 +78,19 @@ http.createServer((req, res) => {
       ' d.className = "notice"; d.setAttribute("role", "status"); d.textContent = "Draft saved"; $("notices").append(d); };' +
       '$("show-more").onclick = () => { $("more-list").textContent = "More items"; };' +
       '$("site-search").onkeydown = (e) => { if (e.key === "Enter") $("results").textContent = "Results for " + e.target.value; };' +
+      '</script>');
+  if (url.pathname === '/moved')
+    return html(200, 'Shop', '<h1>Shop</h1><div class="toolbar">' +
+      '<button id="close" class="icon-btn" aria-label="Close dialog" type="button">×</button></div>' +
+      '<form onsubmit="return false"><label for="first">First name</label>' +
+      '<input id="first" name="first" class="field" placeholder="First name">' +
+      '<div id="cart-slot"><p class="hint">Fields marked * are required.</p>' +
+      '<button id="add" data-testid="add-to-cart" class="btn" type="button">Add to cart</button></div>' +
+      '<div id="account"><button type="button" class="btn btn-secondary">Log in</button>' +
+      '<button id="signup-v2" type="button" class="btn btn-primary">Sign up</button></div>' +
+      '<a id="pricing-v2" class="nav-link" href="#pricing">Pricing plans</a><div id="dialog-slot"></div></form>' +
+      '<p id="said"></p><script>document.querySelectorAll("button, a").forEach((b) => b.addEventListener("click", () => {' +
+      ' document.getElementById("said").textContent = "Clicked " + (b.getAttribute("aria-label") || b.textContent); }));' +
       '</script>');
   if (url.pathname === '/exit') {
     html(200, 'Bye', '<h1>Going down</h1><a id="next" href="/">Next</a>');

@@ -207,6 +207,81 @@ describe('a run whose recorded selectors match nothing', () => {
     expect(run.steps[7]).toMatchObject({ status: 'passed', output: 'found "More items" in #more-list' });
   }, 180_000);
 
+  test('the other kinds of change: a sibling inserted before, a look-alike decoy inserted before, text reworded, the element moved; each click healed', async () => {
+    // As test/bench/heal-corpus.ts makes them: a hint before the button (its `:first-child` selector
+    // fails), a Log in button before Sign up (its id renamed), Pricing reworded (its id renamed), the
+    // close button moved out of its slot into a toolbar (its id kept).
+    const said = (n: string) =>
+      recorded('assert-text', `The page says "Clicked ${n}"`, '#said', '<p id="said"></p>');
+    const run = await runOf({
+      steps: [
+        { interaction: 'navigate', instruction: 'Open the shop', url: '/moved' },
+        recorded(
+          'click',
+          'Click "Add to cart"',
+          '#cart-slot > button:first-child',
+          '<button id="add" data-testid="add-to-cart" class="btn" type="button">Add to cart</button>',
+        ),
+        said('Add to cart'),
+        recorded(
+          'click',
+          'Click "Sign up"',
+          '#signup',
+          '<button id="signup" type="button" class="btn btn-primary">Sign up</button>',
+        ),
+        said('Sign up'),
+        recorded(
+          'click',
+          'Click Pricing',
+          '#pricing',
+          '<a id="pricing" class="nav-link" href="#pricing">Pricing</a>',
+        ),
+        said('Pricing plans'),
+        recorded(
+          'click',
+          'Click the close button',
+          '#dialog-slot > #close',
+          '<button id="close" class="icon-btn" aria-label="Close dialog" type="button">×</button>',
+        ),
+        said('Close dialog'),
+      ],
+    });
+    expect([run.status, run.error]).toEqual(['passed', undefined]);
+    const healedAt = run.steps.flatMap((s: any, i: number) =>
+      s.healed ? [[i, s.interaction, s.healed.from]] : [],
+    );
+    expect(healedAt).toEqual([
+      [1, 'click', '#cart-slot > button:first-child'],
+      [3, 'click', '#signup'],
+      [5, 'click', '#pricing'],
+      [7, 'click', '#dialog-slot > #close'],
+    ]);
+    expect(run.healed_steps).toBe(4);
+    for (const [i] of healedAt) {
+      const s = run.steps[i];
+      expect(
+        s.output.startsWith(`healed: ${s.healed.from} → ${s.healed.to} (${s.healed.score.toFixed(2)})`),
+      ).toBe(true);
+      expect(s.healed.score).toBeGreaterThanOrEqual(0.6);
+    }
+    // Where each acted, in Playwright's order of preference: its test id first where it has one.
+    expect(run.steps.flatMap((s: any) => (s.healed ? [s.healed.to] : []))).toEqual([
+      '[data-testid="add-to-cart"]',
+      'role=button[name="Sign up"]',
+      'role=link[name="Pricing plans"]',
+      'role=button[name="Close dialog"]',
+    ]);
+    // Each click hit its element, not the one inserted before it: the asserts after them (not healed) say so.
+    for (const [i, n] of [
+      [2, 'Add to cart'],
+      [4, 'Sign up'],
+      [6, 'Pricing plans'],
+      [8, 'Close dialog'],
+    ] as const)
+      expect(run.steps[i]).toMatchObject({ status: 'passed', output: `found "Clicked ${n}" in #said` });
+    for (const i of [2, 4, 6, 8]) expect(run.steps[i].healed).toBeUndefined();
+  }, 180_000);
+
   test('two look-alikes are never guessed between: the step fails saying so', async () => {
     const run = await runOf({
       steps: [
