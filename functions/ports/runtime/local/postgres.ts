@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
@@ -128,9 +128,19 @@ export function ensureTemplate(wrap: Wrap, templates: string, major: string): st
   return done;
 }
 
-/** A new service's cluster: a copy of the template. */
+/**
+ * A new service's cluster: a copy of the template. Node 22's `cpSync` creates the copy's directories
+ * with the default mode (Node 20 copied the source's), and Postgres refuses a data directory that is not
+ * 0700 or 0750: the copy's directories are set to 0700, as initdb made them.
+ */
 export function copyTemplate(template: string, dir: string): void {
-  cpSync(join(template, 'cluster'), join(dir, 'cluster'), { recursive: true, preserveTimestamps: true });
+  const cluster = join(dir, 'cluster');
+  cpSync(join(template, 'cluster'), cluster, { recursive: true, preserveTimestamps: true });
+  const ownOnly = (d: string): void => {
+    chmodSync(d, 0o700);
+    for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) ownOnly(join(d, e.name));
+  };
+  ownOnly(cluster);
 }
 
 /**
