@@ -32,7 +32,12 @@ describe('environmentId', () => {
     expect(app.main.environmentId).toMatch(/^[a-z0-9]{20,}$/);
     const run = await runOf(await app.importTest({}));
     expect(run.status).toBe('passed');
-    expect(run.metadata).toEqual({ source: 'api', attempts: 1 });
+    // The wait for the preview before the first step is on the record (an awake app answers at once).
+    expect(run.metadata).toEqual({
+      source: 'api',
+      attempts: 1,
+      wake: { waited_ms: expect.any(Number), apps: { web: expect.any(Number) } },
+    });
   }, 60_000);
 
   test('a PR environment: the 202 body names it, and application_version_id runs against it', async () => {
@@ -66,6 +71,7 @@ describe('environmentId', () => {
       source: 'api',
       application_version_id: res.body.environmentId,
       attempts: 1,
+      wake: { waited_ms: expect.any(Number), apps: { web: expect.any(Number) } },
     });
     const onMain = await runOf(testId);
     expect(onMain.status).toBe('failed');
