@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: preview.yaml's `${services.<name>.url}` syntax, not JS templates
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,13 +51,17 @@ const REPO = `acme-${'o'.repeat(34)}/${'r'.repeat(100)}`;
 
 let dataDir: string;
 let gitRoot: string;
+/** The server this test started last: killed in afterAll when an expectation failed before it stopped. */
+let running: { proc: ChildProcess } | undefined;
 beforeAll(() => {
   // A long data dir (and long owner and repository names below): a Unix socket's path has at most 107
   // bytes, so the services' sockets must not live under it.
   dataDir = mkdtempSync(join(tmpdir(), `preview-services-restart-${'d'.repeat(60)}-`));
   gitRoot = mkdtempSync(join(tmpdir(), 'preview-git-'));
 });
-afterAll(() => {
+afterAll(async () => {
+  if (running && running.proc.exitCode === null && running.proc.signalCode === null)
+    await stopProcess(running.proc, 'SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(defaultWorkDir(dataDir), { recursive: true, force: true });
   rmSync(gitRoot, { recursive: true, force: true });
@@ -73,7 +78,11 @@ const sql = (url: string, q: string) => ask(url, `/pg?sql=${encodeURIComponent(q
 describe('services across a restart of the server', () => {
   test('killed and started again, the preview comes back with the rows and keys its services held', async () => {
     const sha = makeRepo(gitRoot, REPO, { 'preview.yaml': YAML, 'app.js': APP_JS });
-    const start = () => startProcess(dataDir, { PREVIEW_GIT_ROOT: gitRoot });
+    const start = async () => {
+      const started = await startProcess(dataDir, { PREVIEW_GIT_ROOT: gitRoot });
+      running = started;
+      return started;
+    };
     let server = await start();
     const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
     const auth = { authorization: `Bearer ${creds.apiKey}` };
