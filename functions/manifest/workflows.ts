@@ -24,11 +24,11 @@ export interface WorkflowDef {
 const markFailed: TaskDef = {
   entry: 'functions/steps/mark-failed.ts',
   // runtime: a failed environment keeps nothing running (it stops the environment's apps on the cluster).
-  // tenancy (the gate's items): the merge gate's check run of the failed head (applications: whether it has preview tests).
+  // tenancy (the gate's items): the merge gate's check run of the failed head (applications: whether it has preview tests);
+  // no gateLinks: a failed preview's check run links no report, and its environment is at Lambda's 4 KB.
   access: {
     tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
     prStatus: true,
-    gateLinks: true,
     runtime: true,
   },
 };
@@ -96,7 +96,6 @@ export const workflows = {
           tables: { environments: 'RW', runs: 'R', tenancy: 'RW', applications: 'R' },
           runtime: true,
           prStatus: true,
-          gateLinks: true,
           secrets: 'RW',
         },
       },

@@ -6,8 +6,7 @@ import {
   stopFailedApps,
   transition,
 } from '../core/environments/index.js';
-import { gateLinks, syncGate } from '../core/gate/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { syncGate } from '../core/gate/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 
@@ -26,6 +25,6 @@ export async function handler(input: StepInput): Promise<StepInput> {
   // Reports only while this generation is current (not after a Superseded).
   await reportStatus({ prStatus: prStatus() }, input);
   // A failed preview completes its head's check run `failure` (a superseded one: `cancelled`).
-  await syncGate({ prStatus: prStatus(), links: gateLinks(mediaReader) }, input);
+  await syncGate({ prStatus: prStatus() }, input);
   return input;
 }

@@ -6,8 +6,7 @@ import {
   type StepInput,
   transition,
 } from '../core/environments/index.js';
-import { gateLinks, syncGate } from '../core/gate/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { syncGate } from '../core/gate/index.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { appTeardown } from '../ports/registry/runtime/app-teardown.js';
 import { secretStore } from '../ports/registry/secret-store.js';
@@ -26,6 +25,6 @@ export async function handler(input: StepInput): Promise<StepInput> {
   await transition(input, { status: 'torn_down', urls: {} }, ['phase', 'error', 'services']);
   await reportStatus({ prStatus: prStatus() }, input);
   // A story the teardown ends before its runs did completes `cancelled`.
-  await syncGate({ prStatus: prStatus(), links: gateLinks(mediaReader) }, input);
+  await syncGate({ prStatus: prStatus() }, input);
   return input;
 }

@@ -18,7 +18,14 @@ describe('publicUrl set', () => {
   const declared = declaredFunctions(linked.stateless);
 
   test('some functions bring the gate', () => {
-    expect(declared.filter(([, fn]) => fn.access.gateLinks).length).toBeGreaterThanOrEqual(8);
+    expect(declared.filter(([, fn]) => fn.access.gateLinks).length).toBeGreaterThanOrEqual(6);
+  });
+
+  test('a failed preview and a teardown link no report (their environments are at 4 KB)', () => {
+    const linking = declared.filter(([, fn]) => fn.access.gateLinks).map(([name]) => name);
+    expect(linking).toEqual(expect.arrayContaining(['step functions/steps/run-execute.ts']));
+    expect(linking).not.toContain('step functions/steps/tear-down.ts');
+    expect(linking).not.toContain('step functions/steps/mark-failed.ts');
   });
 
   test.each(declared)('%s has PUBLIC_URL (and reads media) exactly when it declares gateLinks', (_, fn) => {
