@@ -112,6 +112,30 @@ export const RUNS_APP_YAML = `apps:
 `;
 
 /** A step of a tests file. */
+/** A step as a recorder writes it: the element's selector and its outer HTML when recorded (healing). */
+export const recordedStep = (interaction: string, instruction: string, selector: string, html: string) => ({
+  interaction,
+  instruction,
+  element: { selector, html },
+});
+
+/** The sign-up test's opening as recorded before the page renamed its ids (the healing tests). */
+export const signUpBeforeRename = [
+  { interaction: 'navigate', instruction: 'Open the sign-up page', url: '/' },
+  recordedStep(
+    'input-text',
+    'Type {{variable:EMAIL}} into the email field',
+    '#user-email',
+    '<input id="user-email" name="email" type="text">',
+  ),
+  recordedStep(
+    'click',
+    'Click Sign up',
+    '#signup-button',
+    '<button id="signup-button" type="submit">Sign up</button>',
+  ),
+];
+
 export const step = (
   interaction: string,
   instruction: string,

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { call, client } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
 import { previewctl, previewctlRaw } from '../../support/process.js';
-import { runEnded } from '../../support/runs-app.js';
+import { recordedStep, runEnded, signUpBeforeRename } from '../../support/runs-app.js';
 import { runsAppForFile, startRun } from '../../support/runs-suite.js';
 
 /*
@@ -16,28 +16,10 @@ const h = localServerForFile();
 const app = runsAppForFile(h);
 const SECRET_EMAIL = 'keep-heal-secret-5c1e@example.com';
 
-const recorded = (interaction: string, instruction: string, selector: string, html: string) => ({
-  interaction,
-  instruction,
-  element: { selector, html },
-});
-
 /** The fixture's sign-up page, recorded before it renamed its ids. */
 const oldSteps = [
-  { interaction: 'navigate', instruction: 'Open the sign-up page', url: '/' },
-  recorded(
-    'input-text',
-    'Type {{variable:EMAIL}} into the email field',
-    '#user-email',
-    '<input id="user-email" name="email" type="text">',
-  ),
-  recorded(
-    'click',
-    'Click Sign up',
-    '#signup-button',
-    '<button id="signup-button" type="submit">Sign up</button>',
-  ),
-  recorded('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', '#greeting', ''),
+  ...signUpBeforeRename,
+  recordedStep('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', '#greeting', ''),
 ];
 
 const run = async (testId: string) => runEnded(h, (await startRun(h, testId)).run_id, 120_000);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { call, client } from '../../support/api.js';
 import { localServerForFile } from '../../support/local-server.js';
-import { runEnded } from '../../support/runs-app.js';
+import { recordedStep, runEnded, signUpBeforeRename } from '../../support/runs-app.js';
 import { runsAppForFile, startRun } from '../../support/runs-suite.js';
 
 /*
@@ -17,35 +17,17 @@ const h = localServerForFile();
 const app = runsAppForFile(h);
 const SECRET_EMAIL = 'heal-secret-7f3a@example.com';
 
-const recorded = (interaction: string, instruction: string, selector: string, html: string) => ({
-  interaction,
-  instruction,
-  element: { selector, html },
-});
-
 /** The sign-up test as recorded before the page renamed its ids. */
 const oldSteps = [
-  { interaction: 'navigate', instruction: 'Open the sign-up page', url: '/' },
-  recorded(
-    'input-text',
-    'Type {{variable:EMAIL}} into the email field',
-    '#user-email',
-    '<input id="user-email" name="email" type="text">',
-  ),
-  recorded(
-    'click',
-    'Click Sign up',
-    '#signup-button',
-    '<button id="signup-button" type="submit">Sign up</button>',
-  ),
-  recorded(
+  ...signUpBeforeRename,
+  recordedStep(
     'assert-text',
     'The page says "Thanks for signing up"',
     '#thanks',
     '<h1 id="thanks">Thanks for signing up</h1>',
   ),
-  recorded('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', '#greeting', ''),
-  recorded('assert-visible', 'See the Back link', 'a#back', '<a id="back" href="/">Back</a>'),
+  recordedStep('assert-text', 'The page says "Welcome, {{variable:EMAIL}}"', '#greeting', ''),
+  recordedStep('assert-visible', 'See the Back link', 'a#back', '<a id="back" href="/">Back</a>'),
 ];
 
 const runOf = async (over: Record<string, unknown>) => {
@@ -120,7 +102,7 @@ describe('a run whose recorded selectors match nothing', () => {
     const gone = await runOf({
       steps: [
         ...oldSteps.slice(0, 3),
-        recorded(
+        recordedStep(
           'click',
           'Click "Delete account"',
           '#delete',
@@ -136,7 +118,7 @@ describe('a run whose recorded selectors match nothing', () => {
     const wrongText = await runOf({
       steps: [
         oldSteps[0],
-        recorded('assert-text', 'The heading says "Goodbye"', '#title', '<h1 id="title">Sign up</h1>'),
+        recordedStep('assert-text', 'The heading says "Goodbye"', '#title', '<h1 id="title">Sign up</h1>'),
       ],
     });
     expect(wrongText.status).toBe('failed');
@@ -148,33 +130,38 @@ describe('a run whose recorded selectors match nothing', () => {
       variables: { Q: 'shoes', EMAIL: SECRET_EMAIL },
       steps: [
         { interaction: 'navigate', instruction: 'Open the catalog', url: '/kinds' },
-        recorded(
+        recordedStep(
           'click',
           'Click Save draft',
           '.btn-save',
           '<button type="button" class="btn-save primary">Save draft</button>',
         ),
-        recorded(
+        recordedStep(
           'wait-for',
           'Wait for the saved notice',
           '#toast',
           '<div id="toast" class="toast" role="status">Draft saved</div>',
         ),
-        recorded(
+        recordedStep(
           'input-text',
           'Type {{variable:Q}} into the search box',
           '#search',
           '<input type="search" placeholder="Search products" name="q" id="search">',
         ),
-        recorded(
+        recordedStep(
           'press',
           'Press Enter',
           '#search',
           '<input type="search" placeholder="Search products" name="q" id="search">',
         ),
-        recorded('assert-text', 'The page says "Results for shoes"', '#results', '<p id="results"></p>'),
-        recorded('click', 'Click Show more', 'a#show-more', '<a id="show-more" href="#more">Show more</a>'),
-        recorded('assert-text', 'The list says "More items"', '#more-list', '<ul id="more-list"></ul>'),
+        recordedStep('assert-text', 'The page says "Results for shoes"', '#results', '<p id="results"></p>'),
+        recordedStep(
+          'click',
+          'Click Show more',
+          'a#show-more',
+          '<a id="show-more" href="#more">Show more</a>',
+        ),
+        recordedStep('assert-text', 'The list says "More items"', '#more-list', '<ul id="more-list"></ul>'),
       ],
     });
     expect([run.status, run.error]).toEqual(['passed', undefined]);
@@ -212,32 +199,32 @@ describe('a run whose recorded selectors match nothing', () => {
     // fails), a Log in button before Sign up (its id renamed), Pricing reworded (its id renamed), the
     // close button moved out of its slot into a toolbar (its id kept).
     const said = (n: string) =>
-      recorded('assert-text', `The page says "Clicked ${n}"`, '#said', '<p id="said"></p>');
+      recordedStep('assert-text', `The page says "Clicked ${n}"`, '#said', '<p id="said"></p>');
     const run = await runOf({
       steps: [
         { interaction: 'navigate', instruction: 'Open the shop', url: '/moved' },
-        recorded(
+        recordedStep(
           'click',
           'Click "Add to cart"',
           '#cart-slot > button:first-child',
           '<button id="add" data-testid="add-to-cart" class="btn" type="button">Add to cart</button>',
         ),
         said('Add to cart'),
-        recorded(
+        recordedStep(
           'click',
           'Click "Sign up"',
           '#signup',
           '<button id="signup" type="button" class="btn btn-primary">Sign up</button>',
         ),
         said('Sign up'),
-        recorded(
+        recordedStep(
           'click',
           'Click Pricing',
           '#pricing',
           '<a id="pricing" class="nav-link" href="#pricing">Pricing</a>',
         ),
         said('Pricing plans'),
-        recorded(
+        recordedStep(
           'click',
           'Click the close button',
           '#dialog-slot > #close',
@@ -286,7 +273,7 @@ describe('a run whose recorded selectors match nothing', () => {
     const run = await runOf({
       steps: [
         { interaction: 'navigate', instruction: 'Open the catalog', url: '/kinds' },
-        recorded(
+        recordedStep(
           'click',
           'Click Delete',
           '#delete',
