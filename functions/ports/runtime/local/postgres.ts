@@ -1,6 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
@@ -11,12 +11,12 @@ import { join } from 'node:path';
  *
  * Fast to create: `initdb` takes a second or two, so it runs once per major into a pristine template
  * cluster under the data dir (`templates/postgres-<major>`), and a new service is a plain copy of it
- * (`cp -a`: no reflink or hard link, each service's files are its own) with its password set in
- * single-user mode. A copy of the main branch's database is `pg_basebackup` from main's running server
- * over its socket: consistent while main keeps serving, and a file-level copy, several times faster than
- * a dump and restore. Durability is traded for speed, as fits a disposable preview: `fsync`,
- * `synchronous_commit` and `full_page_writes` are off (a crash of this machine may lose a preview's
- * last writes, or its database).
+ * (postgres-copy.ts `copyCluster`: each service's files are its own) with its password set in
+ * single-user mode. A copy of the main branch's database is a file-level copy of main's running server
+ * through Postgres's low-level backup API (postgres-copy.ts): consistent while main keeps serving, and
+ * several times faster than a dump and restore. Durability is traded for speed, as fits a disposable
+ * preview: `fsync`, `synchronous_commit` and `full_page_writes` are off (a crash of this machine may
+ * lose a preview's last writes, or its database).
  */
 
 /** The role and database every service's clients use. */
@@ -126,43 +126,6 @@ export function ensureTemplate(wrap: Wrap, templates: string, major: string): st
   rmSync(done, { recursive: true, force: true });
   renameSync(making, done);
   return done;
-}
-
-/**
- * A new service's cluster: a copy of the template. Node 22's `cpSync` creates the copy's directories
- * with the default mode (Node 20 copied the source's), and Postgres refuses a data directory that is not
- * 0700 or 0750: the copy's directories are set to 0700, as initdb made them.
- */
-export function copyTemplate(template: string, dir: string): void {
-  const cluster = join(dir, 'cluster');
-  cpSync(join(template, 'cluster'), cluster, { recursive: true, preserveTimestamps: true });
-  const ownOnly = (d: string): void => {
-    chmodSync(d, 0o700);
-    for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) ownOnly(join(d, e.name));
-  };
-  ownOnly(cluster);
-}
-
-/**
- * A new service's cluster copied from a running server (main's), reached at its socket directory and
- * port: `pg_basebackup`, WAL streamed alongside, a fast checkpoint first. Resolves once the copy is whole.
- */
-export function copyFromServer(major: string, sockDir: string, port: number, dir: string): Promise<void> {
-  const args = ['-h', sockDir, '-p', String(port), '-U', PG_USER, '-D', join(dir, 'cluster')];
-  args.push('-X', 'stream', '-c', 'fast', '--no-sync', '--no-manifest');
-  return new Promise((resolve, reject) => {
-    const child = spawn(pgBin(major, 'pg_basebackup'), args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => {
-      err = (err + d.toString()).slice(-2_000);
-    });
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`pg_basebackup failed (exit code ${code}): ${err.trim().split('\n').pop()}`)),
-    );
-  });
 }
 
 /** Set the password of a service's role (before its server starts): single-user mode, a verifier only. */

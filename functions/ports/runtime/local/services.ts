@@ -19,8 +19,6 @@ import { DeployFailed } from '../../../shared/step-errors.js';
 import type { AppLaunch, RuntimeTarget, ServiceLaunch, ServiceState } from '../port.js';
 import { openLog } from './logs.js';
 import {
-  copyFromServer,
-  copyTemplate,
   ensureTemplate,
   PG_DATABASE,
   PG_USER,
@@ -30,6 +28,7 @@ import {
   setPassword,
   type Wrap,
 } from './postgres.js';
+import { copyCluster, copyFromServer } from './postgres-copy.js';
 import { freePort } from './readiness.js';
 import { bubblewrapUsable, serviceSandboxArgs } from './sandbox.js';
 import {
@@ -60,6 +59,8 @@ import { exitOf, killGroup, killOrphan, OWNER_VAR, spawnCommand } from './superv
  */
 
 const READY_TIMEOUT_MS = 30_000;
+/** How often a starting server is asked (a deploy waits on it: a Postgres starts in some 50 ms). */
+const READY_POLL_MS = 10;
 const STOP_GRACE_MS = 10_000;
 /** How long a seed or migrate may run. */
 const ONCE_TIMEOUT_MS = 10 * 60_000;
@@ -206,9 +207,12 @@ async function createService(
         `service ${launch.name}: from: main, but the main branch's environment runs no postgres service ${launch.name}: deploy the main branch first`,
       );
     if (main) {
-      await copyFromServer(main.rec.major, main.sock, main.rec.port, dir);
-      say(`service ${launch.name}: copied from the main branch's (pg_basebackup)`);
-    } else copyTemplate(ensureTemplate(wrap, join(servicesRoot(rt), 'templates'), major), dir);
+      await copyFromServer(main.rec.major, main.sock, main.rec.port, main.data, dir);
+      say(`service ${launch.name}: copied from the main branch's (a file-level copy of its running server)`);
+    } else {
+      const template = ensureTemplate(wrap, join(servicesRoot(rt), 'templates'), major);
+      await copyCluster(join(template, 'cluster'), join(dir, 'cluster'));
+    }
     setPassword(wrap, dir, major, launch.password);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
@@ -225,7 +229,7 @@ function mainService(rt: LocalRuntime, target: RuntimeTarget, name: string) {
   const mainId = envId({ orgId: target.orgId, envKey: keys.environments.envKey(target.repoFullName, 0) });
   const rec = rt.state.envs[mainId]?.services?.[name];
   if (rec?.kind !== 'postgres' || !pidAlive(rec.pid)) return undefined;
-  return { rec, sock: socketDir(rt.root, mainId, name) };
+  return { rec, sock: socketDir(rt.root, mainId, name), data: join(serviceDir(rt, mainId, name), 'cluster') };
 }
 
 function writeRedisConf(dir: string, port: number, password: string, sockDir: string) {
@@ -280,7 +284,7 @@ async function startService(rt: LocalRuntime, id: string, name: string, rec: Ser
       killGroup(rec.pid, 'SIGKILL');
       throw new DeployFailed(`service ${name}: its server did not accept connections in time`);
     }
-    await sleep(POLL_MS);
+    await sleep(READY_POLL_MS);
   }
 }
 

@@ -1,0 +1,137 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from '@jest/globals';
+import { keys } from '../../../functions/manifest/tables.js';
+import { copyFromServer } from '../../../functions/ports/runtime/local/postgres-copy.js';
+import { dropServices, ensureServices, socketDir } from '../../../functions/ports/runtime/local/services.js';
+import { type EnvState, envId, type LocalRuntime } from '../../../functions/ports/runtime/local/state.js';
+import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
+
+/*
+ * `from: main`'s copy (postgres-copy.ts: Postgres's low-level backup API and a file-level copy) while main
+ * keeps writing: the copy is one consistent moment of main (a transfer's two halves are both in it or
+ * both out), main's server is left as it was (no replication slot, no backup in progress), and a copy
+ * that fails midway leaves main able to give the next one.
+ */
+
+const root = mkdtempSync(join(tmpdir(), 'pg-copy-'));
+const rt = { root, network: 'shared', state: { envs: {} } } as unknown as LocalRuntime;
+afterAll(async () => {
+  for (const id of Object.keys(rt.state.envs)) await dropServices(rt, id, rt.state.envs[id]!);
+  rmSync(root, { recursive: true, force: true });
+});
+
+const target = (pr: number): RuntimeTarget => ({
+  orgId: 'org-copy',
+  envKey: keys.environments.envKey('acme/copy', pr),
+  repoFullName: 'acme/copy',
+  prNumber: pr,
+  generation: 1,
+});
+const envOf = (t: RuntimeTarget): EnvState => {
+  rt.state.envs[envId(t)] ??= { fence: 1, apps: {}, buildPids: [] };
+  return rt.state.envs[envId(t)]!;
+};
+const provide = (t: RuntimeTarget, from?: 'main') =>
+  ensureServices(
+    rt,
+    t,
+    envOf(t),
+    [
+      {
+        name: 'db',
+        spec: { kind: 'postgres', version: '15', seedApp: 'api', ...(from ? { from } : {}) },
+        user: 'preview',
+        password: `pw-${t.prNumber}`,
+      },
+    ],
+    () => {},
+  );
+const where = (t: RuntimeTarget) => ({
+  sock: socketDir(root, envId(t), 'db'),
+  port: envOf(t).services!.db!.port,
+});
+/** psql over the service's own socket, as its superuser. */
+function sql(t: RuntimeTarget, query: string): string {
+  const { sock, port } = where(t);
+  const args = ['-X', '-At', '-v', 'ON_ERROR_STOP=1', '-h', sock, '-p', String(port), '-U', 'preview'];
+  const out = spawnSync('psql', [...args, '-d', 'preview', '-c', query], { encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(`psql: ${out.stderr}`);
+  return out.stdout.trim();
+}
+
+describe("from: main's file-level copy", () => {
+  const main = target(0);
+  /** Whether main's temporary slot went with the copy's session (a backend ends a moment after psql). */
+  const slotsGone = async () => {
+    for (let i = 0; i < 100; i++) {
+      if (sql(main, 'SELECT count(*) FROM pg_replication_slots') === '0') return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  };
+
+  test('main writing throughout: the copy is one consistent moment, and main is left as it was', async () => {
+    await provide(main);
+    sql(
+      main,
+      'CREATE TABLE accounts (id int PRIMARY KEY, balance int); INSERT INTO accounts VALUES (1, 1000000), (2, 0); CREATE TABLE log (n serial, at timestamptz DEFAULT now()); INSERT INTO log SELECT FROM generate_series(1, 50000);',
+    );
+    // A writer moving money between the two accounts in transactions, and logging each, until stopped.
+    const { sock, port } = where(main);
+    const writer = spawn(
+      'psql',
+      ['-X', '-q', '-h', sock, '-p', String(port), '-U', 'preview', '-d', 'preview'],
+      { stdio: ['pipe', 'ignore', 'ignore'] },
+    );
+    const transfer =
+      'BEGIN; UPDATE accounts SET balance = balance - 7 WHERE id = 1; INSERT INTO log DEFAULT VALUES; UPDATE accounts SET balance = balance + 7 WHERE id = 2; COMMIT;\n';
+    let writing = true;
+    const pump = () => {
+      while (writing && writer.stdin.write(transfer.repeat(20)));
+      if (writing) writer.stdin.once('drain', pump);
+    };
+    pump();
+    await new Promise((r) => setTimeout(r, 300));
+    const before = Number(sql(main, 'SELECT count(*) FROM log'));
+    try {
+      await provide(target(1), 'main');
+    } finally {
+      writing = false;
+      writer.stdin.end();
+      await new Promise((r) => writer.once('exit', r));
+    }
+    const copy = target(1);
+    // Every transfer whole: the total is what it was, and the log counts one row per transfer.
+    expect(sql(copy, 'SELECT sum(balance) FROM accounts')).toBe('1000000');
+    const moved = Number(sql(copy, 'SELECT balance FROM accounts WHERE id = 2')) / 7;
+    expect(moved).toBeGreaterThan(0);
+    expect(Number(sql(copy, 'SELECT count(*) FROM log'))).toBe(50_000 + moved);
+    expect(Number(sql(copy, 'SELECT count(*) FROM log'))).toBeGreaterThanOrEqual(before);
+    // Main moved on after the copy and still adds up; it keeps no slot and no backup.
+    expect(Number(sql(main, 'SELECT count(*) FROM log'))).toBeGreaterThanOrEqual(
+      Number(sql(copy, 'SELECT count(*) FROM log')),
+    );
+    expect(sql(main, 'SELECT sum(balance) FROM accounts')).toBe('1000000');
+    expect(await slotsGone()).toBe(true);
+    // The copy writes on its own.
+    sql(copy, 'UPDATE accounts SET balance = 0');
+    expect(sql(main, 'SELECT sum(balance) FROM accounts')).toBe('1000000');
+  }, 60_000);
+
+  test('a copy that fails midway leaves main able to give the next one', async () => {
+    const { sock, port } = where(main);
+    const broken = join(root, 'broken');
+    mkdirSync(broken);
+    // Main's data directory named wrong: the backup starts, the file copy fails, the session ends.
+    await expect(copyFromServer('15', sock, port, join(root, 'no-such-cluster'), broken)).rejects.toThrow(
+      /no-such-cluster/,
+    );
+    expect(await slotsGone()).toBe(true);
+    expect(readdirSync(root)).not.toContain('no-such-cluster');
+    await provide(target(2), 'main');
+    expect(sql(target(2), 'SELECT sum(balance) FROM accounts')).toBe('1000000');
+  }, 60_000);
+});
