@@ -1,10 +1,18 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { keys } from '../../../functions/manifest/tables.js';
-import { copyFromServer } from '../../../functions/ports/runtime/local/postgres-copy.js';
+import { copyFromServer, sparesSettled } from '../../../functions/ports/runtime/local/postgres-copy.js';
 import { dropServices, ensureServices, socketDir } from '../../../functions/ports/runtime/local/services.js';
 import { type EnvState, envId, type LocalRuntime } from '../../../functions/ports/runtime/local/state.js';
 import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
@@ -12,8 +20,9 @@ import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
 /*
  * `from: main`'s copy (postgres-copy.ts: Postgres's low-level backup API and a file-level copy) while main
  * keeps writing: the copy is one consistent moment of main (a transfer's two halves are both in it or
- * both out), main's server is left as it was (no replication slot, no backup in progress), and a copy
- * that fails midway leaves main able to give the next one.
+ * both out), main's server is left as it was (no replication slot, no backup in progress), a copy
+ * that fails midway leaves main able to give the next one, and a copy made onto the spare cluster holds
+ * main's files and nothing else.
  */
 
 const root = mkdtempSync(join(tmpdir(), 'pg-copy-'));
@@ -133,5 +142,27 @@ describe("from: main's file-level copy", () => {
     expect(readdirSync(root)).not.toContain('no-such-cluster');
     await provide(target(2), 'main');
     expect(sql(target(2), 'SELECT sum(balance) FROM accounts')).toBe('1000000');
+  }, 60_000);
+
+  test("a copy onto the spare keeps main's files and nothing else; two copies at once both hold", async () => {
+    // The spare is the template's copy: plant a file main lacks, as a template-only file would be.
+    await sparesSettled();
+    const spare = join(root, 'services', 'templates', 'postgres-15.spare');
+    expect(existsSync(join(spare, 'PG_VERSION'))).toBe(true);
+    writeFileSync(join(spare, 'base', 'stale-file'), 'not main');
+    await Promise.all([provide(target(3), 'main'), provide(target(4), 'main')]);
+    for (const t of [target(3), target(4)]) {
+      expect(sql(t, 'SELECT sum(balance) FROM accounts')).toBe('1000000');
+      const cluster = join(root, 'services', ...envId(t).split('/'), 'db', 'cluster');
+      expect(existsSync(join(cluster, 'base', 'stale-file'))).toBe(false);
+      expect(readFileSync(join(cluster, 'PG_VERSION'), 'utf8').trim()).toBe('15');
+    }
+    // Main's database directory and the copies' hold the same relations.
+    const oid = sql(main, "SELECT oid FROM pg_database WHERE datname = 'preview'");
+    const relations = (t: RuntimeTarget) =>
+      readdirSync(join(root, 'services', ...envId(t).split('/'), 'db', 'cluster', 'base', oid))
+        .filter((f) => /^\d+(_\w+)?$/.test(f))
+        .sort();
+    expect(relations(target(3))).toEqual(relations(main));
   }, 60_000);
 });

@@ -1,6 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { PG_DATABASE, PG_USER, pgBin } from './postgres.js';
@@ -80,29 +80,39 @@ function session(major: string, sockDir: string, port: number) {
 }
 
 /**
- * A data directory copied (`asBackup`: minus what a base backup leaves out). Its time is the files'
- * creation (a cluster has some 1,200 small catalog files; the data itself goes by copy_file_range), so
- * the files are split by directory into chunks copied by a few `cp` at once: no reflink or hard link,
- * each copy's files are its own. Files keep their 0600 and directories are made 0700, as Postgres checks
- * (Node 22's `cpSync` made them with the default mode).
+ * A data directory copied to `to` (`asBackup`: minus what a base backup leaves out). When `to` already
+ * holds a cluster (a spare, below), the copy goes onto it: same-named files are overwritten in place and
+ * whatever the source lacks is removed, so the result is the source's files and nothing else. Files are
+ * split by directory into chunks copied by a few `cp` at once (the data itself goes by copy_file_range; no
+ * reflink or hard link, each copy's files are its own). Files keep their 0600 and directories are made
+ * 0700, as Postgres checks (Node 22's `cpSync` made them with the default mode).
  */
 export async function copyCluster(from: string, to: string, asBackup = false): Promise<void> {
   const chunks: Array<{ dir: string; files: string[] }> = [];
   const walk = (src: string, dst: string, top: boolean) => {
-    mkdirSync(dst, { mode: 0o700 });
+    const stale = existsSync(dst) ? new Set(readdirSync(dst)) : undefined;
+    if (!stale) mkdirSync(dst, { mode: 0o700 });
     const files: string[] = [];
     for (const e of readdirSync(src, { withFileTypes: true })) {
-      if (asBackup && top && EMPTY_DIRS.has(e.name)) mkdirSync(join(dst, e.name), { mode: 0o700 });
-      else if (e.isDirectory()) {
-        if (!(asBackup && e.name.startsWith('pgsql_tmp'))) walk(join(src, e.name), join(dst, e.name), false);
-      } else if (!(asBackup && top && SKIP_FILES.has(e.name))) files.push(join(src, e.name));
+      if (asBackup && top && EMPTY_DIRS.has(e.name)) {
+        rmSync(join(dst, e.name), { recursive: true, force: true });
+        mkdirSync(join(dst, e.name), { mode: 0o700 });
+      } else if (e.isDirectory()) {
+        if (asBackup && e.name.startsWith('pgsql_tmp')) continue;
+        walk(join(src, e.name), join(dst, e.name), false);
+      } else if (asBackup && top && SKIP_FILES.has(e.name)) continue;
+      else files.push(join(src, e.name));
+      stale?.delete(e.name);
     }
+    for (const name of stale ?? []) rmSync(join(dst, name), { recursive: true, force: true });
     for (let i = 0; i < files.length; i += CHUNK) chunks.push({ dir: dst, files: files.slice(i, i + CHUNK) });
   };
   walk(from, to, true);
   const copyChunk = ({ dir, files }: { dir: string; files: string[] }) =>
     new Promise<void>((resolve, reject) => {
       const cp = spawn('cp', ['-t', dir, ...files], { stdio: ['ignore', 'ignore', 'pipe'] });
+      copying.add(cp);
+      cp.once('close', () => copying.delete(cp));
       let err = '';
       cp.stderr.on('data', (d: Buffer) => {
         err = (err + d.toString()).slice(-1_000);
@@ -118,6 +128,21 @@ export async function copyCluster(from: string, to: string, asBackup = false): P
   };
   await Promise.all(Array.from({ length: Math.min(COPIERS, chunks.length) }, worker));
 }
+
+/**
+ * The `cp` running: killed if this process exits first (a spare being made must not outlive it). One set
+ * per process, however many times this module is loaded (a test runner loads it once per file).
+ */
+const COPYING = Symbol.for('preview.postgres-copy.copying');
+const shared = globalThis as { [COPYING]?: Set<ChildProcess> };
+if (!shared[COPYING]) {
+  const set = new Set<ChildProcess>();
+  process.once('exit', () => {
+    for (const cp of set) cp.kill('SIGKILL');
+  });
+  shared[COPYING] = set;
+}
+const copying = shared[COPYING];
 
 /** Files per `cp`, and how many run at once. */
 const CHUNK = 100;
@@ -170,4 +195,46 @@ export async function copyFromServer(
   } finally {
     await psql.close();
   }
+}
+
+/*
+ * Spares. What a copy costs is mostly creating its files (some 1,200 inodes; on a busy disk that alone
+ * takes most of a second), while overwriting files that exist costs a tenth of that. So one spare copy
+ * of each major's template cluster is kept ready beside it (`<template>.spare`): a new service takes it
+ * by a rename (an empty service is then made), `from: main` copies main's files onto it (most names are
+ * the template's: main was made from it), and a new spare is made in the background for the next one. A
+ * spare holds the pristine template only: nobody's data, no password.
+ */
+
+const refills = new Map<string, Promise<void>>();
+
+/** Move the spare of `template` to `cluster`, if one is ready: true when taken. */
+export function takeSpare(template: string, cluster: string): boolean {
+  try {
+    renameSync(`${template}.spare`, cluster);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Make the spare of `template` in the background, unless one is ready or being made. */
+export function refillSpare(template: string): void {
+  const spare = `${template}.spare`;
+  if (refills.has(template) || existsSync(spare)) return;
+  const making = `${spare}.making`;
+  const made = (async () => {
+    rmSync(making, { recursive: true, force: true });
+    await copyCluster(join(template, 'cluster'), making);
+    renameSync(making, spare);
+  })()
+    // A spare that could not be made (the data dir going away, a full disk): the next copy is a plain one.
+    .catch(() => rmSync(making, { recursive: true, force: true }))
+    .finally(() => refills.delete(template));
+  refills.set(template, made);
+}
+
+/** Resolves once no spare is being made (the bench and tests wait on it, as two deploys are apart). */
+export async function sparesSettled(): Promise<void> {
+  while (refills.size) await Promise.all(refills.values());
 }

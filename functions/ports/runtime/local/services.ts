@@ -28,7 +28,7 @@ import {
   setPassword,
   type Wrap,
 } from './postgres.js';
-import { copyCluster, copyFromServer } from './postgres-copy.js';
+import { copyCluster, copyFromServer, refillSpare, takeSpare } from './postgres-copy.js';
 import { freePort } from './readiness.js';
 import { bubblewrapUsable, serviceSandboxArgs } from './sandbox.js';
 import {
@@ -206,14 +206,14 @@ async function createService(
       throw new DeployFailed(
         `service ${launch.name}: from: main, but the main branch's environment runs no postgres service ${launch.name}: deploy the main branch first`,
       );
+    const template = ensureTemplate(wrap, join(servicesRoot(rt), 'templates'), major);
+    const spare = takeSpare(template, join(dir, 'cluster'));
     if (main) {
       await copyFromServer(main.rec.major, main.sock, main.rec.port, main.data, dir);
       say(`service ${launch.name}: copied from the main branch's (a file-level copy of its running server)`);
-    } else {
-      const template = ensureTemplate(wrap, join(servicesRoot(rt), 'templates'), major);
-      await copyCluster(join(template, 'cluster'), join(dir, 'cluster'));
-    }
+    } else if (!spare) await copyCluster(join(template, 'cluster'), join(dir, 'cluster'));
     setPassword(wrap, dir, major, launch.password);
+    refillSpare(template);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     if (err instanceof DeployFailed) throw err;
