@@ -31,7 +31,12 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     rest,
   );
   const gateKey = gateKeyOf(env);
-  const runIds = await startPreviewRuns({ workflows: workflows() }, env, gateKey ? { gateKey } : {});
+  // Once per environment, head and deploy: a MarkReady Step Functions runs again gets the same runs back.
+  const startKey = `${env.envKey}@${env.inputs!.headSha}#${input.generation}`;
+  const runIds = await startPreviewRuns({ workflows: workflows() }, env, {
+    startKey,
+    ...(gateKey ? { gateKey } : {}),
+  });
   // The merge gate: this head's check run, `in_progress` while these runs run.
   await attachRuns({ prStatus: prStatus(), links: gateLinks(mediaReader) }, env, runIds);
   return rest;

@@ -288,3 +288,38 @@ describe('a writer that dies after GitHub created the check run, before the reco
     240_000,
   );
 });
+
+describe('a MarkReady Step Functions runs twice', () => {
+  (onX64Linux ? test : test.skip)(
+    'starts one set of runs, which the gate follows: one check run, one story',
+    async () => {
+      const sha = commit('twice');
+      await pullRequestUpdated(updated(35, sha));
+      const from = started.length;
+      const input = await markReady(35);
+      const runs = runsSince(from);
+      expect(runs.length).toBeGreaterThan(0);
+      // The task again, with the same input (a retry after its Lambda timed out, say).
+      await cloud.invoke('functions/steps/mark-ready.ts', input);
+      expect(runsSince(from)).toEqual(runs);
+
+      const { gateRecord } = await import('../../functions/core/gate/index.js');
+      const record = await gateRecord({ orgId: org.orgId, envKey: 'acme/shop#35' }, sha);
+      expect(record?.runIds).toEqual(runs.map((r) => r.runId));
+
+      for (const r of runs) await playRun(r);
+      expect(runsOf(sha)).toHaveLength(1);
+      expect(runsOf(sha)[0]!.status).toBe('completed');
+      expect(statuses(sha).filter((s) => s === 'completed')).toHaveLength(1);
+      // Every run of the head is in the story the check run tells.
+      for (const r of runs) expect(runsOf(sha)[0]!.output.summary).toContain(r.runId);
+
+      // Once more after the story completed: still no run started, nothing written.
+      const writes = github.checkRuns.writes.length;
+      await cloud.invoke('functions/steps/mark-ready.ts', input);
+      expect(runsSince(from)).toEqual(runs);
+      expect(github.checkRuns.writes).toHaveLength(writes);
+    },
+    240_000,
+  );
+});
