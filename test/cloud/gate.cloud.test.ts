@@ -5,7 +5,7 @@ import type { OrgCredentials } from '../../functions/core/applications/applicati
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import type { Cloud } from './cloud-tier.js';
-import { ACCOUNT, machineArn, REGION } from './fakes/aws.js';
+import { ACCOUNT, REGION } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { CheckRunWriteRecord, FakeCheckRun } from './fakes/github-checks.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
@@ -46,8 +46,6 @@ beforeAll(async () => {
     {
       env: {
         MEDIA_BUCKET: 'preview-media',
-        // What the stack sets on the functions that start runs (the tier's defaults leave it out).
-        STATE_MACHINE_TEST_RUN_ARN: machineArn('testRun'),
         PREVIEW_FFMPEG_PATH: findExecutable('ffmpeg') ?? '/usr/bin/ffmpeg',
       },
     },
