@@ -7,7 +7,7 @@ import {
 } from '../core/environments/index.js';
 import { attachRuns, gateKeyOf, gateLinks } from '../core/gate/index.js';
 import { startPreviewRuns } from '../core/runs/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { workflows } from '../ports/registry/workflows.js';
@@ -38,6 +38,6 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     ...(gateKey ? { gateKey } : {}),
   });
   // The merge gate: this head's check run, `in_progress` while these runs run.
-  await attachRuns({ prStatus: prStatus(), links: gateLinks(mediaReader) }, env, runIds);
+  await attachRuns({ prStatus: prStatus(), links: gateLinks(linkSigner) }, env, runIds);
   return rest;
 }

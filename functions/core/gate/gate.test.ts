@@ -206,7 +206,7 @@ describe('bring: the links', () => {
   const links = {
     details: (r: { envKey: string; sha: string }) => `https://p.example/?env=${r.envKey}&commit=${r.sha}`,
     report: async (id: string) => `https://p.example/report/${id}?sig=${++signed}`,
-    media: async (key: string) => `https://media.example/${key}?X-Amz-Signature=${++signed}`,
+    screenshot: (reportUrl: string, step: number) => `${reportUrl}#step-${step}`,
   };
 
   test('details_url, each run its report, the failed step its screenshot; fresh signatures alone write nothing', async () => {
@@ -222,8 +222,9 @@ describe('bring: the links', () => {
       '| Checkout | `failed` | 4.0 s | 0 | [report](https://p.example/report/run-1?sig=',
     );
     expect(write!.output.summary).toContain('[report](https://p.example/report/run-2?sig=');
+    // The failed step's screenshot: the report, at that step (the report page's anchor).
     expect(write!.output.text).toMatch(
-      /\[Screenshot\]\(https:\/\/media\.example\/runs\/org-1\/run-1\/step-2\.png\?X-Amz-Signature=\d+\)/,
+      /\[Screenshot\]\(https:\/\/p\.example\/report\/run-1\?sig=\d+#step-2\)/,
     );
     // A second sync mints other signatures, but the story did not move: GitHub is not written again.
     await bring({ ...deps, links }, structuredClone(stored));
@@ -254,6 +255,7 @@ describe('bring: the links', () => {
       structuredClone(stored),
     );
     expect(broken.created[0]!.output.summary).toContain('`run-1`');
-    expect(broken.created[0]!.output.text).toContain('[Screenshot](https://media.example/');
+    // The screenshot is the report's anchor: no report link, no screenshot link either.
+    expect(broken.created[0]!.output.text).not.toContain('Screenshot');
   });
 });

@@ -157,8 +157,9 @@ export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
 }
 
 /**
- * The runs with their links: each run's report, a failed step's screenshot. Best effort: a link that
- * cannot be minted (the signing key unreadable) is left out and logged, and the row shows the run's id.
+ * The runs with their links: each run's report, a failed step's screenshot (the report at that step).
+ * Best effort: a link that cannot be minted (the signing key unreadable) is left out and logged, and
+ * the row shows the run's id.
  */
 async function linked(runs: GateRun[], links: GateLinks): Promise<GateRun[]> {
   const attempt = async (what: string, make: () => Promise<string>) => {
@@ -172,8 +173,9 @@ async function linked(runs: GateRun[], links: GateLinks): Promise<GateRun[]> {
   return Promise.all(
     runs.map(async (r) => {
       const reportUrl = await attempt('report', () => links.report(r.runId));
-      const key = r.failedStep?.imageKey;
-      const screenshot = key ? await attempt('screenshot', () => links.media(key)) : undefined;
+      // The screenshot as the report shows it, at the failed step: one signed link, no media URL.
+      const step = r.failedStep?.imageKey ? r.failedStep.number : undefined;
+      const screenshot = reportUrl && step ? links.screenshot(reportUrl, step) : undefined;
       return {
         ...r,
         ...(reportUrl ? { reportUrl } : {}),
