@@ -9,8 +9,7 @@ import type {
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
 import { newId, sha256Hex } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
-import { type Environment, findEnvironment } from '../environments/index.js';
-import { ownerTag } from '../environments/pr-status.js';
+import { type Environment, findEnvironment, ownerTag } from '../environments/index.js';
 import { loadRun } from '../runs/index.js';
 import type { GateLinks } from './links.js';
 import { holds, quarantinesOf } from './quarantine.js';
