@@ -1,6 +1,6 @@
 import { gateLinks, onGateRequested } from '../core/gate/index.js';
 import { gateRequestedDetail } from '../core/github/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { workflows } from '../ports/registry/workflows.js';
 import { consumer } from './consume.js';
@@ -10,5 +10,5 @@ import { consumer } from './consume.js';
  * button, `Re-run failed tests`, a `/preview skip-tests <reason>` comment), for one organization.
  */
 export const handler = consumer('gateRequested', gateRequestedDetail, (detail) =>
-  onGateRequested({ workflows: workflows(), prStatus: prStatus(), links: gateLinks(mediaReader) }, detail),
+  onGateRequested({ workflows: workflows(), prStatus: prStatus(), links: gateLinks(linkSigner) }, detail),
 );

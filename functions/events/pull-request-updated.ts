@@ -1,6 +1,6 @@
 import { gateLinks } from '../core/gate/index.js';
 import { onPullRequestUpdated, pullRequestUpdatedDetail } from '../core/github/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { sourceHost } from '../ports/registry/source-host.js';
 import { workflows } from '../ports/registry/workflows.js';
@@ -16,7 +16,7 @@ export const handler = consumer('pullRequestUpdated', pullRequestUpdatedDetail, 
       workflows: workflows(),
       prStatus: prStatus(),
       sourceHost: sourceHost(),
-      links: gateLinks(mediaReader),
+      links: gateLinks(linkSigner),
     },
     detail,
   ),

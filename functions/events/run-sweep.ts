@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { gateLinks, syncGateOfRun } from '../core/gate/index.js';
 import { sweepStaleRuns } from '../core/runs/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { config } from '../shared/config.js';
@@ -24,7 +24,7 @@ export async function handler(
     // Shorter than the executor's: one unanswered factory must not use the sweep's five minutes.
     factory: { retryMs: 10_000, timeoutMs: 10_000 },
     // The merge gate a swept run belonged to: completed, never left in progress.
-    onEnded: (runId) => syncGateOfRun({ prStatus: prStatus(), links: gateLinks(mediaReader) }, runId),
+    onEnded: (runId) => syncGateOfRun({ prStatus: prStatus(), links: gateLinks(linkSigner) }, runId),
   });
   log.info('run sweep', result);
   return result;

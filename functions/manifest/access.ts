@@ -60,9 +60,9 @@ export interface RouteAccess {
   prStatus?: true;
   /**
    * The handler brings the merge gate's check run, with its links when the stack has a public URL (the
-   * `publicUrl` context key, PUBLIC_URL): it reads test-run media to mint the report and screenshot links
-   * (as `media: 'R'`, added to what `media` declares; granted with or without a URL, so the settings its
-   * media getter requires are always there).
+   * `publicUrl` context key, PUBLIC_URL): it signs report links (a failed step's screenshot is the
+   * report at that step), so it reads the link-signing secret (RUN_LINK_SECRET_ARN), and no media;
+   * granted with or without a URL, so the setting its link signer requires is always there.
    */
   gateLinks?: true;
   /**

@@ -16,6 +16,7 @@ export { type Adapters, type PortName, provideLocalAdapters } from './registry/a
 export { artifacts } from './registry/artifacts.js';
 export { browser } from './registry/browser.js';
 export { eventBus } from './registry/events.js';
+export { linkSigner } from './registry/link-signer.js';
 export { mediaReader } from './registry/media.js';
 export { mediaWriter } from './registry/media-writer.js';
 export { prStatus } from './registry/pr-status.js';

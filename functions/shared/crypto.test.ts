@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { ID_LENGTH, newId } from './crypto.js';
+import { ID_LENGTH, idFrom, newId } from './crypto.js';
 import { rowId } from './validation.js';
 
 /** The shape of a @paralleldrive/cuid2 id (the generator before this one): rows still hold them. */
@@ -36,5 +36,17 @@ describe('newId (CUID-shaped row ids from node:crypto)', () => {
     // twice as likely) lands far outside ±15% / ±5%; a uniform one stays inside with overwhelming odds.
     for (const n of first.values()) expect(Math.abs(n / (20000 / 26) - 1)).toBeLessThan(0.15);
     for (const n of rest.values()) expect(Math.abs(n / ((20000 * 23) / 36) - 1)).toBeLessThan(0.05);
+  });
+});
+
+describe('idFrom (a row id derived from a seed)', () => {
+  test('the same seed, the same id; another seed, another; shaped as newId, accepted as a row id', () => {
+    const id = idFrom('org-1:acme/web#7@abc#3:test-1');
+    expect(idFrom('org-1:acme/web#7@abc#3:test-1')).toBe(id);
+    expect(idFrom('org-1:acme/web#7@abc#4:test-1')).not.toBe(id);
+    expect(id).toMatch(CUID_SHAPE);
+    expect(rowId.safeParse(id).success).toBe(true);
+    // Unlike the seed: it is hashed, not spelled out.
+    expect(id).not.toContain('org');
   });
 });

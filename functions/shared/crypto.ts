@@ -28,6 +28,18 @@ function randomChars(count: number, alphabet: string): string {
  */
 export const newId = (): string => randomChars(1, LETTERS) + randomChars(ID_LENGTH - 1, BASE36);
 
+/**
+ * A row id derived from `seed`, shaped as `newId`'s (a letter, then 23 base-36 characters, from its
+ * SHA-256): the same seed, the same id. For a write that must happen once however often it is retried
+ * (a retried task starting its runs), conditioned on the id being new.
+ */
+export function idFrom(seed: string): string {
+  const bytes = hash('sha256', `row-id:${seed}`, 'buffer');
+  let out = LETTERS[bytes[0]! % LETTERS.length]!;
+  for (let i = 1; i < ID_LENGTH; i++) out += BASE36[bytes[i]! % BASE36.length];
+  return out;
+}
+
 /** A high-entropy secret, base64url (256 bits by default). */
 export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 

@@ -7,7 +7,7 @@ import {
 } from '../core/environments/index.js';
 import { attachRuns, gateKeyOf, gateLinks } from '../core/gate/index.js';
 import { startPreviewRuns } from '../core/runs/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { workflows } from '../ports/registry/workflows.js';
@@ -31,8 +31,13 @@ export async function handler(input: StepInput & { ready: { urls: Record<string,
     rest,
   );
   const gateKey = gateKeyOf(env);
-  const runIds = await startPreviewRuns({ workflows: workflows() }, env, gateKey ? { gateKey } : {});
+  // Once per environment, head and deploy: a MarkReady Step Functions runs again gets the same runs back.
+  const startKey = `${env.envKey}@${env.inputs!.headSha}#${input.generation}`;
+  const runIds = await startPreviewRuns({ workflows: workflows() }, env, {
+    startKey,
+    ...(gateKey ? { gateKey } : {}),
+  });
   // The merge gate: this head's check run, `in_progress` while these runs run.
-  await attachRuns({ prStatus: prStatus(), links: gateLinks(mediaReader) }, env, runIds);
+  await attachRuns({ prStatus: prStatus(), links: gateLinks(linkSigner) }, env, runIds);
   return rest;
 }

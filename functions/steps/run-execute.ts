@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import { gateLinks, syncGateOfRun } from '../core/gate/index.js';
 import { executeRun, RunNotOwned, type RunTarget } from '../core/runs/index.js';
 import { browser } from '../ports/registry/browser.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { mediaWriter } from '../ports/registry/media-writer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { frontDoor } from '../ports/registry/runtime/front-door.js';
@@ -48,7 +48,7 @@ export async function handler(
       { runId: input.runId, attempt: input.prepared.attempt, target: input.prepared.target },
     );
     // The merge gate this run belongs to: completed once it was the last of its story.
-    await syncGateOfRun({ prStatus: prStatus(), links: gateLinks(mediaReader) }, input.runId);
+    await syncGateOfRun({ prStatus: prStatus(), links: gateLinks(linkSigner) }, input.runId);
     return { status };
   } catch (err) {
     if (err instanceof RunNotOwned) throw new Superseded(err.message);

@@ -1,7 +1,7 @@
 import { gateLinks, syncGateOfRun } from '../core/gate/index.js';
 import { failRun, loadRun, runFailureMessage } from '../core/runs/index.js';
 import { sendOwedDown } from '../core/scenarios/index.js';
-import { mediaReader } from '../ports/registry/media.js';
+import { linkSigner } from '../ports/registry/link-signer.js';
 import { prStatus } from '../ports/registry/pr-status.js';
 import { secretStore } from '../ports/registry/secret-store.js';
 import { log } from '../shared/log.js';
@@ -28,6 +28,6 @@ export async function handler(input: {
   } catch (err) {
     log.warn('could not send an owed scenario down', { runId: input.runId, error: (err as Error).name });
   }
-  await syncGateOfRun({ prStatus: prStatus(), links: gateLinks(mediaReader) }, input.runId);
+  await syncGateOfRun({ prStatus: prStatus(), links: gateLinks(linkSigner) }, input.runId);
   return { runId: input.runId };
 }

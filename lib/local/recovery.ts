@@ -5,7 +5,7 @@ import {
 } from '../../functions/core/environments/index.js';
 import { gateLinks, syncGateOfRun } from '../../functions/core/gate/index.js';
 import { recoverRuns } from '../../functions/core/runs/index.js';
-import { mediaReader, prStatus, secretStore } from '../../functions/ports/registry.js';
+import { linkSigner, prStatus, secretStore } from '../../functions/ports/registry.js';
 import type { ProcessRuntime } from '../../functions/ports/runtime/local/process.js';
 import type { Workflows } from '../../functions/ports/workflows/port.js';
 import { log } from '../../functions/shared/log.js';
@@ -34,7 +34,7 @@ export async function recoverEnvironments(
   // The merge gate each belonged to completes its check run (never left in progress by a crash).
   const runs = await recoverRuns({
     secrets: secretStore(),
-    onEnded: (runId) => syncGateOfRun({ prStatus: prStatus(), links: gateLinks(mediaReader) }, runId),
+    onEnded: (runId) => syncGateOfRun({ prStatus: prStatus(), links: gateLinks(linkSigner) }, runId),
   });
   if (runs.failed > 0) log.info('local recovery: runs ended', runs);
   const { unchanged: _unchanged, ...changed } = tally;

@@ -106,6 +106,7 @@ export async function startCloud(
     STATE_MACHINE_DEPLOY_ARN: machineArn('deploy'),
     STATE_MACHINE_TEARDOWN_ARN: machineArn('teardown'),
     STATE_MACHINE_REDEPLOY_APP_ARN: machineArn('redeployApp'),
+    STATE_MACHINE_TEST_RUN_ARN: machineArn('testRun'),
     ARTIFACTS_BUCKET: 'preview-artifacts',
     IMAGE_BUILD_PROJECT: 'preview-images',
     IMAGE_REPOSITORY_URI: IMAGE_REPOSITORY,

@@ -5,7 +5,7 @@ import type { OrgCredentials } from '../../functions/core/applications/applicati
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import type { Cloud } from './cloud-tier.js';
-import { ACCOUNT, machineArn, REGION } from './fakes/aws.js';
+import { ACCOUNT, REGION } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { CheckRunWriteRecord, FakeCheckRun } from './fakes/github-checks.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
@@ -46,8 +46,6 @@ beforeAll(async () => {
     {
       env: {
         MEDIA_BUCKET: 'preview-media',
-        // What the stack sets on the functions that start runs (the tier's defaults leave it out).
-        STATE_MACHINE_TEST_RUN_ARN: machineArn('testRun'),
         PREVIEW_FFMPEG_PATH: findExecutable('ffmpeg') ?? '/usr/bin/ffmpeg',
       },
     },
@@ -228,4 +226,98 @@ describe('a newer push', () => {
     expect([runsOf(older).length, runsOf(newer).length]).toEqual([1, 1]);
     expect(logs.join('\n')).not.toMatch(/ghs_[0-9a-f]{36}/);
   }, 60_000);
+});
+
+describe('a writer that dies after GitHub created the check run, before the record stored its id', () => {
+  (onX64Linux ? test : test.skip)(
+    'the next sync finds it by its external_id and adopts it: one check run, completed',
+    async () => {
+      const sha = commit('dies');
+      const { ddb } = await import('../../functions/shared/aws/dynamo.js');
+      // The store of the new check run's id fails once, as a writer killed right after GitHub's answer.
+      let failures = 0;
+      const name = 'dieBetweenCreateAndStore';
+      ddb().middlewareStack.add(
+        (next) => async (args) => {
+          const expression = (args.input as { UpdateExpression?: unknown }).UpdateExpression;
+          if (failures === 0 && typeof expression === 'string' && expression.startsWith('SET checkRunId')) {
+            failures++;
+            throw Object.assign(new Error('the writer died'), { name: 'WriterDied' });
+          }
+          return next(args);
+        },
+        { step: 'initialize', name },
+      );
+      try {
+        expect(await pullRequestUpdated(updated(34, sha))).toEqual({ outcome: 'deploy requested' });
+      } finally {
+        ddb().middlewareStack.remove(name);
+      }
+      expect(failures).toBe(1);
+      // GitHub has the check run; the record does not know it.
+      expect(runsOf(sha)).toEqual([expect.objectContaining({ status: 'queued' })]);
+      const created = runsOf(sha)[0]!;
+      expect(created.external_id).toMatch(new RegExp(`^[0-9a-f]{12}:acme/shop#34@${sha}/1$`));
+
+      const from = started.length;
+      await markReady(34);
+      const runs = runsSince(from);
+      for (const r of runs) await playRun(r);
+
+      expect(runsOf(sha)).toHaveLength(1);
+      // Run alone, only the passing test is imported; after the failing-test case, its test fails too.
+      expect(runsOf(sha)[0]).toMatchObject({
+        id: created.id,
+        status: 'completed',
+        conclusion: runs.length > 1 ? 'failure' : 'success',
+      });
+      // One POST (the dead writer's), then PATCHes of that check run: in_progress, completed once, last.
+      const writes = story(sha);
+      expect(writes.map((w) => w.method)).toEqual(['POST', ...writes.slice(1).map(() => 'PATCH')]);
+      expect(writes.map((w) => w.body.status)).toEqual([
+        'queued',
+        ...writes.slice(1, -1).map(() => 'in_progress'),
+        'completed',
+      ]);
+      expect(writes.length).toBeGreaterThanOrEqual(3);
+      expect(github.calls()).toContain(`GET /repos/acme/shop/commits/${sha}/check-runs`);
+      expect(logs.join('\n')).toContain('adopted the check run an earlier writer created');
+    },
+    240_000,
+  );
+});
+
+describe('a MarkReady Step Functions runs twice', () => {
+  (onX64Linux ? test : test.skip)(
+    'starts one set of runs, which the gate follows: one check run, one story',
+    async () => {
+      const sha = commit('twice');
+      await pullRequestUpdated(updated(35, sha));
+      const from = started.length;
+      const input = await markReady(35);
+      const runs = runsSince(from);
+      expect(runs.length).toBeGreaterThan(0);
+      // The task again, with the same input (a retry after its Lambda timed out, say).
+      await cloud.invoke('functions/steps/mark-ready.ts', input);
+      expect(runsSince(from)).toEqual(runs);
+
+      const { gateRecord } = await import('../../functions/core/gate/index.js');
+      const record = await gateRecord({ orgId: org.orgId, envKey: 'acme/shop#35' }, sha);
+      expect(record?.runIds).toEqual(runs.map((r) => r.runId));
+
+      for (const r of runs) await playRun(r);
+      expect(runsOf(sha)).toHaveLength(1);
+      expect(runsOf(sha)[0]!.status).toBe('completed');
+      expect(statuses(sha).filter((s) => s === 'completed')).toHaveLength(1);
+      // Every run of the head is in the story the check run tells.
+      for (const r of runs) expect(runsOf(sha)[0]!.output.summary).toContain(r.runId);
+
+      // Once more after the story completed: still no run started, nothing written.
+      const writes = github.checkRuns.writes.length;
+      await cloud.invoke('functions/steps/mark-ready.ts', input);
+      expect(runsSince(from)).toEqual(runs);
+      expect(github.checkRuns.writes).toHaveLength(writes);
+    },
+    240_000,
+  );
 });

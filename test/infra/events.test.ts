@@ -365,8 +365,8 @@ describe('the runSweep schedule (runs left pending or running in AWS)', () => {
     expect(writesOf('tenancy').length).toBeGreaterThan(0);
     expect(writesOf('environments')).toEqual([]);
     expect(actions.filter((a) => a.startsWith('states:'))).toEqual([]);
-    // Media only read: the merge gate's report and screenshot links (gateLinks), never written.
-    expect(actions.filter((a) => a.startsWith('s3:'))).toEqual(['s3:GetObject']);
+    // No media: the merge gate's links (gateLinks) are report links, signed with the link key alone.
+    expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
     expect(actions.filter((a) => a.startsWith('events:'))).toEqual([]);
     // The factory signing secret is read, never written.
     const secretActions = actions.filter((a) => a.startsWith('secretsmanager:'));

@@ -3,8 +3,9 @@ import { declaredFunctions, type Json, resourcesOf, statementsOf, synthesize } f
 
 /*
  * The merge gate's links: the operator's `publicUrl` reaches, as PUBLIC_URL, exactly the functions that
- * bring the gate (`gateLinks` access), which read test-run media (the report's signed links, the
- * screenshots' presigned GETs). Without it no function has PUBLIC_URL: the gate mints no link.
+ * bring the gate (`gateLinks` access), which read the link-signing secret (the report's signed links;
+ * a failed step's screenshot is the report at that step) and no media beyond what they declare.
+ * Without it no function has PUBLIC_URL: the gate mints no link.
  */
 const plain = synthesize();
 const linked = synthesize({ publicUrl: 'https://previews.example.com/v1/' });
@@ -28,34 +29,33 @@ describe('publicUrl set', () => {
     expect(linking).not.toContain('step functions/steps/mark-failed.ts');
   });
 
-  test.each(declared)('%s has PUBLIC_URL (and reads media) exactly when it declares gateLinks', (_, fn) => {
+  test.each(declared)('%s has PUBLIC_URL (and the link key) exactly when it declares gateLinks', (_, fn) => {
     const env = envOf(linked.statelessTemplate, fn.id);
     if (fn.access.gateLinks) {
       expect(env.PUBLIC_URL).toBe('https://previews.example.com/v1');
       expect(env.RUN_LINK_SECRET_ARN).toBeDefined();
-      expect(env.MEDIA_BUCKET).toBeDefined();
-      expect(readsMedia(linked.statelessTemplate, fn.id)).toBe(true);
+      // No media read for the gate's links: only what `media` declares.
+      const declaresRead = fn.access.media === 'R' || fn.access.media === 'RW';
+      expect(readsMedia(linked.statelessTemplate, fn.id)).toBe(declaresRead);
     } else {
       expect(env.PUBLIC_URL).toBeUndefined();
     }
   });
 
-  test('the run executor keeps writing media and now reads it too', () => {
+  test('the run executor writes media, reads none, and signs report links with the link key', () => {
     const [, executor] = declared.find(([name]) => name === 'step functions/steps/run-execute.ts')!;
     const actions = statementsOf(linked.statelessTemplate, executor.id).flatMap((s) => s.actions);
-    expect(actions).toEqual(expect.arrayContaining(['s3:GetObject', 's3:PutObject']));
+    expect(actions).toEqual(expect.arrayContaining(['s3:PutObject', 'secretsmanager:GetSecretValue']));
+    expect(actions).not.toContain('s3:GetObject');
   });
 });
 
 describe('publicUrl unset', () => {
   const declared = declaredFunctions(plain.stateless);
-  test.each(declared)('%s has no PUBLIC_URL; gateLinks still reads media', (_, fn) => {
+  test.each(declared)('%s has no PUBLIC_URL; gateLinks still has the link key', (_, fn) => {
     const env = envOf(plain.statelessTemplate, fn.id);
     expect(env.PUBLIC_URL).toBeUndefined();
-    if (fn.access.gateLinks) {
-      expect(env.RUN_LINK_SECRET_ARN).toBeDefined();
-      expect(readsMedia(plain.statelessTemplate, fn.id)).toBe(true);
-    }
+    if (fn.access.gateLinks) expect(env.RUN_LINK_SECRET_ARN).toBeDefined();
   });
 });
 

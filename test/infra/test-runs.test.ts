@@ -336,29 +336,27 @@ describe('the media bucket', () => {
     const media = shape(grantsOf(template, fn.id).filter((s) => mentions(s.resources, mediaId)));
     const secret = shape(grantsOf(template, fn.id).filter((s) => mentions(s.resources, linkSecretId)));
     const env = envOf(fn.id);
-    // gateLinks (the merge gate's report and screenshot links) reads media besides what `media` says.
-    const declaredMode = fn.access.media;
-    const mode = fn.access.gateLinks
-      ? declaredMode === 'W' || declaredMode === 'RW'
-        ? 'RW'
-        : 'R'
-      : declaredMode;
-    if (!mode) {
-      expect({ media, secret }).toEqual({ media: [], secret: [] });
-      expect(env.MEDIA_BUCKET).toBeUndefined();
-      expect(env.RUN_LINK_SECRET_ARN).toBeUndefined();
-      return;
-    }
-    const reads = mode !== 'W';
-    expect(media).toEqual([
-      {
-        actions: sorted([...(reads ? mediaReadActions : []), ...(mode !== 'R' ? mediaWriteActions : [])]),
-        resources: [objectsArn],
-      },
-    ]);
+    // Media exactly as `media` declares; gateLinks (the merge gate's report links, a failed step's
+    // screenshot at the report's anchor) adds the link secret and no media.
+    const mode = fn.access.media;
+    const reads = mode === 'R' || mode === 'RW';
+    const signs = reads || fn.access.gateLinks === true;
+    expect(media).toEqual(
+      mode
+        ? [
+            {
+              actions: sorted([
+                ...(reads ? mediaReadActions : []),
+                ...(mode !== 'R' ? mediaWriteActions : []),
+              ]),
+              resources: [objectsArn],
+            },
+          ]
+        : [],
+    );
     // Only a function that mints URLs or links reads the link secret (a writer signs nothing).
     expect(secret).toEqual(
-      reads
+      signs
         ? [
             {
               actions: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
@@ -367,8 +365,8 @@ describe('the media bucket', () => {
           ]
         : [],
     );
-    expect(env.MEDIA_BUCKET).toEqual({ Ref: mediaId });
-    expect(env.RUN_LINK_SECRET_ARN).toEqual(reads ? { Ref: linkSecretId } : undefined);
+    expect(env.MEDIA_BUCKET).toEqual(mode ? { Ref: mediaId } : undefined);
+    expect(env.RUN_LINK_SECRET_ARN).toEqual(signs ? { Ref: linkSecretId } : undefined);
   });
 
   test('the executor only stores media (W); the run routes only mint URLs and links (R)', () => {

@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { gateLinks, skipGate } from '../../core/gate/index.js';
-import { mediaReader } from '../../ports/registry/media.js';
+import { linkSigner } from '../../ports/registry/link-signer.js';
 import { prStatus } from '../../ports/registry/pr-status.js';
 import { route } from '../route.js';
 import { envPathSchema, envRef } from './schemas.js';
@@ -18,7 +18,7 @@ export const { main, handler } = route(
   { params: envPathSchema, body, bodyRequired: true },
   async (req) => {
     const ref = envRef(req.principal.orgId, req.params);
-    const skipped = await skipGate({ prStatus: prStatus(), links: gateLinks(mediaReader) }, ref, {
+    const skipped = await skipGate({ prStatus: prStatus(), links: gateLinks(linkSigner) }, ref, {
       by: req.body.by.trim(),
       reason: req.body.reason.trim(),
     });

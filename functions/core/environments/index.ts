@@ -43,7 +43,7 @@ export {
   stopFailedApps,
   transition,
 } from './pipeline.js';
-export { reportStatus } from './pr-status.js';
+export { ownerTag, reportStatus } from './pr-status.js';
 export {
   PREVIEW_CONFIG_PATH,
   type PreviewConfig,

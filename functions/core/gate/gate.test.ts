@@ -4,7 +4,7 @@ import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
 import { tableNames, tables } from '../../manifest/tables.js';
 import type { CheckRunWrite } from '../../ports/pr-status/port.js';
-import { bring, type GateDeps, type GateRecord } from './gate.js';
+import { bring, externalIdOf, type GateDeps, type GateRecord } from './gate.js';
 
 /*
  * Two writers bringing the same head's check run at once (a deploy request beside a webhook, two runs
@@ -87,9 +87,11 @@ beforeEach(() => {
     });
 });
 
-function github() {
+/** GitHub at the port: `listed` holds the head's check runs as GitHub's list would show them. */
+function github(listed: { id: number; externalId: string; sha?: string }[] = []) {
   const created: CheckRunWrite[] = [];
   const updated: [number, CheckRunWrite][] = [];
+  const lookups: string[] = [];
   const deps: GateDeps = {
     prStatus: {
       createCheckRun: async (w) => {
@@ -97,12 +99,16 @@ function github() {
         await new Promise((r) => setTimeout(r, 50));
         return 900 + created.length;
       },
+      findCheckRun: async (l) => {
+        lookups.push(l.externalId);
+        return listed.find((r) => r.externalId === l.externalId && (r.sha ?? SHA) === l.sha)?.id;
+      },
       updateCheckRun: async (id, w) => {
         updated.push([id, w]);
       },
     },
   };
-  return { deps, created, updated };
+  return { deps, created, updated, lookups };
 }
 
 describe('bring: one check run per head', () => {
@@ -143,6 +149,44 @@ describe('bring: one check run per head', () => {
   });
 });
 
+describe('bring: a writer that died between GitHub’s create and the record', () => {
+  test('the retry finds the story’s check run by its external_id and adopts it: no second one', async () => {
+    // GitHub created check run 777 for this story; the writer died before storing its id (its claim expired).
+    Object.assign(stored, { writer: 'dead', writerUntil: Date.now() - 1 });
+    const { deps, created, updated, lookups } = github([{ id: 777, externalId: externalIdOf(stored) }]);
+    const record = await bring(deps, structuredClone(stored));
+    expect(created).toEqual([]);
+    expect(updated.map(([id, w]) => [id, w.status, w.externalId])).toEqual([
+      [777, 'queued', externalIdOf(stored)],
+    ]);
+    expect(record.checkRunId).toBe(777);
+    expect(lookups).toEqual([externalIdOf(stored)]);
+    // Recorded now: the next write needs no lookup.
+    await bring(deps, structuredClone(stored));
+    expect(lookups).toHaveLength(1);
+  });
+
+  test('an earlier story’s, another organization’s or another head’s check run is not adopted', async () => {
+    stored.story = 2;
+    const { deps, created, updated } = github([
+      { id: 501, externalId: externalIdOf({ ...stored, story: 1 }) },
+      { id: 502, externalId: externalIdOf({ ...stored, orgId: 'org-2' }) },
+      { id: 503, externalId: externalIdOf(stored), sha: 'b'.repeat(40) },
+    ]);
+    const record = await bring(deps, structuredClone(stored));
+    expect(updated).toEqual([]);
+    expect(created).toHaveLength(1);
+    expect(record.checkRunId).toBe(901);
+  });
+
+  test('the external_id names whose story it is, and nothing secret', () => {
+    const id = externalIdOf(stored);
+    expect(id).toMatch(new RegExp(`^[0-9a-f]{12}:acme/web#7@${SHA}/1$`));
+    expect(id).not.toContain('org-1');
+    expect(externalIdOf({ ...stored, orgId: 'org-2' })).not.toBe(id);
+  });
+});
+
 describe('bring: the links', () => {
   const failedRun = {
     id: 'run-1',
@@ -162,7 +206,7 @@ describe('bring: the links', () => {
   const links = {
     details: (r: { envKey: string; sha: string }) => `https://p.example/?env=${r.envKey}&commit=${r.sha}`,
     report: async (id: string) => `https://p.example/report/${id}?sig=${++signed}`,
-    media: async (key: string) => `https://media.example/${key}?X-Amz-Signature=${++signed}`,
+    screenshot: (reportUrl: string, step: number) => `${reportUrl}#step-${step}`,
   };
 
   test('details_url, each run its report, the failed step its screenshot; fresh signatures alone write nothing', async () => {
@@ -178,8 +222,9 @@ describe('bring: the links', () => {
       '| Checkout | `failed` | 4.0 s | 0 | [report](https://p.example/report/run-1?sig=',
     );
     expect(write!.output.summary).toContain('[report](https://p.example/report/run-2?sig=');
+    // The failed step's screenshot: the report, at that step (the report page's anchor).
     expect(write!.output.text).toMatch(
-      /\[Screenshot\]\(https:\/\/media\.example\/runs\/org-1\/run-1\/step-2\.png\?X-Amz-Signature=\d+\)/,
+      /\[Screenshot\]\(https:\/\/p\.example\/report\/run-1\?sig=\d+#step-2\)/,
     );
     // A second sync mints other signatures, but the story did not move: GitHub is not written again.
     await bring({ ...deps, links }, structuredClone(stored));
@@ -210,6 +255,7 @@ describe('bring: the links', () => {
       structuredClone(stored),
     );
     expect(broken.created[0]!.output.summary).toContain('`run-1`');
-    expect(broken.created[0]!.output.text).toContain('[Screenshot](https://media.example/');
+    // The screenshot is the report's anchor: no report link, no screenshot link either.
+    expect(broken.created[0]!.output.text).not.toContain('Screenshot');
   });
 });

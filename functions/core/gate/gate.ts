@@ -9,7 +9,7 @@ import type {
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
 import { newId, sha256Hex } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
-import { type Environment, findEnvironment } from '../environments/index.js';
+import { type Environment, findEnvironment, ownerTag } from '../environments/index.js';
 import { loadRun } from '../runs/index.js';
 import type { GateLinks } from './links.js';
 import { holds, quarantinesOf } from './quarantine.js';
@@ -27,6 +27,14 @@ import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from
  */
 
 export const CHECK_RUN_NAME = 'Preview tests';
+
+/**
+ * The `external_id` of a story's check run: whose it is (the organization's tag, a hash, never its id),
+ * the environment (`owner/repo#pr`), the head commit and the story's number. Nothing secret. Two
+ * organizations previewing one repository, and each re-run's story, get their own.
+ */
+export const externalIdOf = (r: Pick<GateRecord, 'orgId' | 'envKey' | 'sha' | 'story'>): string =>
+  `${ownerTag(r.orgId)}:${r.envKey}@${r.sha}/${r.story}`;
 
 /** The gate record of one head commit (table `tenancy`, key `keys.gates.checkRun`). */
 export interface GateRecord {
@@ -58,7 +66,8 @@ export interface GateRecord {
 }
 
 export interface GateDeps {
-  prStatus: Pick<PrStatus, 'createCheckRun' | 'updateCheckRun'> & Partial<Pick<PrStatus, 'reply'>>;
+  prStatus: Pick<PrStatus, 'createCheckRun' | 'findCheckRun' | 'updateCheckRun'> &
+    Partial<Pick<PrStatus, 'reply'>>;
   /** The check run's links (details_url, reports, screenshots), when the service knows its public URL. */
   links?: GateLinks;
 }
@@ -147,8 +156,9 @@ export async function storyRuns(record: GateRecord): Promise<GateRun[]> {
 }
 
 /**
- * The runs with their links: each run's report, a failed step's screenshot. Best effort: a link that
- * cannot be minted (the signing key unreadable) is left out and logged, and the row shows the run's id.
+ * The runs with their links: each run's report, a failed step's screenshot (the report at that step).
+ * Best effort: a link that cannot be minted (the signing key unreadable) is left out and logged, and
+ * the row shows the run's id.
  */
 async function linked(runs: GateRun[], links: GateLinks): Promise<GateRun[]> {
   const attempt = async (what: string, make: () => Promise<string>) => {
@@ -162,8 +172,9 @@ async function linked(runs: GateRun[], links: GateLinks): Promise<GateRun[]> {
   return Promise.all(
     runs.map(async (r) => {
       const reportUrl = await attempt('report', () => links.report(r.runId));
-      const key = r.failedStep?.imageKey;
-      const screenshot = key ? await attempt('screenshot', () => links.media(key)) : undefined;
+      // The screenshot as the report shows it, at the failed step: one signed link, no media URL.
+      const step = r.failedStep?.imageKey ? r.failedStep.number : undefined;
+      const screenshot = reportUrl && step ? links.screenshot(reportUrl, step) : undefined;
       return {
         ...r,
         ...(reportUrl ? { reportUrl } : {}),
@@ -249,8 +260,9 @@ const settled = (record: GateRecord) => record.state === 'completed' && record.c
  * Bring one record's check run to what is stored. Steps: claim the record (another writer holds it:
  * wait for it to let go, then read the record again, which may now show what this sync would write);
  * holding it, read the record, the environment and the runs afresh; work out the state and what ended
- * it; build the write; when GitHub already shows it, stop; otherwise create the check run (the record
- * has none yet) or update it, then record what was shown, conditioned on the claim, on the record not
+ * it; build the write; when GitHub already shows it, stop; otherwise update the check run the record
+ * names, or (none recorded) the story's one GitHub lists by its external_id (created by a writer that
+ * died before recording it), or else create it, then record what was shown, conditioned on the claim, on the record not
  * having completed meanwhile (completed is final) and on its story and generation (a re-run or a skip
  * recorded meanwhile wins: the write is worked out again); let go of the claim.
  */
@@ -297,7 +309,7 @@ async function write(deps: GateDeps, pk: string, token: string): Promise<GateRec
       name: CHECK_RUN_NAME,
       status: state,
       ...(conclusion ? { conclusion } : {}),
-      externalId: `${record.prNumber}/${record.story}`,
+      externalId: externalIdOf(record),
       output,
       ...(detailsUrl ? { detailsUrl } : {}),
       ...(conclusion === 'failure' && runs.some((r) => r.status === 'failed')
@@ -314,9 +326,15 @@ async function write(deps: GateDeps, pk: string, token: string): Promise<GateRec
     };
     const shown = sha256Hex(JSON.stringify([state, conclusion, plain]));
     if (shown === record.shown && record.checkRunId !== undefined) return record;
-    let checkRunId = record.checkRunId;
+    // No id recorded: a writer may have died after GitHub created the story's check run but before the
+    // record stored its id. GitHub's own list finds it by external_id, and it is adopted, not doubled.
+    let checkRunId = record.checkRunId ?? (await deps.prStatus.findCheckRun(update));
     if (checkRunId === undefined) checkRunId = await deps.prStatus.createCheckRun(update);
-    else await deps.prStatus.updateCheckRun(checkRunId, update);
+    else {
+      if (record.checkRunId === undefined)
+        log.info('adopted the check run an earlier writer created', { sha: record.sha, checkRunId });
+      await deps.prStatus.updateCheckRun(checkRunId, update);
+    }
     const now = new Date().toISOString();
     try {
       const { Attributes } = await ddb().send(

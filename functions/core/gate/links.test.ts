@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { tableNames, tables } from '../../manifest/tables.js';
-import type { MediaReader } from '../../ports/media/port.js';
+import type { LinkSigner } from '../../ports/media/port.js';
 import { defaultPublicUrl } from '../../shared/config.js';
 import { commitViewUrl, gateLinks } from './links.js';
 
@@ -15,13 +15,11 @@ afterEach(() => {
 });
 
 const signed: string[] = [];
-const media: MediaReader = {
-  url: async (key, baseUrl) => `${baseUrl}/media/${key}?expires=1&sig=m`,
+const media: LinkSigner = {
   signLink: async (path, ttl) => {
     signed.push(`${path} ${ttl}`);
     return 'expires=2&sig=r';
   },
-  checkLink: async () => 'valid' as never,
 };
 
 describe('gateLinks', () => {
@@ -38,7 +36,7 @@ describe('gateLinks', () => {
     expect(built).toBe(false);
   });
 
-  test('the per-commit view, the signed report link (7 days) and the media URL, from the public URL', async () => {
+  test('the per-commit view, the signed report link (7 days) and the report at the failed step, from the public URL', async () => {
     process.env = { ...base, PREVIEW_MODE: 'local', PREVIEW_DATA_DIR: '/tmp/gate-links' };
     defaultPublicUrl('https://p.example.com/v1');
     const links = gateLinks(() => media)!;
@@ -47,9 +45,11 @@ describe('gateLinks', () => {
     );
     expect(await links.report('run-1')).toBe('https://p.example.com/v1/report/run-1?expires=2&sig=r');
     expect(signed).toEqual([`/report/run-1 ${7 * 24 * 3600}`]);
-    expect(await links.media('runs/o/run-1/step-1.png')).toBe(
-      'https://p.example.com/v1/media/runs/o/run-1/step-1.png?expires=1&sig=m',
+    // The screenshot is the report's, at its step: no second signature, no media URL.
+    expect(links.screenshot('https://p.example.com/v1/report/run-1?expires=2&sig=r', 3)).toBe(
+      'https://p.example.com/v1/report/run-1?expires=2&sig=r#step-3',
     );
+    expect(signed).toHaveLength(1);
   });
 
   test('AWS: reports and screenshots, but no details_url (the API serves no dashboard)', async () => {

@@ -1,4 +1,4 @@
-import type { MediaReader } from '../../ports/media/port.js';
+import type { LinkSigner } from '../../ports/media/port.js';
 import { config } from '../../shared/config.js';
 import { reportLink } from '../runs/index.js';
 
@@ -20,8 +20,8 @@ export interface GateLinks {
   details(ref: { envKey: string; sha: string }): string | undefined;
   /** A run's report (signed, expiring). */
   report(runId: string): Promise<string>;
-  /** A stored screenshot (a media link, expiring). */
-  media(key: string): Promise<string>;
+  /** A failed step's screenshot: where the run's report shows it (`<report link>#step-N`). */
+  screenshot(reportUrl: string, step: number): string;
 }
 
 /** The dashboard, naming a head commit: `<base>/?env=<envKey>&commit=<sha>`. */
@@ -32,12 +32,12 @@ export const commitViewUrl = (baseUrl: string, ref: { envKey: string; sha: strin
  * The gate's links when the service knows its public URL, else undefined. `media` is the registry's
  * getter, called only when there is a URL (a function without media access never builds a reader).
  */
-export function gateLinks(media: () => MediaReader): GateLinks | undefined {
+export function gateLinks(media: () => LinkSigner): GateLinks | undefined {
   const { publicUrl: base, mode } = config();
   if (!base) return undefined;
   return {
     details: (ref) => (mode === 'local' ? commitViewUrl(base, ref) : undefined),
     report: (runId) => reportLink(media(), base, runId),
-    media: (key) => media().url(key, base),
+    screenshot: (reportUrl, step) => `${reportUrl}#step-${step}`,
   };
 }

@@ -38,6 +38,23 @@ describe('check_run deliveries', () => {
     expect(failed).toMatchObject({ request: { action: 'rerun-failed', headSha: SHA } });
   });
 
+  test('the pull request is read from the external_id the gate writes, and from the earlier `<pr>/<story>`', () => {
+    const named = `0123456789ab:acme/shop#31@${SHA}/2`;
+    expect(normalizeGateDelivery('check_run', checkRun({}, { external_id: named }))).toMatchObject({
+      prNumber: 31,
+    });
+    expect(normalizeGateDelivery('check_run', checkRun({}, { external_id: '12/3' }))).toMatchObject({
+      prNumber: 12,
+    });
+    // Someone else's external_id names no pull request of ours: GitHub's list is read instead.
+    expect(
+      normalizeGateDelivery(
+        'check_run',
+        checkRun({}, { external_id: 'build-31', pull_requests: [{ number: 5 }] }),
+      ),
+    ).toMatchObject({ prNumber: 5 });
+  });
+
   test('another check run, another action or button, or no pull request: ignored', () => {
     expect(normalizeGateDelivery('check_run', checkRun({}, { name: 'CI' }))).toEqual({
       ignored: 'check run "CI" is not the merge gate\'s',

@@ -66,9 +66,13 @@ function parse<T extends z.core.$ZodType>(schema: T, payload: unknown, event: st
   return parsed.data;
 }
 
-/** The pull request a check run of ours belongs to: its `external_id` (`<pr>/<story>`), else GitHub's list. */
+/**
+ * The pull request a check run of ours belongs to: its `external_id` (`<tag>:<owner/repo>#<pr>@<sha>/<story>`,
+ * or `<pr>/<story>` on check runs created before it named more), else GitHub's list.
+ */
 function prOf(run: z.infer<typeof checkRunPayload>['check_run']): number | undefined {
-  const ours = /^(\d+)\/\d+$/.exec(run.external_id ?? '');
+  const id = run.external_id ?? '';
+  const ours = /^(\d+)\/\d+$/.exec(id) ?? /^[0-9a-f]{12}:[^#]+#(\d+)@[0-9a-f]{40}\/\d+$/.exec(id);
   if (ours) return Number(ours[1]);
   return run.pull_requests?.[0]?.number;
 }

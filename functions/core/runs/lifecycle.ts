@@ -2,7 +2,7 @@ import { PutCommand, QueryCommand, UpdateCommand, type UpdateCommandInput } from
 import { keys } from '../../manifest/tables.js';
 import type { Workflows } from '../../ports/workflows/port.js';
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
-import { newId } from '../../shared/crypto.js';
+import { idFrom, newId } from '../../shared/crypto.js';
 import { log } from '../../shared/log.js';
 import type { Environment } from '../environments/index.js';
 import { copyStep, findTest } from '../test-definitions/index.js';
@@ -54,6 +54,11 @@ export interface StartRunInput {
   runtimeMetadata?: Record<string, string>;
   /** The merge gate's record this run belongs to (core/gate/), which its end brings up to date. */
   gateKey?: string;
+  /**
+   * The run's id, when the caller derives it (`idFrom`) to make the start idempotent: a run of that id
+   * already stored is not started again, and its id is returned as if it had just started.
+   */
+  runId?: string;
 }
 
 /** Execution name of a run's state machine: unique per start, readable in the console. */
@@ -75,7 +80,7 @@ export async function startRun(
   input: StartRunInput = {},
 ): Promise<string> {
   const test = await findTest(orgId, testId);
-  const runId = newId();
+  const runId = input.runId ?? newId();
   const createdAt = new Date().toISOString();
   const status: RunStatus = 'pending';
   const run: RunItem = {
@@ -101,14 +106,21 @@ export async function startRun(
     steps: test.steps.map((s) => ({ ...copyStep(s), output: '', status })),
     ...keys.runs.indexKeys({ orgId, runId, testId, folderId: test.folder.id, status, createdAt }),
   };
-  await ddb().send(
-    new PutCommand({
-      TableName: table('runs'),
-      // A Map, so a variable named `constructor` is stored as data (see shared/validation.ts).
-      Item: { ...run, variables: new Map(Object.entries(run.variables)) },
-      ConditionExpression: 'attribute_not_exists(runId)',
-    }),
-  );
+  try {
+    await ddb().send(
+      new PutCommand({
+        TableName: table('runs'),
+        // A Map, so a variable named `constructor` is stored as data (see shared/validation.ts).
+        Item: { ...run, variables: new Map(Object.entries(run.variables)) },
+        ConditionExpression: 'attribute_not_exists(runId)',
+      }),
+    );
+  } catch (err) {
+    // A derived id already stored: this start was made before (a retried task). Not started twice.
+    if (input.runId === undefined || !isConditionFailure(err)) throw err;
+    log.info('the run was started before', { runId, testId });
+    return runId;
+  }
   try {
     await deps.workflows.start('testRun', { runId }, executionName(runId));
   } catch (err) {
@@ -328,12 +340,15 @@ export async function finishRun(
  * that still belongs to it and still runs on previews gets a run with `source: preview`, against this
  * environment (`application_version_id` = its `environmentId`). Best effort, never throws: failures are
  * logged (per test; the others still start). Returns the new run ids. `opts.gateKey`: the merge gate's
- * record the runs belong to; `opts.only`: run only these tests (a re-run of the failed ones).
+ * record the runs belong to; `opts.only`: run only these tests (a re-run of the failed ones);
+ * `opts.startKey`: what makes this start once-only (MarkReady: the environment, its head and the deploy's
+ * generation): each test's run id is derived from it, so a retried start finds the runs it started
+ * before and returns their ids instead of starting a second set.
  */
 export async function startPreviewRuns(
   deps: { workflows: Workflows },
   env: Pick<Environment, 'orgId' | 'repoFullName' | 'prNumber'> & { environmentId?: string },
-  opts: { gateKey?: string; only?: ReadonlySet<string> } = {},
+  opts: { gateKey?: string; only?: ReadonlySet<string>; startKey?: string } = {},
 ): Promise<string[]> {
   let Items: Record<string, unknown>[] | undefined;
   try {
@@ -361,6 +376,9 @@ export async function startPreviewRuns(
           await startRun(deps, env.orgId, testId, {
             source: 'preview',
             ...(opts.gateKey ? { gateKey: opts.gateKey } : {}),
+            ...(opts.startKey !== undefined
+              ? { runId: idFrom(`preview-run:${env.orgId}:${opts.startKey}:${testId}`) }
+              : {}),
             ...(env.environmentId ? { applicationVersionId: env.environmentId } : {}),
           }),
         );

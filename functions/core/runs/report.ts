@@ -1,4 +1,9 @@
-import { type LinkCheck, type MediaReader, REPORT_LINK_TTL_SECONDS } from '../../ports/media/port.js';
+import {
+  type LinkCheck,
+  type LinkSigner,
+  type MediaReader,
+  REPORT_LINK_TTL_SECONDS,
+} from '../../ports/media/port.js';
 import { escapeHtml } from '../../shared/html.js';
 import { readScenarioState } from '../scenarios/index.js';
 import { environmentLine } from './environment.js';
@@ -25,7 +30,7 @@ export const traceViewerLink = (baseUrl: string, traceUrl: string): string =>
   `${baseUrl}${TRACE_VIEWER_PATH}index.html?trace=${encodeURIComponent(traceUrl)}`;
 
 /** A signed link to a run's report, valid `REPORT_LINK_TTL_SECONDS`. */
-export async function reportLink(media: MediaReader, baseUrl: string, runId: string): Promise<string> {
+export async function reportLink(media: LinkSigner, baseUrl: string, runId: string): Promise<string> {
   const path = reportPath(runId);
   return `${baseUrl}${path}?${await media.signLink(path, REPORT_LINK_TTL_SECONDS)}`;
 }
@@ -78,7 +83,7 @@ export function renderRunReport(
   const rows = run.steps
     .map((s, i) => {
       const image = s.imageKey && urls.get(s.imageKey);
-      return `<tr>
+      return `<tr id="step-${i + 1}">
   <td class="n">${i + 1}</td>
   <td><div class="interaction">${escapeHtml(s.interaction)}</div><div>${escapeHtml(s.instruction)}</div>${
     s.element?.selector ? `<code>${escapeHtml(s.element.selector)}</code>` : ''
@@ -118,7 +123,7 @@ td.n{color:#57606a;width:24px}.interaction{font-weight:600}
 .output{white-space:pre-wrap;word-break:break-word}.ev{font-size:12px;word-break:break-all}.ev.err{color:#cf222e}.ev.warn{color:#9a6700}.url{color:#57606a;font-size:12px;word-break:break-all}
 .healed{font-size:12px;background:#fff8c5;color:#7d4e00;padding:1px 6px;border-radius:10px}
 code{font-size:12px;background:#eff1f3;padding:1px 4px;border-radius:4px}
-img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:100%;border-radius:4px}
+tr:target{background:#fff8c5}img{max-width:320px;border:1px solid #d0d7de;border-radius:4px}video{max-width:100%;border-radius:4px}
 </style></head>
 <body>
 <div class="card">

@@ -33,6 +33,12 @@ export interface MediaReader {
   checkLink(path: string, expires: string | undefined, sig: string | undefined): Promise<LinkCheck>;
 }
 
+/**
+ * Signing report links and nothing else: what the functions that bring the merge gate need (a run's
+ * report, its failed step by the report's anchor). In AWS only the link key, no S3 client or presigner.
+ */
+export type LinkSigner = Pick<MediaReader, 'signLink'>;
+
 /** Writing media: what the run executor needs (screenshots, videos). */
 export interface MediaWriter {
   /** Store `body` under `key` (replacing what was there); resolves once it is durable. */

@@ -43,3 +43,24 @@ export function mediaContentType(key: string): string {
 
 /** A key as a URL path: each segment percent-encoded. */
 export const encodeKey = (key: string): string => key.split('/').map(encodeURIComponent).join('/');
+
+/**
+ * Report links signed with a key loaded once (`loadKey`: in AWS the link secret; a failed load is tried
+ * again on the next link). The LinkSigner of the functions that mint links and no media URL.
+ */
+export class KeyLinkSigner {
+  private key: Promise<Buffer> | undefined;
+
+  constructor(
+    private readonly loadKey: () => Promise<Buffer>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async signLink(path: string, ttlSeconds: number): Promise<string> {
+    this.key ??= this.loadKey().catch((err) => {
+      this.key = undefined;
+      throw err;
+    });
+    return signedQuery(await this.key, path, ttlSeconds, this.now());
+  }
+}

@@ -5,13 +5,14 @@ import {
 } from '../source-host/github-app-secret.js';
 import {
   createCheckRun,
+  findCheckRun,
   type GitHubRest,
   publishToGitHub,
   type RestResponse,
   replyComment,
   updateCheckRun,
 } from './github-rest.js';
-import type { CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
+import type { CheckRunLookup, CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
 
 /*
  * PR status on GitHub (AWS mode), as the GitHub App's installation on the repository: the calls of
@@ -70,6 +71,10 @@ export class GitHubAppPrStatus implements PrStatus {
 
   async createCheckRun(write: CheckRunWrite): Promise<number> {
     return createCheckRun(await this.rest(write.repoFullName), write);
+  }
+
+  async findCheckRun(lookup: CheckRunLookup): Promise<number | undefined> {
+    return findCheckRun(await this.rest(lookup.repoFullName), lookup);
   }
 
   async updateCheckRun(id: number, write: CheckRunWrite): Promise<void> {

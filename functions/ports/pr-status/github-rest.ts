@@ -1,4 +1,4 @@
-import type { CheckRunWrite, PrReport, PublishOutcome } from './port.js';
+import type { CheckRunLookup, CheckRunWrite, PrReport, PublishOutcome } from './port.js';
 
 /*
  * What reporting an environment on GitHub is, as REST calls (`{o}/{r}` the repository):
@@ -8,6 +8,8 @@ import type { CheckRunWrite, PrReport, PublishOutcome } from './port.js';
  *   its status       POST  /repos/{o}/{r}/deployments/{id}/statuses
  *   the comment      PATCH /repos/{o}/{r}/issues/comments/{id}  or  POST /repos/{o}/{r}/issues/{pr}/comments
  *   after a POST     GET (the comments again), DELETE /repos/{o}/{r}/issues/comments/{id} of duplicates
+ * and the merge gate's check runs (core/gate/): POST /repos/{o}/{r}/check-runs, PATCH …/check-runs/{id},
+ * and before a create GET /repos/{o}/{r}/commits/{sha}/check-runs?check_name=N&filter=all (by external_id).
  * GitHub has no conditional create, so two reporters that both found no comment (two functions reporting
  * the same pull request for the first time) both create one; each then lists the comments carrying the
  * marker again and keeps the oldest (lowest id), deleting the others and showing its report on the kept
@@ -247,6 +249,32 @@ export async function createCheckRun(rest: GitHubRest, write: CheckRunWrite): Pr
     'creating a check run',
   );
   return (res.data as { id: number }).id;
+}
+
+/**
+ * The head's check run carrying `lookup.externalId`, if any: GitHub's list of the commit's check runs of
+ * that name (every one, not only the latest: `filter=all`), page by page; of two carrying it, the oldest.
+ */
+export async function findCheckRun(rest: GitHubRest, lookup: CheckRunLookup): Promise<number | undefined> {
+  const [owner, name] = lookup.repoFullName.split('/') as [string, string];
+  const base = `/repos/${enc(owner)}/${enc(name)}/commits/${enc(lookup.sha)}/check-runs`;
+  const query = `check_name=${enc(lookup.name)}&filter=all&per_page=${PAGE}`;
+  let found: number | undefined;
+  for (let page = 1; page <= 10; page++) {
+    const res = expect(
+      await rest.request('GET', `${base}?${query}&page=${page}`),
+      [200],
+      'listing the check runs of a commit',
+    );
+    const list = ((res.data as { check_runs?: unknown } | undefined)?.check_runs ?? []) as {
+      id: number;
+      external_id?: string | null;
+    }[];
+    for (const run of list)
+      if (run.external_id === lookup.externalId && (found === undefined || run.id < found)) found = run.id;
+    if (list.length < PAGE) break;
+  }
+  return found;
 }
 
 /** Update a check run. */

@@ -2,20 +2,23 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   createCheckRun,
+  findCheckRun,
   type GitHubRest,
   publishToGitHub,
   type RestResponse,
   replyComment,
   updateCheckRun,
 } from './github-rest.js';
-import type { CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
+import type { CheckRunLookup, CheckRunWrite, PrReport, PrStatus, PublishOutcome } from './port.js';
 
 /*
  * PR status, locally: the calls GitHub would get, appended to `<dataDir>/github-outbox.jsonl`, one JSON
  * object per write (`{time, method, path, body, response: {status, id}}`), so users and tests see what
  * would be sent. The reads of the algorithm (the comment by its marker, the deployment of a commit) are
  * answered from what the outbox holds, read back on start, so a comment is updated in place across
- * restarts exactly as on GitHub. Check runs (the merge gate) are POSTed and PATCHed the same way. Reports are published one at a time.
+ * restarts exactly as on GitHub. Check runs (the merge gate) are POSTed and PATCHed the same way, and a
+ * commit's check runs are listed from them (`GET …/commits/{sha}/check-runs`: by `check_name`, `status`,
+ * `filter`, paged; times at whole seconds, as GitHub keeps them). Reports are published one at a time.
  */
 
 /** The outbox file of a data dir. */
@@ -37,6 +40,17 @@ interface Deployment {
   sha: string;
   payload: unknown;
 }
+interface CheckRun {
+  id: number;
+  repo: string;
+  name: string;
+  head_sha: string;
+  external_id: string | null;
+  status: string;
+  conclusion: string | null;
+  started_at: string;
+  completed_at: string | null;
+}
 interface Comment {
   id: number;
   repo: string;
@@ -53,7 +67,7 @@ export class OutboxRest implements GitHubRest {
   private nextId = 1;
   private readonly deployments: Deployment[] = [];
   private readonly comments: Comment[] = [];
-  private readonly checkRuns = new Set<number>();
+  private readonly checkRuns = new Map<number, CheckRun>();
 
   constructor(private readonly path: string) {
     if (!existsSync(path)) return;
@@ -93,6 +107,8 @@ export class OutboxRest implements GitHubRest {
         );
         return { status: 200, data: found.reverse().map((d) => ({ ...d })) };
       }
+      const checkRuns = new RegExp(`^${REPO}/commits/([^/]+)/check-runs$`).exec(p);
+      if (checkRuns) return { status: 200, data: this.listCheckRuns(repoOf(checkRuns), checkRuns[3]!, url) };
       return { status: 404, data: { message: 'Not Found' } };
     }
     const line: OutboxLine = { time: new Date().toISOString(), method, path, body, response: { status: 0 } };
@@ -100,6 +116,33 @@ export class OutboxRest implements GitHubRest {
     if (line.response.status >= 400) return { status: line.response.status, data: { message: 'Not Found' } };
     appendFileSync(this.path, `${JSON.stringify(line)}\n`, { mode: 0o600 });
     return { status: line.response.status, data: { id: line.response.id } };
+  }
+
+  /**
+   * A commit's check runs as GitHub lists them (`{total_count, check_runs}`, newest first): by
+   * `check_name` and `status`; `filter=latest` (GitHub's default) keeps the newest of each name.
+   */
+  private listCheckRuns(repo: string, ref: string, url: URL) {
+    const sha = decodeURIComponent(ref).toLowerCase();
+    const name = url.searchParams.get('check_name');
+    const status = url.searchParams.get('status');
+    let found = [...this.checkRuns.values()]
+      .filter(
+        (r) =>
+          r.repo === repo &&
+          r.head_sha === sha &&
+          (!name || r.name === name) &&
+          (!status || r.status === status),
+      )
+      .sort((a, b) => b.id - a.id);
+    if ((url.searchParams.get('filter') ?? 'latest') === 'latest')
+      found = found.filter((r, i) => found.findIndex((o) => o.name === r.name) === i);
+    const page = Number(url.searchParams.get('page') ?? 1);
+    const per = Number(url.searchParams.get('per_page') ?? 30);
+    return {
+      total_count: found.length,
+      check_runs: found.slice((page - 1) * per, page * per).map((r) => ({ ...r })),
+    };
   }
 
   /** Apply a write to the state; its response (the same when replayed from the file). */
@@ -140,13 +183,27 @@ export class OutboxRest implements GitHubRest {
     }
     const checkRun = match('POST', '/check-runs');
     if (checkRun) {
-      this.checkRuns.add(take());
+      const run: CheckRun = {
+        id: take(),
+        repo: repoOf(checkRun),
+        name: String(line.body.name),
+        head_sha: String(line.body.head_sha).toLowerCase(),
+        external_id: null,
+        status: 'queued',
+        conclusion: null,
+        started_at: wholeSeconds(line.time),
+        completed_at: null,
+      };
+      this.checkRuns.set(id, run);
+      this.updateCheckRun(run, line);
       return { status: 201, id };
     }
     const checkRunUpdate = match('PATCH', '/check-runs/(\\d+)');
     if (checkRunUpdate) {
-      if (!this.checkRuns.has(Number(checkRunUpdate[3]))) return { status: 404 };
-      return { status: 200, id: Number(checkRunUpdate[3]) };
+      const run = this.checkRuns.get(Number(checkRunUpdate[3]));
+      if (!run || run.repo !== repoOf(checkRunUpdate)) return { status: 404 };
+      this.updateCheckRun(run, line);
+      return { status: 200, id: run.id };
     }
     const deleted = match('DELETE', '/issues/comments/(\\d+)');
     if (deleted) {
@@ -164,7 +221,22 @@ export class OutboxRest implements GitHubRest {
     }
     return { status: 404 };
   }
+
+  /** What a check run's POST or PATCH body changes of it. */
+  private updateCheckRun(run: CheckRun, line: OutboxLine): void {
+    const b = line.body;
+    if (typeof b.external_id === 'string') run.external_id = b.external_id;
+    if (typeof b.status === 'string') run.status = b.status;
+    if (typeof b.conclusion === 'string') {
+      run.status = 'completed';
+      run.conclusion = b.conclusion;
+      run.completed_at = wholeSeconds(typeof b.completed_at === 'string' ? b.completed_at : line.time);
+    }
+  }
 }
+
+/** A time at whole seconds, as GitHub keeps a check run's. */
+const wholeSeconds = (iso: string) => new Date(iso).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** The PrStatus port, locally: GitHub's calls in the outbox. */
 export class LocalOutboxPrStatus implements PrStatus {
@@ -181,6 +253,10 @@ export class LocalOutboxPrStatus implements PrStatus {
 
   createCheckRun(write: CheckRunWrite): Promise<number> {
     return this.serial(() => createCheckRun(this.rest, write));
+  }
+
+  findCheckRun(lookup: CheckRunLookup): Promise<number | undefined> {
+    return this.serial(() => findCheckRun(this.rest, lookup));
   }
 
   updateCheckRun(id: number, write: CheckRunWrite): Promise<void> {

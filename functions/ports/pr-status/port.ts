@@ -66,10 +66,19 @@ export interface CheckRunWrite {
   actions?: { label: string; description: string; identifier: string }[];
 }
 
+/** Which check run `findCheckRun` looks for: the head's, by name, carrying our `external_id`. */
+export type CheckRunLookup = Pick<CheckRunWrite, 'repoFullName' | 'sha' | 'name' | 'externalId'>;
+
 export interface PrStatus {
   publish(report: PrReport): Promise<PublishOutcome>;
   /** Create a check run (`POST /repos/{o}/{r}/check-runs`); its id. */
   createCheckRun(write: CheckRunWrite): Promise<number>;
+  /**
+   * The id of the head commit's check run of this name carrying `externalId`, if GitHub has one
+   * (`GET /repos/{o}/{r}/commits/{sha}/check-runs?check_name=…&filter=all`): a check run created by a
+   * writer that died before it could record the id, which a retry adopts instead of creating another.
+   */
+  findCheckRun(lookup: CheckRunLookup): Promise<number | undefined>;
   /** Update one (`PATCH /repos/{o}/{r}/check-runs/{id}`). */
   updateCheckRun(id: number, write: CheckRunWrite): Promise<void>;
   /** Reply on a pull request (`POST /repos/{o}/{r}/issues/{pr}/comments`): a refused command's why. */

@@ -8,7 +8,7 @@ import { appKeyPair, FakeGitHub } from '../../../test/cloud/fakes/github.js';
 import { setLogSink } from '../../shared/log.js';
 import { GitHubAppPrStatus } from './github-app.js';
 import { githubOutboxPath, LocalOutboxPrStatus, OutboxRest } from './local-outbox.js';
-import type { PrReport, PrStatus } from './port.js';
+import type { CheckRunWrite, PrReport, PrStatus } from './port.js';
 
 /*
  * The PrStatus contract, run against both adapters: the local outbox (for real, in a temp dir), and the
@@ -21,6 +21,7 @@ setLogSink(() => undefined);
 const dir = mkdtempSync(join(tmpdir(), 'preview-prstatus-'));
 const APP_ID = '4711';
 const SHA = 'c'.repeat(40);
+const OTHER_SHA = 'd'.repeat(40);
 
 let github: FakeGitHub;
 let front: Server;
@@ -37,6 +38,8 @@ beforeAll(async () => {
   github.addApp(APP_ID, keys.publicKey);
   github.addRepo('acme/shop');
   github.addRepo('acme/elsewhere');
+  // The check runs' heads (the fake refuses check runs of commits it does not have).
+  for (const sha of [SHA, OTHER_SHA]) github.addCommit('acme/shop', {}, undefined, sha);
   github.addInstallation(9, APP_ID, ['acme/shop']);
   front = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
@@ -158,7 +161,53 @@ describe.each(adapters)('%s', (name, make) => {
     expect(out).toEqual({ published: true, deploymentId: expect.any(Number), commentId: undefined });
   });
 
+  test('a check run is found by its head, name and external_id, and by nothing less', async () => {
+    const write = (over: Partial<CheckRunWrite> = {}): CheckRunWrite => ({
+      repoFullName: 'acme/shop',
+      sha: SHA,
+      name: 'Preview tests',
+      status: 'queued',
+      externalId: `${name}:story-1`,
+      output: { title: 'Queued', summary: 'The preview is deploying.' },
+      ...over,
+    });
+    const first = await adapter.createCheckRun(write());
+    // A later story on the same head, another check's, and another head's: each its own.
+    const second = await adapter.createCheckRun(write({ externalId: `${name}:story-2` }));
+    await adapter.createCheckRun(write({ name: 'CI' }));
+    await adapter.createCheckRun(write({ sha: OTHER_SHA, externalId: `${name}:other-head` }));
+    await adapter.updateCheckRun(first, {
+      ...write(),
+      status: 'completed',
+      conclusion: 'success',
+    });
+    expect(await adapter.findCheckRun(write())).toBe(first);
+    expect(await adapter.findCheckRun(write({ externalId: `${name}:story-2` }))).toBe(second);
+    expect(await adapter.findCheckRun(write({ externalId: `${name}:story-3` }))).toBeUndefined();
+    expect(await adapter.findCheckRun(write({ sha: OTHER_SHA }))).toBeUndefined();
+    expect(await adapter.findCheckRun(write({ name: 'Other' }))).toBeUndefined();
+  });
+
   if (name === 'LocalOutboxPrStatus') {
+    test('the outbox lists a commit’s check runs as GitHub does, after a restart too', async () => {
+      const rest = new OutboxRest(githubOutboxPath(dir));
+      const path = `/repos/acme/shop/commits/${SHA}/check-runs?check_name=${encodeURIComponent('Preview tests')}`;
+      const latest = (await rest.request('GET', path)).data as {
+        total_count: number;
+        check_runs: { external_id: string; status: string; completed_at: string | null }[];
+      };
+      // filter=latest (the default): the newest of the name.
+      expect(latest.check_runs.map((r) => r.external_id)).toEqual([`${name}:story-2`]);
+      const all = (await rest.request('GET', `${path}&filter=all`)).data as typeof latest;
+      expect(all.total_count).toBe(2);
+      const done = all.check_runs.find((r) => r.external_id === `${name}:story-1`)!;
+      expect(done.status).toBe('completed');
+      expect(done.completed_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      const completed = (await rest.request('GET', `${path}&filter=all&status=completed`))
+        .data as typeof latest;
+      expect(completed.check_runs.map((r) => r.external_id)).toEqual([`${name}:story-1`]);
+    });
+
     test('every write is a line of the outbox', () => {
       const lines = readFileSync(githubOutboxPath(dir), 'utf8').trim().split('\n');
       const first = JSON.parse(lines[0]!);

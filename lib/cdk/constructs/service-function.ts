@@ -230,6 +230,17 @@ export class ServiceFunction extends NodejsFunction {
   }
 
   /**
+   * Report links only (the merge gate's `gateLinks`): the link-signing secret (GetSecretValue,
+   * DescribeSecret), RUN_LINK_SECRET_ARN naming it. No S3: a failed step's screenshot is linked at the
+   * report's anchor, not by a presigned URL.
+   */
+  bindLinkKey(media: MediaResources): this {
+    media.linkSecret.grantRead(this);
+    this.addEnvironment('RUN_LINK_SECRET_ARN', media.linkSecret.secretArn);
+    return this;
+  }
+
+  /**
    * Test-run media and report links. `R`: s3:GetObject on `runs/*` of the media bucket (the presigned GET
    * URLs it mints are authorized by this role) and the link-signing secret (GetSecretValue,
    * DescribeSecret), RUN_LINK_SECRET_ARN naming it; `W`: s3:PutObject and s3:AbortMultipartUpload there
@@ -519,9 +530,10 @@ export class ServiceFunction extends NodejsFunction {
     if (access.sourceHost) this.bindSourceHost(this.required(deps.sourceHost, 'sourceHost'));
     if (access.prStatus) this.bindPrStatus(this.required(deps.sourceHost, 'prStatus'));
     if (access.publishes) this.bindEventBus(this.required(deps.eventBus, 'publishes'));
-    // The merge gate's links: PUBLIC_URL, and the report and screenshot links it mints (media read).
-    const media = access.gateLinks ? withRead(access.media) : access.media;
-    if (media) this.bindMedia(this.required(deps.media, 'media'), media);
+    if (access.media) this.bindMedia(this.required(deps.media, 'media'), access.media);
+    // The merge gate's links: PUBLIC_URL, and the report links it signs (the link key; no media read).
+    if (access.gateLinks && access.media !== 'R' && access.media !== 'RW')
+      this.bindLinkKey(this.required(deps.media, 'gateLinks'));
     if (access.gateLinks && deps.publicUrl) this.addEnvironment('PUBLIC_URL', deps.publicUrl);
     if (access.browser) this.bindBrowser(this.required(deps.browser, 'browser'));
     if (access.artifacts) this.bindArtifacts(this.required(deps.artifacts, 'artifacts'), access.artifacts);
@@ -545,8 +557,6 @@ export class ServiceFunction extends NodejsFunction {
 }
 
 /** A media access that also reads (mints links). */
-const withRead = (mode: 'R' | 'W' | 'RW' | undefined): 'R' | 'RW' =>
-  mode === 'W' || mode === 'RW' ? 'RW' : 'R';
 
 /**
  * The props that make a function able to drive the headless browser (`browser` access): x86_64 (the only

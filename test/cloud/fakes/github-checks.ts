@@ -13,9 +13,13 @@
  *   holds; an unknown id, or one of another repository → 404.
  * - Timestamps at whole seconds, as GitHub keeps them: `started_at` at creation, `completed_at` when it
  *   completes (the one sent, cut to the second, else now).
+ * - `GET /repos/{o}/{r}/commits/{ref}/check-runs` → 200 `{total_count, check_runs}`, newest first: the
+ *   check runs of the commit `ref` names (a SHA or a branch; neither → 422 `No commit found for SHA`),
+ *   by `check_name` and `status` (one of the three, else 422); `filter` `latest` (the default: the newest
+ *   of each name) or `all` (else 422); `per_page` (default 30, at most 100) and `page`.
  * - `runs` keeps each check run as it is now; `writes` every accepted POST and PATCH with its body, in
  *   order: the story a test reads.
- * What it does not: listing or getting check runs, check suites, annotations, images, rerequests.
+ * What it does not: getting one check run, check suites, annotations, images, rerequests, `app_id`.
  */
 
 export type CheckStatus = 'queued' | 'in_progress' | 'completed';
@@ -92,7 +96,12 @@ export class FakeCheckRuns {
     rest: string,
     rawBody: string,
     hasCommit: (sha: string) => boolean,
+    url?: URL,
+    resolve?: (ref: string) => string | undefined,
   ): Reply {
+    const listed = /^\/commits\/([^/]+)\/check-runs$/.exec(rest);
+    if (method === 'GET' && listed && url && resolve)
+      return this.list(repo, resolve(decodeURIComponent(listed[1]!)), listed[1]!, url.searchParams);
     const patch = /^\/check-runs\/(\d+)$/.exec(rest);
     if (!(method === 'POST' && rest === '/check-runs') && !(method === 'PATCH' && patch)) return notFound();
     let body: Record<string, unknown>;
@@ -150,6 +159,36 @@ export class FakeCheckRuns {
       at: wholeSeconds(at),
     });
     return { status: patch ? 200 : 201, body: run };
+  }
+
+  /** A commit's check runs, as `GET /repos/{o}/{r}/commits/{ref}/check-runs` answers. */
+  private list(repo: string, sha: string | undefined, ref: string, q: URLSearchParams): Reply {
+    if (!sha) return invalid(`No commit found for SHA: ${decodeURIComponent(ref)}`);
+    const name = q.get('check_name');
+    const status = q.get('status');
+    const filter = q.get('filter') ?? 'latest';
+    if (status !== null && !STATUSES.includes(status))
+      return invalid(
+        `Invalid request.\n\n${JSON.stringify(status)} is not a member of [${STATUSES.join(', ')}].`,
+      );
+    if (filter !== 'latest' && filter !== 'all')
+      return invalid(`Invalid request.\n\n${JSON.stringify(filter)} is not a member of [latest, all].`);
+    const per = Math.min(100, Math.max(1, Number(q.get('per_page') ?? 30) || 30));
+    const page = Math.max(1, Number(q.get('page') ?? 1) || 1);
+    let found = [...this.runs.values()]
+      .filter(
+        (r) =>
+          r.repo === repo.toLowerCase() &&
+          r.head_sha === sha &&
+          (name === null || r.name === name) &&
+          (status === null || r.status === status),
+      )
+      .sort((a, b) => b.id - a.id);
+    if (filter === 'latest') found = found.filter((r, i) => found.findIndex((o) => o.name === r.name) === i);
+    return {
+      status: 200,
+      body: { total_count: found.length, check_runs: found.slice((page - 1) * per, page * per) },
+    };
   }
 
   /** What GitHub refuses in a check run's fields (undefined: nothing). */

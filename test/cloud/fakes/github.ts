@@ -34,8 +34,8 @@
  * - Fault injection: `failNext(path, n, fault)` makes the next n requests to a path answer the fault
  *   (`faults.serverError`, `faults.secondaryRateLimit`, `faults.tooManyRequests`, `faults.primaryRateLimit`).
  * - `requests` records every request (method, path, query); `calls()` lists them as `METHOD /path`.
- * - The check runs: `POST /repos/{o}/{r}/check-runs`, `PATCH /repos/{o}/{r}/check-runs/{id}`
- *   (github-checks.ts; what was sent is in `checkRuns`).
+ * - The check runs: `POST /repos/{o}/{r}/check-runs`, `PATCH /repos/{o}/{r}/check-runs/{id}`, and
+ *   `GET /repos/{o}/{r}/commits/{ref}/check-runs` (github-checks.ts; what was sent is in `checkRuns`).
  * - An optional base path (`/api/v3`, as on GitHub Enterprise Server) in front of every route.
  * What it does not: pagination (but of deliveries), permissions per endpoint, public repositories (every repository is private),
  * rate-limit headers on ordinary answers, ETags, the GraphQL API, webhooks, anything else (→ 404, recorded).
@@ -343,7 +343,7 @@ export class FakeGitHub {
     if (!repoPath) return notFound();
     const fullName = `${decodeURIComponent(repoPath[1]!)}/${decodeURIComponent(repoPath[2]!)}`;
     const rest = repoPath[3] ?? '';
-    const checks = rest.startsWith('/check-runs');
+    const checks = rest.startsWith('/check-runs') || /^\/commits\/[^/]+\/check-runs$/.test(rest);
     if (method !== 'GET' && !checks) return notFound();
 
     if (rest === '/installation') {
@@ -369,8 +369,14 @@ export class FakeGitHub {
     const covered = this.installations.get(token.installationId)?.repos.has(fullName.toLowerCase());
     if (!repo || !covered) return notFound();
     if (checks) {
-      const r = this.checkRuns.handle(method, fullName, rest, body, (sha) =>
-        repo.commits.has(sha.toLowerCase()),
+      const r = this.checkRuns.handle(
+        method,
+        fullName,
+        rest,
+        body,
+        (sha) => repo.commits.has(sha.toLowerCase()),
+        url,
+        (ref) => (repo.commits.has(ref.toLowerCase()) ? ref.toLowerCase() : repo.branches.get(ref)),
       );
       return json(r.status, r.body);
     }

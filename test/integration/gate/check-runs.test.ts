@@ -152,6 +152,13 @@ describe('the check run of a head commit', () => {
     expect(output(end).text).toContain('### Heading on previews');
     expect(output(end).text).toContain('Failed step 1 (`assert-text`)');
     expect(output(end).text).toContain('"Nowhere to be seen" not found');
+    // Its screenshot: the run's report at the failed step's row, which opens and shows it.
+    const shot = /\[Screenshot\]\(([^)]+)\)/.exec(output(end).text ?? '')?.[1];
+    expect(shot).toMatch(new RegExp(`^${h.url}/report/[a-z0-9]+\\?[^#]+#step-1$`));
+    const page = await fetch(shot!);
+    expect(page.status).toBe(200);
+    const row = /<tr id="step-1">([\s\S]*?)<\/tr>/.exec(await page.text())?.[1];
+    expect(row).toContain('<img');
     expect(end.body.actions).toEqual([
       expect.objectContaining({ identifier: 'rerun-failed', label: 'Re-run failed tests' }),
     ]);

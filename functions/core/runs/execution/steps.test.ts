@@ -150,3 +150,12 @@ test('the report escapes what the test and the page wrote', () => {
   expect(html).not.toContain('http-equiv="refresh"');
   expect(renderRunReport({ ...run, status: 'running' }, new Map())).toContain('http-equiv="refresh"');
 });
+
+test('each step of the report is an anchor (`#step-N`), where the merge gate links a failed step', () => {
+  const html = renderRunReport(run, new Map([['runs/o/r1/step-001-s.png', 'https://m/s.png']]));
+  const row = /<tr id="step-1">([\s\S]*?)<\/tr>/.exec(html);
+  expect(row?.[1]).toContain('failed &lt;i&gt;');
+  expect(row?.[1]).toContain('src="https://m/s.png"');
+  expect(html).not.toContain('id="step-2"');
+  expect(html).toContain('tr:target{');
+});
