@@ -92,15 +92,17 @@ export const routes = {
     path: '/v1/preview/environments',
     entry: 'functions/api/environments/list.ts',
     auth: 'apiKey',
-    access: { tables: { environments: 'R' } },
+    // Each pull request's merge gate: its record (tenancy) and the runs its title counts.
+    access: { tables: { environments: 'R', tenancy: 'R', runs: 'R' } },
   },
   getEnvironment: {
     method: 'GET',
     path: envPath,
     entry: 'functions/api/environments/get.ts',
     auth: 'apiKey',
-    // A protected environment's `accessUrls` are signed with its application's access key (secrets).
-    access: { tables: { environments: 'R', applications: 'R' }, secrets: 'R' },
+    // A protected environment's `accessUrls` are signed with its application's access key (secrets);
+    // its merge gate: the record (tenancy) and the runs its title counts.
+    access: { tables: { environments: 'R', applications: 'R', tenancy: 'R', runs: 'R' }, secrets: 'R' },
   },
   teardownEnvironment: {
     method: 'DELETE',
@@ -130,6 +132,14 @@ export const routes = {
     auth: 'apiKey',
     // The merge gate's record (tenancy) and the runs its output tells; prStatus: the check run's PATCH.
     access: { tables: { environments: 'R', tenancy: 'RW', runs: 'R' }, prStatus: true, gateLinks: true },
+  },
+  getGate: {
+    method: 'GET',
+    path: `${envPath}/gate`,
+    entry: 'functions/api/environments/gate.ts',
+    auth: 'apiKey',
+    // The merge gate's record (tenancy), the runs it tells, their report links (media R: the link key).
+    access: { tables: { environments: 'R', tenancy: 'R', runs: 'R' }, media: 'R' },
   },
   getAppLogs: {
     method: 'GET',

@@ -26,3 +26,10 @@ export {
 } from './quarantine.js';
 export { type GateRequestDetail, onGateRequested, SKIP_REFUSED, skipGate } from './requests.js';
 export { conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
+export {
+  type CommitView,
+  type CommitViewRun,
+  commitView,
+  type GateState,
+  latestGate,
+} from './views.js';
