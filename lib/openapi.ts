@@ -157,7 +157,7 @@ const DOCS: Record<
       '`/preview skip-tests <reason>` comment does. 409 when the head has no check run: docs/reference/merge-gate.md.',
   },
   getGate: {
-    summary: "Read the merge gate of one head commit of a pull request (additive)",
+    summary: 'Read the merge gate of one head commit of a pull request (additive)',
     success: [
       200,
       '{repoFullName, prNumber, sha, story, status, conclusion?, title, end?, completedAt?, runs: [{runId, testId, name, status, durationMs?, retries, flaky, previewNeverAnswered?, quarantine?, failedStep?, error?, reportUrl?}]}',

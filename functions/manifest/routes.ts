@@ -303,6 +303,16 @@ export const pages = {
     access: { tables: { runs: 'R' }, media: 'R' },
   },
   /**
+   * The merge gate of one head commit: the page a check run's details_url opens in AWS (signed, like a
+   * run report's link; core/gate/page.ts). Its record (tenancy), its runs and their report links.
+   */
+  gatePage: {
+    method: 'GET',
+    path: '/gate/{org_id}/{owner}/{repo}/{pr}/{sha}',
+    entry: 'functions/api/environments/gate-page.ts',
+    access: { tables: { tenancy: 'R', runs: 'R' }, media: 'R' },
+  },
+  /**
    * The Playwright trace viewer: the static app of playwright-core, which opens a run's trace
    * from its signed media URL in the browser. No data, no credentials, no grant: it reads its own files
    * (functions/core/runs/trace-viewer.ts; locally lib/local/trace-viewer.ts serves the same path).

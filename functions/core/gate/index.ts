@@ -15,7 +15,15 @@ export {
   syncGate,
   syncGateOfRun,
 } from './gate.js';
-export { commitViewUrl, type GateLinks, gateLinks } from './links.js';
+export {
+  type CommitPageRef,
+  commitPageLink,
+  commitPagePath,
+  commitViewUrl,
+  type GateLinks,
+  gateLinks,
+} from './links.js';
+export { type CommitPageAnswer, renderCommitPage, serveCommitPage } from './page.js';
 export {
   listQuarantined,
   QUARANTINE_MAX_DAYS,

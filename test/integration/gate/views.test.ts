@@ -156,6 +156,25 @@ describe('GET …/{pr}/gate: one head commit’s gate', () => {
   });
 });
 
+describe('the signed page of a head’s gate (details_url in AWS), served locally too', () => {
+  test('opens with its link; a tampered one is 403', async () => {
+    const { commitPageLink } = await import('../../../functions/core/gate/index.js');
+    const { mediaReader } = await import('../../../functions/ports/registry/media.js');
+    const link = await commitPageLink(mediaReader(), h.url, {
+      orgId: h.org.orgId,
+      repoFullName: REPO,
+      prNumber: 2,
+      sha,
+    });
+    const page = await fetch(link);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<span id="title">1 test passed, 1 quarantined failure ignored</span>');
+    expect(html).toContain('Owner alice');
+    expect((await fetch(link.replace('/2/', '/3/'))).status).toBe(403);
+  });
+});
+
 describe('the dashboard’s per-commit view (the check run’s details_url), in chromium', () => {
   chromiumTest(
     'opens that environment alone with that head’s gate and runs',
