@@ -68,7 +68,11 @@ function renderCommit(view) {
   const end = view.end;
   if (end?.kind === 'skipped')
     parts.push(
-      el('p', { className: 'skip', id: 'commitSkip', textContent: `Skipped by ${end.by}: ${end.reason}` }),
+      el('p', {
+        className: 'skip',
+        id: 'commitSkip',
+        textContent: `${end.by} skipped the tests of this commit: ${end.reason}. A skip completes the check run neutral, which is not a pass.`,
+      }),
     );
   if (end?.kind === 'superseded') {
     const p = el('p', { className: 'muted', textContent: 'Superseded by a newer commit: ' });

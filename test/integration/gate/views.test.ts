@@ -222,6 +222,36 @@ describe('the dashboard’s per-commit view (the check run’s details_url), in 
   );
 
   chromiumTest(
+    'a skip shows who and why, in the environment’s gate and the per-commit view',
+    async () => {
+      const skip = await call(h, 'POST', `${ENV}/2/gate/skip`, {
+        headers: bearer(h.org),
+        body: { by: 'alice', reason: 'release freeze' },
+      });
+      expect(skip.status).toBe(200);
+      expect((await get(`${ENV}/2`)).body.gate).toEqual({
+        status: 'completed',
+        conclusion: 'neutral',
+        title: 'Skipped by alice: release freeze',
+        headSha: sha,
+      });
+      await page.goto(detailsUrl);
+      const deadline = Date.now() + 20_000;
+      while (!(await page.isVisible('#commitSkip')) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(await page.textContent('#commitSkip')).toBe(
+        'alice skipped the tests of this commit: release freeze. A skip completes the check run neutral, which is not a pass.',
+      );
+      expect(await page.textContent('#commitTitle')).toBe('Skipped by alice: release freeze');
+      expect(await page.locator('#commitGate .badge').allTextContents()).toEqual(['completed', 'neutral']);
+      // The runs it skipped stay listed.
+      expect(await page.locator('#commitRuns tbody tr[data-test]').count()).toBe(2);
+      writeFileSync(join(SHOTS, 'per-commit-skipped.png'), await page.screenshot({ fullPage: true }));
+    },
+    60_000,
+  );
+
+  chromiumTest(
     'a head without a check run, or an address it cannot read, says so',
     async () => {
       await page.goto(`${h.url}/?${new URLSearchParams({ env: `${app.repo}#2`, commit: '0'.repeat(40) })}`);
