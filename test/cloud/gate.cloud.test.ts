@@ -306,6 +306,25 @@ describe('details_url in AWS: a signed page of the head commit’s gate', () => 
       const pathOnly = expired.pathname.slice(STAGE.length + 1);
       expired.search = await mediaReader().signLink(pathOnly, -60);
       expect((await openPage(expired.href)).statusCode).toBe(410);
+
+      // The API's reads of the same gate, in PREVIEW_MODE=aws: the environment's field and the head's view.
+      const headers = { authorization: `Bearer ${org.apiKey}` };
+      const env = await fetch(`${cloud.url}/v1/preview/environments/acme/shop/34`, { headers });
+      expect(env.status).toBe(200);
+      expect(((await env.json()) as { gate: unknown }).gate).toEqual({
+        status: 'completed',
+        conclusion: run!.conclusion,
+        title: run!.output.title,
+        headSha: sha,
+      });
+      const view = await fetch(`${cloud.url}/v1/preview/environments/acme/shop/34/gate?commit=${sha}`, {
+        headers,
+      });
+      expect(view.status).toBe(200);
+      const body = (await view.json()) as { title: string; runs: { reportUrl?: string }[] };
+      expect(body.title).toBe(run!.output.title);
+      expect(body.runs.length).toBeGreaterThan(0);
+      for (const r of body.runs) expect(r.reportUrl).toMatch(/\/report\/[A-Za-z0-9_-]+\?expires=\d+&sig=/);
     },
     240_000,
   );
