@@ -58,7 +58,8 @@ const DOCS: Record<
       'Additive: `services`, the databases preview.yaml `services:` declares once a deploy has provided them: ' +
       'name → `{"kind": "postgres" | "redis", "status": "ready" | "asleep" | "stopped"}` (stopped: the ' +
       'environment failed; gone at teardown). Their credentials never appear in any answer ' +
-      '(docs/reference/preview-yaml.md#services-a-database-per-preview).',
+      '(docs/reference/preview-yaml.md#services-a-database-per-preview). ' +
+      "Additive: `gate`, the merge gate of the pull request's latest head: `{status: queued | in_progress | completed, conclusion?, title, headSha}` as its `Preview tests` check run shows them; absent when the application has no run_on_preview tests (docs/reference/merge-gate.md).",
   },
   teardownEnvironment: {
     summary: 'Tear an environment down',
@@ -154,6 +155,16 @@ const DOCS: Record<
     notes:
       "Completes the head's `Preview tests` check run `neutral`, naming `by` and `reason` (both required), as a " +
       '`/preview skip-tests <reason>` comment does. 409 when the head has no check run: docs/reference/merge-gate.md.',
+  },
+  getGate: {
+    summary: 'Read the merge gate of one head commit of a pull request (additive)',
+    success: [
+      200,
+      '{repoFullName, prNumber, sha, story, status, conclusion?, title, end?, completedAt?, runs: [{runId, testId, name, status, durationMs?, retries, flaky, previewNeverAnswered?, quarantine?, failedStep?, error?, reportUrl?}]}',
+    ],
+    errors: [400, 401, 404],
+    notes:
+      "The `Preview tests` check run of the head `commit` (a full SHA; absent: the latest head the gate saw): its status, conclusion and title, what ended its story (`end`: `{kind: skipped, by, reason}`, `superseded`, `closed`, `preview-failed`), and each run with its signed report link (valid 7 days); a quarantined test's run carries `quarantine: {owner, reason, until}` (its failure does not fail the gate). 404 for another organization's environment or a head with no check run. What the dashboard's per-commit view (`/?env=…&commit=…`) shows: docs/reference/merge-gate.md.",
   },
   quarantineTest: {
     summary: 'Quarantine a run_on_preview test: its failure does not fail the merge gate (additive)',

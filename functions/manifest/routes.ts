@@ -92,15 +92,17 @@ export const routes = {
     path: '/v1/preview/environments',
     entry: 'functions/api/environments/list.ts',
     auth: 'apiKey',
-    access: { tables: { environments: 'R' } },
+    // Each pull request's merge gate: its record (tenancy) and the runs its title counts.
+    access: { tables: { environments: 'R', tenancy: 'R', runs: 'R' } },
   },
   getEnvironment: {
     method: 'GET',
     path: envPath,
     entry: 'functions/api/environments/get.ts',
     auth: 'apiKey',
-    // A protected environment's `accessUrls` are signed with its application's access key (secrets).
-    access: { tables: { environments: 'R', applications: 'R' }, secrets: 'R' },
+    // A protected environment's `accessUrls` are signed with its application's access key (secrets);
+    // its merge gate: the record (tenancy) and the runs its title counts.
+    access: { tables: { environments: 'R', applications: 'R', tenancy: 'R', runs: 'R' }, secrets: 'R' },
   },
   teardownEnvironment: {
     method: 'DELETE',
@@ -130,6 +132,14 @@ export const routes = {
     auth: 'apiKey',
     // The merge gate's record (tenancy) and the runs its output tells; prStatus: the check run's PATCH.
     access: { tables: { environments: 'R', tenancy: 'RW', runs: 'R' }, prStatus: true, gateLinks: true },
+  },
+  getGate: {
+    method: 'GET',
+    path: `${envPath}/gate`,
+    entry: 'functions/api/environments/gate.ts',
+    auth: 'apiKey',
+    // The merge gate's record (tenancy), the runs it tells, their report links (the link key only).
+    access: { tables: { environments: 'R', tenancy: 'R', runs: 'R' }, gateLinks: true },
   },
   getAppLogs: {
     method: 'GET',
@@ -291,6 +301,16 @@ export const pages = {
     path: '/report/{run_id}',
     entry: 'functions/api/runs/report.ts',
     access: { tables: { runs: 'R' }, media: 'R' },
+  },
+  /**
+   * The merge gate of one head commit: the page a check run's details_url opens in AWS (signed, like a
+   * run report's link; core/gate/page.ts). Its record (tenancy), its runs and their report links.
+   */
+  gatePage: {
+    method: 'GET',
+    path: '/gate/{org_id}/{owner}/{repo}/{pr}/{sha}',
+    entry: 'functions/api/environments/gate-page.ts',
+    access: { tables: { tenancy: 'R', runs: 'R' }, media: 'R' },
   },
   /**
    * The Playwright trace viewer: the static app of playwright-core, which opens a run's trace

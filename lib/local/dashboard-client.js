@@ -159,7 +159,11 @@ function renderEnvironments(list) {
       );
     row
       .insertCell()
-      .append(badge(env.status), env.phase ? el('div', { className: 'muted', textContent: env.phase }) : '');
+      .append(
+        badge(env.status),
+        env.phase ? el('div', { className: 'muted', textContent: env.phase }) : '',
+        gateLine(env),
+      );
     const commit = row.insertCell();
     if (env.lastDeployedSha) {
       const code = el('code', { textContent: short(env.lastDeployedSha) });
@@ -383,7 +387,7 @@ async function loadAccessLinks(list) {
       }
     }),
   );
-  if (changed) renderEnvironments(environments);
+  if (changed) renderEnvironments(shownEnvironments(environments));
 }
 
 async function refresh() {
@@ -401,15 +405,18 @@ async function refresh() {
       // Drawn again only when something changed, so a button is not replaced under the pointer.
       if (json !== shownEnvs) {
         shownEnvs = json;
-        renderEnvironments(environments);
+        renderEnvironments(shownEnvironments(environments));
         renderTargets();
       }
       await loadAccessLinks(environments);
       $('updated').textContent = `· polled ${new Date().toLocaleTimeString()}`;
     }
+    await refreshCommit();
   } catch (err) {
     say(`The API did not answer: ${err.message}`, true);
   }
+  // The per-commit view shows that head's runs instead of the recent ones.
+  if (commitOf) return;
   if (!store.getItem('preview.clientId') || !store.getItem('preview.clientSecret')) return;
   try {
     if (!testsLoaded) await loadTests();
@@ -429,6 +436,5 @@ async function refresh() {
   }
 }
 
-refresh();
-openLogsFromHash();
-setInterval(refresh, 2000);
+// The page starts (refresh(), openLogsFromHash(), the poll) in lib/local/dashboard.ts, after the
+// per-commit view's script (dashboard-commit.js), which these functions call.

@@ -14,6 +14,9 @@ import { escapeHtml } from '../../functions/shared/html.js';
  * confirmation); the recent runs with their report links (`report_url`); and a form that starts a test
  * (`GET /test`, `POST /test/{id}/run`) against an environment. Nothing is rendered as HTML from the API's
  * answers: every value goes in as text. The script is lib/local/dashboard-client.js, inlined.
+ * `/?env=<envKey>&commit=<sha>` (a check run's details_url locally) opens the per-commit view
+ * (lib/local/dashboard-commit.js): that environment alone and the merge gate of that head with its runs
+ * (`GET …/{pr}/gate?commit=…`); each pull request's row shows its latest head's gate (the list's `gate`).
  */
 export interface DashboardOptions {
   /** Locally: the file holding the first organization's credentials (`npm start` wrote it). */
@@ -22,7 +25,10 @@ export interface DashboardOptions {
   dataDir?: string;
 }
 
-const CLIENT_JS = join(dirname(fileURLToPath(import.meta.url)), 'dashboard-client.js');
+const HERE = dirname(fileURLToPath(import.meta.url));
+/** The page's script: the dashboard, then its per-commit view (`?env=…&commit=…`), then the start. */
+const SCRIPTS = ['dashboard-client.js', 'dashboard-commit.js'];
+const START = 'openCommitView();\nrefresh();\nopenLogsFromHash();\nsetInterval(refresh, 2000);\n';
 let script: string | undefined;
 
 /** Where the credentials are, said on the page (locally: the files previewctl reads them from too). */
@@ -40,7 +46,7 @@ function whereCredentials(opts: DashboardOptions): string {
 }
 
 export function dashboardHtml(opts: DashboardOptions = {}): string {
-  script ??= readFileSync(CLIENT_JS, 'utf8');
+  script ??= [...SCRIPTS.map((f) => readFileSync(join(HERE, f), 'utf8')), START].join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -70,7 +76,13 @@ export function dashboardHtml(opts: DashboardOptions = {}): string {
   th { font-size: 12px; text-transform: uppercase; color: #5d6678; border-top: 0; }
   .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; background: #5d6678; }
   .ready, .passed { background: #1f7a44; } .failed { background: #b3261e; } .torn_down { background: #6b7280; }
-  .pending, .building, .deploying, .running { background: #94650a; }
+  .pending, .building, .deploying, .running, .queued, .in_progress { background: #94650a; }
+  .success { background: #1f7a44; } .failure { background: #b3261e; } .neutral, .cancelled, .completed { background: #5d6678; }
+  .gate { margin-top: 4px; font-size: 13px; max-width: 260px; }
+  .tag { display: inline-block; padding: 0 6px; border-radius: 4px; font-size: 12px; border: 1px solid #8a93a6; color: #1d2433; }
+  .tag.quarantined { border-color: #94650a; color: #6b4a07; background: #fff6e0; }
+  .gatestate { font-size: 15px; margin: 4px 0 8px; }
+  .skip { background: #eef1f6; border-left: 3px solid #5d6678; padding: 6px 10px; }
   .app { display: flex; gap: 6px; align-items: center; margin-bottom: 4px; white-space: nowrap; }
   .app .name { font-weight: 600; min-width: 3em; }
   .app .stopped { white-space: normal; font-size: 0.9em; }
@@ -101,6 +113,12 @@ export function dashboardHtml(opts: DashboardOptions = {}): string {
 </header>
 <main>
   <p id="status" role="status" aria-live="polite"></p>
+  <section id="commitView" aria-labelledby="commit-title" hidden>
+    <h2 id="commit-title">Merge gate</h2>
+    <p><a href="/">All environments and runs</a></p>
+    <div id="commitGate" aria-live="polite"></div>
+    <table id="commitRuns"><thead><tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Duration</th><th scope="col">Retries</th><th scope="col">Report</th></tr></thead><tbody></tbody></table>
+  </section>
   <section aria-labelledby="envs-title">
     <h2 id="envs-title">Environments <span class="muted" id="updated"></span></h2>
     <table id="environments"><thead><tr><th scope="col">Environment</th><th scope="col">Status</th><th scope="col">Commit</th><th scope="col">Last update</th><th scope="col">Apps</th><th scope="col">Actions</th><th scope="col">Cause</th></tr></thead><tbody></tbody></table>

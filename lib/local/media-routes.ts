@@ -1,13 +1,15 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { serveCommitPage } from '../../functions/core/gate/index.js';
 import { serveRunReport } from '../../functions/core/runs/index.js';
 import { LOCAL_MEDIA_PREFIX, LocalMediaStore } from '../../functions/ports/media/local-files.js';
 import { mediaReader } from '../../functions/ports/registry.js';
 
 /*
  * What the local server serves without credentials, at signed URLs (`?expires=<epoch>&sig=<HMAC>`):
- * run media (`/media/<key>`: screenshots, videos; in AWS these are presigned S3 URLs) and run reports
- * (`/report/<run_id>`; in AWS functions/api/runs/report.ts). A missing or wrong signature is 403, an
+ * run media (`/media/<key>`: screenshots, videos; in AWS these are presigned S3 URLs), run reports
+ * (`/report/<run_id>`; in AWS functions/api/runs/report.ts) and a head commit's merge gate
+ * (`/gate/<org>/<owner>/<repo>/<pr>/<sha>`; in AWS functions/api/environments/gate-page.ts). A missing or wrong signature is 403, an
  * expired link 410, whatever the object; only then is a missing object 404. Media refusals are JSON
  * `{"error"}` like the server's others; a report's are small HTML pages (a person opened the link).
  */
@@ -46,7 +48,8 @@ function rangeOf(
 export async function serveSigned(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
   const isMedia = url.pathname.startsWith(LOCAL_MEDIA_PREFIX);
   const isReport = url.pathname.startsWith('/report/');
-  if (!isMedia && !isReport) return false;
+  const isGate = url.pathname.startsWith('/gate/');
+  if (!isMedia && !isReport && !isGate) return false;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
     return plain(res, 405, 'method not allowed');
@@ -54,8 +57,8 @@ export async function serveSigned(req: IncomingMessage, res: ServerResponse, url
   const media = mediaReader();
   const expires = url.searchParams.get('expires') ?? undefined;
   const sig = url.searchParams.get('sig') ?? undefined;
-  if (isReport) {
-    const answer = await serveRunReport(media, {
+  if (isReport || isGate) {
+    const answer = await (isGate ? serveCommitPage : serveRunReport)(media, {
       path: url.pathname,
       expires,
       sig,

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { pages } from '../../functions/manifest/routes.js';
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import type { Cloud } from './cloud-tier.js';
@@ -21,6 +22,10 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 
 const onX64Linux = process.platform === 'linux' && process.arch === 'x64';
 const PREVIEW_YAML = 'apps:\n  web:\n    port: 3000\n';
+
+const API_HOST = 'abc123def4.execute-api.eu-west-1.amazonaws.com';
+const STAGE = 'api';
+const LINK_SECRET_ARN = `arn:aws:secretsmanager:${REGION}:000000000000:secret:preview-run-links`;
 
 let cloud: Cloud;
 let github: FakeGitHub;
@@ -47,9 +52,13 @@ beforeAll(async () => {
       env: {
         MEDIA_BUCKET: 'preview-media',
         PREVIEW_FFMPEG_PATH: findExecutable('ffmpeg') ?? '/usr/bin/ffmpeg',
+        // The stack's `publicUrl` (the API's stage URL) and the link key: the check run's links.
+        PUBLIC_URL: `https://${API_HOST}/${STAGE}`,
+        RUN_LINK_SECRET_ARN: LINK_SECRET_ARN,
       },
     },
   ));
+  cloud.aws.secrets.set(LINK_SECRET_ARN, 'k'.repeat(64));
   cloud.aws.workflows.start = (async (workflow: string, input: Record<string, unknown>, name: string) => {
     started.push({ workflow, input, name });
     return { executionId: `local:${workflow}:${name}` };
@@ -317,6 +326,97 @@ describe('a MarkReady Step Functions runs twice', () => {
       await cloud.invoke('functions/steps/mark-ready.ts', input);
       expect(runsSince(from)).toEqual(runs);
       expect(github.checkRuns.writes).toHaveLength(writes);
+    },
+    240_000,
+  );
+});
+
+/** A GET of the API's `gatePage`, as API Gateway hands it to the page's function (under its stage). */
+async function openPage(url: string) {
+  const link = new URL(url);
+  expect(link.host).toBe(API_HOST);
+  const path = link.pathname.slice(STAGE.length + 1);
+  const m = new RegExp(`^${pages.gatePage.path.replace(/\{\w+\}/g, '([^/]+)')}$`).exec(path);
+  expect(m).not.toBeNull();
+  const [org_id, owner, repo, pr, sha] = m!.slice(1).map(decodeURIComponent);
+  return cloud.invoke<{ statusCode: number; headers: Record<string, string>; body: string }>(
+    pages.gatePage.entry,
+    {
+      httpMethod: 'GET',
+      path,
+      resource: pages.gatePage.path,
+      pathParameters: { org_id, owner, repo, pr, sha },
+      queryStringParameters: Object.fromEntries(link.searchParams),
+      headers: { Host: API_HOST },
+      requestContext: { stage: STAGE, domainName: API_HOST, requestId: `req-${Date.now()}` },
+      body: null,
+      isBase64Encoded: false,
+    },
+  );
+}
+
+describe('details_url in AWS: a signed page of the head commit’s gate', () => {
+  (onX64Linux ? test : test.skip)(
+    'every write carries it; the page answers that head’s runs with their reports; a tampered or expired link does not',
+    async () => {
+      const sha = commit('details');
+      await pullRequestUpdated(updated(34, sha));
+      const from = started.length;
+      await markReady(34);
+      for (const r of runsSince(from)) await playRun(r);
+      const [run] = runsOf(sha);
+      expect(run).toMatchObject({ status: 'completed' });
+      const writes = story(sha);
+      expect(writes.length).toBeGreaterThanOrEqual(3);
+      const details = writes.map((w) => w.body.details_url as string);
+      for (const d of details)
+        expect(d).toMatch(
+          new RegExp(
+            `^https://${API_HOST}/${STAGE}/gate/${org.orgId}/acme/shop/34/${sha}\\?expires=\\d+&sig=`,
+          ),
+        );
+      expect(run!.details_url).toBe(details.at(-1));
+
+      const page = await openPage(run!.details_url!);
+      expect(page.statusCode).toBe(200);
+      expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(page.body).toContain(`<span id="title">${run!.output.title}</span>`);
+      expect(page.body).toContain(sha);
+      const report = /<a href="([^"]+)">report<\/a>/.exec(page.body)?.[1]?.replace(/&amp;/g, '&');
+      expect(report).toMatch(new RegExp(`^https://${API_HOST}/${STAGE}/report/`));
+      expect(page.body).not.toMatch(/ghs_[0-9a-f]{36}/);
+
+      const tampered = new URL(run!.details_url!);
+      tampered.pathname = tampered.pathname.replace('/34/', '/35/');
+      expect((await openPage(tampered.href)).statusCode).toBe(403);
+      const resigned = new URL(run!.details_url!);
+      resigned.searchParams.set('expires', String(Number(resigned.searchParams.get('expires')) + 1));
+      expect((await openPage(resigned.href)).statusCode).toBe(403);
+      const { mediaReader } = await import('../../functions/ports/registry/media.js');
+      const expired = new URL(run!.details_url!);
+      const pathOnly = expired.pathname.slice(STAGE.length + 1);
+      expired.search = await mediaReader().signLink(pathOnly, -60);
+      expect((await openPage(expired.href)).statusCode).toBe(410);
+
+      // The API's reads of the same gate, in PREVIEW_MODE=aws: the environment's field and the head's view.
+      const headers = { authorization: `Bearer ${org.apiKey}` };
+      const env = await fetch(`${cloud.url}/v1/preview/environments/acme/shop/34`, { headers });
+      expect(env.status).toBe(200);
+      expect(((await env.json()) as { gate: unknown }).gate).toEqual({
+        status: 'completed',
+        conclusion: run!.conclusion,
+        title: run!.output.title,
+        headSha: sha,
+      });
+      const view = await fetch(`${cloud.url}/v1/preview/environments/acme/shop/34/gate?commit=${sha}`, {
+        headers,
+      });
+      expect(view.status).toBe(200);
+      const body = (await view.json()) as { title: string; runs: { reportUrl?: string }[] };
+      expect(body.title).toBe(run!.output.title);
+      expect(body.runs.length).toBeGreaterThan(0);
+      for (const r of body.runs) expect(r.reportUrl).toMatch(/\/report\/[A-Za-z0-9_-]+\?expires=\d+&sig=/);
     },
     240_000,
   );

@@ -204,7 +204,8 @@ describe('bring: the links', () => {
   const runningRun = { id: 'run-2', testId: 't-2', name: 'Login', status: 'running', steps: [] };
   let signed = 0;
   const links = {
-    details: (r: { envKey: string; sha: string }) => `https://p.example/?env=${r.envKey}&commit=${r.sha}`,
+    details: async (r: { envKey: string; sha: string }) =>
+      `https://p.example/?env=${r.envKey}&commit=${r.sha}`,
     report: async (id: string) => `https://p.example/report/${id}?sig=${++signed}`,
     screenshot: (reportUrl: string, step: number) => `${reportUrl}#step-${step}`,
   };

@@ -302,7 +302,7 @@ async function write(deps: GateDeps, pk: string, token: string): Promise<GateRec
     const output = deps.links
       ? renderOutput(await linked(runs, deps.links), end, state === 'completed')
       : plain;
-    const detailsUrl = deps.links?.details(record);
+    const detailsUrl = await deps.links?.details(record);
     const update: CheckRunWrite = {
       repoFullName: record.repoFullName,
       sha: record.sha,

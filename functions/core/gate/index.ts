@@ -15,7 +15,15 @@ export {
   syncGate,
   syncGateOfRun,
 } from './gate.js';
-export { commitViewUrl, type GateLinks, gateLinks } from './links.js';
+export {
+  type CommitPageRef,
+  commitPageLink,
+  commitPagePath,
+  commitViewUrl,
+  type GateLinks,
+  gateLinks,
+} from './links.js';
+export { type CommitPageAnswer, renderCommitPage, serveCommitPage } from './page.js';
 export {
   listQuarantined,
   QUARANTINE_MAX_DAYS,
@@ -26,3 +34,10 @@ export {
 } from './quarantine.js';
 export { type GateRequestDetail, onGateRequested, SKIP_REFUSED, skipGate } from './requests.js';
 export { conclusionOf, type GateEnd, type GateRun, renderOutput } from './story.js';
+export {
+  type CommitView,
+  type CommitViewRun,
+  commitView,
+  type GateState,
+  latestGate,
+} from './views.js';

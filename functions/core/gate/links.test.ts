@@ -2,7 +2,9 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import { tableNames, tables } from '../../manifest/tables.js';
 import type { LinkSigner } from '../../ports/media/port.js';
 import { defaultPublicUrl } from '../../shared/config.js';
-import { commitViewUrl, gateLinks } from './links.js';
+import { commitPagePath, commitViewUrl, gateLinks } from './links.js';
+
+const REF = { orgId: 'org-1', envKey: 'acme/web#7', repoFullName: 'acme/web', prNumber: 7 };
 
 const saved = { ...process.env };
 const base = {
@@ -40,7 +42,7 @@ describe('gateLinks', () => {
     process.env = { ...base, PREVIEW_MODE: 'local', PREVIEW_DATA_DIR: '/tmp/gate-links' };
     defaultPublicUrl('https://p.example.com/v1');
     const links = gateLinks(() => media)!;
-    expect(links.details({ envKey: 'acme/web#7', sha: 'ab'.repeat(20) })).toBe(
+    expect(await links.details({ ...REF, sha: 'ab'.repeat(20) })).toBe(
       `https://p.example.com/v1/?env=acme%2Fweb%237&commit=${'ab'.repeat(20)}`,
     );
     expect(await links.report('run-1')).toBe('https://p.example.com/v1/report/run-1?expires=2&sig=r');
@@ -52,15 +54,26 @@ describe('gateLinks', () => {
     expect(signed).toHaveLength(1);
   });
 
-  test('AWS: reports and screenshots, but no details_url (the API serves no dashboard)', async () => {
+  test('AWS: details_url is the signed page of the head (7 days), as reports; screenshots', async () => {
     process.env = { ...base, PUBLIC_URL: 'https://api.example.com/prod' };
     defaultPublicUrl('');
+    signed.length = 0;
     const links = gateLinks(() => media)!;
-    expect(links.details({ envKey: 'e', sha: 's' })).toBeUndefined();
+    const sha = 'AB'.repeat(20);
+    expect(await links.details({ ...REF, sha })).toBe(
+      `https://api.example.com/prod/gate/org-1/acme/web/7/${sha.toLowerCase()}?expires=2&sig=r`,
+    );
     expect(await links.report('run-9')).toBe('https://api.example.com/prod/report/run-9?expires=2&sig=r');
+    expect(signed).toEqual([
+      `/gate/org-1/acme/web/7/${sha.toLowerCase()} ${7 * 24 * 3600}`,
+      `/report/run-9 ${7 * 24 * 3600}`,
+    ]);
+    expect(
+      commitPagePath({ orgId: 'o', repoFullName: 'Acme/my.repo', prNumber: 12, sha: 'f'.repeat(40) }),
+    ).toBe(`/gate/o/Acme/my.repo/12/${'f'.repeat(40)}`);
   });
 
-  test('an operator PUBLIC_URL wins over the local server URL', () => {
+  test('an operator PUBLIC_URL wins over the local server URL', async () => {
     process.env = {
       ...base,
       PREVIEW_MODE: 'local',
@@ -68,7 +81,7 @@ describe('gateLinks', () => {
       PUBLIC_URL: 'https://tunnel.example.com',
     };
     defaultPublicUrl('http://127.0.0.1:3000');
-    expect(gateLinks(() => media)!.details({ envKey: 'e', sha: 's' })).toBe(
+    expect(await gateLinks(() => media)!.details({ ...REF, envKey: 'e', sha: 's' })).toBe(
       'https://tunnel.example.com/?env=e&commit=s',
     );
     expect(commitViewUrl('http://x', { envKey: 'a&b', sha: '<s>' })).toBe(
