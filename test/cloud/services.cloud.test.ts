@@ -58,8 +58,21 @@ const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
 const ns = (pr: number) => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: pr });
 const b64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
 
-/** Open (or deploy the main branch: pr 0) at `sha`, finish its build, and wait until it settles. */
+/**
+ * Open (or deploy the main branch: pr 0) at `sha`, finish its build, and wait until it settles (a failed
+ * one until MarkFailed has also stopped its services: it records `failed` first).
+ */
 async function deploy(pr: number, sha: string): Promise<Status & Record<string, any>> {
+  await start(pr, sha);
+  const done = (s: Status & Record<string, any>) =>
+    s.status === 'ready' ||
+    (s.status === 'failed' &&
+      Object.values(s.services ?? {}).every((v: any) => v.status === 'stopped' || v.status === 'failed'));
+  return (await pollUntil(cloud, org, path(pr), done, 60_000)) as Status & Record<string, any>;
+}
+
+/** Open (or deploy the main branch: pr 0) at `sha` and finish its build; the rollout goes on. */
+async function start(pr: number, sha: string): Promise<void> {
   const builds = cloud.aws.builds.length;
   const res =
     pr === 0
@@ -78,7 +91,6 @@ async function deploy(pr: number, sha: string): Promise<Status & Record<string, 
     'functions/events/image-build-finished.ts',
     cloud.aws.finishBuild(cloud.aws.builds.at(-1)!.id, 'SUCCEEDED'),
   );
-  return (await pollUntil(cloud, org, path(pr), settled, 60_000)) as Status & Record<string, any>;
 }
 async function appId(): Promise<string> {
   const apps = await call(cloud, 'GET', '/v1/preview/applications', { headers: bearer(org) });
@@ -183,4 +195,64 @@ describe('services of a preview on EKS', () => {
     for (const kind of ['clusters', 'deployments', 'services', 'secrets', 'jobs'])
       expect([kind, kube.list(kind, ns(3))]).toEqual([kind, []]);
   }, 120_000);
+
+  test('services say `creating` while the Cluster is not healthy, `ready` once the watcher has it ready', async () => {
+    const n = ns(4);
+    kube.holdCluster(n, 'db', 'Setting up primary');
+    await start(
+      4,
+      github.addCommit('acme/shop', { 'preview.yaml': yaml('node migrate.js'), 'pr.txt': '4' }, 'feature-4'),
+    );
+    const waiting = await pollUntil(cloud, org, path(4), (s: any) => s.services !== undefined, 30_000);
+    expect(waiting.status).toBe('deploying');
+    expect((waiting as any).services.db).toEqual({ kind: 'postgres', status: 'creating' });
+    // Held a while longer: still not ready, and no Job nor the app started.
+    await new Promise((r) => setTimeout(r, 500));
+    const still = (await call(cloud, 'GET', path(4), { headers: bearer(org) })).body;
+    expect([still.status, still.services.db.status]).toEqual(['deploying', 'creating']);
+    expect(kube.get('clusters', n, 'db')!.status.phase).toBe('Setting up primary');
+    expect(kube.history.filter((h) => h.includes(`${n}/`) && !h.includes('/cache'))).toEqual([]);
+
+    kube.holdCluster(n, 'db');
+    const status = (await pollUntil(cloud, org, path(4), settled, 60_000)) as Status & Record<string, any>;
+    expect(status.status).toBe('ready');
+    expect(status.services).toEqual({
+      db: { kind: 'postgres', status: 'ready' },
+      cache: { kind: 'redis', status: 'ready' },
+    });
+  }, 90_000);
+
+  test('a Cluster that fails, or a seed that fails, says `failed`; the other service `stopped`', async () => {
+    kube.holdCluster(ns(5), 'db', 'Cluster is unrecoverable and needs manual intervention');
+    const stuck = await deploy(
+      5,
+      github.addCommit('acme/shop', { 'preview.yaml': yaml('node migrate.js'), 'pr.txt': '5' }, 'feature-5'),
+    );
+    expect(stuck.status).toBe('failed');
+    expect(stuck.error).toContain('service db: Cluster is unrecoverable and needs manual intervention');
+    expect(stuck.services).toEqual({
+      db: { kind: 'postgres', status: 'failed' },
+      cache: { kind: 'redis', status: 'stopped' },
+    });
+
+    kube.jobOutcome('node seed.js', 1, ['seeding', 'error: duplicate key']);
+    try {
+      const seeded = await deploy(
+        6,
+        github.addCommit(
+          'acme/shop',
+          { 'preview.yaml': yaml('node migrate.js'), 'pr.txt': '6' },
+          'feature-6',
+        ),
+      );
+      expect(seeded.status).toBe('failed');
+      expect(seeded.error).toContain('service db: seed `node seed.js` (in app api) failed (exit code 1)');
+      expect(seeded.services).toEqual({
+        db: { kind: 'postgres', status: 'failed' },
+        cache: { kind: 'redis', status: 'stopped' },
+      });
+    } finally {
+      kube.jobOutcome('node seed.js', 0);
+    }
+  }, 90_000);
 });

@@ -50,7 +50,8 @@
  * `jobOutcome` set for its command (exit code and output: the pod's log), `backoffLimit` 0 as written, so
  * a non-zero exit makes it Failed (BackoffLimitExceeded). CloudNativePG Clusters: one tick in 'Setting up
  * primary' (its initdb Secret, and an import's password Secret, must exist to go on), then 'Cluster in
- * healthy state' with its instance ready and its `<name>-rw` Service made. `history` records, in order,
+ * healthy state' with its instance ready and its `<name>-rw` Service made (`holdCluster` keeps one in a
+ * phase of the test's choosing instead: held, or stuck). `history` records, in order,
  * each Job's start and end and each app pod's creation, for tests of ordering.
  * Not simulated: ReplicaSets, events, watches, scheduling, quotas and network policies being enforced,
  * finalizers, real probes.
@@ -363,6 +364,8 @@ export class FakeKubernetes {
   private readonly appLogs = new Map<string, string[]>();
   private readonly podLogs = new Map<string, string[]>();
   private readonly jobOutcomes = new Map<string, { exitCode: number; logs: string[] }>();
+  /** `<ns>/<cluster>` → the phase a CloudNativePG Cluster stays in instead of becoming healthy. */
+  private readonly clusterPhases = new Map<string, string>();
   /** In order: `job started <ns>/<name>`, `job succeeded|failed <ns>/<name>`, `pod <ns>/<deployment>`. */
   readonly history: string[] = [];
   /** Namespace → ticks it has been terminating. */
@@ -424,6 +427,16 @@ export class FakeKubernetes {
   /** How a Job running `command` (its container's `sh -c` argument) ends from now on: exit code, output. */
   jobOutcome(command: string, exitCode: number, logs: string[] = []): void {
     this.jobOutcomes.set(command, { exitCode, logs });
+  }
+
+  /**
+   * Keep the CloudNativePG Cluster `<namespace>/<name>` (now or once created) in `phase` instead of letting
+   * it become healthy: 'Setting up primary' holds it, 'Cluster is unrecoverable and needs manual
+   * intervention' fails it; undefined lets it go on.
+   */
+  holdCluster(namespace: string, name: string, phase?: string): void {
+    if (phase) this.clusterPhases.set(`${namespace}/${name}`, phase);
+    else this.clusterPhases.delete(`${namespace}/${name}`);
   }
 
   /** What the app's pods (current and later ones) log. */
@@ -613,6 +626,14 @@ export class FakeKubernetes {
       ...(c.spec.externalClusters ?? []).map((e: Obj) => e.password?.name),
     ].filter(Boolean);
     const missing = secrets.find((name: string) => !this.objects.has(this.key('secrets', ns, name)));
+    const held = this.clusterPhases.get(`${ns}/${c.metadata.name}`);
+    if (held) {
+      if (status.phase !== held) {
+        Object.assign(status, { phase: held, instances: c.spec.instances, readyInstances: 0 });
+        c.metadata.resourceVersion = this.nextRv();
+      }
+      return;
+    }
     if (!status.phase || missing) {
       Object.assign(status, {
         phase: 'Setting up primary',
