@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { FakeKubernetes } from '../../../../../test/cloud/fakes/kubernetes.js';
+import { FakeKubernetes } from '../../../../../test/cloud/fakes/kubernetes/index.js';
 import { setLogSink } from '../../../../shared/log.js';
 import type { TaskOutcome } from '../../../workflows/port.js';
 import type { AppLaunch, AppSpec, RuntimeTarget, ServiceLaunch } from '../../port.js';
@@ -9,7 +9,7 @@ import { SETUP_NAME } from './services.js';
 
 /*
  * preview.yaml services on the cluster (eks/services/), through EksCluster's deploy and rollout watch
- * against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes.ts: CloudNativePG's Cluster checked
+ * against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes/: CloudNativePG's Cluster checked
  * against its CRD's required fields, Jobs that succeed or fail as a test says) with the real client-node.
  */
 
