@@ -3,11 +3,12 @@ import type { OrgCredentials } from '../../functions/core/applications/applicati
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
-import { pollUntil, type Status, settled } from '../support/apps.js';
+import { pollUntil } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { FakeKubernetes } from './fakes/kubernetes/index.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import { deployPreview, openPreview, previewPath, settle } from './previews.js';
 
 /*
  * preview.yaml services on EKS in the cloud simulation tier: the real handlers and steps in
@@ -41,11 +42,12 @@ let cloud: Cloud;
 let kube: FakeKubernetes;
 let github: FakeGitHub;
 let org: OrgCredentials;
+let applicationId: string;
 const logs: string[] = [];
 
 beforeAll(async () => {
   setLogSink((line) => logs.push(line));
-  ({ cloud, github, org } = await startGitHubApp(
+  ({ cloud, github, org, applicationId } = await startGitHubApp(
     'services',
     { 'preview.yaml': yaml('node migrate.js'), Dockerfile: 'FROM scratch\n' },
     { kubernetes: true },
@@ -54,48 +56,24 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
-const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
+const path = previewPath;
 const ns = (pr: number) => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: pr });
 const b64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
 
+/** Open (or deploy the main branch: pr 0) at `sha`, finish its build; the rollout goes on. */
+const start = (pr: number, sha: string) => openPreview({ cloud, org }, pr, sha, { applicationId });
 /**
- * Open (or deploy the main branch: pr 0) at `sha`, finish its build, and wait until it settles (a failed
- * one until MarkFailed has also stopped its services: it records `failed` first).
+ * `start`, then wait until it settles (a failed one until MarkFailed has also stopped its services: it
+ * records `failed` first).
  */
-async function deploy(pr: number, sha: string): Promise<Status & Record<string, any>> {
-  await start(pr, sha);
-  const done = (s: Status & Record<string, any>) =>
-    s.status === 'ready' ||
-    (s.status === 'failed' &&
-      Object.values(s.services ?? {}).every((v: any) => v.status === 'stopped' || v.status === 'failed'));
-  return (await pollUntil(cloud, org, path(pr), done, 60_000)) as Status & Record<string, any>;
-}
-
-/** Open (or deploy the main branch: pr 0) at `sha` and finish its build; the rollout goes on. */
-async function start(pr: number, sha: string): Promise<void> {
-  const builds = cloud.aws.builds.length;
-  const res =
-    pr === 0
-      ? await call(cloud, 'POST', `/v1/preview/applications/${await appId()}/0`, { headers: bearer(org) })
-      : await call(cloud, 'POST', '/v1/preview/environments', {
-          body: { repoFullName: 'acme/shop', prNumber: pr, headSha: sha, headRef: `feature-${pr}` },
-          headers: bearer(org),
-        });
-  expect(res.status).toBe(202);
-  const deadline = Date.now() + 20_000;
-  while (cloud.aws.builds.length <= builds) {
-    if (Date.now() > deadline) throw new Error('no image build');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await cloud.invoke(
-    'functions/events/image-build-finished.ts',
-    cloud.aws.finishBuild(cloud.aws.builds.at(-1)!.id, 'SUCCEEDED'),
-  );
-}
-async function appId(): Promise<string> {
-  const apps = await call(cloud, 'GET', '/v1/preview/applications', { headers: bearer(org) });
-  return apps.body.applications[0].applicationId;
-}
+const deploy = (pr: number, sha: string) =>
+  deployPreview({ cloud, org }, pr, sha, {
+    applicationId,
+    done: (s) =>
+      s.status === 'ready' ||
+      (s.status === 'failed' &&
+        Object.values(s.services ?? {}).every((v: any) => v.status === 'stopped' || v.status === 'failed')),
+  });
 
 describe('services of a preview on EKS', () => {
   test('a Cluster and Redis, the URLs by secretKeyRef, migrate then seed before the app; nothing leaks', async () => {
@@ -214,7 +192,7 @@ describe('services of a preview on EKS', () => {
     expect(kube.history.filter((h) => h.includes(`${n}/`) && !h.includes('/cache'))).toEqual([]);
 
     kube.holdCluster(n, 'db');
-    const status = (await pollUntil(cloud, org, path(4), settled, 60_000)) as Status & Record<string, any>;
+    const status = await settle({ cloud, org }, 4);
     expect(status.status).toBe('ready');
     expect(status.services).toEqual({
       db: { kind: 'postgres', status: 'ready' },
