@@ -21,10 +21,10 @@ import { deployPreview, openPreview, previewPath, settle } from './previews.js';
  */
 
 const ref = (name: string) => `\${services.${name}.url}`;
-const yaml = (migrate: string, from = '') => `services:
+const yaml = (migrate: string, from = '', version = '16') => `services:
   db:
     kind: postgres
-    version: "16"
+    version: "${version}"
     seed: node seed.js${from}
   cache:
     kind: redis
@@ -233,4 +233,34 @@ describe('services of a preview on EKS', () => {
       kube.jobOutcome('node seed.js', 0);
     }
   }, 90_000);
+
+  test('a changed postgres version is refused, naming the fix; the database is left as it was', async () => {
+    const n = ns(7);
+    const files = (version: string) => ({
+      'preview.yaml': yaml('node migrate.js', '', version),
+      'pr.txt': `7-${version}`,
+    });
+    expect((await deploy(7, github.addCommit('acme/shop', files('16'), 'feature-7'))).status).toBe('ready');
+    const before = kube.get('clusters', n, 'db')!;
+    const namespace = kube.get('namespaces', '', n)!;
+    const credentials = kube.get('secrets', n, 'db-credentials')!;
+    const writes = kube.requests.length;
+
+    const status = await deploy(7, github.addCommit('acme/shop', files('17'), 'feature-7'));
+    expect(status.status).toBe('failed');
+    expect(status.error).toContain(
+      'service db: postgres 17 declared, but its database was created with postgres 16.',
+    );
+    expect(status.error).toContain('tear the environment down and deploy it again for a new database');
+    // Refused before the deploy wrote anything: the Cluster as it was, the namespace not taken by the new
+    // generation; the only write is MarkFailed's keeping the stopped app's output (a Secret).
+    expect(kube.get('clusters', n, 'db')).toEqual(before);
+    expect(kube.get('clusters', n, 'db')!.spec.imageName).toBe('ghcr.io/cloudnative-pg/postgresql:16');
+    expect(kube.get('namespaces', '', n)!.metadata.annotations).toEqual(namespace.metadata.annotations);
+    const written = kube.requests
+      .slice(writes)
+      .filter((r) => /^(POST|PUT|PATCH) /.test(r) && r.includes(`/namespaces/${n}`));
+    expect(written).toEqual([`POST /api/v1/namespaces/${n}/secrets`]);
+    expect(kube.get('secrets', n, 'db-credentials')).toEqual(credentials);
+  }, 120_000);
 });
