@@ -56,8 +56,9 @@ const DOCS: Record<
       '`{"result": "built" | "reused", "commit": <the commit it was built from>}` (reused: an earlier build ' +
       'with the same inputs, from any commit or pull request; docs/builds.md). ' +
       'Additive: `services`, the databases preview.yaml `services:` declares once a deploy has provided them: ' +
-      'name → `{"kind": "postgres" | "redis", "status": "ready" | "asleep" | "stopped"}` (stopped: the ' +
-      'environment failed; gone at teardown). Their credentials never appear in any answer ' +
+      'name → `{"kind": "postgres" | "redis", "status": "creating" | "ready" | "asleep" | "stopped" | "failed"}` ' +
+      '(creating: on EKS, until the cluster has it ready and seeded; stopped: the environment failed; failed: ' +
+      'the service itself did, its database or its seed; gone at teardown). Their credentials never appear in any answer ' +
       '(docs/reference/preview-yaml.md#services-a-database-per-preview). ' +
       "Additive: `gate`, the merge gate of the pull request's latest head: `{status: queued | in_progress | completed, conclusion?, title, headSha}` as its `Preview tests` check run shows them; absent when the application has no run_on_preview tests (docs/reference/merge-gate.md).",
   },

@@ -3,6 +3,7 @@ import {
   loadCurrent,
   reportStatus,
   type StepInput,
+  serviceStates,
   transition,
 } from '../core/environments/index.js';
 import { attachRuns, gateKeyOf, gateLinks } from '../core/gate/index.js';
@@ -20,11 +21,13 @@ import { workflows } from '../ports/registry/workflows.js';
 export async function handler(input: StepInput & { ready: { urls: Record<string, string> } }) {
   const env = await loadCurrent(input);
   const { ready, ...rest } = input;
-  await transition(rest, { status: 'ready', urls: ready.urls, lastDeployedSha: env.inputs!.headSha }, [
-    'phase',
-    'error',
-    'stoppedApps',
-  ]);
+  // Ready means every service was too: the runtime waits for them (and their seed) before any app.
+  const services = env.serviceSpecs ? { services: serviceStates(env.serviceSpecs, 'ready') } : {};
+  await transition(
+    rest,
+    { status: 'ready', urls: ready.urls, lastDeployedSha: env.inputs!.headSha, ...services },
+    ['phase', 'error', 'stoppedApps'],
+  );
   // A protected preview's comment carries its signed access links (the front door).
   await reportStatus(
     { prStatus: prStatus(), accessUrls: (e) => environmentAccessUrls(e, e.urls ?? {}, secretStore()) },

@@ -6,7 +6,7 @@ import { bearer, call } from '../support/api.js';
 import { pollUntil, type Status, settled } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
-import type { FakeKubernetes } from './fakes/kubernetes.js';
+import type { FakeKubernetes } from './fakes/kubernetes/index.js';
 import { startGitHubCloud, stopGitHubCloud } from './github-cloud.js';
 
 /*

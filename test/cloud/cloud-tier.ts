@@ -20,7 +20,7 @@ import { stepTimeouts } from '../../lib/cdk/workflow-definitions.js';
 import { ensureTables, startDynalite } from '../../lib/local/dynalite.js';
 import { compileRoutes, matchRoute, toProxyEvent } from '../../lib/local/http-bridge.js';
 import { FakeAws, machineArn, REGION } from './fakes/aws.js';
-import { FakeKubernetes } from './fakes/kubernetes.js';
+import { FakeKubernetes } from './fakes/kubernetes/index.js';
 
 export const REPO_ROOT = new URL('../..', import.meta.url).pathname;
 export const IMAGE_REPOSITORY = `000000000000.dkr.ecr.${REGION}.amazonaws.com/preview-apps`;
@@ -57,7 +57,7 @@ export async function startCloud(
   env: Record<string, string> = {},
   opts: {
     kubernetes?: boolean;
-    /** API groups whose CRDs the fake cluster leaves out (fakes/kubernetes.ts `without`): engines not installed. */
+    /** API groups whose CRDs the fake cluster leaves out (fakes/kubernetes/ `without`): engines not installed. */
     kubernetesWithout?: string[];
   } = {},
 ): Promise<Cloud> {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { FENCE_RETENTION_MS } from '../../functions/core/environments/expiry.js';
 import { type Cloud, startCloud } from './cloud-tier.js';
-import type { FakeKubernetes } from './fakes/kubernetes.js';
+import type { FakeKubernetes } from './fakes/kubernetes/index.js';
 
 /*
  * Teardown fences left behind, in the cloud simulation tier: the expiry sweep's handler in PREVIEW_MODE=aws,

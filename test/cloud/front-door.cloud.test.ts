@@ -4,11 +4,11 @@ import { hostOf, namespaceName } from '../../functions/ports/runtime/eks/objects
 import { verifyPath } from '../../functions/shared/access-token.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
-import { pollUntil, type Status, settled } from '../support/apps.js';
 import { type Cloud, INGRESS_DOMAIN } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
-import type { FakeKubernetes } from './fakes/kubernetes.js';
+import type { FakeKubernetes } from './fakes/kubernetes/index.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import { openPreview, previewPath, settle } from './previews.js';
 
 /*
  * The front door on EKS in the cloud simulation tier: the real handlers and steps in
@@ -49,9 +49,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
-const path = `/v1/preview/environments/acme/shop/${PR}`;
+const path = previewPath(PR);
 const ns = () => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: PR });
-const ready = () => pollUntil(cloud, org, path, settled, 60_000) as Promise<Status & Record<string, any>>;
+const ready = () => settle({ cloud, org }, PR);
 /** The application's access settings, through the API as a user sets them (PATCH answers the application). */
 async function settings(s: { access: 'protected' | 'public'; sleepAfterMinutes: number }) {
   const res = await call(cloud, 'PATCH', `/v1/preview/applications/${applicationId}`, {
@@ -66,20 +66,7 @@ async function settings(s: { access: 'protected' | 'public'; sleepAfterMinutes: 
 describe('the front door of a preview on EKS', () => {
   test('protected and asleep after 1.5 minutes: HTTPRoute to the interceptor, InterceptorRoute, ScaledObject, SecurityPolicy', async () => {
     await settings({ access: 'protected', sleepAfterMinutes: 1.5 });
-    const res = await call(cloud, 'POST', '/v1/preview/environments', {
-      body: { repoFullName: 'acme/shop', prNumber: PR, headSha: sha, headRef: 'feature' },
-      headers: bearer(org),
-    });
-    expect(res.status).toBe(202);
-    const deadline = Date.now() + 20_000;
-    while (cloud.aws.builds.length < 1) {
-      if (Date.now() > deadline) throw new Error('no image build');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await cloud.invoke(
-      'functions/events/image-build-finished.ts',
-      cloud.aws.finishBuild(cloud.aws.builds[0]!.id, 'SUCCEEDED'),
-    );
+    await openPreview({ cloud, org }, PR, sha, { headRef: 'feature' });
     const status = await ready();
     expect(status.status).toBe('ready');
     const host = hostOf(ns(), 'web', INGRESS_DOMAIN);

@@ -1,7 +1,7 @@
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { type Cloud, GITHUB_APP_SECRET_ARN, startCloud } from './cloud-tier.js';
 import { appKeyPair, FakeGitHub } from './fakes/github.js';
-import type { FakeKubernetes } from './fakes/kubernetes.js';
+import type { FakeKubernetes } from './fakes/kubernetes/index.js';
 
 /** A cloud with the cluster, whose GitHub App is installed on acme/shop, and an org with that application. */
 export interface GitHubCloud {

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { bearer, call } from '../support/api.js';
-import { pollUntil, type Status, settled } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import { deployPreview } from './previews.js';
 
 /*
  * A stack whose Gateway can enforce no protection (an ALB's: `protection=none`, `defaultAccess=public`
@@ -56,22 +56,7 @@ describe('protection where the cluster cannot enforce it', () => {
   });
 
   test('the default access the stack chose: a preview deploys public, no SecurityPolicy, no access link', async () => {
-    const res = await call(cloud, 'POST', '/v1/preview/environments', {
-      body: { repoFullName: 'acme/shop', prNumber: PR, headSha: sha, headRef: 'feature' },
-      headers: bearer(org),
-    });
-    expect(res.status).toBe(202);
-    const deadline = Date.now() + 20_000;
-    while (cloud.aws.builds.length < 1) {
-      if (Date.now() > deadline) throw new Error('no image build');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await cloud.invoke(
-      'functions/events/image-build-finished.ts',
-      cloud.aws.finishBuild(cloud.aws.builds[0]!.id, 'SUCCEEDED'),
-    );
-    const path = `/v1/preview/environments/acme/shop/${PR}`;
-    const status = (await pollUntil(cloud, org, path, settled, 60_000)) as Status & Record<string, unknown>;
+    const status = await deployPreview({ cloud, org }, PR, sha, { headRef: 'feature' });
     expect(status.status).toBe('ready');
     expect(status.accessUrls).toBeUndefined();
     const ns = namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: PR });

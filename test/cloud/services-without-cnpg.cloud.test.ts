@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { OrgCredentials } from '../../functions/core/applications/applications.js';
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
-import { bearer, call } from '../support/api.js';
-import { pollUntil, type Status, settled } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import { deployPreview } from './previews.js';
 
 /*
  * A cluster without CloudNativePG, in the cloud simulation tier (PREVIEW_MODE=aws, the real pipeline, the
@@ -39,26 +38,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
-async function open(pr: number, files: Record<string, string>): Promise<Status & Record<string, any>> {
-  const sha = github.addCommit('acme/shop', files, `feature-${pr}`);
-  const builds = cloud.aws.builds.length;
-  const res = await call(cloud, 'POST', '/v1/preview/environments', {
-    body: { repoFullName: 'acme/shop', prNumber: pr, headSha: sha, headRef: `feature-${pr}` },
-    headers: bearer(org),
-  });
-  expect(res.status).toBe(202);
-  const deadline = Date.now() + 20_000;
-  while (cloud.aws.builds.length <= builds) {
-    if (Date.now() > deadline) throw new Error('no image build');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await cloud.invoke(
-    'functions/events/image-build-finished.ts',
-    cloud.aws.finishBuild(cloud.aws.builds.at(-1)!.id, 'SUCCEEDED'),
-  );
-  const path = `/v1/preview/environments/acme/shop/${pr}`;
-  return (await pollUntil(cloud, org, path, settled, 60_000)) as Status & Record<string, any>;
-}
+/** Open PR `pr` with a commit of `files` and wait until its deploy settles. */
+const open = (pr: number, files: Record<string, string>) =>
+  deployPreview({ cloud, org }, pr, github.addCommit('acme/shop', files, `feature-${pr}`));
 
 describe('a cluster without CloudNativePG', () => {
   test('a postgres service is refused naming CloudNativePG; nothing of the preview is written', async () => {

@@ -3,11 +3,12 @@ import type { OrgCredentials } from '../../functions/core/applications/applicati
 import { namespaceName } from '../../functions/ports/runtime/eks/objects.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
-import { pollUntil, type Status, settled } from '../support/apps.js';
+import { pollUntil } from '../support/apps.js';
 import type { Cloud } from './cloud-tier.js';
 import type { FakeGitHub } from './fakes/github.js';
-import type { FakeKubernetes } from './fakes/kubernetes.js';
+import type { FakeKubernetes } from './fakes/kubernetes/index.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import { deployPreview, openPreview, previewPath, settle } from './previews.js';
 
 /*
  * preview.yaml services on EKS in the cloud simulation tier: the real handlers and steps in
@@ -20,10 +21,10 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
  */
 
 const ref = (name: string) => `\${services.${name}.url}`;
-const yaml = (migrate: string, from = '') => `services:
+const yaml = (migrate: string, from = '', version = '16') => `services:
   db:
     kind: postgres
-    version: "16"
+    version: "${version}"
     seed: node seed.js${from}
   cache:
     kind: redis
@@ -41,11 +42,12 @@ let cloud: Cloud;
 let kube: FakeKubernetes;
 let github: FakeGitHub;
 let org: OrgCredentials;
+let applicationId: string;
 const logs: string[] = [];
 
 beforeAll(async () => {
   setLogSink((line) => logs.push(line));
-  ({ cloud, github, org } = await startGitHubApp(
+  ({ cloud, github, org, applicationId } = await startGitHubApp(
     'services',
     { 'preview.yaml': yaml('node migrate.js'), Dockerfile: 'FROM scratch\n' },
     { kubernetes: true },
@@ -54,36 +56,24 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => stopGitHubCloud({ cloud, github }), 30_000);
 
-const path = (pr: number) => `/v1/preview/environments/acme/shop/${pr}`;
+const path = previewPath;
 const ns = (pr: number) => namespaceName({ orgId: org.orgId, repoFullName: 'acme/shop', prNumber: pr });
 const b64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
 
-/** Open (or deploy the main branch: pr 0) at `sha`, finish its build, and wait until it settles. */
-async function deploy(pr: number, sha: string): Promise<Status & Record<string, any>> {
-  const builds = cloud.aws.builds.length;
-  const res =
-    pr === 0
-      ? await call(cloud, 'POST', `/v1/preview/applications/${await appId()}/0`, { headers: bearer(org) })
-      : await call(cloud, 'POST', '/v1/preview/environments', {
-          body: { repoFullName: 'acme/shop', prNumber: pr, headSha: sha, headRef: `feature-${pr}` },
-          headers: bearer(org),
-        });
-  expect(res.status).toBe(202);
-  const deadline = Date.now() + 20_000;
-  while (cloud.aws.builds.length <= builds) {
-    if (Date.now() > deadline) throw new Error('no image build');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await cloud.invoke(
-    'functions/events/image-build-finished.ts',
-    cloud.aws.finishBuild(cloud.aws.builds.at(-1)!.id, 'SUCCEEDED'),
-  );
-  return (await pollUntil(cloud, org, path(pr), settled, 60_000)) as Status & Record<string, any>;
-}
-async function appId(): Promise<string> {
-  const apps = await call(cloud, 'GET', '/v1/preview/applications', { headers: bearer(org) });
-  return apps.body.applications[0].applicationId;
-}
+/** Open (or deploy the main branch: pr 0) at `sha`, finish its build; the rollout goes on. */
+const start = (pr: number, sha: string) => openPreview({ cloud, org }, pr, sha, { applicationId });
+/**
+ * `start`, then wait until it settles (a failed one until MarkFailed has also stopped its services: it
+ * records `failed` first).
+ */
+const deploy = (pr: number, sha: string) =>
+  deployPreview({ cloud, org }, pr, sha, {
+    applicationId,
+    done: (s) =>
+      s.status === 'ready' ||
+      (s.status === 'failed' &&
+        Object.values(s.services ?? {}).every((v: any) => v.status === 'stopped' || v.status === 'failed')),
+  });
 
 describe('services of a preview on EKS', () => {
   test('a Cluster and Redis, the URLs by secretKeyRef, migrate then seed before the app; nothing leaks', async () => {
@@ -182,5 +172,95 @@ describe('services of a preview on EKS', () => {
     expect(kube.namespaces()).not.toContain(ns(3));
     for (const kind of ['clusters', 'deployments', 'services', 'secrets', 'jobs'])
       expect([kind, kube.list(kind, ns(3))]).toEqual([kind, []]);
+  }, 120_000);
+
+  test('services say `creating` while the Cluster is not healthy, `ready` once the watcher has it ready', async () => {
+    const n = ns(4);
+    kube.holdCluster(n, 'db', 'Setting up primary');
+    await start(
+      4,
+      github.addCommit('acme/shop', { 'preview.yaml': yaml('node migrate.js'), 'pr.txt': '4' }, 'feature-4'),
+    );
+    const waiting = await pollUntil(cloud, org, path(4), (s: any) => s.services !== undefined, 30_000);
+    expect(waiting.status).toBe('deploying');
+    expect((waiting as any).services.db).toEqual({ kind: 'postgres', status: 'creating' });
+    // Held a while longer: still not ready, and no Job nor the app started.
+    await new Promise((r) => setTimeout(r, 500));
+    const still = (await call(cloud, 'GET', path(4), { headers: bearer(org) })).body;
+    expect([still.status, still.services.db.status]).toEqual(['deploying', 'creating']);
+    expect(kube.get('clusters', n, 'db')!.status.phase).toBe('Setting up primary');
+    expect(kube.history.filter((h) => h.includes(`${n}/`) && !h.includes('/cache'))).toEqual([]);
+
+    kube.holdCluster(n, 'db');
+    const status = await settle({ cloud, org }, 4);
+    expect(status.status).toBe('ready');
+    expect(status.services).toEqual({
+      db: { kind: 'postgres', status: 'ready' },
+      cache: { kind: 'redis', status: 'ready' },
+    });
+  }, 90_000);
+
+  test('a Cluster that fails, or a seed that fails, says `failed`; the other service `stopped`', async () => {
+    kube.holdCluster(ns(5), 'db', 'Cluster is unrecoverable and needs manual intervention');
+    const stuck = await deploy(
+      5,
+      github.addCommit('acme/shop', { 'preview.yaml': yaml('node migrate.js'), 'pr.txt': '5' }, 'feature-5'),
+    );
+    expect(stuck.status).toBe('failed');
+    expect(stuck.error).toContain('service db: Cluster is unrecoverable and needs manual intervention');
+    expect(stuck.services).toEqual({
+      db: { kind: 'postgres', status: 'failed' },
+      cache: { kind: 'redis', status: 'stopped' },
+    });
+
+    kube.jobOutcome('node seed.js', 1, ['seeding', 'error: duplicate key']);
+    try {
+      const seeded = await deploy(
+        6,
+        github.addCommit(
+          'acme/shop',
+          { 'preview.yaml': yaml('node migrate.js'), 'pr.txt': '6' },
+          'feature-6',
+        ),
+      );
+      expect(seeded.status).toBe('failed');
+      expect(seeded.error).toContain('service db: seed `node seed.js` (in app api) failed (exit code 1)');
+      expect(seeded.services).toEqual({
+        db: { kind: 'postgres', status: 'failed' },
+        cache: { kind: 'redis', status: 'stopped' },
+      });
+    } finally {
+      kube.jobOutcome('node seed.js', 0);
+    }
+  }, 90_000);
+
+  test('a changed postgres version is refused, naming the fix; the database is left as it was', async () => {
+    const n = ns(7);
+    const files = (version: string) => ({
+      'preview.yaml': yaml('node migrate.js', '', version),
+      'pr.txt': `7-${version}`,
+    });
+    expect((await deploy(7, github.addCommit('acme/shop', files('16'), 'feature-7'))).status).toBe('ready');
+    const before = kube.get('clusters', n, 'db')!;
+    const namespace = kube.get('namespaces', '', n)!;
+    const credentials = kube.get('secrets', n, 'db-credentials')!;
+    const writes = kube.requests.length;
+
+    const status = await deploy(7, github.addCommit('acme/shop', files('17'), 'feature-7'));
+    expect(status.status).toBe('failed');
+    expect(status.error).toContain(
+      'service db: postgres 17 declared, but its database was created with postgres 16.',
+    );
+    expect(status.error).toContain('tear the environment down and deploy it again for a new database');
+    // Refused before the deploy wrote anything: the Cluster as it was, the namespace not taken by the new
+    // generation; the only write is MarkFailed's keeping the stopped app's output (a Secret).
+    expect(kube.get('clusters', n, 'db')).toEqual(before);
+    expect(kube.get('clusters', n, 'db')!.spec.imageName).toBe('ghcr.io/cloudnative-pg/postgresql:16');
+    expect(kube.get('namespaces', '', n)!.metadata.annotations).toEqual(namespace.metadata.annotations);
+    const written = kube.requests
+      .slice(writes)
+      .filter((r) => /^(POST|PUT|PATCH) /.test(r) && r.includes(`/namespaces/${n}`));
+    expect(written).toEqual([`POST /api/v1/namespaces/${n}/secrets`]);
+    expect(kube.get('secrets', n, 'db-credentials')).toEqual(credentials);
   }, 120_000);
 });

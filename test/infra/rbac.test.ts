@@ -8,7 +8,7 @@ import type { AppLaunch, AppSpec, RuntimeTarget } from '../../functions/ports/ru
 import type { TaskOutcome } from '../../functions/ports/workflows/port.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import { clusterGroup } from '../../lib/cdk/access.js';
-import { FakeKubernetes } from '../cloud/fakes/kubernetes.js';
+import { FakeKubernetes } from '../cloud/fakes/kubernetes/index.js';
 import { FakeEksAndLambda } from '../cloud/fakes/kubernetes-aws.js';
 import { type Json, repoRoot } from './synth.js';
 
@@ -16,7 +16,7 @@ import { type Json, repoRoot } from './synth.js';
  * deploy/rbac.yaml (what the Kubernetes group of the runtime's roles may do) and
  * deploy/admission-policy.yaml (what confines its writes to the preview namespaces). The RBAC is held
  * two ways: to the exact list of rights below, and to what the EKS runtime adapter really calls, by running
- * its whole lifecycle against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes.ts) and
+ * its whole lifecycle against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes/) and
  * checking that every request is granted and every granted right was used.
  */
 

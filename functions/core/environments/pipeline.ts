@@ -12,6 +12,7 @@ import type {
 } from '../../ports/runtime/port.js';
 import type { SourceHost } from '../../ports/source-host/port.js';
 import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
+import { log } from '../../shared/log.js';
 import { DeployFailed, Superseded } from '../../shared/step-errors.js';
 import { findEnvironment } from './lifecycle.js';
 import { serviceStates } from './services.js';
@@ -132,14 +133,34 @@ export async function transition(input: StepInput, set: Transition, remove: (key
  * condition that the generation is still current. A newer generation (here or in the runtime's own fence)
  * is `Superseded`: it owns the environment's apps, nothing is stopped.
  */
-export async function stopFailedApps(deps: { runtime: Pick<AppTeardown, 'stopApps'> }, input: StepInput) {
+export async function stopFailedApps(
+  deps: { runtime: Pick<AppTeardown, 'stopApps' | 'failedServices'> },
+  input: StepInput,
+) {
   const env = await loadCurrent(input);
-  const stopped = await deps.runtime.stopApps(runtimeTarget(env, input), 'the environment failed');
-  // Its services stop with its apps (their data stays for a redeploy).
-  const services = env.serviceSpecs ? { services: serviceStates(env.serviceSpecs, 'stopped') } : {};
+  const target = runtimeTarget(env, input);
+  const stopped = await deps.runtime.stopApps(target, 'the environment failed');
+  // Its services stop with its apps (their data stays for a redeploy); one that failed itself says so.
+  const services = env.serviceSpecs
+    ? { services: serviceStates(env.serviceSpecs, 'stopped', await failedServices(deps.runtime, target)) }
+    : {};
   if (Object.keys(stopped).length === 0) await transition(input, { urls: {}, ...services }, ['stoppedApps']);
   else await transition(input, { urls: {}, stoppedApps: stopped, ...services });
   return stopped;
+}
+
+/** The services the runtime says failed themselves, as `failed` states (none when it can't tell). */
+async function failedServices(
+  runtime: Pick<AppTeardown, 'failedServices'>,
+  target: RuntimeTarget,
+): Promise<Record<string, ServiceState['status']>> {
+  try {
+    const names = (await runtime.failedServices?.(target)) ?? [];
+    return Object.fromEntries(names.map((n) => [n, 'failed' as const]));
+  } catch (err) {
+    log.warn('could not read which services failed', { error: (err as Error).name });
+    return {};
+  }
 }
 
 /** The apps a step acts on: the one of an app redeploy, or every app the preview config declares. */

@@ -50,10 +50,16 @@ export async function forgetServiceCredentials(
   if (stored && Object.keys(stored).length > 0) await deps.secrets.write(ref, {});
 }
 
-/** The services map of the status answer: each service's kind and state after the last deploy. */
+/**
+ * The services map of the status answer: each service's kind and `status`, or the state the runtime
+ * reported for it (`reported`: the deploy's, on EKS `creating` until the watcher has it ready).
+ */
 export function serviceStates(
   services: Record<string, ServiceSpec> | undefined,
   status: ServiceState['status'],
+  reported: Record<string, ServiceState['status']> = {},
 ): Record<string, ServiceState> {
-  return Object.fromEntries(Object.entries(services ?? {}).map(([n, s]) => [n, { kind: s.kind, status }]));
+  return Object.fromEntries(
+    Object.entries(services ?? {}).map(([n, s]) => [n, { kind: s.kind, status: reported[n] ?? status }]),
+  );
 }

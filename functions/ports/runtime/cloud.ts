@@ -27,6 +27,9 @@ export function cloudAppRunner(cluster?: port.AppRunner): port.AppRunner {
       if (!cluster) throw clusterMissing();
       return cluster.deploy(target, apps, opts);
     },
+    async serviceStates(target) {
+      return (await cluster?.serviceStates?.(target)) ?? {};
+    },
     async awaitReady(target, apps, token) {
       if (!cluster) throw clusterMissing();
       return cluster.awaitReady(target, apps, token);
@@ -38,6 +41,7 @@ export function cloudAppRunner(cluster?: port.AppRunner): port.AppRunner {
 export function cloudAppTeardown(cluster?: port.AppTeardown): port.AppTeardown {
   return {
     stopApps: async (target, reason) => (cluster ? cluster.stopApps(target, reason) : {}),
+    failedServices: async (target) => (await cluster?.failedServices?.(target)) ?? [],
     teardown: async (target) => {
       if (cluster) return cluster.teardown(target);
     },
@@ -76,11 +80,17 @@ export class CloudRuntime implements port.Runtime {
   deploy(...args: Parameters<port.AppRunner['deploy']>) {
     return this.runner.deploy(...args);
   }
+  serviceStates(target: port.RuntimeTarget) {
+    return this.runner.serviceStates?.(target) ?? Promise.resolve({});
+  }
   awaitReady(...args: Parameters<port.AppRunner['awaitReady']>) {
     return this.runner.awaitReady(...args);
   }
   stopApps(...args: Parameters<port.AppTeardown['stopApps']>) {
     return this.teardowns.stopApps(...args);
+  }
+  failedServices(target: port.RuntimeTarget) {
+    return this.teardowns.failedServices?.(target) ?? Promise.resolve([]);
   }
   teardown(...args: Parameters<port.AppTeardown['teardown']>) {
     return this.teardowns.teardown(...args);

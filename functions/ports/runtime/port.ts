@@ -64,10 +64,15 @@ export interface ServiceLaunch {
   password: string;
 }
 
-/** A service as a runtime reports it after a deploy (the status answer's `services`). */
+/**
+ * A service as the status answer's `services` shows it: `creating` until the runtime has it ready (on EKS
+ * until CloudNativePG reports its Cluster healthy, or Redis is rolled out, and its seed ran), `ready`,
+ * `asleep` with its preview, `stopped` once the environment failed, `failed` when the service itself did
+ * (its Cluster or Deployment, or its seed).
+ */
 export interface ServiceState {
   kind: ServiceSpec['kind'];
-  status: 'ready' | 'asleep' | 'stopped';
+  status: 'creating' | 'ready' | 'asleep' | 'stopped' | 'failed';
 }
 
 /**
@@ -226,6 +231,12 @@ export interface AppRunner {
    */
   deploy(target: RuntimeTarget, apps: AppLaunch[], opts?: DeployOptions): Promise<void>;
   /**
+   * The environment's services as they stand once a deploy has applied (the status answer's `services`):
+   * on EKS `creating` until CloudNativePG has the Cluster healthy, or Redis is rolled out, and its seed
+   * ran. Absent (local): the deploy waits for its services, they are `ready` when it returns.
+   */
+  serviceStates?(target: RuntimeTarget): Promise<Record<string, ServiceState['status']>>;
+  /**
    * Complete `token` with `{ urls }` (app name → URL) once every named app answers its readiness check,
    * or fail it with `DeployFailed` naming the app and what it answered.
    */
@@ -247,6 +258,12 @@ export interface AppTeardown {
    * `stopped: <reason>`. An older generation than the newest seen is refused with `Superseded`.
    */
   stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>>;
+  /**
+   * The services of the environment that failed themselves (a database that won't come up, a seed that
+   * failed), which MarkFailed reports `failed` rather than `stopped`. Absent (local): a service that fails
+   * fails the deploy step itself, and its state is `stopped` with the environment.
+   */
+  failedServices?(target: RuntimeTarget): Promise<string[]>;
   /** Stop every app and build of the environment and remove what it ran from (fences older generations). */
   teardown(target: RuntimeTarget): Promise<void>;
   /**

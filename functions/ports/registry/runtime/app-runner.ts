@@ -3,6 +3,7 @@ import { cloudAppRunner } from '../../runtime/cloud.js';
 import { EksApps } from '../../runtime/eks/apps.js';
 import { connectionOptions, EksConnection } from '../../runtime/eks/connection.js';
 import { EksRolloutWatch, type EksWatchOptions } from '../../runtime/eks/rollout-watch.js';
+import { serviceStatuses } from '../../runtime/eks/services/setup.js';
 import type { AppRunner } from '../../runtime/port.js';
 import type { TaskOutcome } from '../../workflows/port.js';
 import { adapter, once } from '../adapters.js';
@@ -26,6 +27,7 @@ export const appRunner = /* @__PURE__ */ adapter<'runtime', AppRunner>('runtime'
   });
   return cloudAppRunner({
     deploy: (...args) => apps.deploy(...args),
+    serviceStates: (target) => serviceStatuses(connection, target),
     awaitReady: (...args) => watch.awaitReady(...args),
   });
 });

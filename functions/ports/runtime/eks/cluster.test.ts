@@ -2,7 +2,11 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { FakeKubernetes, type FaultReason, tokenProblem } from '../../../../test/cloud/fakes/kubernetes.js';
+import {
+  FakeKubernetes,
+  type FaultReason,
+  tokenProblem,
+} from '../../../../test/cloud/fakes/kubernetes/index.js';
 import { FakeEksAndLambda } from '../../../../test/cloud/fakes/kubernetes-aws.js';
 import { parseEksConfig } from '../../../shared/config.js';
 import { setLogSink } from '../../../shared/log.js';
@@ -17,7 +21,7 @@ import { fitName, hostOf, internalUrl, namespaceName, OBJECT_DEFAULTS, objectNam
 import { rolloutState } from './rollout.js';
 
 /*
- * The EKS cluster adapter against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes.ts) with
+ * The EKS cluster adapter against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes/) with
  * the real @kubernetes/client-node, found through a fake eks:DescribeCluster, authenticated with a real
  * STS-presigned token that the fake verifies (SigV4 recomputed with these test credentials). The rollout
  * watcher runs in-process (an injected invoker), except in the test of its self re-invocation, which goes

@@ -64,12 +64,14 @@ import type {
   LogTarget,
   LogText,
   RuntimeTarget,
+  ServiceState,
 } from '../port.js';
 import { EksApps } from './apps.js';
 import { connectionOptions, EksConnection, type EksConnectionOptions } from './connection.js';
 import { EksLogs } from './logs.js';
 import { namespaceName, publicUrl } from './objects.js';
 import { EksRolloutWatch, type EksWatchOptions, type RolloutWatchEvent } from './rollout-watch.js';
+import { serviceStatuses } from './services/setup.js';
 import { EksTeardown } from './teardown.js';
 
 export { type ClusterApi, type EksTiming, TIMING_DEFAULTS } from './connection.js';
@@ -111,6 +113,11 @@ export class EksCluster implements AppRunner, AppTeardown, AppLogs {
     return this.apps.deploy(target, launches, opts);
   }
 
+  /** The services as the cluster has them (eks/services/setup.ts `serviceStatuses`). */
+  serviceStates(target: RuntimeTarget): Promise<Record<string, ServiceState['status']>> {
+    return serviceStatuses(this.connection, target);
+  }
+
   awaitReady(target: RuntimeTarget, apps: Record<string, AppSpec>, token: string): Promise<void> {
     return this.rollouts.awaitReady(target, apps, token);
   }
@@ -122,6 +129,10 @@ export class EksCluster implements AppRunner, AppTeardown, AppLogs {
 
   stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
     return this.teardowns.stopApps(target, reason);
+  }
+
+  failedServices(target: RuntimeTarget): Promise<string[]> {
+    return this.teardowns.failedServices(target);
   }
 
   teardown(target: RuntimeTarget): Promise<void> {

@@ -13,6 +13,7 @@ import { KEDA_DEFAULTS, referenceGrantName } from './door/scale-to-zero.js';
 import { annotateGeneration, explain, refuseForeign, removeFence, superseded, writeFence } from './fences.js';
 import { EksLogs } from './logs.js';
 import { appSelector, fenceName, generationOf, LABELS, MANAGED_BY, namespaceName } from './objects.js';
+import { serviceStatuses } from './services/setup.js';
 
 export class EksTeardown implements AppTeardown {
   constructor(private readonly conn: EksConnection) {}
@@ -74,6 +75,12 @@ export class EksTeardown implements AppTeardown {
    * Deployment), so the logs route answers a crashed app's last lines after the failure. No namespace
    * (or one being removed): nothing runs, nothing to stop.
    */
+  /** The services whose Cluster, Deployment or seed failed (eks/services/setup.ts `serviceStatuses`). */
+  async failedServices(target: RuntimeTarget): Promise<string[]> {
+    const states = await serviceStatuses(this.conn, target);
+    return Object.keys(states).filter((name) => states[name] === 'failed');
+  }
+
   async stopApps(target: RuntimeTarget, reason: string): Promise<Record<string, string>> {
     const conn = this.conn;
     const name = namespaceName(target);

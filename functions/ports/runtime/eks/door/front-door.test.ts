@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { FakeKubernetes } from '../../../../../test/cloud/fakes/kubernetes.js';
+import { FakeKubernetes } from '../../../../../test/cloud/fakes/kubernetes/index.js';
 import { verifyPath } from '../../../../shared/access-token.js';
 import { setLogSink } from '../../../../shared/log.js';
 import type { AppLaunch, AppSpec, FrontDoorSettings, RuntimeTarget } from '../../port.js';

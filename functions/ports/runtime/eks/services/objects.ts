@@ -130,6 +130,14 @@ export interface MainSource {
   user: string;
 }
 
+/** The operand image of a Postgres major: CloudNativePG's own. */
+export const postgresImage = (version: string) => `ghcr.io/cloudnative-pg/postgresql:${version}`;
+
+/** The Postgres major an existing Cluster runs, from its image's tag (`…/postgresql:16` → `16`). */
+export function postgresVersionOf(cluster: { spec?: { imageName?: string } }): string | undefined {
+  return /:(\d+)(?:[.-][^:/]*)?$/.exec(cluster.spec?.imageName ?? '')?.[1];
+}
+
 /** A postgres service's Cluster (CloudNativePG 1.30 `postgresql.cnpg.io/v1`). */
 export function clusterObject(
   ns: string,
@@ -146,7 +154,7 @@ export function clusterObject(
       metadata: { name: serviceObjectName(launch.name), namespace: ns, labels: serviceLabels(launch) },
       spec: {
         instances: 1,
-        imageName: `ghcr.io/cloudnative-pg/postgresql:${launch.spec.version}`,
+        imageName: postgresImage(launch.spec.version),
         enableSuperuserAccess: false,
         storage: {
           size: opts.storageSize ?? SERVICE_DEFAULTS.storageSize,

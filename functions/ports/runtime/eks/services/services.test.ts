@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { FakeKubernetes } from '../../../../../test/cloud/fakes/kubernetes.js';
+import { FakeKubernetes } from '../../../../../test/cloud/fakes/kubernetes/index.js';
 import { setLogSink } from '../../../../shared/log.js';
 import type { TaskOutcome } from '../../../workflows/port.js';
 import type { AppLaunch, AppSpec, RuntimeTarget, ServiceLaunch } from '../../port.js';
@@ -9,7 +9,7 @@ import { SETUP_NAME } from './services.js';
 
 /*
  * preview.yaml services on the cluster (eks/services/), through EksCluster's deploy and rollout watch
- * against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes.ts: CloudNativePG's Cluster checked
+ * against the loopback fake Kubernetes API (test/cloud/fakes/kubernetes/: CloudNativePG's Cluster checked
  * against its CRD's required fields, Jobs that succeed or fail as a test says) with the real client-node.
  */
 
@@ -312,4 +312,29 @@ describe('services on EKS', () => {
     ).rejects.toThrow('app api: env CACHE_URL references service cache, which preview.yaml does not declare');
     expect(kube.get('namespaces', '', namespaceName(t))).toBeUndefined();
   });
+
+  test('serviceStates: creating while the Cluster sets up, ready after; failedServices names a stuck one', async () => {
+    pr++;
+    const c = cluster();
+    const t = target(1);
+    const ns = namespaceName(t);
+    kube.holdCluster(ns, 'db', 'Setting up primary');
+    await c.deploy(t, [launch('api', API)], { prune: true, services: [db(), cache] });
+    expect((await c.serviceStates(t)).db).toBe('creating');
+    expect(await c.failedServices(t)).toEqual([]);
+    kube.holdCluster(ns, 'db');
+    expect(await ready(c, t, { api: API })).toMatchObject({ ok: true });
+    expect(await c.serviceStates(t)).toEqual({ db: 'ready', cache: 'ready' });
+
+    // A Cluster that goes to a phase waiting won't pass: failed; the other one as it is.
+    pr++;
+    const t2 = target(1);
+    kube.holdCluster(namespaceName(t2), 'db', 'Cluster is unrecoverable and needs manual intervention');
+    await c.deploy(t2, [launch('api', API)], { prune: true, services: [db(), cache] });
+    expect(await ready(c, t2, { api: API })).toMatchObject({ ok: false });
+    expect(await c.failedServices(t2)).toEqual(['db']);
+    expect((await c.serviceStates(t2)).db).toBe('failed');
+    // No services deployed: nothing to tell.
+    expect(await c.serviceStates(target(1, 9999))).toEqual({});
+  }, 30_000);
 });

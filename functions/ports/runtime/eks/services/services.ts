@@ -32,6 +32,7 @@ import {
   mainCredentialsName,
   mainCredentialsSecret,
   passwordEnv,
+  postgresVersionOf,
   redisDeployment,
   redisService,
   SERVICE_DEFAULTS,
@@ -116,11 +117,32 @@ export class EksServices {
     private readonly opts: ServiceOptions = {},
   ) {}
 
-  /** Refuse, before anything is written, postgres services on a cluster without CloudNativePG. */
+  /**
+   * Refuse, before anything is written, postgres services on a cluster without CloudNativePG, and a
+   * `version` other than the one an existing database was created with (its Cluster is never rewritten:
+   * the fix is a new database, named in the message).
+   */
   async check(ns: string, services: ServiceLaunch[]): Promise<void> {
-    const pg = services.filter((s) => s.spec.kind === 'postgres').map((s) => s.name);
-    if (pg.length)
-      await this.conn.requireKinds(['clusters'], ns, `preview.yaml's postgres service ${pg.join(', ')}`);
+    const pg = services.filter((s) => s.spec.kind === 'postgres');
+    if (!pg.length) return;
+    await this.conn.requireKinds(
+      ['clusters'],
+      ns,
+      `preview.yaml's postgres service ${pg.map((s) => s.name).join(', ')}`,
+    );
+    const changed: string[] = [];
+    for (const s of pg) {
+      const existing = await this.conn.readOrNull('clusters', ns, serviceObjectName(s.name));
+      const running = existing ? postgresVersionOf(existing as { spec?: { imageName?: string } }) : undefined;
+      if (running && running !== s.spec.version)
+        changed.push(
+          `service ${s.name}: postgres ${s.spec.version} declared, but its database was created with postgres ${running}`,
+        );
+    }
+    if (changed.length)
+      throw new DeployFailed(
+        `${changed.join('; ')}. A database keeps the Postgres version it was created with (its CloudNativePG Cluster is never rewritten): tear the environment down and deploy it again for a new database (its data goes with the old one), give the service a new name, or declare the version it runs`,
+      );
   }
 
   /** Namespaces whose pods the services need admitted: the CloudNativePG operator's, with postgres. */

@@ -8,17 +8,19 @@
  *    one that failed fails the deploy with its command, exit code and the end of its output, masked;
  * 3. all succeeded: what they did recorded (each app's migrated image, each seeded service), the held apps
  *    let start (1 replica), the plan emptied. Then the rollout watch checks the apps as before.
- * The watcher's deadline bounds it all (eks/connection.ts `readyTimeoutMs`).
+ * The watcher's deadline bounds it all (eks/connection.ts `readyTimeoutMs`). `serviceStatuses` tells the
+ * same look as the status answer's `services` map (`creating`, `ready`, `failed`): the deploy step reports
+ * it once applied, MarkFailed names the services that failed.
  */
 import type { V1Job } from '@kubernetes/client-node';
 import { maskSecrets } from '../../../../shared/masking/mask.js';
-import type { RuntimeTarget } from '../../port.js';
+import type { RuntimeTarget, ServiceState } from '../../port.js';
 import { isCode } from '../client.js';
 import type { EksConnection } from '../connection.js';
 import { generationOf, namespaceName, objectName } from '../objects.js';
 import { rolloutState } from '../rollout.js';
 import { credentialsName, JOB_LABEL, mainCredentialsName, serviceObjectName } from './objects.js';
-import { readSetup, SETUP_NAME, type SetupStep, setupObject } from './services.js';
+import { readSetup, SETUP_NAME, type SetupState, type SetupStep, setupObject } from './services.js';
 
 /** CloudNativePG's phases (api/v1/cluster_types.go): healthy, and those that won't pass by waiting. */
 export const CNPG_HEALTHY = 'Cluster in healthy state';
@@ -48,32 +50,14 @@ export async function advanceSetup(conn: EksConnection, target: RuntimeTarget): 
   const state = readSetup(record);
   const waiting: string[] = [];
   for (const s of state.services) {
-    const name = serviceObjectName(s.name);
-    if (s.kind === 'postgres') {
-      const cluster = (await conn.readOrNull('clusters', ns, name)) as
-        | { status?: { phase?: string; phaseReason?: string; readyInstances?: number } }
-        | undefined;
-      if (!cluster) return { kind: 'failed', cause: `service ${s.name}: its Cluster ${ns}/${name} is gone` };
-      const phase = cluster.status?.phase;
-      if (phase && CNPG_STUCK.includes(phase))
-        return {
-          kind: 'failed',
-          cause: `service ${s.name}: ${phase}${cluster.status?.phaseReason ? ` (${cluster.status.phaseReason})` : ''}`,
-        };
-      if (phase !== CNPG_HEALTHY || (cluster.status?.readyInstances ?? 0) < 1) {
-        waiting.push(`service ${s.name}: ${phase ?? 'being created'}`);
-        continue;
-      }
-      // Copied: main's credentials are not needed any more.
-      if (s.main) await conn.removeObject('secrets', ns, mainCredentialsName(s.name));
-    } else {
-      const d = await conn.readOrNull('deployments', ns, name);
-      if (!d) return { kind: 'failed', cause: `service ${s.name}: its Deployment ${ns}/${name} is gone` };
-      const r = rolloutState(d);
-      if (r.state === 'failed')
-        return { kind: 'failed', cause: `service ${s.name}: ${r.reason} (${r.message})` };
-      if (r.state !== 'ready') waiting.push(`service ${s.name}: ${r.detail}`);
+    const health = await serviceHealth(conn, ns, s);
+    if (health.kind === 'failed') return health;
+    if (health.kind === 'pending') {
+      waiting.push(health.detail);
+      continue;
     }
+    // Copied: main's credentials are not needed any more.
+    if (s.kind === 'postgres' && s.main) await conn.removeObject('secrets', ns, mainCredentialsName(s.name));
   }
   if (waiting.length) return { kind: 'pending', detail: waiting.join('; ') };
   if (state.steps.length === 0 && state.held.length === 0) return { kind: 'done' };
@@ -88,10 +72,8 @@ export async function advanceSetup(conn: EksConnection, target: RuntimeTarget): 
       return { kind: 'pending', detail: `${describe(step)} started` };
     }
     if ((job.status?.succeeded ?? 0) >= 1) continue;
-    const failed =
-      (job.status?.failed ?? 0) >= 1 ||
-      job.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True');
-    if (failed) return { kind: 'failed', cause: await jobFailure(conn, ns, step, state.services, job) };
+    if (jobFailed(job))
+      return { kind: 'failed', cause: await jobFailure(conn, ns, step, state.services, job) };
     return { kind: 'pending', detail: `${describe(step)} running` };
   }
   // Every Job succeeded: record it, let the held apps start, empty the plan.
@@ -117,6 +99,72 @@ export async function advanceSetup(conn: EksConnection, target: RuntimeTarget): 
   await conn.call(`update Secret ${ns}/${SETUP_NAME}`, (k) => k.secrets.replace(ns, SETUP_NAME, next));
   return { kind: 'pending', detail: 'apps starting after their migrate and seed' };
 }
+
+/**
+ * One look at a service as the cluster has it: a Cluster in CloudNativePG's healthy phase with its instance
+ * ready, or a Redis Deployment rolled out, is `ready`; one gone, in a phase that won't pass by waiting, or
+ * whose rollout failed is `failed`; anything else is still `pending`.
+ */
+export async function serviceHealth(
+  conn: EksConnection,
+  ns: string,
+  s: SetupState['services'][number],
+): Promise<{ kind: 'ready' } | { kind: 'pending'; detail: string } | { kind: 'failed'; cause: string }> {
+  const name = serviceObjectName(s.name);
+  if (s.kind === 'postgres') {
+    const cluster = (await conn.readOrNull('clusters', ns, name)) as
+      | { status?: { phase?: string; phaseReason?: string; readyInstances?: number } }
+      | undefined;
+    if (!cluster) return { kind: 'failed', cause: `service ${s.name}: its Cluster ${ns}/${name} is gone` };
+    const phase = cluster.status?.phase;
+    if (phase && CNPG_STUCK.includes(phase))
+      return {
+        kind: 'failed',
+        cause: `service ${s.name}: ${phase}${cluster.status?.phaseReason ? ` (${cluster.status.phaseReason})` : ''}`,
+      };
+    if (phase !== CNPG_HEALTHY || (cluster.status?.readyInstances ?? 0) < 1)
+      return { kind: 'pending', detail: `service ${s.name}: ${phase ?? 'being created'}` };
+    return { kind: 'ready' };
+  }
+  const d = await conn.readOrNull('deployments', ns, name);
+  if (!d) return { kind: 'failed', cause: `service ${s.name}: its Deployment ${ns}/${name} is gone` };
+  const r = rolloutState(d);
+  if (r.state === 'failed') return { kind: 'failed', cause: `service ${s.name}: ${r.reason} (${r.message})` };
+  if (r.state !== 'ready') return { kind: 'pending', detail: `service ${s.name}: ${r.detail}` };
+  return { kind: 'ready' };
+}
+
+/**
+ * Each service of the namespace's record as the status answer shows it (`ServiceState`): `ready` once
+ * the cluster has it ready and its seed (if this deploy runs one) succeeded; `failed` when its Cluster or
+ * Deployment failed (or is gone) or its seed Job failed; else `creating`. No record: none.
+ */
+export async function serviceStatuses(
+  conn: EksConnection,
+  target: RuntimeTarget,
+): Promise<Record<string, ServiceState['status']>> {
+  const ns = namespaceName(target);
+  const record = await conn.readOrNull('secrets', ns, SETUP_NAME);
+  if (!record) return {};
+  const state = readSetup(record);
+  const out: Record<string, ServiceState['status']> = {};
+  for (const s of state.services) {
+    const health = await serviceHealth(conn, ns, s);
+    const seed = state.steps.find((step) => step.what === 'seed' && step.service === s.name);
+    let status: ServiceState['status'] =
+      health.kind === 'ready' ? 'ready' : health.kind === 'failed' ? 'failed' : 'creating';
+    if (seed && status === 'ready') {
+      const job = await conn.readOrNull('jobs', ns, seed.job);
+      status = (job?.status?.succeeded ?? 0) >= 1 ? 'ready' : job && jobFailed(job) ? 'failed' : 'creating';
+    }
+    out[s.name] = status;
+  }
+  return out;
+}
+
+const jobFailed = (job: V1Job) =>
+  (job.status?.failed ?? 0) >= 1 ||
+  Boolean(job.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True'));
 
 const describe = (step: SetupStep) =>
   step.what === 'migrate' ? `app ${step.app}: migrate` : `service ${step.service}: seed (in app ${step.app})`;

@@ -1,5 +1,5 @@
 /**
- * The custom kinds the fake Kubernetes API (kubernetes.ts) serves, and the checks their CRDs make. Test
+ * The custom kinds the fake Kubernetes API (index.ts, server.ts) serves, and the checks their CRDs make. Test
  * support code. Each table below is derived from the CRD's own `openAPIV3Schema` (every `required` list
  * of every object, `[]` for an array's items, `.` for the object itself; status left out), plus the
  * enums and the CEL rules (`x-kubernetes-validations`) that an object of this service could break:
