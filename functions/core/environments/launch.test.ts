@@ -1,7 +1,7 @@
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { tableNames, tables } from '../../manifest/tables.js';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
 import type { AppSpec } from '../../ports/runtime/port.js';
 import type { BundleRef, SecretStore } from '../../ports/secret-store/port.js';
 import { FACTORY_SECRET_APP, FACTORY_SECRET_VAR } from '../scenarios/factory.js';
@@ -12,15 +12,7 @@ import { planLaunch } from './launch.js';
  * image) and the front door it sits behind, from the application the environment belongs to (read at the
  * SDK boundary) and its secret bundles (a fake store).
  */
-const saved = { ...process.env };
-Object.assign(process.env, {
-  PREVIEW_MODE: 'aws',
-  AWS_REGION: 'eu-west-1',
-  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-});
-afterAll(() => {
-  process.env = saved;
-});
+useAwsSettings();
 
 const dynamo = mockClient(DynamoDBDocumentClient);
 const application = {

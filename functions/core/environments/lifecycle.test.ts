@@ -1,8 +1,8 @@
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
 import { sampleEnvironment } from '../../../test/support/environments.js';
-import { tableNames, tables } from '../../manifest/tables.js';
 import type { BundleRef, SecretStore } from '../../ports/secret-store/port.js';
 import { ACCESS_KEY_APP, rotateAccessKey } from '../applications/access.js';
 import { environmentStatus } from './lifecycle.js';
@@ -11,15 +11,7 @@ import { environmentStatus } from './lifecycle.js';
  * The status poll (GET …/environments/{owner}/{repo}/{pr}) at the SDK boundary: what it reads for a
  * public, a protected and an older environment record (one without the access its deploy recorded).
  */
-const saved = { ...process.env };
-Object.assign(process.env, {
-  PREVIEW_MODE: 'aws',
-  AWS_REGION: 'eu-west-1',
-  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-});
-afterAll(() => {
-  process.env = saved;
-});
+useAwsSettings();
 
 const dynamo = mockClient(DynamoDBDocumentClient);
 const application = {

@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { tableNames, tables } from '../../manifest/tables.js';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
 import type { CheckRunWrite } from '../../ports/pr-status/port.js';
 import { bring, externalIdOf, type GateDeps, type GateRecord } from './gate.js';
 
@@ -12,15 +12,7 @@ import { bring, externalIdOf, type GateDeps, type GateRecord } from './gate.js';
  * showing what it would write, so the head gets one check run. DynamoDB at the SDK boundary: a record in
  * memory whose claim honours its condition as DynamoDB would.
  */
-const saved = { ...process.env };
-Object.assign(process.env, {
-  PREVIEW_MODE: 'aws',
-  AWS_REGION: 'eu-west-1',
-  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-});
-afterAll(() => {
-  process.env = saved;
-});
+useAwsSettings();
 
 const SHA = 'a'.repeat(40);
 const dynamo = mockClient(DynamoDBDocumentClient);

@@ -1,7 +1,8 @@
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { keys, tableNames, tables } from '../../manifest/tables.js';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
+import { keys } from '../../manifest/tables.js';
 import type { LinkCheck, MediaReader } from '../../ports/media/port.js';
 import { commitPagePath } from './links.js';
 import { serveCommitPage } from './page.js';
@@ -11,15 +12,7 @@ import { serveCommitPage } from './page.js';
  * read, the page tells the head's state and runs with fresh report links, and every stored text goes in
  * escaped. DynamoDB at the SDK boundary; the media reader a fake whose link check the test sets.
  */
-const saved = { ...process.env };
-Object.assign(process.env, {
-  PREVIEW_MODE: 'aws',
-  AWS_REGION: 'eu-west-1',
-  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-});
-afterAll(() => {
-  process.env = saved;
-});
+useAwsSettings();
 
 const SHA = 'c'.repeat(40);
 const REF = { orgId: 'org-1', repoFullName: 'acme/web', prNumber: 7, sha: SHA };

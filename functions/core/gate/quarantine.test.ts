@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { tableNames, tables } from '../../manifest/tables.js';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../shared/errors.js';
 import {
   listQuarantined,
@@ -18,15 +18,7 @@ import {
  * conditions the writes carry (a new item, or the revision read), so the cap holds against a racing
  * writer as it would against DynamoDB.
  */
-const saved = { ...process.env };
-Object.assign(process.env, {
-  PREVIEW_MODE: 'aws',
-  AWS_REGION: 'eu-west-1',
-  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-});
-afterAll(() => {
-  process.env = saved;
-});
+useAwsSettings();
 
 const NOW = new Date('2030-03-01T12:00:00.000Z');
 const dynamo = mockClient(DynamoDBDocumentClient);

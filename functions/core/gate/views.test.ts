@@ -1,22 +1,15 @@
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { keys, tableNames, tables } from '../../manifest/tables.js';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
+import { keys } from '../../manifest/tables.js';
 import { commitView, latestGate } from './views.js';
 
 /*
  * The gate's read views from what is stored: the latest head's state (the environment's `gate` field)
  * and one head's view (the dashboard's per-commit view). DynamoDB at the SDK boundary: items by key.
  */
-const saved = { ...process.env };
-Object.assign(process.env, {
-  PREVIEW_MODE: 'aws',
-  AWS_REGION: 'eu-west-1',
-  ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-});
-afterAll(() => {
-  process.env = saved;
-});
+useAwsSettings();
 
 const OLD = 'a'.repeat(40);
 const HEAD = 'b'.repeat(40);

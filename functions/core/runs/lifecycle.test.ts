@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { tableNames, tables } from '../../manifest/tables.js';
+import { useAwsSettings } from '../../../test/support/aws-env.js';
 import type { Workflows } from '../../ports/workflows/port.js';
 import { resolveVariables, startPreviewRuns } from './lifecycle.js';
 
@@ -27,15 +27,7 @@ describe('startPreviewRuns: once per start key', () => {
    * DynamoDB at the SDK boundary: the application's run_on_preview tests, their definitions, and a runs
    * table in memory whose put honours `attribute_not_exists(runId)` as DynamoDB does.
    */
-  const saved = { ...process.env };
-  Object.assign(process.env, {
-    PREVIEW_MODE: 'aws',
-    AWS_REGION: 'eu-west-1',
-    ...Object.fromEntries(tableNames.map((t) => [tables[t].envVar, `t-${t}`])),
-  });
-  afterAll(() => {
-    process.env = saved;
-  });
+  useAwsSettings();
   const dynamo = mockClient(DynamoDBDocumentClient);
   let stored: Map<string, Record<string, unknown>>;
   let started: string[];
