@@ -12,14 +12,15 @@ import { PG_DATABASE, PG_USER, pgBin } from './postgres.js';
  * 1. a temporary physical replication slot, reserving WAL from now: no checkpoint of main's can recycle a
  *    segment the copy needs before it is copied (the slot goes with the session);
  * 2. `pg_backup_start(label, fast)`: a fast checkpoint, the copy's redo point;
- * 3. main's data directory copied by `cp -r` (the kernel's copy_file_range), leaving out what the backup
- *    docs say to leave out (pg_wal's contents, postmaster.pid/opts, pg_replslot, the temporary dirs);
+ * 3. main's data directory copied by a few `cp` at once (the kernel's copy_file_range), onto the spare
+ *    when one is ready (below), leaving out what the backup docs say to leave out (pg_wal's contents,
+ *    postmaster.pid/opts, pg_replslot, the temporary dirs);
  * 4. `pg_backup_stop(false)`: the backup label and the stop position; the label is written into the copy
  *    and the WAL segments from the start's to the stop's copied into its pg_wal.
  *
  * The copy's first start replays that WAL up to the backup's end: consistent while main keeps serving.
  * Chosen over `pg_basebackup` (the same backup, streamed as tar through the replication protocol and
- * written by one client process: about 3× slower here, `npm run bench:services`) and over a template
+ * written by one client process: about 2× slower here, `npm run bench:services`) and over a template
  * database (a preview's Postgres is a server of its own, in its own sandbox). Main's files are read by
  * this process, as pg_basebackup's client read them before: main's server is never paused.
  */
