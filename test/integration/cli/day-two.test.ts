@@ -172,6 +172,8 @@ describe('previewctl on day two', () => {
     expect((await ctl('envs', 'redeploy', ...env7, '--wait')).code).toBe(0);
     const deleted = await ctl('envs', 'delete', ...env7);
     expect(deleted).toMatchObject({ code: 0, stdout: 'tearing down acme/web#7\n' });
+    // The teardown runs after the answer (202): `envs wait` until its workflow is done.
+    await ctl('envs', 'wait', ...env7, '--timeout', '60');
     expect((await previewctl(dataDir, 'envs', 'status', ...env7)).out.status).toBe('torn_down');
     const refused = await ctl('envs', 'restart', 'web', ...env7);
     expect(refused.code).toBe(1);
