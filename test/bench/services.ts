@@ -200,6 +200,7 @@ async function main() {
       await drop(mainT);
     }
   } finally {
+    await sparesSettled();
     for (const id of Object.keys(rt.state.envs)) await dropServices(rt, id, rt.state.envs[id]!);
     rmSync(root, { recursive: true, force: true });
   }

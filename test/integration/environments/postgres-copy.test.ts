@@ -28,6 +28,7 @@ import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
 const root = mkdtempSync(join(tmpdir(), 'pg-copy-'));
 const rt = { root, network: 'shared', state: { envs: {} } } as unknown as LocalRuntime;
 afterAll(async () => {
+  await sparesSettled();
   for (const id of Object.keys(rt.state.envs)) await dropServices(rt, id, rt.state.envs[id]!);
   rmSync(root, { recursive: true, force: true });
 });
