@@ -1,0 +1,128 @@
+import { describe, expect, test } from '@jest/globals';
+import { deliver } from '../support/webhooks.js';
+import { asDelivered, type PutEventsEntry } from './fakes/aws.js';
+import type { FakeCheckRun } from './fakes/github-checks.js';
+import { useGateTier } from './gate-tier.js';
+
+/*
+ * What a pull request asks of the merge gate, in the cloud simulation tier: GitHub's deliveries, signed
+ * with the App's webhook secret, reach the real webhook handler in PREVIEW_MODE=aws, which publishes a
+ * `Merge Gate Requested` event to the service's bus (the AWS fake records PutEvents); that event, handed
+ * to the rule's target as EventBridge would, acts on the head's check run at the GitHub fake. The re-run
+ * button, `Re-run failed tests`, `/preview skip-tests <reason>` (trusted or not), and a failed preview.
+ */
+
+const onX64Linux = process.platform === 'linux' && process.arch === 'x64';
+const HOOK_SECRET = 'x'; // the App secret's webhookSecret (github-cloud.ts's default)
+
+const { t, updated, pullRequestUpdated, commit, markReady, runsSince, playRun, runsOf, story } = useGateTier(
+  'cloud-gate-requests',
+  { EVENT_BUS_NAME: 'preview-events' },
+);
+
+const gateEvents = () =>
+  (t.cloud.aws.events as PutEventsEntry[]).filter((e) => e.DetailType === 'Merge Gate Requested');
+
+/** Deliver one signed webhook; hand each `Merge Gate Requested` it published to the rule's target. */
+async function request(event: string, payload: unknown, id?: string) {
+  const before = gateEvents().length;
+  const res = await deliver(t.cloud, HOOK_SECRET, event, payload, id ? { id } : {});
+  const published = gateEvents().slice(before);
+  const outcomes: string[] = [];
+  for (const [i, e] of published.entries())
+    outcomes.push(
+      (
+        await t.cloud.invoke<{ outcome: string }>(
+          'functions/events/gate-requested.ts',
+          asDelivered(e, `${res.deliveryId}-${i}`),
+        )
+      ).outcome,
+    );
+  return { res, published, outcomes };
+}
+
+/** A `check_run` delivery of our check run, as GitHub sends it when a button on it is pressed. */
+function checkRunPayload(run: FakeCheckRun, action: 'rerequested' | 'requested_action', identifier?: string) {
+  return {
+    action,
+    check_run: {
+      id: run.id,
+      name: run.name,
+      head_sha: run.head_sha,
+      external_id: run.external_id,
+      status: run.status,
+      conclusion: run.conclusion,
+      pull_requests: [],
+    },
+    ...(identifier ? { requested_action: { identifier } } : {}),
+    sender: { login: 'octocat' },
+    repository: { full_name: 'acme/shop' },
+    installation: { id: 1 },
+  };
+}
+
+/** A head through its first story: deploy requested, preview ready, every run played. */
+async function firstStory(pr: number, label: string) {
+  const sha = commit(label);
+  expect(await pullRequestUpdated(updated(pr, sha))).toEqual({ outcome: 'deploy requested' });
+  const from = t.started.length;
+  await markReady(pr);
+  const runs = runsSince(from);
+  for (const r of runs) await playRun(r);
+  return { sha, runs };
+}
+
+describe('GitHub’s re-run button (check_run rerequested)', () => {
+  (onX64Linux ? test : test.skip)(
+    'opens a fresh story on the same head: a new check run, every test run again, completed',
+    async () => {
+      const { sha, runs } = await firstStory(41, 'rerun-all');
+      expect(runs).toHaveLength(1);
+      const [first] = runsOf(sha);
+      expect(first).toMatchObject({ status: 'completed', conclusion: 'success' });
+      const firstWrites = story(sha).length;
+
+      const from = t.started.length;
+      const { res, published, outcomes } = await request('check_run', checkRunPayload(first!, 'rerequested'));
+      expect(res.status).toBe(202);
+      expect(res.body).toEqual({ accepted: true, deliveryId: res.deliveryId, events: 1 });
+      expect(JSON.parse(published[0]!.Detail)).toMatchObject({
+        orgId: t.org.orgId,
+        prNumber: 41,
+        request: { action: 'rerun', headSha: sha, by: 'octocat' },
+      });
+      expect(outcomes).toEqual(['every test running again']);
+      const again = runsSince(from);
+      expect(again).toHaveLength(1);
+      expect(again[0]!.runId).not.toBe(runs[0]!.runId);
+
+      for (const r of again) await playRun(r);
+      const checkRuns = runsOf(sha);
+      expect(checkRuns).toHaveLength(2);
+      const [old, fresh] = checkRuns;
+      // The first story stays as it ended; the second is a check run of its own, its story 2.
+      expect(old).toEqual(first);
+      expect(fresh!.external_id).toMatch(new RegExp(`^[0-9a-f]{12}:acme/shop#41@${sha}/2$`));
+      expect(fresh).toMatchObject({ status: 'completed', conclusion: 'success', name: 'Preview tests' });
+      expect(fresh!.output.summary).toContain(again[0]!.runId);
+      expect(fresh!.output.summary).not.toContain(runs[0]!.runId);
+      // Its writes: a POST, then PATCHes, completed once and last; the first check run untouched.
+      const writes = t.github.checkRuns.storyOf(fresh!.id);
+      expect(writes.map((w) => w.method)).toEqual(['POST', ...writes.slice(1).map(() => 'PATCH')]);
+      expect(writes.at(-1)!.body).toMatchObject({ status: 'completed', conclusion: 'success' });
+      expect(writes.filter((w) => w.body.status === 'completed')).toHaveLength(1);
+      expect(writes.map((w) => w.body.status)).toContain('in_progress');
+      expect(t.github.checkRuns.storyOf(first!.id)).toHaveLength(firstWrites);
+
+      // GitHub redelivers the same press (its delivery id again): ignored, nothing published or written.
+      const total = t.github.checkRuns.writes.length;
+      const redo = await request('check_run', checkRunPayload(first!, 'rerequested'), res.deliveryId);
+      expect(redo.res.status).toBe(202);
+      expect(redo.res.body).toEqual({ ignored: expect.any(String) });
+      expect(redo.published).toEqual([]);
+      expect(t.github.checkRuns.writes).toHaveLength(total);
+      expect(runsOf(sha)).toHaveLength(2);
+    },
+    240_000,
+  );
+});
