@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { deliver } from '../support/webhooks.js';
 import { asDelivered, type PutEventsEntry } from './fakes/aws.js';
 import type { FakeCheckRun } from './fakes/github-checks.js';
-import { useGateTier } from './gate-tier.js';
+import { absent, useGateTier } from './gate-tier.js';
 
 /*
  * What a pull request asks of the merge gate, in the cloud simulation tier: GitHub's deliveries, signed
@@ -15,10 +15,19 @@ import { useGateTier } from './gate-tier.js';
 const onX64Linux = process.platform === 'linux' && process.arch === 'x64';
 const HOOK_SECRET = 'x'; // the App secret's webhookSecret (github-cloud.ts's default)
 
-const { t, updated, pullRequestUpdated, commit, markReady, runsSince, playRun, runsOf, story } = useGateTier(
-  'cloud-gate-requests',
-  { EVENT_BUS_NAME: 'preview-events' },
-);
+const {
+  t,
+  updated,
+  pullRequestUpdated,
+  commit,
+  importTest,
+  markReady,
+  runsSince,
+  playRun,
+  runsOf,
+  story,
+  setPage,
+} = useGateTier('cloud-gate-requests', { EVENT_BUS_NAME: 'preview-events' });
 
 const gateEvents = () =>
   (t.cloud.aws.events as PutEventsEntry[]).filter((e) => e.DetailType === 'Merge Gate Requested');
@@ -122,6 +131,63 @@ describe('GitHub’s re-run button (check_run rerequested)', () => {
       expect(redo.published).toEqual([]);
       expect(t.github.checkRuns.writes).toHaveLength(total);
       expect(runsOf(sha)).toHaveLength(2);
+    },
+    240_000,
+  );
+});
+
+describe('Re-run failed tests (check_run requested_action rerun-failed)', () => {
+  (onX64Linux ? test : test.skip)(
+    'runs only the failed test again and keeps the passed result in the fresh story',
+    async () => {
+      await importTest('Heading on previews', [absent]);
+      const { sha, runs } = await firstStory(42, 'rerun-failed');
+      expect(runs).toHaveLength(2);
+      const [first] = runsOf(sha);
+      expect(first).toMatchObject({ status: 'completed', conclusion: 'failure' });
+      expect(first!.actions).toEqual([expect.objectContaining({ identifier: 'rerun-failed' })]);
+      const line = (summary: string | null, name: string) =>
+        summary?.split('\n').find((l) => l.startsWith(`| ${name} |`)) ?? '';
+      const passed = runs.find((r) => line(first!.output.summary, 'Home on previews').includes(r.runId))!;
+      const failed = runs.find((r) => line(first!.output.summary, 'Heading on previews').includes(r.runId))!;
+      expect(line(first!.output.summary, 'Home on previews')).toContain('`passed`');
+      expect(line(first!.output.summary, 'Heading on previews')).toContain('`failed`');
+      expect([passed, failed].every(Boolean)).toBe(true);
+      const firstWrites = story(sha).length;
+
+      // The page now says what the failing test looks for: the failed test passes when run again.
+      setPage('<h1 id="home">Home</h1><p>Nowhere to be seen</p>');
+      try {
+        const from = t.started.length;
+        const { res, outcomes } = await request(
+          'check_run',
+          checkRunPayload(first!, 'requested_action', 'rerun-failed'),
+        );
+        expect(res.status).toBe(202);
+        expect(outcomes).toEqual(['1 failed test(s) running again']);
+        // One run started: the failed test's; the passed one is not run again.
+        const again = runsSince(from);
+        expect(again).toHaveLength(1);
+        expect([passed.runId, failed.runId]).not.toContain(again[0]!.runId);
+        for (const r of again) await playRun(r);
+
+        expect(runsOf(sha)).toHaveLength(2);
+        const fresh = runsOf(sha)[1]!;
+        expect(fresh.external_id).toMatch(/\/2$/);
+        expect(fresh).toMatchObject({ status: 'completed', conclusion: 'success', actions: [] });
+        expect(fresh.output.title).toBe('2 tests passed');
+        // The summary keeps the passed result (its run, not a new one) beside the failed test's new run.
+        expect(line(fresh.output.summary, 'Home on previews')).toContain(passed.runId);
+        expect(line(fresh.output.summary, 'Heading on previews')).toContain(again[0]!.runId);
+        expect(fresh.output.summary).not.toContain(failed.runId);
+        const writes = t.github.checkRuns.storyOf(fresh.id);
+        expect(writes.map((w) => w.method)).toEqual(['POST', ...writes.slice(1).map(() => 'PATCH')]);
+        expect(writes.filter((w) => w.body.status === 'completed')).toHaveLength(1);
+        expect(writes.at(-1)!.body).toMatchObject({ status: 'completed', conclusion: 'success' });
+        expect(t.github.checkRuns.storyOf(first!.id)).toHaveLength(firstWrites);
+      } finally {
+        setPage();
+      }
     },
     240_000,
   );
