@@ -192,3 +192,76 @@ describe('Re-run failed tests (check_run requested_action rerun-failed)', () => 
     240_000,
   );
 });
+
+/** An `issue_comment` `created` delivery on pull request `pr`, by `login` with its author_association. */
+const comment = (pr: number, body: string, login: string, association: string) => ({
+  action: 'created',
+  issue: { number: pr, pull_request: { url: `https://api.github.com/repos/acme/shop/pulls/${pr}` } },
+  comment: { id: 900 + pr, body, author_association: association, user: { login } },
+  repository: { full_name: 'acme/shop' },
+  installation: { id: 1 },
+  sender: { login },
+});
+
+describe('/preview skip-tests <reason>', () => {
+  (onX64Linux ? test : test.skip)(
+    'from a user without association: ignored, nothing written; from a collaborator: neutral, naming who and why',
+    async () => {
+      const sha = commit('skip');
+      expect(await pullRequestUpdated(updated(43, sha))).toEqual({ outcome: 'deploy requested' });
+      const from = t.started.length;
+      await markReady(43);
+      const runs = runsSince(from);
+      expect(runs.length).toBeGreaterThan(0);
+      expect(runsOf(sha)).toEqual([expect.objectContaining({ status: 'in_progress' })]);
+
+      const writes = t.github.checkRuns.writes.length;
+      const calls = t.github.calls().length;
+      const outsider = await request(
+        'issue_comment',
+        comment(43, '/preview skip-tests trust me', 'mallory', 'NONE'),
+      );
+      expect(outsider.res.status).toBe(202);
+      expect(outsider.res.body).toEqual({
+        ignored: expect.stringContaining('mallory (NONE) may not skip the tests'),
+      });
+      expect(outsider.published).toEqual([]);
+      expect(t.github.checkRuns.writes).toHaveLength(writes);
+      // No write of any kind reached GitHub (a check run, a comment).
+      expect(
+        t.github
+          .calls()
+          .slice(calls)
+          .filter((c) => !c.startsWith('GET ')),
+      ).toEqual([]);
+      expect(runsOf(sha)).toEqual([expect.objectContaining({ status: 'in_progress', conclusion: null })]);
+
+      const trusted = await request(
+        'issue_comment',
+        comment(43, '/preview skip-tests docs-only change\nmore words', 'alice', 'COLLABORATOR'),
+      );
+      expect(trusted.res.status).toBe(202);
+      expect(JSON.parse(trusted.published[0]!.Detail)).toMatchObject({
+        prNumber: 43,
+        request: { action: 'skip', by: 'alice', reason: 'docs-only change' },
+      });
+      expect(trusted.outcomes).toEqual(['skipped by alice']);
+      const [run] = runsOf(sha);
+      expect(run).toMatchObject({ status: 'completed', conclusion: 'neutral' });
+      expect(run!.output.title).toBe('Skipped by alice: docs-only change');
+      expect(run!.output.summary).toContain('**alice** skipped the tests: docs-only change');
+      const last = t.github.checkRuns.writes.at(-1)!;
+      expect(last).toMatchObject({
+        method: 'PATCH',
+        id: run!.id,
+        body: { status: 'completed', conclusion: 'neutral' },
+      });
+      expect(runsOf(sha)).toHaveLength(1);
+
+      // The runs end afterwards: the skip is what the check run shows.
+      for (const r of runs) await playRun(r);
+      expect(runsOf(sha)[0]).toMatchObject({ status: 'completed', conclusion: 'neutral' });
+    },
+    240_000,
+  );
+});
