@@ -21,6 +21,7 @@ const {
   pullRequestUpdated,
   commit,
   importTest,
+  deployOf,
   markReady,
   runsSince,
   playRun,
@@ -264,4 +265,32 @@ describe('/preview skip-tests <reason>', () => {
     },
     240_000,
   );
+});
+
+describe('a failed preview (the deploy’s MarkFailed)', () => {
+  test('completes the head’s check run failure, its title saying the preview failed, not a test', async () => {
+    const sha = commit('broken');
+    expect(await pullRequestUpdated(updated(44, sha))).toEqual({ outcome: 'deploy requested' });
+    expect(runsOf(sha)).toEqual([expect.objectContaining({ status: 'queued' })]);
+    const from = t.started.length;
+
+    // The deploy's Catch: MarkFailed with the error its state machine caught.
+    const failure = { Error: 'RolloutFailed', Cause: 'app web: the rollout did not become ready in 600 s' };
+    await t.cloud.invoke('functions/steps/mark-failed.ts', { ...deployOf(44).input, failure });
+
+    const [run] = runsOf(sha);
+    expect(run).toMatchObject({ status: 'completed', conclusion: 'failure', actions: [] });
+    expect(run!.output.title).toBe('The preview failed: no test ran against it');
+    expect(run!.output.title).not.toMatch(/tests? failed/);
+    expect(run!.output.summary).toContain('The preview of this commit failed, so its tests could not run.');
+    expect(run!.output.summary).toContain('the rollout did not become ready in 600 s');
+    expect(story(sha).map((w) => w.body.status)).toEqual(['queued', 'completed']);
+    // No test ran against the failed preview.
+    expect(runsSince(from)).toEqual([]);
+
+    // Step Functions retries the task: nothing more is written.
+    const writes = t.github.checkRuns.writes.length;
+    await t.cloud.invoke('functions/steps/mark-failed.ts', { ...deployOf(44).input, failure });
+    expect(t.github.checkRuns.writes).toHaveLength(writes);
+  }, 60_000);
 });
