@@ -267,6 +267,38 @@ describe('/preview skip-tests <reason>', () => {
   );
 });
 
+describe('/preview skip-tests without a reason', () => {
+  test('is refused in a reply comment naming the commenter; the check run goes on', async () => {
+    const sha = commit('no-reason');
+    t.github.setPull('acme/shop', 45, { headSha: sha, headRef: 'feature-45' });
+    expect(await pullRequestUpdated(updated(45, sha))).toEqual({ outcome: 'deploy requested' });
+    expect(runsOf(sha)).toEqual([expect.objectContaining({ status: 'queued' })]);
+    const checkWrites = t.github.checkRuns.writes.length;
+    const commentWrites = t.github.issueComments.writes.length;
+
+    const { res, published, outcomes } = await request(
+      'issue_comment',
+      comment(45, '/preview skip-tests   ', 'alice', 'MEMBER'),
+    );
+    expect(res.status).toBe(202);
+    expect(JSON.parse(published[0]!.Detail)).toMatchObject({
+      request: { action: 'skip', by: 'alice', reason: '' },
+    });
+    expect(outcomes).toEqual(['skip refused: no reason']);
+    const replies = t.github.issueComments.writes.slice(commentWrites);
+    expect(replies).toEqual([
+      { method: 'POST', repo: 'acme/shop', issue: 45, id: expect.any(Number), body: expect.any(String) },
+    ]);
+    expect(replies[0]!.body).toMatch(
+      /^@alice The tests were not skipped: `\/preview skip-tests` needs a reason/,
+    );
+    expect(t.github.calls()).toContain('POST /repos/acme/shop/issues/45/comments');
+    // The check run is as it was: not skipped, not completed.
+    expect(t.github.checkRuns.writes).toHaveLength(checkWrites);
+    expect(runsOf(sha)).toEqual([expect.objectContaining({ status: 'queued', conclusion: null })]);
+  }, 60_000);
+});
+
 describe('a failed preview (the deploy’s MarkFailed)', () => {
   test('completes the head’s check run failure, its title saying the preview failed, not a test', async () => {
     const sha = commit('broken');
