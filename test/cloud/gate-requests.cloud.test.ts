@@ -123,6 +123,13 @@ describe('GitHub’s re-run button (check_run rerequested)', () => {
       expect(writes.filter((w) => w.body.status === 'completed')).toHaveLength(1);
       expect(writes.map((w) => w.body.status)).toContain('in_progress');
       expect(t.github.checkRuns.storyOf(first!.id)).toHaveLength(firstWrites);
+      // The check run completes as the last run ends (the run's own task writes it), not by a later sweep.
+      const { loadRun } = await import('../../functions/core/runs/index.js');
+      const ended = Date.parse(String((await loadRun(again[0]!.runId))?.endedAt));
+      const lag = Date.parse(writes.at(-1)!.receivedAt) - ended;
+      expect(lag).toBeGreaterThanOrEqual(0);
+      expect(lag).toBeLessThan(5_000);
+      if (process.env.GATE_TIMING) process.stdout.write(`run end → completed check run: ${lag} ms\n`);
 
       // GitHub redelivers the same press (its delivery id again): ignored, nothing published or written.
       const total = t.github.checkRuns.writes.length;
