@@ -1,15 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { OrgCredentials } from '../../functions/core/applications/applications.js';
+import { describe, expect, test } from '@jest/globals';
 import { pages } from '../../functions/manifest/routes.js';
-import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
-import { setLogSink } from '../../functions/shared/log.js';
-import type { Cloud } from './cloud-tier.js';
-import { ACCOUNT, REGION } from './fakes/aws.js';
-import type { FakeGitHub } from './fakes/github.js';
-import type { CheckRunWriteRecord, FakeCheckRun } from './fakes/github-checks.js';
-import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
+import { API_HOST, absent, STAGE, useGateTier } from './gate-tier.js';
 
 /*
  * The merge gate in the cloud simulation tier: the real event and step handlers in PREVIEW_MODE=aws
@@ -21,135 +12,20 @@ import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
  */
 
 const onX64Linux = process.platform === 'linux' && process.arch === 'x64';
-const PREVIEW_YAML = 'apps:\n  web:\n    port: 3000\n';
 
-const API_HOST = 'abc123def4.execute-api.eu-west-1.amazonaws.com';
-const STAGE = 'api';
-const LINK_SECRET_ARN = `arn:aws:secretsmanager:${REGION}:000000000000:secret:preview-run-links`;
-
-let cloud: Cloud;
-let github: FakeGitHub;
-let org: OrgCredentials;
-let applicationId: string;
-let app: Server;
-let appUrl: string;
-const logs: string[] = [];
-/** The executions the handlers started (StartExecution answered; the test plays their states). */
-const started: { workflow: string; input: Record<string, unknown>; name: string }[] = [];
-
-beforeAll(async () => {
-  setLogSink((line) => logs.push(line));
-  app = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html' });
-    res.end('<h1 id="home">Home</h1>');
-  });
-  await new Promise<void>((ok) => app.listen(0, '127.0.0.1', () => ok()));
-  appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
-  ({ cloud, github, org, applicationId } = await startGitHubApp(
-    'cloud-gate',
-    { 'preview.yaml': PREVIEW_YAML },
-    {
-      env: {
-        MEDIA_BUCKET: 'preview-media',
-        PREVIEW_FFMPEG_PATH: findExecutable('ffmpeg') ?? '/usr/bin/ffmpeg',
-        // The stack's `publicUrl` (the API's stage URL) and the link key: the check run's links.
-        PUBLIC_URL: `https://${API_HOST}/${STAGE}`,
-        RUN_LINK_SECRET_ARN: LINK_SECRET_ARN,
-      },
-    },
-  ));
-  cloud.aws.secrets.set(LINK_SECRET_ARN, 'k'.repeat(64));
-  cloud.aws.workflows.start = (async (workflow: string, input: Record<string, unknown>, name: string) => {
-    started.push({ workflow, input, name });
-    return { executionId: `local:${workflow}:${name}` };
-  }) as typeof cloud.aws.workflows.start;
-  await importTest('Home on previews', [home]);
-}, 60_000);
-afterAll(async () => {
-  await stopGitHubCloud({ cloud, github });
-  await new Promise((r) => app?.close(r));
-}, 60_000);
-
-let clock = Date.parse('2032-03-01T10:00:00Z');
-/** Pull Request Updated of acme/shop as EventBridge delivers it, each one a second later unless `at`. */
-function updated(pr: number, headSha: string, at?: string) {
-  if (!at) clock += 1000;
-  const eventAt = at ?? new Date(clock).toISOString();
-  return {
-    version: '0',
-    id: `evt-${pr}-${headSha.slice(0, 8)}`,
-    'detail-type': 'Pull Request Updated',
-    source: 'preview.github',
-    account: ACCOUNT,
-    time: new Date().toISOString(),
-    region: REGION,
-    resources: [],
-    detail: {
-      orgId: org.orgId,
-      repoFullName: 'acme/shop',
-      prNumber: pr,
-      headSha,
-      headRef: `feature-${pr}`,
-      fork: false,
-      eventAt,
-    },
-  };
-}
-const pullRequestUpdated = (event: ReturnType<typeof updated>) =>
-  cloud.invoke<{ outcome: string }>('functions/events/pull-request-updated.ts', event);
-
-/** A new head commit of acme/shop (the fake GitHub refuses check runs of commits it does not have). */
-const commit = (label: string) =>
-  github.addCommit('acme/shop', { 'preview.yaml': PREVIEW_YAML, 'label.txt': label });
-
-async function importTest(name: string, steps: unknown[]) {
-  const { importTests } = await import('../../functions/core/test-definitions/definitions.js');
-  await importTests(org.orgId, [
-    {
-      name,
-      folder: { id: 'gate', name: 'Gate' },
-      application_id: applicationId,
-      application_version: { name: 'web', path: '/' },
-      run_on_preview: true,
-      step_timeout_seconds: 2,
-      steps,
-    },
-  ]);
-}
-const home = { interaction: 'assert-visible', instruction: 'home', element: { html: '', selector: '#home' } };
-const absent = { interaction: 'assert-text', instruction: 'It says "Nowhere to be seen"' };
-
-/** The deploy execution started for a pull request's newest request: MarkReady with the preview's URL. */
-async function markReady(pr: number) {
-  const deploy = started
-    .filter((s) => s.workflow === 'deploy' && s.input.envKey === `acme/shop#${pr}`)
-    .at(-1);
-  if (!deploy) throw new Error(`no deploy started for #${pr}`);
-  const input = { ...deploy.input, ready: { urls: { web: appUrl } } };
-  await cloud.invoke('functions/steps/mark-ready.ts', input);
-  return input;
-}
-
-/** The runs MarkReady started since `from` (their executions' inputs). */
-const runsSince = (from: number) =>
-  started
-    .slice(from)
-    .filter((s) => s.workflow === 'testRun')
-    .map((s) => ({ runId: String(s.input.runId), execution: s.name }));
-
-/** Play one run's Prepare and Execute, as its execution would; Execute's input, to play it again. */
-async function playRun(run: { runId: string; execution: string }) {
-  const prepared = await cloud.invoke<{ ready: boolean }>('functions/steps/run-prepare.ts', run);
-  expect(prepared.ready).toBe(true);
-  const input = { runId: run.runId, prepared };
-  await cloud.invoke('functions/steps/run-execute.ts', input, 600_000);
-  return input;
-}
-
-const runsOf = (sha: string): FakeCheckRun[] => github.checkRuns.ofHead(sha);
-const story = (sha: string): CheckRunWriteRecord[] =>
-  runsOf(sha).flatMap((r) => github.checkRuns.storyOf(r.id));
-const statuses = (sha: string) => story(sha).map((w) => w.body.status);
+const {
+  t,
+  updated,
+  pullRequestUpdated,
+  commit,
+  importTest,
+  markReady,
+  runsSince,
+  playRun,
+  runsOf,
+  story,
+  statuses,
+} = useGateTier('cloud-gate');
 
 describe('a head commit’s check run, through the GitHub App', () => {
   (onX64Linux ? test : test.skip)(
@@ -161,7 +37,7 @@ describe('a head commit’s check run, through the GitHub App', () => {
       expect(runsOf(sha)[0]).toMatchObject({ name: 'Preview tests', status: 'queued', conclusion: null });
       expect(story(sha)[0]).toMatchObject({ method: 'POST', body: { name: 'Preview tests', head_sha: sha } });
 
-      const from = started.length;
+      const from = t.started.length;
       await markReady(31);
       const runs = runsSince(from);
       expect(runs).toHaveLength(1);
@@ -174,15 +50,15 @@ describe('a head commit’s check run, through the GitHub App', () => {
       expect(run!.output.summary).toContain('Home on previews');
       expect(run!.completed_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
       expect(statuses(sha)).toEqual(['queued', 'in_progress', 'completed']);
-      expect(github.calls()).toContain(`PATCH /repos/acme/shop/check-runs/${run!.id}`);
+      expect(t.github.calls()).toContain(`PATCH /repos/acme/shop/check-runs/${run!.id}`);
 
       // EventBridge delivers the event again; Step Functions retries Execute: no second write.
-      const writes = github.checkRuns.writes.length;
-      expect(await pullRequestUpdated(updated(31, sha, new Date(clock).toISOString()))).toEqual({
+      const writes = t.github.checkRuns.writes.length;
+      expect(await pullRequestUpdated(updated(31, sha, new Date(t.clock).toISOString()))).toEqual({
         outcome: 'stale',
       });
-      await cloud.invoke('functions/steps/run-execute.ts', execute, 600_000).catch(() => undefined);
-      expect(github.checkRuns.writes).toHaveLength(writes);
+      await t.cloud.invoke('functions/steps/run-execute.ts', execute, 600_000).catch(() => undefined);
+      expect(t.github.checkRuns.writes).toHaveLength(writes);
       expect(runsOf(sha)).toHaveLength(1);
     },
     240_000,
@@ -194,7 +70,7 @@ describe('a head commit’s check run, through the GitHub App', () => {
       await importTest('Heading on previews', [absent]);
       const sha = commit('fail');
       await pullRequestUpdated(updated(32, sha));
-      const from = started.length;
+      const from = t.started.length;
       await markReady(32);
       const runs = runsSince(from);
       expect(runs).toHaveLength(2);
@@ -226,14 +102,14 @@ describe('a newer push', () => {
     expect(runsOf(newer)).toEqual([expect.objectContaining({ status: 'queued' })]);
 
     // The same event again, and the older one late: one check run per head, nothing rewritten.
-    const writes = github.checkRuns.writes.length;
+    const writes = t.github.checkRuns.writes.length;
     expect(await pullRequestUpdated(newerEvent)).toEqual({ outcome: 'stale' });
     expect(await pullRequestUpdated(updated(33, older, '2032-01-01T00:00:00.000Z'))).toEqual({
       outcome: 'stale',
     });
-    expect(github.checkRuns.writes).toHaveLength(writes);
+    expect(t.github.checkRuns.writes).toHaveLength(writes);
     expect([runsOf(older).length, runsOf(newer).length]).toEqual([1, 1]);
-    expect(logs.join('\n')).not.toMatch(/ghs_[0-9a-f]{36}/);
+    expect(t.logs.join('\n')).not.toMatch(/ghs_[0-9a-f]{36}/);
   }, 60_000);
 });
 
@@ -268,7 +144,7 @@ describe('a writer that dies after GitHub created the check run, before the reco
       const created = runsOf(sha)[0]!;
       expect(created.external_id).toMatch(new RegExp(`^[0-9a-f]{12}:acme/shop#34@${sha}/1$`));
 
-      const from = started.length;
+      const from = t.started.length;
       await markReady(34);
       const runs = runsSince(from);
       for (const r of runs) await playRun(r);
@@ -289,8 +165,8 @@ describe('a writer that dies after GitHub created the check run, before the reco
         'completed',
       ]);
       expect(writes.length).toBeGreaterThanOrEqual(3);
-      expect(github.calls()).toContain(`GET /repos/acme/shop/commits/${sha}/check-runs`);
-      expect(logs.join('\n')).toContain('adopted the check run an earlier writer created');
+      expect(t.github.calls()).toContain(`GET /repos/acme/shop/commits/${sha}/check-runs`);
+      expect(t.logs.join('\n')).toContain('adopted the check run an earlier writer created');
     },
     240_000,
   );
@@ -302,16 +178,16 @@ describe('a MarkReady Step Functions runs twice', () => {
     async () => {
       const sha = commit('twice');
       await pullRequestUpdated(updated(35, sha));
-      const from = started.length;
+      const from = t.started.length;
       const input = await markReady(35);
       const runs = runsSince(from);
       expect(runs.length).toBeGreaterThan(0);
       // The task again, with the same input (a retry after its Lambda timed out, say).
-      await cloud.invoke('functions/steps/mark-ready.ts', input);
+      await t.cloud.invoke('functions/steps/mark-ready.ts', input);
       expect(runsSince(from)).toEqual(runs);
 
       const { gateRecord } = await import('../../functions/core/gate/index.js');
-      const record = await gateRecord({ orgId: org.orgId, envKey: 'acme/shop#35' }, sha);
+      const record = await gateRecord({ orgId: t.org.orgId, envKey: 'acme/shop#35' }, sha);
       expect(record?.runIds).toEqual(runs.map((r) => r.runId));
 
       for (const r of runs) await playRun(r);
@@ -322,10 +198,10 @@ describe('a MarkReady Step Functions runs twice', () => {
       for (const r of runs) expect(runsOf(sha)[0]!.output.summary).toContain(r.runId);
 
       // Once more after the story completed: still no run started, nothing written.
-      const writes = github.checkRuns.writes.length;
-      await cloud.invoke('functions/steps/mark-ready.ts', input);
+      const writes = t.github.checkRuns.writes.length;
+      await t.cloud.invoke('functions/steps/mark-ready.ts', input);
       expect(runsSince(from)).toEqual(runs);
-      expect(github.checkRuns.writes).toHaveLength(writes);
+      expect(t.github.checkRuns.writes).toHaveLength(writes);
     },
     240_000,
   );
@@ -339,7 +215,7 @@ async function openPage(url: string) {
   const m = new RegExp(`^${pages.gatePage.path.replace(/\{\w+\}/g, '([^/]+)')}$`).exec(path);
   expect(m).not.toBeNull();
   const [org_id, owner, repo, pr, sha] = m!.slice(1).map(decodeURIComponent);
-  return cloud.invoke<{ statusCode: number; headers: Record<string, string>; body: string }>(
+  return t.cloud.invoke<{ statusCode: number; headers: Record<string, string>; body: string }>(
     pages.gatePage.entry,
     {
       httpMethod: 'GET',
@@ -361,7 +237,7 @@ describe('details_url in AWS: a signed page of the head commit’s gate', () => 
     async () => {
       const sha = commit('details');
       await pullRequestUpdated(updated(34, sha));
-      const from = started.length;
+      const from = t.started.length;
       await markReady(34);
       for (const r of runsSince(from)) await playRun(r);
       const [run] = runsOf(sha);
@@ -372,7 +248,7 @@ describe('details_url in AWS: a signed page of the head commit’s gate', () => 
       for (const d of details)
         expect(d).toMatch(
           new RegExp(
-            `^https://${API_HOST}/${STAGE}/gate/${org.orgId}/acme/shop/34/${sha}\\?expires=\\d+&sig=`,
+            `^https://${API_HOST}/${STAGE}/gate/${t.org.orgId}/acme/shop/34/${sha}\\?expires=\\d+&sig=`,
           ),
         );
       expect(run!.details_url).toBe(details.at(-1));
@@ -400,8 +276,8 @@ describe('details_url in AWS: a signed page of the head commit’s gate', () => 
       expect((await openPage(expired.href)).statusCode).toBe(410);
 
       // The API's reads of the same gate, in PREVIEW_MODE=aws: the environment's field and the head's view.
-      const headers = { authorization: `Bearer ${org.apiKey}` };
-      const env = await fetch(`${cloud.url}/v1/preview/environments/acme/shop/34`, { headers });
+      const headers = { authorization: `Bearer ${t.org.apiKey}` };
+      const env = await fetch(`${t.cloud.url}/v1/preview/environments/acme/shop/34`, { headers });
       expect(env.status).toBe(200);
       expect(((await env.json()) as { gate: unknown }).gate).toEqual({
         status: 'completed',
@@ -409,7 +285,7 @@ describe('details_url in AWS: a signed page of the head commit’s gate', () => 
         title: run!.output.title,
         headSha: sha,
       });
-      const view = await fetch(`${cloud.url}/v1/preview/environments/acme/shop/34/gate?commit=${sha}`, {
+      const view = await fetch(`${t.cloud.url}/v1/preview/environments/acme/shop/34/gate?commit=${sha}`, {
         headers,
       });
       expect(view.status).toBe(200);

@@ -18,7 +18,7 @@
  *   by `check_name` and `status` (one of the three, else 422); `filter` `latest` (the default: the newest
  *   of each name) or `all` (else 422); `per_page` (default 30, at most 100) and `page`.
  * - `runs` keeps each check run as it is now; `writes` every accepted POST and PATCH with its body, in
- *   order: the story a test reads.
+ *   order (with when it arrived, to the millisecond): the story a test reads.
  * What it does not: getting one check run, check suites, annotations, images, rerequests, `app_id`.
  */
 
@@ -47,6 +47,8 @@ export interface CheckRunWriteRecord {
   id: number;
   body: Record<string, unknown>;
   at: string;
+  /** When the fake took it, to the millisecond (a test's timing; GitHub shows whole seconds). */
+  receivedAt: string;
 }
 
 interface Reply {
@@ -157,6 +159,7 @@ export class FakeCheckRuns {
       id: run.id,
       body,
       at: wholeSeconds(at),
+      receivedAt: new Date(at).toISOString(),
     });
     return { status: patch ? 200 : 201, body: run };
   }

@@ -36,6 +36,8 @@
  * - `requests` records every request (method, path, query); `calls()` lists them as `METHOD /path`.
  * - The check runs: `POST /repos/{o}/{r}/check-runs`, `PATCH /repos/{o}/{r}/check-runs/{id}`, and
  *   `GET /repos/{o}/{r}/commits/{ref}/check-runs` (github-checks.ts; what was sent is in `checkRuns`).
+ * - The comments of a pull request set with `setPull`: list, create, update, delete (github-comments.ts;
+ *   what was sent is in `issueComments`).
  * - An optional base path (`/api/v3`, as on GitHub Enterprise Server) in front of every route.
  * What it does not: pagination (but of deliveries), permissions per endpoint, public repositories (every repository is private),
  * rate-limit headers on ordinary answers, ETags, the GraphQL API, webhooks, anything else (→ 404, recorded).
@@ -55,6 +57,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type FakeTreeEntry, gitTrees } from './git-trees.js';
 import { FakeCheckRuns } from './github-checks.js';
+import { FakeIssueComments } from './github-comments.js';
 
 /** An App key pair as GitHub issues it: the private key in PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`). */
 export function appKeyPair(): { privateKey: string; publicKey: string } {
@@ -178,6 +181,7 @@ export class FakeGitHub {
   readonly redeliveryRequests: number[] = [];
   /** The check runs (github-checks.ts): created and updated with an installation token. */
   readonly checkRuns = new FakeCheckRuns(() => this.now());
+  readonly issueComments = new FakeIssueComments(() => this.now());
 
   /** `basePath`: a prefix in front of every route (`/api/v3` on GitHub Enterprise Server). */
   constructor(private readonly basePath = '') {}
@@ -344,7 +348,8 @@ export class FakeGitHub {
     const fullName = `${decodeURIComponent(repoPath[1]!)}/${decodeURIComponent(repoPath[2]!)}`;
     const rest = repoPath[3] ?? '';
     const checks = rest.startsWith('/check-runs') || /^\/commits\/[^/]+\/check-runs$/.test(rest);
-    if (method !== 'GET' && !checks) return notFound();
+    const comments = FakeIssueComments.routes(rest);
+    if (method !== 'GET' && !checks && !comments) return notFound();
 
     if (rest === '/installation') {
       const app = this.appOf(req);
@@ -379,6 +384,10 @@ export class FakeGitHub {
         (ref) => (repo.commits.has(ref.toLowerCase()) ? ref.toLowerCase() : repo.branches.get(ref)),
       );
       return json(r.status, r.body);
+    }
+    if (comments) {
+      const r = this.issueComments.handle(method, fullName, rest, body, (n) => repo.pulls.has(n), url);
+      return r.body === undefined ? { status: r.status } : json(r.status, r.body);
     }
     return this.readRepo(repo, rest, req.headers.accept ?? '', url);
   }
