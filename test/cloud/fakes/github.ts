@@ -27,10 +27,7 @@
  *   detection), paged like GitHub (`per_page` default 30, at most 100; `page`; a `Link` header with
  *   `rel="next"` while more follow) and cut at 3,000 files as GitHub does; `filesPages` counts the pages served.
  * - The App's webhook deliveries (JWT; each App sees its own), as a test records them with
- *   `recordDelivery` (the fake delivers nothing itself): `GET /app/hook/deliveries` → newest first,
- *   `per_page` (default 30, at most `deliveriesPageSize`, 100 as on GitHub) and an opaque `cursor`, the
- *   next page's URL in a `Link: <…>; rel="next"` header; `POST /app/hook/deliveries/{id}/attempts` →
- *   202 and recorded in `redeliveryRequests` (an unknown id, or another App's → 404).
+ *   `recordDelivery`: the listing and redelivery requests of github-deliveries.ts.
  * - Fault injection: `failNext(path, n, fault)` makes the next n requests to a path answer the fault
  *   (`faults.serverError`, `faults.secondaryRateLimit`, `faults.tooManyRequests`, `faults.primaryRateLimit`).
  * - `requests` records every request (method, path, query); `calls()` lists them as `METHOD /path`.
@@ -58,6 +55,7 @@ import { dirname, join } from 'node:path';
 import { type FakeTreeEntry, gitTrees } from './git-trees.js';
 import { FakeCheckRuns } from './github-checks.js';
 import { FakeIssueComments } from './github-comments.js';
+import { type DeliveryAttempt, FakeHookDeliveries } from './github-deliveries.js';
 
 /** An App key pair as GitHub issues it: the private key in PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`). */
 export function appKeyPair(): { privateKey: string; publicKey: string } {
@@ -93,21 +91,6 @@ export const faults = {
     message: 'API rate limit exceeded for installation.',
   }),
 };
-
-/** One attempt at delivering a webhook, as GitHub lists it (`GET /app/hook/deliveries`). */
-export interface FakeHookDelivery {
-  id: number;
-  guid: string;
-  delivered_at: string;
-  redelivery: boolean;
-  duration: number;
-  status: string;
-  status_code: number;
-  event: string;
-  action: string | null;
-  installation_id: number | null;
-  repository_id: number | null;
-}
 
 export interface RecordedRequest {
   method: string;
@@ -170,15 +153,18 @@ export class FakeGitHub {
   private readonly gitTrees = new Map<string, ReturnType<typeof gitTrees>>();
   private readonly faults: { path: string | RegExp; remaining: number; fault: Fault }[] = [];
   private nextRepoId = 1000;
-  /** Webhook delivery attempts, by App id, in the order recorded. */
-  private readonly deliveries = new Map<string, FakeHookDelivery[]>();
-  private nextDeliveryId = 90_000_000_001;
-  /** The largest `per_page` the deliveries listing honours (100 on GitHub; tests lower it to page). */
-  deliveriesPageSize = 100;
+  /** The App's webhook deliveries (github-deliveries.ts), as a test records them. */
+  readonly hookDeliveries = new FakeHookDeliveries();
   /** Pages of pull request files served (`GET …/pulls/{n}/files`). */
   filesPages = 0;
   /** The attempt ids redelivery was asked for (`POST /app/hook/deliveries/{id}/attempts`), in order. */
-  readonly redeliveryRequests: number[] = [];
+  get redeliveryRequests(): number[] {
+    return this.hookDeliveries.redeliveryRequests;
+  }
+  /** The largest `per_page` the deliveries listing honours (100 on GitHub; tests lower it to page). */
+  set deliveriesPageSize(size: number) {
+    this.hookDeliveries.pageSize = size;
+  }
   /** The check runs (github-checks.ts): created and updated with an installation token. */
   readonly checkRuns = new FakeCheckRuns(() => this.now());
   readonly issueComments = new FakeIssueComments(() => this.now());
@@ -266,43 +252,9 @@ export class FakeGitHub {
     repo.pulls.set(number, { ...pull });
   }
 
-  /**
-   * Record one attempt at delivering a webhook of an App (what GitHub lists afterwards); returns its id.
-   * `statusCode`: what the receiver answered (0: no answer). `deliveredAt` defaults to now.
-   */
-  recordDelivery(
-    appId: string,
-    d: {
-      guid: string;
-      statusCode: number;
-      event: string;
-      action?: string;
-      redelivery?: boolean;
-      deliveredAt?: Date;
-    },
-  ): number {
-    const id = this.nextDeliveryId++;
-    const list = this.deliveries.get(appId) ?? [];
-    list.push({
-      id,
-      guid: d.guid,
-      delivered_at: (d.deliveredAt ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-      redelivery: d.redelivery ?? false,
-      duration: 0.05,
-      status:
-        d.statusCode >= 200 && d.statusCode < 300
-          ? 'OK'
-          : d.statusCode
-            ? 'Invalid HTTP Response'
-            : 'timed out',
-      status_code: d.statusCode,
-      event: d.event,
-      action: d.action ?? null,
-      installation_id: null,
-      repository_id: null,
-    });
-    this.deliveries.set(appId, list);
-    return id;
+  /** Record one attempt at delivering a webhook of an App (github-deliveries.ts `record`); its id. */
+  recordDelivery(appId: string, d: DeliveryAttempt): number {
+    return this.hookDeliveries.record(appId, d);
   }
 
   /** The next `count` requests whose path is (or matches) `path` answer `fault`. */
@@ -340,7 +292,9 @@ export class FakeGitHub {
 
     if (path === '/app/hook/deliveries' || /^\/app\/hook\/deliveries\/\d+\/attempts$/.test(path)) {
       const app = this.appOf(req);
-      return typeof app === 'string' ? this.hookDeliveries(app, method, path, url) : app;
+      if (typeof app !== 'string') return app;
+      const r = this.hookDeliveries.handle(app, method, path, url, `${this.url}/app/hook/deliveries`);
+      return json(r.status, r.body, r.headers);
     }
 
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
@@ -539,35 +493,6 @@ export class FakeGitHub {
       },
       body,
     };
-  }
-
-  /** The App's webhook deliveries: the listing (newest first, cursor-paged) and redelivery requests. */
-  private hookDeliveries(appId: string, method: string, path: string, url: URL): Reply {
-    const all = [...(this.deliveries.get(appId) ?? [])].sort(
-      (a, b) => b.delivered_at.localeCompare(a.delivered_at) || b.id - a.id,
-    );
-    const redeliver = /^\/app\/hook\/deliveries\/(\d+)\/attempts$/.exec(path);
-    if (redeliver && method === 'POST') {
-      const id = Number(redeliver[1]);
-      if (!all.some((d) => d.id === id)) return notFound();
-      this.redeliveryRequests.push(id);
-      return json(202, {});
-    }
-    if (redeliver || method !== 'GET') return notFound();
-    const perPage = Math.min(Number(url.searchParams.get('per_page') ?? 30) || 30, this.deliveriesPageSize);
-    // The cursor: how many attempts earlier pages held (opaque to clients, like GitHub's `v1_…`).
-    const cursor = url.searchParams.get('cursor');
-    const start = cursor ? Number(/^v1_(\d+)$/.exec(cursor)?.[1] ?? Number.NaN) : 0;
-    if (!Number.isInteger(start)) return json(422, { message: 'Invalid cursor' });
-    const page = all.slice(start, start + perPage);
-    const headers: Record<string, string> = {};
-    if (start + perPage < all.length) {
-      const next = new URL(`${this.url}/app/hook/deliveries`);
-      next.searchParams.set('per_page', String(perPage));
-      next.searchParams.set('cursor', `v1_${start + perPage}`);
-      headers.link = `<${next.href}>; rel="next"`;
-    }
-    return json(200, page, headers);
   }
 
   private mintToken(appId: string, id: number): Reply {
