@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { githubAppGetter } from '../../../functions/ports/source-host/github-app-secret.js';
-import { appKeyPair, FakeGitHub } from './github.js';
+import type { FakeGitHub } from './github.js';
+import { type InstallationOctokit, installedFake } from './github-installed.js';
 
 /*
  * The check-runs routes of the GitHub fake, called as the service calls them (an installation token of
@@ -10,24 +10,11 @@ import { appKeyPair, FakeGitHub } from './github.js';
 const APP_ID = '777';
 let github: FakeGitHub;
 let sha: string;
-type Octokit = Awaited<
-  ReturnType<Awaited<ReturnType<ReturnType<typeof githubAppGetter>>>['getInstallationOctokit']>
->;
-let octokit: Octokit;
+let octokit: InstallationOctokit;
 
 beforeAll(async () => {
-  github = await new FakeGitHub().start();
-  const keys = appKeyPair();
-  github.addApp(APP_ID, keys.publicKey);
-  github.addRepo('acme/shop');
-  github.addRepo('acme/other');
-  github.addInstallation(3, APP_ID, ['acme/shop', 'acme/other']);
+  ({ github, octokit } = await installedFake(APP_ID, 3));
   sha = github.addCommit('acme/shop', { 'a.txt': 'a' }, 'main');
-  const app = await githubAppGetter(
-    { get: async () => ({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: 'w' }) },
-    github.url,
-  )();
-  octokit = await app.getInstallationOctokit(3);
 });
 afterAll(() => github.stop());
 

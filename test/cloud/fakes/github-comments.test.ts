@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { githubAppGetter } from '../../../functions/ports/source-host/github-app-secret.js';
-import { appKeyPair, FakeGitHub } from './github.js';
+import type { FakeGitHub } from './github.js';
+import { type InstallationOctokit, installedFake } from './github-installed.js';
 
 /*
  * The issue-comment routes of the GitHub fake, called as the service calls them (an installation token
@@ -10,25 +10,12 @@ import { appKeyPair, FakeGitHub } from './github.js';
 
 const APP_ID = '778';
 let github: FakeGitHub;
-type Octokit = Awaited<
-  ReturnType<Awaited<ReturnType<ReturnType<typeof githubAppGetter>>>['getInstallationOctokit']>
->;
-let octokit: Octokit;
+let octokit: InstallationOctokit;
 
 beforeAll(async () => {
-  github = await new FakeGitHub().start();
-  const keys = appKeyPair();
-  github.addApp(APP_ID, keys.publicKey);
-  github.addRepo('acme/shop');
-  github.addRepo('acme/other');
-  github.addInstallation(4, APP_ID, ['acme/shop', 'acme/other']);
+  ({ github, octokit } = await installedFake(APP_ID, 4));
   const sha = github.addCommit('acme/shop', { 'a.txt': 'a' }, 'main');
   github.setPull('acme/shop', 5, { headSha: sha, headRef: 'feature-5' });
-  const app = await githubAppGetter(
-    { get: async () => ({ appId: APP_ID, privateKey: keys.privateKey, webhookSecret: 'w' }) },
-    github.url,
-  )();
-  octokit = await app.getInstallationOctokit(4);
 });
 afterAll(() => github.stop());
 
