@@ -21,62 +21,32 @@
  * Targets: an empty Postgres ready in ≤ 3 s; the 100 MB copy ≥ 3× faster than dump and restore.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { keys } from '../../functions/manifest/tables.js';
 import { pgBin } from '../../functions/ports/runtime/local/postgres.js';
 import { sparesSettled } from '../../functions/ports/runtime/local/postgres-copy.js';
-import {
-  dropServices,
-  ensureServices,
-  servicesRoot,
-  socketDir,
-} from '../../functions/ports/runtime/local/services.js';
-import { type EnvState, envId, type LocalRuntime } from '../../functions/ports/runtime/local/state.js';
-import type { RuntimeTarget, ServiceLaunch } from '../../functions/ports/runtime/port.js';
+import { servicesRoot } from '../../functions/ports/runtime/local/services.js';
+import type { RuntimeTarget } from '../../functions/ports/runtime/port.js';
+import { localPostgres } from '../support/local-services.js';
 import { reportFigure } from './report.js';
 
-const root = mkdtempSync(join(tmpdir(), 'bench-services-'));
-/** What `ensureServices` reads of the runtime: its root, network mode and state. */
-const rt = { root, network: 'shared', state: { envs: {} } } as unknown as LocalRuntime;
-
-const target = (pr: number): RuntimeTarget => ({
-  orgId: 'bench',
-  envKey: keys.environments.envKey('acme/bench', pr),
-  repoFullName: 'acme/bench',
-  prNumber: pr,
-  generation: 1,
-});
-const launch = (from?: 'main'): ServiceLaunch => ({
-  name: 'db',
-  spec: { kind: 'postgres', version: '15', seedApp: 'api', ...(from ? { from } : {}) },
-  user: 'preview',
-  password: 'bench-password-not-secret',
-});
-const envOf = (t: RuntimeTarget): EnvState => {
-  rt.state.envs[envId(t)] ??= { fence: 1, apps: {}, buildPids: [] };
-  return rt.state.envs[envId(t)]!;
-};
+const services = localPostgres('bench', 'acme/bench');
+const { rt, target, drop, where } = services;
 
 /** A deploy's creation of the service, timed from a moment when no spare is being made (deploys are apart). */
 async function provide(t: RuntimeTarget, from?: 'main'): Promise<number> {
   await sparesSettled();
-  const started = performance.now();
-  await ensureServices(rt, t, envOf(t), [launch(from)], () => {});
-  return performance.now() - started;
+  return timed(() => services.provide(t, from));
 }
 const timed = async (f: () => Promise<unknown>) => {
   const started = performance.now();
   await f();
   return performance.now() - started;
 };
-const drop = (t: RuntimeTarget) => dropServices(rt, envId(t), envOf(t));
 
 /** psql as the server's own superuser over its socket (trust), the SQL on stdin. */
 function psql(t: RuntimeTarget, input: string, args: string[] = []) {
-  const rec = envOf(t).services!.db!;
-  const sock = socketDir(root, envId(t), 'db');
+  const { sock, port } = where(t);
   const out = spawnSync(
     'psql',
     [
@@ -87,7 +57,7 @@ function psql(t: RuntimeTarget, input: string, args: string[] = []) {
       '-h',
       sock,
       '-p',
-      String(rec.port),
+      String(port),
       '-U',
       'preview',
       '-d',
@@ -97,7 +67,7 @@ function psql(t: RuntimeTarget, input: string, args: string[] = []) {
     { input, encoding: 'utf8' },
   );
   if (out.status !== 0) throw new Error(`psql failed: ${out.stderr}`);
-  return { out: out.stdout.trim(), sock, port: rec.port };
+  return { out: out.stdout.trim(), sock, port };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -180,9 +150,7 @@ async function main() {
       // Context: the same copy when no spare is ready (the first one after a start, or two at once).
       await sparesSettled();
       rmSync(join(servicesRoot(rt), 'templates', 'postgres-15.spare'), { recursive: true, force: true });
-      const cold = await timed(() =>
-        ensureServices(rt, target(3), envOf(target(3)), [launch('main')], () => {}),
-      );
+      const cold = await timed(() => services.provide(target(3), 'main'));
       await drop(target(3));
       console.log(
         `from: main, ${mb} MB (database ${size}): copy ${copies.map((m) => m.toFixed(0)).join(', ')} ms (no spare ready: ${cold.toFixed(0)} ms); pg_dump | pg_restore ${refs.map((m) => m.toFixed(0)).join(', ')} ms`,
@@ -200,9 +168,7 @@ async function main() {
       await drop(mainT);
     }
   } finally {
-    await sparesSettled();
-    for (const id of Object.keys(rt.state.envs)) await dropServices(rt, id, rt.state.envs[id]!);
-    rmSync(root, { recursive: true, force: true });
+    await services.close();
   }
 }
 

@@ -1,21 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { keys } from '../../../functions/manifest/tables.js';
 import { copyFromServer, sparesSettled } from '../../../functions/ports/runtime/local/postgres-copy.js';
-import { dropServices, ensureServices, socketDir } from '../../../functions/ports/runtime/local/services.js';
-import { type EnvState, envId, type LocalRuntime } from '../../../functions/ports/runtime/local/state.js';
+import { envId } from '../../../functions/ports/runtime/local/state.js';
 import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
+import { localPostgres } from '../../support/local-services.js';
 
 /*
  * `from: main`'s copy (postgres-copy.ts: Postgres's low-level backup API and a file-level copy) while main
@@ -25,44 +15,9 @@ import type { RuntimeTarget } from '../../../functions/ports/runtime/port.js';
  * main's files and nothing else.
  */
 
-const root = mkdtempSync(join(tmpdir(), 'pg-copy-'));
-const rt = { root, network: 'shared', state: { envs: {} } } as unknown as LocalRuntime;
-afterAll(async () => {
-  await sparesSettled();
-  for (const id of Object.keys(rt.state.envs)) await dropServices(rt, id, rt.state.envs[id]!);
-  rmSync(root, { recursive: true, force: true });
-});
+const { root, target, provide, where, close } = localPostgres('org-copy', 'acme/copy');
+afterAll(close);
 
-const target = (pr: number): RuntimeTarget => ({
-  orgId: 'org-copy',
-  envKey: keys.environments.envKey('acme/copy', pr),
-  repoFullName: 'acme/copy',
-  prNumber: pr,
-  generation: 1,
-});
-const envOf = (t: RuntimeTarget): EnvState => {
-  rt.state.envs[envId(t)] ??= { fence: 1, apps: {}, buildPids: [] };
-  return rt.state.envs[envId(t)]!;
-};
-const provide = (t: RuntimeTarget, from?: 'main') =>
-  ensureServices(
-    rt,
-    t,
-    envOf(t),
-    [
-      {
-        name: 'db',
-        spec: { kind: 'postgres', version: '15', seedApp: 'api', ...(from ? { from } : {}) },
-        user: 'preview',
-        password: `pw-${t.prNumber}`,
-      },
-    ],
-    () => {},
-  );
-const where = (t: RuntimeTarget) => ({
-  sock: socketDir(root, envId(t), 'db'),
-  port: envOf(t).services!.db!.port,
-});
 /** psql over the service's own socket, as its superuser. */
 function sql(t: RuntimeTarget, query: string): string {
   const { sock, port } = where(t);
