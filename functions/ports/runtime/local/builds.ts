@@ -18,7 +18,7 @@ import {
   netnsPath,
   save,
 } from './state.js';
-import { exitOf, killGroup, limitFailure, OWNER_VAR, spawnCommand } from './supervision.js';
+import { exitOf, groupGone, killGroup, limitFailure, OWNER_VAR, spawnCommand } from './supervision.js';
 import { removeTree, scrub, workDir } from './working-copies.js';
 
 /*
@@ -225,7 +225,8 @@ export function cancel(build: ActiveBuild): Promise<unknown> {
   build.cancelled = true;
   build.abort.abort();
   for (const child of build.children) killGroup(child.pid, 'SIGKILL');
-  return Promise.all([...[...build.children].map(exitOf), ...build.checkouts]);
+  const stopped = [...build.children].map((child) => exitOf(child).then(() => groupGone(child.pid)));
+  return Promise.all([...stopped, ...build.checkouts]);
 }
 
 /** Cancel an environment's builds in progress and drop them from the table; resolves once they have stopped. */

@@ -206,6 +206,17 @@ export function exitOf(child: ChildProcess): Promise<string> {
   });
 }
 
+/**
+ * Resolve once no live process is left in group `pgid` (Linux: seen in /proc; elsewhere at once), or
+ * after `ms`. A SIGKILLed group's leader may be reaped while the processes it started, inside a sandbox's
+ * pid namespace too, are still tearing down: who waits for a killed build waits for this as well.
+ */
+export async function groupGone(pgid: number | undefined, ms = STOP_GRACE_MS): Promise<void> {
+  if (pgid === undefined) return;
+  const deadline = Date.now() + ms;
+  while (liveGroupMembers(pgid).length > 0 && Date.now() < deadline) await sleep(POLL_MS);
+}
+
 /** Signal a whole process group (the shell and what it started); false if it is gone. */
 export function killGroup(pid: number | undefined, signal: NodeJS.Signals): boolean {
   if (pid === undefined) return false;
