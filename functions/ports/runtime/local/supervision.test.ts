@@ -22,13 +22,12 @@ function group(script: string) {
 
 describe('groupGone', () => {
   test('waits past the leader for the processes it started', async () => {
-    const child = group('sleep 0.4 & exit 0');
+    const child = group('sleep 1 & exit 0');
     await exitOf(child);
-    expect(liveGroupMembers(child.pid!).map((m) => m.comm)).toEqual(['sleep']);
-    const started = Date.now();
+    // One member left: the shell's fork for `sleep` (under load it may not have exec'd it yet).
+    expect(liveGroupMembers(child.pid!)).toHaveLength(1);
     await groupGone(child.pid);
     expect(liveGroupMembers(child.pid!)).toEqual([]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
   });
 
   test('gives up after its bound when a member outlives it', async () => {
