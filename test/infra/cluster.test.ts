@@ -1,24 +1,31 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { type EventRuleId, eventRules, type ScheduleId, schedules } from '../../functions/manifest/events.js';
-import { type RouteAccess, routeIds, routes } from '../../functions/manifest/routes.js';
-import { type WorkerId, workers } from '../../functions/manifest/workers.js';
+import { type ScheduleId, schedules } from '../../functions/manifest/events.js';
+import type { RouteAccess } from '../../functions/manifest/routes.js';
 import { type TaskDef, workflows } from '../../functions/manifest/workflows.js';
-import { eksClusterOf, TIMING_DEFAULTS } from '../../functions/ports/runtime/eks/cluster.js';
-import type { WorkflowName } from '../../functions/ports/workflows/port.js';
+import { eksClusterOf } from '../../functions/ports/runtime/eks/cluster.js';
 import { parseConfig } from '../../functions/shared/config.js';
 import { clusterDescribeActions, clusterGroup } from '../../lib/cdk/access.js';
 import { clusterRouteIds, clusterStepEntries } from '../../lib/cdk/cluster.js';
-import { workerInvocation } from '../../lib/cdk/constructs/workflows.js';
-import { taskTarget } from '../../lib/cdk/workflow-definitions.js';
+import {
+  built,
+  clusterApiId,
+  clusterArn,
+  eksEnvOf,
+  eksStatementsOf,
+  envOf,
+  gateway,
+  roleOf,
+  stacks,
+  watcherId,
+  workerIds,
+  workflowNames,
+} from './cluster-stack.js';
 import {
   asArray,
   clusterContext,
   type Json,
   logicalIdOf,
   mentions,
-  repoRoot,
   resourcesOf,
   type Synthesized,
   statementsOf,
@@ -26,132 +33,9 @@ import {
   synthesize,
 } from './synth.js';
 
-// Prepare: the stack without a cluster (the default), with every cluster setting, with only the required
-// ones, and with the roles mapped in aws-auth rather than by access entries.
-const none = synthesize();
-const full = synthesize(clusterContext);
-const gateway = { gatewayName: 'previews', gatewayNamespace: 'envoy-gateway-system' };
-const minimal = synthesize({ eksClusterName: 'previews', ingressDomain: 'previews.example.com', ...gateway });
-const awsAuth = synthesize({
-  eksClusterName: 'previews',
-  ingressDomain: 'previews.example.com',
-  eksAccessEntries: 'false',
-  ...gateway,
-});
-
-const workflowNames = Object.keys(workflows) as WorkflowName[];
-const workerIds = Object.keys(workers) as WorkerId[];
-const functionsOf = (s: Synthesized) => resourcesOf(s.statelessTemplate, 'AWS::Lambda::Function');
-const envOf = (s: Synthesized, id: string): Record<string, Json> =>
-  functionsOf(s)[id].Properties.Environment.Variables;
-const roleOf = (s: Synthesized, id: string): string => functionsOf(s)[id].Properties.Role['Fn::GetAtt'][0];
-
-/**
- * Every function of a stack: which of the runtime flags its manifest entry declares (a step entry: any
- * workflow's; `runtime` the cluster's settings, `invokesWatcher` the watcher, `completesTasks` SendTask*),
- * and whether it calls the cluster.
- */
-interface Built {
-  id: string;
-  runtime: boolean;
-  invokesWatcher: boolean;
-  completesTasks: boolean;
-  callsCluster: boolean;
-  isWatcher: boolean;
-}
-const flagsOf = (access: RouteAccess) => ({
-  runtime: Boolean(access.runtime),
-  invokesWatcher: Boolean(access.invokesWatcher),
-  completesTasks: Boolean(access.completesTasks),
-});
-function built(s: Synthesized): [string, Built][] {
-  return [
-    ...routeIds.map((r): [string, Built] => [
-      `route ${r}`,
-      {
-        id: logicalIdOf(s.stateless.routeFunctions[r]),
-        ...flagsOf(routes[r].access as RouteAccess),
-        callsCluster: clusterRouteIds.includes(r),
-        isWatcher: false,
-      },
-    ]),
-    ...[...s.stateless.stepFunctions].map(([entry, fn]): [string, Built] => [
-      `step ${entry}`,
-      {
-        id: logicalIdOf(fn),
-        ...flagsOf(stepAccess(entry)),
-        callsCluster: clusterStepEntries.includes(entry),
-        isWatcher: false,
-      },
-    ]),
-    ...(Object.keys(eventRules) as EventRuleId[]).map((r): [string, Built] => [
-      `event target ${r}`,
-      {
-        id: logicalIdOf(s.stateless.eventRules[r].function),
-        ...flagsOf(eventRules[r].target.access as RouteAccess),
-        callsCluster: false,
-        isWatcher: false,
-      },
-    ]),
-    ...(Object.keys(schedules) as ScheduleId[]).map((id): [string, Built] => [
-      `schedule target ${id}`,
-      {
-        id: logicalIdOf(s.stateless.schedules[id].function),
-        ...flagsOf(schedules[id].target.access as RouteAccess),
-        callsCluster: Boolean((schedules[id].target.access as RouteAccess).runtime),
-        isWatcher: false,
-      },
-    ]),
-    ...workerIds.map((w): [string, Built] => [
-      `worker ${w}`,
-      {
-        id: logicalIdOf(s.stateless.workers[w].function),
-        ...flagsOf(workers[w].access as RouteAccess),
-        callsCluster: true,
-        isWatcher: w === 'rolloutWatcher',
-      },
-    ]),
-  ];
-}
-
-const watcherId = (s: Synthesized) => logicalIdOf(s.stateless.workers.rolloutWatcher.function);
-/** The logical id of the custom resource that describes the cluster (its one `Custom::AWS`). */
-const clusterApiId = (s: Synthesized) => {
-  const ids = Object.keys(resourcesOf(s.statelessTemplate, 'Custom::AWS'));
-  expect(ids).toHaveLength(1);
-  return ids[0]!;
-};
-const clusterArn = {
-  'Fn::Join': [
-    '',
-    [
-      'arn:',
-      { Ref: 'AWS::Partition' },
-      ':eks:',
-      { Ref: 'AWS::Region' },
-      ':',
-      { Ref: 'AWS::AccountId' },
-      ':cluster/previews',
-    ],
-  ],
-};
-const eksVars = [
-  'EKS_CLUSTER_NAME',
-  'EKS_ROUTING',
-  'EKS_GATEWAY_NAME',
-  'EKS_GATEWAY_NAMESPACE',
-  'EKS_GATEWAY_SECTION',
-  'EKS_PROTECTION',
-  'PREVIEW_DEFAULT_ACCESS',
-  'EKS_INGRESS_CLASS',
-  'EKS_INGRESS_DOMAIN',
-  'EKS_INGRESS_NAMESPACE',
-  'EKS_INGRESS_ANNOTATIONS',
-  'EKS_TLS_SECRET_NAME',
-  'EKS_ALLOW_FROM_CIDRS',
-];
-const eksEnvOf = (s: Synthesized, id: string) =>
-  Object.fromEntries(Object.entries(envOf(s, id)).filter(([k]) => eksVars.includes(k)));
+// The cluster's settings reaching the functions, each function's environment within Lambda's 4 KB, who may
+// call the cluster and how, and the app-logs route; the rollout watcher: cluster-watcher.test.ts.
+const { none, full, minimal, awsAuth } = stacks;
 
 describe('cluster settings reach every runtime function as the EKS_* variables', () => {
   test.each(built(full))(
@@ -278,223 +162,6 @@ describe('cluster settings reach every runtime function as the EKS_* variables',
   );
 });
 
-describe('the rollout watcher', () => {
-  const template = full.statelessTemplate;
-  const fns = functionsOf(full);
-
-  test.each(workerIds)('%s is one function of its own, with the manifest’s timeout and description', (w) => {
-    const tagged = Object.entries(fns).filter(([, fn]) =>
-      asArray<{ Key: string; Value: string }>(fn.Properties.Tags).some(
-        (t) => t.Key === 'preview:worker' && t.Value === w,
-      ),
-    );
-    expect(tagged.map(([id]) => id)).toEqual([logicalIdOf(full.stateless.workers[w].function)]);
-    const props = tagged[0]![1].Properties;
-    expect(props.Timeout).toBe(workers[w].timeoutSeconds);
-    expect(props.Timeout).toBe(900);
-    expect(props.Description).toBe(workers[w].description);
-    expect(props.FunctionName).toBeUndefined();
-  });
-
-  test.each(workerIds)(
-    '%s retries twice, then sends the invocation to its own encrypted, TLS-only queue',
-    (w) => {
-      const fnId = logicalIdOf(full.stateless.workers[w].function);
-      const queueId = logicalIdOf(full.stateless.workers[w].failureDlq);
-      const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')).filter(
-        (c) => c.Properties.FunctionName.Ref === fnId,
-      );
-      expect(configs.map((c) => c.Properties)).toEqual([
-        {
-          FunctionName: { Ref: fnId },
-          Qualifier: '$LATEST',
-          MaximumRetryAttempts: 2,
-          MaximumEventAgeInSeconds: workerInvocation.maxEventAge.toSeconds(),
-          DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
-        },
-      ]);
-      const queue = resourcesOf(template, 'AWS::SQS::Queue')[queueId];
-      expect(queue.Properties).toEqual(
-        expect.objectContaining({ SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 }),
-      );
-      const policy = Object.values(resourcesOf(template, 'AWS::SQS::QueuePolicy')).find((p) =>
-        asArray<Json>(p.Properties.Queues).some((q) => q.Ref === queueId),
-      );
-      expect(asArray<Json>(policy?.Properties.PolicyDocument.Statement)).toContainEqual(
-        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-      );
-      const sends = statementsOf(template, fnId).filter((s) => s.actions.some((a) => a.startsWith('sqs:')));
-      expect(sends).toHaveLength(1);
-      expect(sends[0]?.resources).toEqual([{ 'Fn::GetAtt': [queueId, 'Arn'] }]);
-      const outputs = Object.values(template.toJSON().Outputs as Record<string, Json>).map((o) => o.Value);
-      expect(outputs).toContainEqual({ Ref: queueId });
-      expect(outputs).toContainEqual({ Ref: fnId });
-    },
-  );
-
-  test('ends (and heartbeats) the callback tasks of every state machine, from a policy of its own', () => {
-    const fnId = watcherId(full);
-    const statements = statementsOf(template, fnId).filter((s) =>
-      s.actions.some((a) => a.startsWith('states:')),
-    );
-    expect(statements).toHaveLength(1);
-    expect([...statements[0]!.actions].sort()).toEqual([
-      'states:SendTaskFailure',
-      'states:SendTaskHeartbeat',
-      'states:SendTaskSuccess',
-    ]);
-    for (const w of workflowNames) {
-      expect(statements[0]!.resources).toContainEqual({ Ref: logicalIdOf(full.stateless.stateMachines[w]) });
-    }
-  });
-
-  test('invokes itself through a policy the function does not depend on, and finds its own name itself', () => {
-    const fnId = watcherId(full);
-    const policies = Object.entries(resourcesOf(template, 'AWS::IAM::Policy')).filter(
-      ([, p]) =>
-        asArray<Json>(p.Properties.Roles).some((r) => r.Ref === roleOf(full, fnId)) &&
-        mentions(p.Properties.PolicyDocument, 'lambda:InvokeFunction'),
-    );
-    expect(policies).toHaveLength(1);
-    expect(asArray<string>(fns[fnId].DependsOn)).not.toContain(policies[0]![0]);
-    // A function cannot name itself in its environment: the code falls back to AWS_LAMBDA_FUNCTION_NAME.
-    expect(envOf(full, fnId).ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
-  });
-
-  test('hands over in time, outlives the rollout deadline in Lambda’s queue, and is missed within minutes', () => {
-    // A watcher watches one slice and re-invokes itself 15 s before its timeout.
-    expect(workers.rolloutWatcher.timeoutSeconds * 1000).toBeGreaterThanOrEqual(
-      TIMING_DEFAULTS.sliceMs + 15_000,
-    );
-    // Lambda keeps (and retries) an invocation at least until the rollout's deadline.
-    expect(workerInvocation.maxEventAge.toMilliseconds()).toBeGreaterThanOrEqual(
-      TIMING_DEFAULTS.readyTimeoutMs,
-    );
-    expect(workerInvocation.retryAttempts).toBe(2);
-    // Every callback task a cluster step waits in has a heartbeat timeout: a lost watcher fails it within
-    // minutes, and a live one (a heartbeat every heartbeatMs, and at the start of each invocation) never.
-    const waits = workflowNames.flatMap((w) => {
-      const asl = JSON.parse(readFileSync(join(repoRoot, workflows[w].definition), 'utf8'));
-      const tasks = workflows[w].tasks as Record<string, TaskDef>;
-      return Object.values(asl.States as Record<string, Json>).filter((state) => {
-        const t = taskTarget(state);
-        return t?.callback && clusterStepEntries.includes(tasks[t.placeholder]?.entry ?? '');
-      });
-    });
-    expect(waits.length).toBeGreaterThan(0);
-    for (const state of waits) {
-      expect(state.HeartbeatSeconds).toBeGreaterThanOrEqual((2 * TIMING_DEFAULTS.heartbeatMs) / 1000);
-      expect(state.HeartbeatSeconds).toBeLessThanOrEqual(600);
-      expect(state.TimeoutSeconds).toBeLessThanOrEqual(workerInvocation.maxEventAge.toSeconds());
-    }
-  });
-});
-
-describe('invoking the watcher', () => {
-  test.each(built(full))(
-    '%s may invoke it exactly when it declares invokesWatcher, and knows its name',
-    (_, fn) => {
-      const invokes = statementsOf(full.statelessTemplate, fn.id).filter((s) =>
-        s.actions.includes('lambda:InvokeFunction'),
-      );
-      const env = envOf(full, fn.id);
-      if (!fn.invokesWatcher) {
-        expect(invokes).toEqual([]);
-        expect(env.ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
-        return;
-      }
-      expect(invokes.map((s) => [s.actions, s.resources])).toEqual([
-        [['lambda:InvokeFunction'], [{ 'Fn::GetAtt': [watcherId(full), 'Arn'] }]],
-      ]);
-      if (!fn.isWatcher) expect(env.ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(full) });
-    },
-  );
-
-  test.each(built(none).filter(([, fn]) => fn.invokesWatcher && !fn.isWatcher))(
-    '%s knows the watcher without a cluster too',
-    (_, fn) => {
-      expect(envOf(none, fn.id).ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(none) });
-    },
-  );
-});
-
-describe('least privilege among the runtime functions (with a cluster)', () => {
-  const taskResponse = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
-  const byLabel = Object.fromEntries(built(full));
-  const fnOf = (label: string): Built => {
-    expect(byLabel[label]).toBeDefined();
-    return byLabel[label]!;
-  };
-  const respondsTo = (fn: Built) =>
-    statementsOf(full.statelessTemplate, fn.id)
-      .flatMap((st) => st.actions)
-      .filter((a) => a.startsWith('states:SendTask'))
-      .sort();
-  const invokesTheWatcher = (fn: Built) =>
-    statementsOf(full.statelessTemplate, fn.id).some(
-      (st) =>
-        st.actions.includes('lambda:InvokeFunction') &&
-        st.resources.some((r) => mentions(r, watcherId(full))),
-    );
-  const buildImages = 'step functions/steps/build-images.ts';
-  const deployApps = 'step functions/steps/deploy-apps.ts';
-  const tearDown = 'step functions/steps/tear-down.ts';
-
-  test.each([buildImages, 'event target imageBuildFinished'])(
-    '%s ends tasks (SendTask*) but neither starts the watcher nor gets the cluster’s settings',
-    (label) => {
-      const fn = fnOf(label);
-      expect(fn).toMatchObject({ runtime: false, invokesWatcher: false, completesTasks: true });
-      expect(respondsTo(fn)).toEqual(taskResponse);
-      expect(invokesTheWatcher(fn)).toBe(false);
-      expect(envOf(full, fn.id).ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
-      expect(eksEnvOf(full, fn.id)).toEqual({});
-    },
-  );
-
-  test('DeployApps gets the cluster’s settings and starts the watcher, but ends no task itself', () => {
-    const fn = fnOf(deployApps);
-    expect(fn).toMatchObject({ runtime: true, invokesWatcher: true, completesTasks: false });
-    expect(respondsTo(fn)).toEqual([]);
-    expect(invokesTheWatcher(fn)).toBe(true);
-    expect(envOf(full, fn.id).ROLLOUT_WATCHER_FUNCTION).toEqual({ Ref: watcherId(full) });
-    expect(eksEnvOf(full, fn.id).EKS_CLUSTER_NAME).toBe('previews');
-  });
-
-  test('TearDown gets the cluster’s settings only: no task to end, no watcher to start', () => {
-    const fn = fnOf(tearDown);
-    expect(fn).toMatchObject({ runtime: true, invokesWatcher: false, completesTasks: false });
-    expect(respondsTo(fn)).toEqual([]);
-    expect(invokesTheWatcher(fn)).toBe(false);
-    expect(envOf(full, fn.id).ROLLOUT_WATCHER_FUNCTION).toBeUndefined();
-    expect(eksEnvOf(full, fn.id).EKS_CLUSTER_NAME).toBe('previews');
-  });
-
-  test('the rollout watcher has all three: the cluster, itself, and the tasks', () => {
-    const fn = fnOf('worker rolloutWatcher');
-    expect(fn).toMatchObject({ runtime: true, invokesWatcher: true, completesTasks: true });
-    expect(respondsTo(fn)).toEqual(taskResponse);
-    expect(invokesTheWatcher(fn)).toBe(true);
-    expect(eksEnvOf(full, fn.id).EKS_CLUSTER_NAME).toBe('previews');
-  });
-
-  test('only the image builds and the watcher may end tasks; only DeployApps and the watcher start it', () => {
-    const all = built(full);
-    expect(
-      all
-        .filter(([, fn]) => respondsTo(fn).length > 0)
-        .map(([l]) => l)
-        .sort(),
-    ).toEqual([buildImages, 'event target imageBuildFinished', 'worker rolloutWatcher'].sort());
-    expect(
-      all
-        .filter(([, fn]) => invokesTheWatcher(fn))
-        .map(([l]) => l)
-        .sort(),
-    ).toEqual([deployApps, 'worker rolloutWatcher'].sort());
-  });
-});
-
 /**
  * Lambda refuses a function whose environment (names and values) is over 4 KB. The cluster's CA, resolved
  * at deploy time, is the largest value; the template only holds references, so each unresolved value is
@@ -517,9 +184,6 @@ test.each(built(full))("%s: its environment fits Lambda's 4 KB, counting the CA 
 });
 
 describe('cluster access', () => {
-  const eksStatements = (s: Synthesized, id: string) =>
-    statementsOf(s.statelessTemplate, id).filter((st) => st.actions.some((a) => a.startsWith('eks:')));
-
   test('the steps that call the cluster are exactly the runtime steps of the workflow manifest', () => {
     for (const entry of clusterStepEntries) {
       const declared = workflowNames.flatMap((w) =>
@@ -537,7 +201,7 @@ describe('cluster access', () => {
   test.each(built(full))(
     '%s gets the cluster API (endpoint and CA, resolved by the stack) exactly when it calls it, and no EKS action',
     (_, fn) => {
-      expect(eksStatements(full, fn.id)).toEqual([]);
+      expect(eksStatementsOf(full, fn.id)).toEqual([]);
       const env = envOf(full, fn.id);
       if (!fn.callsCluster) {
         expect(env.EKS_CLUSTER_ENDPOINT).toBeUndefined();
@@ -569,7 +233,7 @@ describe('cluster access', () => {
   });
 
   test('without a cluster nothing may call EKS', () => {
-    for (const [, fn] of built(none)) expect(eksStatements(none, fn.id)).toEqual([]);
+    for (const [, fn] of built(none)) expect(eksStatementsOf(none, fn.id)).toEqual([]);
   });
 
   test('an access entry per role that calls the cluster: STANDARD, group preview-runtime, no access policy', () => {
@@ -610,7 +274,7 @@ describe('cluster access', () => {
     expect(resourcesOf(none.statelessTemplate, 'AWS::EKS::AccessEntry')).toEqual({});
     expect(resourcesOf(awsAuth.statelessTemplate, 'AWS::EKS::AccessEntry')).toEqual({});
     for (const [, fn] of built(awsAuth).filter(([, f]) => f.callsCluster)) {
-      expect(eksStatements(awsAuth, fn.id)).toEqual([]);
+      expect(eksStatementsOf(awsAuth, fn.id)).toEqual([]);
       expect(envOf(awsAuth, fn.id).EKS_CLUSTER_ENDPOINT).toEqual({
         'Fn::GetAtt': [clusterApiId(awsAuth), 'cluster.endpoint'],
       });
@@ -758,7 +422,3 @@ describe('the app-logs route (logs access)', () => {
     expect(eksStatementsOf(none, logsId(none))).toEqual([]);
   });
 });
-
-function eksStatementsOf(s: Synthesized, id: string) {
-  return statementsOf(s.statelessTemplate, id).filter((st) => st.actions.some((a) => a.startsWith('eks:')));
-}
