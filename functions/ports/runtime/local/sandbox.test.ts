@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { bubblewrapArgs, SANDBOX_HOME, toolchainDir } from './sandbox.js';
 
-/* The bubblewrap command line (what runs is tested in local/process.test.ts and test/integration). */
+/*
+ * The bubblewrap command line (what runs is tested in local/process-hardening.test.ts and
+ * test/integration).
+ */
 
 const root = mkdtempSync(join(tmpdir(), 'sandbox-args-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
