@@ -56,17 +56,33 @@ const runtimes: ProcessRuntime[] = [];
 beforeAll(() => {
   sha = makeRepo(gitRoot, REPO, { 'server.js': SERVER_JS });
 });
-/** The sandbox cgroups that exist now (ours and, on a shared machine, maybe others'). */
-const sandboxCgroups = () =>
+/**
+ * The sandbox cgroups that exist now (ours and, on a shared machine, maybe others'), as paths; `empty`:
+ * only those no process is in (what a runtime that forgot to remove one leaves behind, where another
+ * runtime's live sandboxes have their processes).
+ */
+const sandboxCgroups = (empty = false) =>
   (['memory', 'pids'] as const).flatMap((c) => {
     const own = /^\d+:[^:]*\b(memory|pids)\b[^:]*:(.*)$/gm;
     const dirs: string[] = [];
     for (const m of readFileSync('/proc/self/cgroup', 'utf8').matchAll(own))
       if (m[1] === c) dirs.push(join('/sys/fs/cgroup', c, m[2]!));
     return dirs.flatMap((d) =>
-      existsSync(d) ? readdirSync(d).filter((e) => e.startsWith(SANDBOX_CGROUP_PREFIX)) : [],
+      existsSync(d)
+        ? readdirSync(d)
+            .filter((e) => e.startsWith(SANDBOX_CGROUP_PREFIX))
+            .map((e) => join(d, e))
+            .filter((p) => !empty || readProcs(p) === '')
+        : [],
     );
   });
+const readProcs = (cgroup: string) => {
+  try {
+    return readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').trim();
+  } catch {
+    return ''; // removed meanwhile
+  }
+};
 /** The sandbox cgroups this machine had before this file's runtimes started (another run's, left or live). */
 let before = new Set<string>();
 beforeAll(() => {
@@ -195,7 +211,9 @@ maybe('sandbox limits (bubblewrap)', () => {
   test('once its runtime is stopped, no sandbox cgroup is left', async () => {
     await Promise.all(runtimes.splice(0).map((r) => r.stop()));
     const deadline = Date.now() + 5_000;
-    const ours = () => sandboxCgroups().filter((c) => !before.has(c));
+    // New since this file started and empty: left by its runtimes. (A sandbox another run on this
+    // machine has live has its processes in it; one it just emptied is gone within the deadline.)
+    const ours = () => sandboxCgroups(true).filter((c) => !before.has(c) && existsSync(c));
     while (ours().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(ours()).toEqual([]);
   }, 30_000);
