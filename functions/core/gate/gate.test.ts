@@ -4,7 +4,8 @@ import { beforeEach, describe, expect, test } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
 import { useAwsSettings } from '../../../test/support/aws-env.js';
 import type { CheckRunWrite } from '../../ports/pr-status/port.js';
-import { bring, externalIdOf, type GateDeps, type GateRecord } from './gate.js';
+import type { Environment } from '../environments/index.js';
+import { attachRuns, bring, externalIdOf, type GateDeps, type GateRecord } from './gate.js';
 
 /*
  * Two writers bringing the same head's check run at once (a deploy request beside a webhook, two runs
@@ -70,6 +71,22 @@ beforeEach(() => {
         if (stored.writer !== v[':token']) fail();
         delete stored.writer;
         delete stored.writerUntil;
+        return {};
+      }
+      // nextStory: conditioned on the story it saw.
+      if (input.UpdateExpression.startsWith('SET story')) {
+        if (stored.story !== v[':story']) fail();
+        for (const k of ['checkRunId', 'runIds', 'conclusion', 'end', 'shown', 'completedAt', 'keptRunIds'])
+          delete stored[k];
+        Object.assign(stored, { story: v[':next'], state: v[':queued'] });
+        return {};
+      }
+      // attachRuns: not completed, and no runs yet or only those of an older deploy.
+      if (input.UpdateExpression.startsWith('SET runIds')) {
+        const older = stored.generation !== undefined && stored.generation < v[':gen'];
+        if (stored.state === 'completed' || (stored.runIds !== undefined && !older)) fail();
+        if (input.UpdateExpression.includes('REMOVE keptRunIds')) delete stored.keptRunIds;
+        Object.assign(stored, { runIds: v[':ids'], generation: v[':gen'] });
         return {};
       }
       if (stored.writer !== v[':token'] || stored.story !== v[':story'] || stored.state === 'completed')
@@ -250,5 +267,74 @@ describe('bring: the links', () => {
     expect(broken.created[0]!.output.summary).toContain('`run-1`');
     // The screenshot is the report's anchor: no report link, no screenshot link either.
     expect(broken.created[0]!.output.text).not.toContain('Screenshot');
+  });
+});
+
+describe('attachRuns: a new deploy of the same head', () => {
+  const run = (id: string, status: string) => ({
+    id,
+    testId: `t-${id}`,
+    name: `Test ${id}`,
+    status,
+    steps: [],
+  });
+  /** The environment as MarkReady passes it: the head, at deploy `generation`. */
+  const env = (generation: number) =>
+    ({
+      orgId: 'org-1',
+      envKey: 'acme/web#7',
+      repoFullName: 'acme/web',
+      prNumber: 7,
+      generation,
+      status: 'ready',
+      inputs: { headSha: SHA },
+    }) as unknown as Environment;
+
+  beforeEach(() => {
+    runs = { old: run('old', 'running'), kept: run('kept', 'passed'), fresh: run('fresh', 'running') };
+  });
+
+  test('a retried MarkReady, or one of an older deploy, changes nothing', async () => {
+    Object.assign(stored, { runIds: ['old'], generation: 2, checkRunId: 901, state: 'in_progress' });
+    const { deps, created } = github();
+    for (const generation of [2, 1]) await attachRuns(deps, env(generation), ['fresh']);
+    expect(stored).toMatchObject({ runIds: ['old'], generation: 2, story: 1 });
+    expect(created).toEqual([]);
+  });
+
+  test('a story still open takes the new runs in place: its check run, the kept results dropped', async () => {
+    Object.assign(stored, {
+      runIds: ['old'],
+      keptRunIds: ['kept'],
+      generation: 1,
+      checkRunId: 901,
+      state: 'in_progress',
+    });
+    const { deps, created, updated } = github();
+    expect(await attachRuns(deps, env(2), ['fresh'])).toBe('in_progress');
+    expect(stored).toMatchObject({ runIds: ['fresh'], generation: 2, story: 1, checkRunId: 901 });
+    expect(stored.keptRunIds).toBeUndefined();
+    expect(created).toEqual([]);
+    const [[id, write]] = updated as [[number, CheckRunWrite]];
+    expect(id).toBe(901);
+    expect(write.output.summary).toContain('Test fresh');
+    expect(write.output.summary).not.toMatch(/Test old|Test kept/);
+  });
+
+  test('a completed story is final: a fresh story, its own check run, tells the new runs', async () => {
+    Object.assign(stored, {
+      generation: 1,
+      checkRunId: 901,
+      state: 'completed',
+      conclusion: 'failure',
+      end: { kind: 'preview-failed', error: 'app web exited' },
+    });
+    const { deps, created, updated } = github();
+    expect(await attachRuns(deps, env(2), ['fresh'])).toBe('in_progress');
+    expect(stored).toMatchObject({ story: 2, runIds: ['fresh'], generation: 2, state: 'in_progress' });
+    expect(stored.end).toBeUndefined();
+    expect(updated).toEqual([]);
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ status: 'in_progress', externalId: expect.stringMatching(/\/2$/) });
   });
 });

@@ -21,8 +21,8 @@ import { allEnded, conclusionOf, type GateEnd, type GateRun, renderOutput } from
  * story (a deploy requested, the preview ready or failed, a run ended, a teardown, a crash recovered)
  * calls `syncGate`, which reads what is stored (the environment, the gate record, its runs) and brings
  * the check run there: `queued` while the preview deploys, `in_progress` while its runs run, `completed`
- * once they ended or something else ended the story. A completed story is final until a re-run opens a
- * fresh one on the same head. Idempotent: a write GitHub already shows is not made again, so a task Step
+ * once they ended or something else ended the story. A completed story is final until a re-run, or a
+ * new deploy of the same head, opens a fresh one. Idempotent: a write GitHub already shows is not made again, so a task Step
  * Functions runs twice, or a redelivered webhook, changes nothing.
  */
 
@@ -51,6 +51,11 @@ export interface GateRecord {
   runIds?: string[];
   /** Runs of an earlier story whose results this one keeps (re-run of the failed ones). */
   keptRunIds?: string[];
+  /**
+   * The deploy (the environment's generation) the story is of: set when the record opens and when a
+   * deploy's runs are attached. A newer deploy of the same head tells its own runs (`attachRuns`).
+   */
+  generation?: number;
   state: CheckRunStatus;
   conclusion?: CheckRunConclusion;
   end?: GateEnd;
@@ -388,6 +393,7 @@ async function openRecord(env: Environment, sha: string): Promise<GateRecord> {
     prNumber: env.prNumber,
     sha: sha.toLowerCase(),
     story: 1,
+    generation: env.generation,
     state: 'queued',
     createdAt: new Date().toISOString(),
   };
@@ -447,25 +453,33 @@ export async function syncGate(deps: GateDeps, ref: EnvRef): Promise<GateOutcome
 }
 
 /**
- * The preview is ready and its `run_on_preview` runs started: record them as this story's runs (only
- * while the story has none: a retried task keeps the first), then bring the gate.
+ * The preview is ready and its `run_on_preview` runs started: record them as this story's runs, then
+ * bring the gate. Only while the story has none (a retried task, or a re-run's story that has its own,
+ * keeps them), unless they are of a newer deploy of the same head (a redeploy, or the head pushed
+ * again): the gate then tells the runs of the deploy the pull request now has. A story still open takes
+ * them in place (its check run, the old deploy's runs and kept results dropped); a completed one (a
+ * failed preview, a passed or failed story, a skip) is final, so a fresh story opens for them.
  */
 export async function attachRuns(deps: GateDeps, env: Environment, runIds: string[]): Promise<GateOutcome> {
   const sha = env.inputs?.headSha?.toLowerCase();
   if (env.prNumber <= 0 || !sha) return 'none';
   try {
-    if (!(await gateRecord(env, sha))) {
+    let record = await gateRecord(env, sha);
+    if (!record) {
       if ((await previewTestCount(env)) === 0) return 'none';
-      await openRecord(env, sha);
+      record = await openRecord(env, sha);
     }
+    const redeployed = record.generation !== undefined && env.generation > record.generation;
+    if (redeployed && record.state === 'completed' && (await nextStory(record, undefined)))
+      log.info('a new deploy of the head opened a fresh merge gate story', { sha, story: record.story + 1 });
     await ddb().send(
       new UpdateCommand({
         TableName: table('tenancy'),
-        Key: { pk: keys.gates.checkRun(env.orgId, env.envKey, sha) },
-        UpdateExpression: 'SET runIds = :ids',
-        ConditionExpression: 'attribute_not_exists(runIds) AND #state <> :completed',
+        Key: { pk: record.pk },
+        UpdateExpression: `SET runIds = :ids, generation = :gen${redeployed ? ' REMOVE keptRunIds' : ''}`,
+        ConditionExpression: '#state <> :completed AND (attribute_not_exists(runIds) OR generation < :gen)',
         ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':ids': runIds, ':completed': 'completed' },
+        ExpressionAttributeValues: { ':ids': runIds, ':gen': env.generation, ':completed': 'completed' },
       }),
     );
   } catch (err) {
@@ -476,6 +490,35 @@ export async function attachRuns(deps: GateDeps, env: Environment, runIds: strin
       });
   }
   return syncGate(deps, env);
+}
+
+/** Open the next story on the record: a new check run, no runs yet, `kept` results carried over. */
+export async function nextStory(record: GateRecord, kept: string[] | undefined): Promise<boolean> {
+  try {
+    await ddb().send(
+      new UpdateCommand({
+        TableName: table('tenancy'),
+        Key: { pk: record.pk },
+        UpdateExpression:
+          'SET story = :next, #state = :queued' +
+          (kept ? ', keptRunIds = :kept' : '') +
+          ' REMOVE checkRunId, runIds, conclusion, #end, shown, completedAt' +
+          (kept ? '' : ', keptRunIds'),
+        ConditionExpression: 'story = :story',
+        ExpressionAttributeNames: { '#state': 'state', '#end': 'end' },
+        ExpressionAttributeValues: {
+          ':next': record.story + 1,
+          ':story': record.story,
+          ':queued': 'queued',
+          ...(kept ? { ':kept': kept } : {}),
+        },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
 }
 
 /** A run ended (passed, failed, or failed by a sweep or a recovery): bring the gate it belongs to. */

@@ -1,11 +1,19 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../manifest/tables.js';
 import type { Workflows } from '../../ports/workflows/port.js';
-import { ddb, isConditionFailure, table } from '../../shared/aws/dynamo.js';
+import { ddb, table } from '../../shared/aws/dynamo.js';
 import { ConflictError, NotFoundError } from '../../shared/errors.js';
 import { findEnvironment } from '../environments/index.js';
 import { startPreviewRuns } from '../runs/index.js';
-import { attachRuns, bring, type GateDeps, type GateRecord, gateRecord, storyRuns } from './gate.js';
+import {
+  attachRuns,
+  bring,
+  type GateDeps,
+  type GateRecord,
+  gateRecord,
+  nextStory,
+  storyRuns,
+} from './gate.js';
 
 /*
  * What the pull request asks of the gate: re-run a head's tests (all of them, or only the failed ones,
@@ -101,35 +109,6 @@ export async function skipGate(
     ...(done.conclusion ? { conclusion: done.conclusion } : {}),
     title: `Skipped by ${skip.by}: ${skip.reason}`,
   };
-}
-
-/** Open the next story on the record: a new check run, no runs yet, `kept` results carried over. */
-async function nextStory(record: GateRecord, kept: string[] | undefined): Promise<boolean> {
-  try {
-    await ddb().send(
-      new UpdateCommand({
-        TableName: table('tenancy'),
-        Key: { pk: record.pk },
-        UpdateExpression:
-          'SET story = :next, #state = :queued' +
-          (kept ? ', keptRunIds = :kept' : '') +
-          ' REMOVE checkRunId, runIds, conclusion, #end, shown, completedAt' +
-          (kept ? '' : ', keptRunIds'),
-        ConditionExpression: 'story = :story',
-        ExpressionAttributeNames: { '#state': 'state', '#end': 'end' },
-        ExpressionAttributeValues: {
-          ':next': record.story + 1,
-          ':story': record.story,
-          ':queued': 'queued',
-          ...(kept ? { ':kept': kept } : {}),
-        },
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
 }
 
 /** Set what ends the story, and let it be shown again (a completed story included). */

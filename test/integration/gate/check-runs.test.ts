@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { githubOutboxPath, type OutboxLine } from '../../../functions/ports/pr-status/local-outbox.js';
+import type { OutboxLine } from '../../../functions/ports/pr-status/local-outbox.js';
 import { bearer, call, client } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
+import { checkRuns, completedCheckRun, outbox as outboxOf, outputOf } from '../../support/check-runs.js';
 import { commitFiles } from '../../support/git.js';
 import { localServerForFile, requestDeploy } from '../../support/local-server.js';
 import { RUNS_APP_JS, RUNS_APP_YAML } from '../../support/runs-app.js';
@@ -18,44 +18,15 @@ const h = localServerForFile();
 const app = runsAppForFile(h, { repo: 'acme/gate' });
 afterAll(closeSnapshots);
 
-const outbox = (): OutboxLine[] => {
-  try {
-    return readFileSync(githubOutboxPath(h.dataDir), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as OutboxLine);
-  } catch {
-    return [];
-  }
-};
-
-/** The check-run calls of one head commit: its POST, then its PATCHes. */
-function checkRunCalls(sha: string): OutboxLine[] {
-  const lines = outbox();
-  const created = lines.filter(
-    (l) => l.method === 'POST' && l.path.endsWith('/check-runs') && l.body.head_sha === sha,
-  );
-  const ids = new Set(created.map((l) => l.response.id));
-  return lines.filter(
-    (l) =>
-      created.includes(l) ||
-      (l.method === 'PATCH' && [...ids].some((id) => l.path.endsWith(`/check-runs/${id}`))),
-  );
-}
-
+const outbox = () => outboxOf(h.dataDir);
+/** The calls of the head's check run: its POST, then its PATCHes. */
+const checkRunCalls = (sha: string) => checkRuns(h.dataDir, sha)[0]?.calls ?? [];
 /** Wait until the head's check run completed; its calls. */
-async function completed(sha: string, timeoutMs = 120_000): Promise<OutboxLine[]> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const calls = checkRunCalls(sha);
-    if (calls.some((l) => l.body.status === 'completed')) return calls;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`no completed check run for ${sha}: ${JSON.stringify(checkRunCalls(sha))}`);
+async function completed(sha: string): Promise<OutboxLine[]> {
+  await completedCheckRun(h.dataDir, sha);
+  return checkRunCalls(sha);
 }
-
 const last = (calls: OutboxLine[]) => calls[calls.length - 1]!;
-const output = (line: OutboxLine) => line.body.output as { title: string; summary: string; text?: string };
 
 async function prReady(pr: number, sha: string) {
   await requestDeploy(h, app.repo, pr, sha);
@@ -112,8 +83,8 @@ describe('the check run of a head commit', () => {
     expect(calls.map((l) => l.body.status)).toContain('in_progress');
     const end = last(calls);
     expect(end.body).toMatchObject({ status: 'completed', conclusion: 'success' });
-    expect(output(end).title).toBe('1 test passed');
-    expect(output(end).summary).toContain('| Sign up on previews | `passed` |');
+    expect(outputOf(end).title).toBe('1 test passed');
+    expect(outputOf(end).summary).toContain('| Sign up on previews | `passed` |');
     // Completed once and only once.
     expect(calls.filter((l) => l.body.status === 'completed')).toHaveLength(1);
 
@@ -124,7 +95,7 @@ describe('the check run of a head commit', () => {
     const dashboard = await fetch(end.body.details_url as string);
     expect(dashboard.status).toBe(200);
     expect(await dashboard.text()).toContain('<title>Preview environments</title>');
-    const report = /\[report\]\(([^)]+)\)/.exec(output(end).summary)![1]!;
+    const report = /\[report\]\(([^)]+)\)/.exec(outputOf(end).summary)![1]!;
     expect(report.startsWith(`${h.url}/report/`)).toBe(true);
     const page = await fetch(report);
     expect(page.status).toBe(200);
@@ -148,12 +119,12 @@ describe('the check run of a head commit', () => {
     await prReady(3, sha);
     const end = last(await completed(sha));
     expect(end.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
-    expect(output(end).title).toBe('1 test failed of 2');
-    expect(output(end).text).toContain('### Heading on previews');
-    expect(output(end).text).toContain('Failed step 1 (`assert-text`)');
-    expect(output(end).text).toContain('"Nowhere to be seen" not found');
+    expect(outputOf(end).title).toBe('1 test failed of 2');
+    expect(outputOf(end).text).toContain('### Heading on previews');
+    expect(outputOf(end).text).toContain('Failed step 1 (`assert-text`)');
+    expect(outputOf(end).text).toContain('"Nowhere to be seen" not found');
     // Its screenshot: the run's report at the failed step's row, which opens and shows it.
-    const shot = /\[Screenshot\]\(([^)]+)\)/.exec(output(end).text ?? '')?.[1];
+    const shot = /\[Screenshot\]\(([^)]+)\)/.exec(outputOf(end).text ?? '')?.[1];
     expect(shot).toMatch(new RegExp(`^${h.url}/report/[a-z0-9]+\\?[^#]+#step-1$`));
     const page = await fetch(shot!);
     expect(page.status).toBe(200);
@@ -170,7 +141,7 @@ describe('the check run of a head commit', () => {
     expect(env.status).toBe('failed');
     const end = last(await completed(sha));
     expect(end.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
-    expect(output(end).title).toBe('The preview failed: no test ran against it');
+    expect(outputOf(end).title).toBe('The preview failed: no test ran against it');
     // Restore the repository for the tests after this one.
     commitFiles(h.gitRoot, app.repo, { 'preview.yaml': RUNS_APP_YAML });
   }, 180_000);

@@ -1,9 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { githubOutboxPath, type OutboxLine } from '../../../functions/ports/pr-status/local-outbox.js';
 import { bearer, call } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
+import {
+  checkRuns as checkRunsOf,
+  completedCheckRun,
+  lastCall,
+  outbox as outboxOf,
+  outputOf,
+} from '../../support/check-runs.js';
 import { commitFiles } from '../../support/git.js';
 import { localServerForFile } from '../../support/local-server.js';
 import { previewctl } from '../../support/process.js';
@@ -34,39 +40,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(closeSnapshots);
 
-const outbox = (): OutboxLine[] =>
-  readFileSync(githubOutboxPath(h.dataDir), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as OutboxLine);
-
-/** Every check run of a head: its id, and its calls (POST then PATCHes), oldest first. */
-function checkRuns(sha: string): { id: number; calls: OutboxLine[] }[] {
-  const lines = outbox();
-  return lines
-    .filter((l) => l.method === 'POST' && l.path.endsWith('/check-runs') && l.body.head_sha === sha)
-    .map((post) => ({
-      id: post.response.id!,
-      calls: [
-        post,
-        ...lines.filter((l) => l.method === 'PATCH' && l.path.endsWith(`/check-runs/${post.response.id}`)),
-      ],
-    }));
-}
-const lastOf = (run: { calls: OutboxLine[] }) => run.calls[run.calls.length - 1]!;
-const output = (line: OutboxLine) => line.body.output as { title: string; summary: string; text?: string };
-
-/** Wait until the head has `count` check runs and the last one completed; that one's last call. */
-async function completedRun(sha: string, count = 1, timeoutMs = 120_000): Promise<OutboxLine> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const runs = checkRuns(sha);
-    const last = runs[count - 1];
-    if (runs.length >= count && last && lastOf(last).body.status === 'completed') return lastOf(last);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`no completed check run #${count} for ${sha}: ${JSON.stringify(checkRuns(sha))}`);
-}
+const outbox = () => outboxOf(h.dataDir);
+const checkRuns = (sha: string) => checkRunsOf(h.dataDir, sha);
+const completedRun = (sha: string, count = 1) => completedCheckRun(h.dataDir, sha, count);
 
 const send = (event: string, payload: unknown) => deliver(h, secret, event, payload);
 const commit = (label: string) =>
@@ -101,12 +77,12 @@ describe('the check run from the pull request', () => {
     await send('pull_request', prPayload('synchronize', { number: 21, sha: second, repo: app.repo }));
     const cancelled = await completedRun(first);
     expect(cancelled.body).toMatchObject({ status: 'completed', conclusion: 'cancelled' });
-    expect(output(cancelled).title).toBe(`Cancelled: superseded by ${second.slice(0, 12)}`);
-    expect(output(cancelled).summary).toContain(second);
+    expect(outputOf(cancelled).title).toBe(`Cancelled: superseded by ${second.slice(0, 12)}`);
+    expect(outputOf(cancelled).summary).toContain(second);
     // The newer head tells its own story to the end: one test failed.
     const end = await completedRun(second);
     expect(end.body).toMatchObject({ conclusion: 'failure' });
-    expect(output(end).title).toBe('1 test failed of 2');
+    expect(outputOf(end).title).toBe('1 test failed of 2');
   }, 180_000);
 
   test('re-run all, then re-run failed: fresh stories on the same head, the passed result kept', async () => {
@@ -117,7 +93,7 @@ describe('the check run from the pull request', () => {
     const firstId = checkRuns(sha)[0]!.id;
     const passedRun =
       /\| Sign up passes \| `passed` \|[^|]*\|[^|]*\| \[report\]\([^)]*\/report\/([a-z0-9]+)\?[^)]*\) \|/.exec(
-        output(first).summary,
+        outputOf(first).summary,
       )![1];
 
     const all = await send('check_run', checkRunPayload(sha, firstId, 22, 'rerequested'));
@@ -126,13 +102,13 @@ describe('the check run from the pull request', () => {
     const again = await completedRun(sha, 2);
     expect(again.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
     // Every test ran again: neither run id of the first story is shown.
-    expect(output(again).summary).not.toContain(passedRun);
-    expect(output(again).summary).toContain('Sign up passes');
+    expect(outputOf(again).summary).not.toContain(passedRun);
+    expect(outputOf(again).summary).toContain('Sign up passes');
 
     const secondId = checkRuns(sha)[1]!.id;
     const secondPassed =
       /\| Sign up passes \| `passed` \|[^|]*\|[^|]*\| \[report\]\([^)]*\/report\/([a-z0-9]+)\?[^)]*\) \|/.exec(
-        output(again).summary,
+        outputOf(again).summary,
       )![1]!;
     const failed = await send(
       'check_run',
@@ -142,8 +118,8 @@ describe('the check run from the pull request', () => {
     const third = await completedRun(sha, 3);
     expect(third.body.conclusion).toBe('failure');
     // The passed test did not run again: its result from the second story is kept.
-    expect(output(third).summary).toContain(`/report/${secondPassed}?`);
-    expect(output(third).text).toContain('### Heading fails');
+    expect(outputOf(third).summary).toContain(`/report/${secondPassed}?`);
+    expect(outputOf(third).text).toContain('### Heading fails');
     // Each story completed once.
     for (const run of checkRuns(sha))
       expect(run.calls.filter((l) => l.body.status === 'completed')).toHaveLength(1);
@@ -173,7 +149,7 @@ describe('the check run from the pull request', () => {
         ),
       30_000,
     );
-    expect(lastOf(checkRuns(sha)[0]!).body.conclusion).toBe('failure');
+    expect(lastCall(checkRuns(sha)[0]!).body.conclusion).toBe('failure');
 
     const skip = await send(
       'issue_comment',
@@ -181,11 +157,11 @@ describe('the check run from the pull request', () => {
     );
     expect(skip.body.accepted).toBe(true);
     const deadline = Date.now() + 30_000;
-    while (lastOf(checkRuns(sha)[0]!).body.conclusion !== 'neutral' && Date.now() < deadline)
+    while (lastCall(checkRuns(sha)[0]!).body.conclusion !== 'neutral' && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 200));
-    const end = lastOf(checkRuns(sha)[0]!);
+    const end = lastCall(checkRuns(sha)[0]!);
     expect(end.body).toMatchObject({ status: 'completed', conclusion: 'neutral' });
-    expect(output(end).title).toBe('Skipped by octocat: docs-only change');
+    expect(outputOf(end).title).toBe('Skipped by octocat: docs-only change');
   }, 180_000);
 });
 
@@ -219,8 +195,8 @@ describe('the skip from the API: previewctl gate skip', () => {
       ...['gate', 'skip', '--repo', app.repo, '--pr', '24', '--reason', 'release freeze', '--by', 'alice'],
     );
     expect(skipped).toMatchObject({ code: 0, out: { sha, conclusion: 'neutral' } });
-    const end = lastOf(checkRuns(sha)[0]!);
+    const end = lastCall(checkRuns(sha)[0]!);
     expect(end.body).toMatchObject({ status: 'completed', conclusion: 'neutral' });
-    expect(output(end).title).toBe('Skipped by alice: release freeze');
+    expect(outputOf(end).title).toBe('Skipped by alice: release freeze');
   }, 180_000);
 });
