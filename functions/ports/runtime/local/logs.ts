@@ -17,7 +17,7 @@ import { log } from '../../../shared/log.js';
 import { maskSecrets } from '../../../shared/masking/mask.js';
 import { MaskingWriter } from '../../../shared/masking/mask-stream.js';
 import type { LogQuery, LogSource, LogTarget, LogText, RuntimeTarget } from '../port.js';
-import { envId, type LocalRuntime, sleep } from './state.js';
+import { envId, type LocalRuntime } from './state.js';
 import { scrub } from './working-copies.js';
 
 /*
@@ -202,8 +202,21 @@ export function maskedOutput(
   return { drained, lastOutputAt: () => last };
 }
 
-/** Wait for a process's output to be written, but not for ever (a daemon it started may keep the pipe). */
-export const drainedOrLater = (drained: Promise<void>) => Promise.race([drained, sleep(DRAIN_WAIT_MS)]);
+/**
+ * Wait for a process's output to be written, but not for ever (a daemon it started may keep the pipe).
+ * The timer goes once the output is in: a pending one would hold a stopping server's event loop open.
+ */
+export async function drainedOrLater(drained: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const later = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, DRAIN_WAIT_MS);
+  });
+  try {
+    await Promise.race([drained, later]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Keep the last `APP_STARTS_KEPT - 1` processes of an app's log (a new one is about to start), at most

@@ -17,7 +17,7 @@ import { keys } from '../../../manifest/tables.js';
 import { maskSecrets } from '../../../shared/masking/mask.js';
 import { DeployFailed } from '../../../shared/step-errors.js';
 import type { AppLaunch, RuntimeTarget, ServiceLaunch, ServiceState } from '../port.js';
-import { openLog } from './logs.js';
+import { drainedOrLater, openLog } from './logs.js';
 import {
   ensureTemplate,
   PG_DATABASE,
@@ -378,7 +378,7 @@ export async function runOnce(
   const how = await exitOf(child);
   clearTimeout(timer);
   killGroup(child.pid, 'SIGKILL');
-  await Promise.race([drained, sleep(2_000)]);
+  await drainedOrLater(drained);
   if (how === 'exit code 0') return;
   const tail = maskSecrets(readFrom(logFile, from), secrets)
     .split('\n')
