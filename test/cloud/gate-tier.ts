@@ -5,7 +5,7 @@ import type { OrgCredentials } from '../../functions/core/applications/applicati
 import { findExecutable } from '../../functions/ports/browser/local-chromium.js';
 import { setLogSink } from '../../functions/shared/log.js';
 import type { Cloud } from './cloud-tier.js';
-import { ACCOUNT, REGION } from './fakes/aws.js';
+import { bridgeEvent, REGION } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import type { CheckRunWriteRecord, FakeCheckRun } from './fakes/github-checks.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
@@ -98,25 +98,16 @@ export function useGateTier(orgName: string, env: Record<string, string> = {}) {
   function updated(pr: number, headSha: string, at?: string) {
     if (!at) t.clock += 1000;
     const eventAt = at ?? new Date(t.clock).toISOString();
-    return {
-      version: '0',
-      id: `evt-${pr}-${headSha.slice(0, 8)}`,
-      'detail-type': 'Pull Request Updated',
-      source: 'preview.github',
-      account: ACCOUNT,
-      time: new Date().toISOString(),
-      region: REGION,
-      resources: [],
-      detail: {
-        orgId: t.org.orgId,
-        repoFullName: 'acme/shop',
-        prNumber: pr,
-        headSha,
-        headRef: `feature-${pr}`,
-        fork: false,
-        eventAt,
-      },
+    const detail = {
+      orgId: t.org.orgId,
+      repoFullName: 'acme/shop',
+      prNumber: pr,
+      headSha,
+      headRef: `feature-${pr}`,
+      fork: false,
+      eventAt,
     };
+    return bridgeEvent('Pull Request Updated', 'preview.github', detail, `evt-${pr}-${headSha.slice(0, 8)}`);
   }
   const pullRequestUpdated = (event: ReturnType<typeof updated>) =>
     t.cloud.invoke<{ outcome: string }>('functions/events/pull-request-updated.ts', event);

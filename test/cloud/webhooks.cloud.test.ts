@@ -5,7 +5,7 @@ import { setLogSink } from '../../functions/shared/log.js';
 import { bearer, call } from '../support/api.js';
 import { deliver, prPayload, pushPayload } from '../support/webhooks.js';
 import type { Cloud } from './cloud-tier.js';
-import { ACCOUNT, asDelivered, type PutEventsEntry, REGION } from './fakes/aws.js';
+import { asDelivered, bridgeEvent, type PutEventsEntry } from './fakes/aws.js';
 import type { FakeGitHub } from './fakes/github.js';
 import { startGitHubApp, stopGitHubCloud } from './github-cloud.js';
 
@@ -156,25 +156,21 @@ describe('the rule targets in AWS mode', () => {
 describe('two updates of a pull request in the same second, in AWS mode', () => {
   const AT = '2031-06-01T12:00:00Z';
   /** Pull Request Updated for PR 21 at head `headSha`, stamped `AT`, as EventBridge delivers it. */
-  const updated = (headSha: string) => ({
-    version: '0',
-    id: `evt-${headSha.slice(0, 8)}`,
-    'detail-type': 'Pull Request Updated',
-    source: 'preview.github',
-    account: ACCOUNT,
-    time: new Date().toISOString(),
-    region: REGION,
-    resources: [],
-    detail: {
-      orgId: org.orgId,
-      repoFullName: 'acme/shop',
-      prNumber: 21,
-      headSha,
-      headRef: 'feature-21',
-      fork: false,
-      eventAt: AT,
-    },
-  });
+  const updated = (headSha: string) =>
+    bridgeEvent(
+      'Pull Request Updated',
+      'preview.github',
+      {
+        orgId: org.orgId,
+        repoFullName: 'acme/shop',
+        prNumber: 21,
+        headSha,
+        headRef: 'feature-21',
+        fork: false,
+        eventAt: AT,
+      },
+      `evt-${headSha.slice(0, 8)}`,
+    );
   const act = (headSha: string) =>
     cloud.invoke<{ outcome: string }>('functions/events/pull-request-updated.ts', updated(headSha));
   const pullReads = () => github.calls().filter((c) => c === 'GET /repos/acme/shop/pulls/21').length;

@@ -49,18 +49,22 @@ export interface PutEventsEntry {
   Detail: string;
 }
 
-/** A recorded PutEvents entry as EventBridge delivers it to a rule's target, with event id `id`. */
-export const asDelivered = (e: PutEventsEntry, id = 'evt-1') => ({
+/** An event as EventBridge delivers it to a rule's target: `detail` under its envelope, with event id `id`. */
+export const bridgeEvent = <T>(detailType: string, source: string, detail: T, id = 'evt-1') => ({
   version: '0',
   id,
-  'detail-type': e.DetailType,
-  source: e.Source,
+  'detail-type': detailType,
+  source,
   account: ACCOUNT,
   time: new Date().toISOString(),
   region: REGION,
   resources: [],
-  detail: JSON.parse(e.Detail),
+  detail,
 });
+
+/** A recorded PutEvents entry as EventBridge delivers it to a rule's target, with event id `id`. */
+export const asDelivered = (e: PutEventsEntry, id = 'evt-1') =>
+  bridgeEvent(e.DetailType, e.Source, JSON.parse(e.Detail), id);
 
 export interface StartedBuild {
   id: string;
