@@ -390,16 +390,25 @@ async function loadAccessLinks(list) {
   if (changed) renderEnvironments(shownEnvironments(environments));
 }
 
+/** What the poll itself last said (no key yet, an error): it goes once a poll succeeds; an action's stays. */
+let pollSaid = '';
+function sayPoll(text, bad) {
+  pollSaid = text;
+  say(text, bad);
+}
+
 async function refresh() {
   if (!store.getItem('preview.apiKey')) {
-    say('Give an API key to see your environments.');
+    sayPoll('Give an API key to see your environments.');
     return;
   }
   try {
     const res = await api('key', 'GET', '/v1/preview/environments');
     if (!res.ok) {
-      say(errorOf(res), true);
+      sayPoll(errorOf(res), true);
     } else {
+      if (pollSaid && $('status').textContent === pollSaid) say('');
+      pollSaid = '';
       environments = res.body.environments;
       const json = JSON.stringify(environments);
       // Drawn again only when something changed, so a button is not replaced under the pointer.
@@ -413,7 +422,7 @@ async function refresh() {
     }
     await refreshCommit();
   } catch (err) {
-    say(`The API did not answer: ${err.message}`, true);
+    sayPoll(`The API did not answer: ${err.message}`, true);
   }
   // The per-commit view shows that head's runs instead of the recent ones.
   if (commitOf) return;
