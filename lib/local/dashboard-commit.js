@@ -62,7 +62,8 @@ function renderCommit(view) {
   const facts = el('p', { className: 'muted' });
   const sha = el('code', { textContent: view.sha });
   facts.append(`${view.repoFullName} #${view.prNumber} at `, sha);
-  if (view.story > 1) facts.append(` · re-run ${view.story - 1}`);
+  // Its story's check run on this head: a re-run, or a new deploy of the head, opens the next.
+  if (view.story > 1) facts.append(` · check run ${view.story}`);
   if (view.completedAt) facts.append(' · completed ', timeEl(view.completedAt));
   const parts = [facts, state];
   const end = view.end;

@@ -44,7 +44,7 @@ export interface GateRecord {
   repoFullName: string;
   prNumber: number;
   sha: string;
-  /** The story's number on this head: 1, then one more per re-run. */
+  /** The story's number on this head: 1, then one more per re-run or new deploy of the head. */
   story: number;
   checkRunId?: number;
   /** The runs of this story, once the preview is ready and they started. */

@@ -88,6 +88,13 @@ describe('serveCommitPage', () => {
     );
   });
 
+  test("a head's later check run is named by its number; the first is not", async () => {
+    expect((await serve()).body).not.toContain(' · check run');
+    const record = items[keys.gates.checkRun('org-1', 'acme/web#7', SHA)] as { story: number };
+    record.story = 2;
+    expect((await serve()).body).toContain(`commit <code>${SHA}</code> · check run 2</div>`);
+  });
+
   test.each([
     ['forbidden', 403],
     ['expired', 410],

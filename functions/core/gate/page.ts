@@ -96,7 +96,7 @@ export function renderCommitPage(view: CommitView): string {
     .join('\n');
   return `<div class="card">
 <h1>Preview tests of ${escapeHtml(view.repoFullName)} #${view.prNumber}</h1>
-<div class="meta">commit <code>${escapeHtml(view.sha)}</code>${view.story > 1 ? ` · re-run ${view.story - 1}` : ''}${view.completedAt ? ` · completed ${escapeHtml(view.completedAt)}` : ''}</div>
+<div class="meta">commit <code>${escapeHtml(view.sha)}</code>${view.story > 1 ? ` · check run ${view.story}` : ''}${view.completedAt ? ` · completed ${escapeHtml(view.completedAt)}` : ''}</div>
 <div class="title">${badge(view.status)} ${view.conclusion ? badge(view.conclusion) : ''} <span id="title">${escapeHtml(view.title)}</span></div>
 ${endHtml(view)}
 </div>

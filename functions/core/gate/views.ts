@@ -48,7 +48,7 @@ export interface CommitView {
   repoFullName: string;
   prNumber: number;
   sha: string;
-  /** The story's number on this head: 1, then one more per re-run. */
+  /** The story's number on this head: 1, then one more per re-run or new deploy of the head. */
   story: number;
   status: CheckRunStatus;
   conclusion?: CheckRunConclusion;

@@ -1,7 +1,10 @@
-import { beforeAll, describe, expect, test } from '@jest/globals';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { bearer, call } from '../../support/api.js';
 import { pollUntil } from '../../support/apps.js';
 import { checkRuns, completedCheckRun, outputOf } from '../../support/check-runs.js';
+import { haveChromium, launchChromium } from '../../support/chromium.js';
 import { commitFiles } from '../../support/git.js';
 import { localServerForFile, requestDeploy } from '../../support/local-server.js';
 import { RUNS_APP_JS } from '../../support/runs-app.js';
@@ -10,7 +13,9 @@ import { runsAppForFile } from '../../support/runs-suite.js';
 /*
  * A new deploy of the same head commit (a whole redeploy through the API) runs the head's
  * `run_on_preview` tests again: the gate tells the runs of the deploy the pull request now has, on a
- * fresh check run, and the completed one before it stays as it ended.
+ * fresh check run, and the completed one before it stays as it ended. The dashboard's per-commit view
+ * (the new check run's details_url) tells the new story too, in chromium. GATE_SHOTS=<dir> keeps its
+ * screenshot.
  */
 
 const h = localServerForFile();
@@ -18,6 +23,11 @@ const app = runsAppForFile(h, { repo: 'acme/gateredeploy' });
 beforeAll(async () => {
   await app.importTest({ name: 'Sign up passes', run_on_preview: true });
 }, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+});
+let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 
 const envPath = (pr: number) => `/v1/preview/environments/${app.repo}/${pr}`;
 const settled = (pr: number) =>
@@ -90,5 +100,29 @@ describe('a new deploy of the same head', () => {
     // The tests ran against the preview this time: one passes, the failing one fails.
     expect(outputOf(end).title).toBe('1 test failed of 2');
     expect(outputOf(end).summary).toContain('| Sign up passes | `passed` |');
+
+    // The page the check run links to tells the new story, not the failed preview.
+    if (!haveChromium()) return;
+    browser = await launchChromium();
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 720 } })).newPage();
+    await page.goto(end.body.details_url as string);
+    await page.fill('#apiKey', h.org.apiKey);
+    await page.click('#credentials button[type=submit]');
+    await page.locator('#commitRuns tbody tr[data-test]').nth(1).waitFor({ timeout: 20_000 });
+    expect(await page.textContent('#commitTitle')).toBe('1 test failed of 2');
+    // Its second check run on this head, not a re-run: nobody pressed Re-run.
+    expect(await page.textContent('#commitGate')).toContain(' · check run 2 · completed');
+    // The hint the page gave before it had a key is gone once it has one.
+    expect(await page.textContent('#status')).toBe('');
+    expect(await page.textContent('#commitGate')).not.toContain('The preview failed');
+    const rows = await page
+      .locator('#commitRuns tbody tr[data-test]')
+      .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-test')));
+    expect(rows.sort()).toEqual(['Heading fails', 'Sign up passes']);
+    if (process.env.GATE_SHOTS)
+      writeFileSync(
+        join(process.env.GATE_SHOTS, 'per-commit-redeployed.png'),
+        await page.screenshot({ fullPage: true }),
+      );
   }, 240_000);
 });
